@@ -1,0 +1,33 @@
+# The two set-up commands of the README: `make demo` and `make test`.
+# Both build the virtualenv .venv in this repository from scratch when it is missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+# torch is pinned for installs here: 2.13.0 is a CPU wheel on local disk; an unpinned
+# torch would pull a multi-GB CUDA build. pyproject.toml declares the range users may have.
+TORCH_PIN := torch==2.13.0
+
+.PHONY: venv demo test lint bench clean
+
+$(BIN)/probemeter: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet $(TORCH_PIN)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(BIN)/probemeter
+
+venv: $(BIN)/probemeter
+
+demo: venv
+	$(BIN)/probemeter demo --out demo-results
+
+test: venv
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/python -m pytest -q
+
+bench: venv
+	$(BIN)/python benchmarks/curve_speed.py
+
+clean:
+	rm -rf $(VENV) demo-results .pytest_cache build src/*.egg-info
