@@ -1,0 +1,65 @@
+"""probemeter: evaluate representations by how easy it is to learn a task from them.
+
+Train many small probes on frozen features and turn their loss-data curve into measures:
+validation performance (VA), mutual information (MI), online description length (MDL),
+surplus description length (SDL) and ε sample complexity (εSC) — Whitney et al.
+"""
+
+from probemeter.comparison import Comparison, compare
+from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
+from probemeter.data import ProbeData, load_features
+from probemeter.datasets import digits_representations, parity_representations
+from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.measures import (
+    DescriptionLength,
+    MutualInformation,
+    SampleComplexity,
+    SurplusDescriptionLength,
+    ValidationPerformance,
+    hoeffding_draws,
+    hoeffding_half_width,
+    mdl,
+    mutual_information,
+    sample_complexity,
+    sample_complexity_for_accuracy,
+    sdl,
+    validation_performance,
+)
+from probemeter.probes import MLP, Linear
+from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
+from probemeter.results import load_curves, save_results
+
+__all__ = [
+    "MLP",
+    "Comparison",
+    "DescriptionLength",
+    "Linear",
+    "LossDataCurve",
+    "MutualInformation",
+    "ProbeData",
+    "ProbeEvaluation",
+    "RefinedSampleComplexity",
+    "SampleComplexity",
+    "SurplusDescriptionLength",
+    "TrainingConfig",
+    "ValidationPerformance",
+    "compare",
+    "default_sizes",
+    "digits_representations",
+    "fit_evaluate",
+    "hoeffding_draws",
+    "hoeffding_half_width",
+    "load_curves",
+    "load_features",
+    "loss_data_curve",
+    "mdl",
+    "mutual_information",
+    "parity_representations",
+    "recommend_epsilon",
+    "refine_sample_complexity",
+    "sample_complexity",
+    "sample_complexity_for_accuracy",
+    "save_results",
+    "sdl",
+    "validation_performance",
+]

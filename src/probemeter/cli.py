@@ -1,0 +1,245 @@
+"""The ``probemeter`` command line.
+
+* ``probemeter demo`` — three representations of scikit-learn's digits, their loss-data
+  curves and the Table-1-style comparison (Whitney et al., Table 1);
+* ``probemeter curve`` — the same for your own ``.npz``/``.npy`` features;
+* ``probemeter measures`` — recompute measures from a saved ``results.json`` without training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from probemeter.comparison import compare
+from probemeter.curve import LossDataCurve, loss_data_curve
+from probemeter.data import ProbeData, load_features
+from probemeter.datasets import digits_representations
+from probemeter.probes import MLP
+from probemeter.results import load_curves, save_results
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the process exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except ValueError as error:  # bad input: one clear line, no stack trace
+        print(f"probemeter: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="probemeter",
+        description="Evaluate representations by probing: loss-data curves, VA, MI, MDL, "
+        "SDL and epsilon sample complexity.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    demo = commands.add_parser("demo", help="run the bundled digits comparison")
+    _training_options(demo, steps=1000)
+    _measure_options(demo, epsilon=0.1)
+    demo.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    demo.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small, fast run (1x64 MLP, 300 steps at lr 1e-3, 2 seeds)",
+    )
+    demo.set_defaults(handler=_run_demo)
+
+    curve = commands.add_parser("curve", help="loss-data curves of your own features")
+    curve.add_argument(
+        "--train",
+        action="append",
+        required=True,
+        type=Path,
+        help=".npz with arrays X, y (or X.npy beside X.labels.npy); repeat per representation",
+    )
+    curve.add_argument(
+        "--test",
+        action="append",
+        type=Path,
+        help="test features, one per --train; without it each --train is shuffled and split",
+    )
+    curve.add_argument("--name", action="append", help="representation names, one per --train")
+    curve.add_argument("--test-size", type=float, default=0.2, help="test fraction when splitting")
+    curve.add_argument("--no-standardize", action="store_true", help="keep features as given")
+    curve.add_argument("--sizes", type=int, nargs="+", help="training-set sizes n")
+    _training_options(curve, steps=1000)
+    _measure_options(curve, epsilon=None)
+    curve.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    curve.set_defaults(handler=_run_curve)
+
+    measures = commands.add_parser("measures", help="recompute measures from a results file")
+    measures.add_argument("results", type=Path, help="a results.json written by demo/curve")
+    _measure_options(measures, epsilon=None, required=True)
+    measures.add_argument(
+        "--format", choices=("text", "markdown", "latex"), default="text", help="table format"
+    )
+    measures.set_defaults(handler=_run_measures)
+    return parser
+
+
+def _training_options(parser: argparse.ArgumentParser, steps: int) -> None:
+    group = parser.add_argument_group("probe training")
+    group.add_argument(
+        "--hidden",
+        type=int,
+        nargs="*",
+        default=[512, 512],
+        help="hidden widths of the MLP probe; none for a linear probe (default: 512 512)",
+    )
+    group.add_argument("--seeds", type=int, default=4, help="seeds per size (default: 4)")
+    group.add_argument("--steps", type=int, default=steps, help="Adam updates per probe")
+    group.add_argument("--batch-size", type=int, default=256)
+    group.add_argument("--lr", type=float, default=1e-4)
+    group.add_argument("--precision", choices=("f32", "bf16"), default="f32")
+    group.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    group.add_argument("--n-jobs", type=int, default=-1, help="CPU worker processes (-1: all)")
+    group.add_argument("--random-state", type=int, default=0)
+    group.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def _measure_options(
+    parser: argparse.ArgumentParser, epsilon: float | None, required: bool = False
+) -> None:
+    group = parser.add_argument_group("measures")
+    group.add_argument(
+        "--epsilon",
+        type=float,
+        default=epsilon,
+        required=required,
+        help="loss tolerance ε of SDL and εSC, in --unit",
+    )
+    group.add_argument("--unit", choices=("nats", "bits"), default="nats")
+    group.add_argument(
+        "--metric",
+        choices=("loss", "loss_truncated", "error"),
+        default="loss",
+        help="loss read from the curves (error = 1 - accuracy; its unit is errors)",
+    )
+    group.add_argument(
+        "--at", type=int, nargs="+", help="data sizes n of the table rows (default: small, full)"
+    )
+
+
+def _train_curves(datasets: dict[str, ProbeData], args: argparse.Namespace, sizes=None):
+    probe = MLP(hidden=tuple(args.hidden))
+    curves = []
+    for name, data in datasets.items():
+        started = time.perf_counter()
+        curves.append(
+            loss_data_curve(
+                data,
+                probe,
+                sizes=sizes,
+                seeds=args.seeds,
+                steps=args.steps,
+                batch_size=args.batch_size,
+                lr=args.lr,
+                precision=args.precision,
+                random_state=args.random_state,
+                device=args.device,
+                n_jobs=args.n_jobs,
+                progress=not args.no_progress,
+            )
+        )
+        print(f"{name}: {len(curves[-1].points)} probes in {time.perf_counter() - started:.1f} s")
+    return curves
+
+
+def _report(curves: list[LossDataCurve], args: argparse.Namespace, out: Path | None) -> None:
+    comparison = None
+    if args.epsilon is not None:
+        unit = None if args.metric == "error" else args.unit
+        comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
+        print()
+        print(comparison)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        save_results(out / "results.json", curves, comparison)
+        _plot(curves, args.epsilon if args.metric == "loss" and args.unit == "nats" else None, out)
+        print(f"\nwrote {out / 'results.json'} and {out / 'curves.png'}")
+
+
+def _plot(curves: list[LossDataCurve], epsilon: float | None, out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (loss_ax, accuracy_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+    for curve in curves:
+        curve.plot(loss_ax, epsilon=epsilon)
+        curve.plot(accuracy_ax, metric="accuracy")
+    loss_ax.legend(fontsize=8)
+    loss_ax.set_title("loss-data curves (band: min–max over seeds)")
+    accuracy_ax.set_title("accuracy")
+    figure.tight_layout()
+    figure.savefig(out / "curves.png", dpi=120)
+    plt.close(figure)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    if args.quick:
+        args.hidden, args.steps, args.seeds, args.lr = [64], 300, 2, 1e-3
+    datasets = digits_representations(random_state=args.random_state)
+    print(
+        f"digits (scikit-learn): pool {next(iter(datasets.values())).pool_size}, "
+        f"test {len(next(iter(datasets.values())).y_test)}; probe MLP{tuple(args.hidden)}, "
+        f"{args.steps} Adam steps (lr {args.lr}, batch {args.batch_size}), {args.seeds} seeds"
+    )
+    curves = _train_curves(datasets, args)
+    _report(curves, args, args.out)
+    return 0
+
+
+def _run_curve(args: argparse.Namespace) -> int:
+    tests = args.test or []
+    names = args.name or [path.stem for path in args.train]
+    if tests and len(tests) != len(args.train):
+        raise ValueError(f"give one --test per --train ({len(args.train)}); got {len(tests)}")
+    if len(names) != len(args.train):
+        raise ValueError(f"give one --name per --train ({len(args.train)}); got {len(names)}")
+    if len(set(names)) != len(names):
+        raise ValueError(f"representation names must be distinct; got {names}")
+    datasets = {}
+    for index, (name, path) in enumerate(zip(names, args.train)):
+        X, y = load_features(path)
+        test = load_features(tests[index]) if tests else (None, None)
+        datasets[name] = ProbeData.from_arrays(
+            X,
+            y,
+            *test,
+            test_size=args.test_size,
+            standardize=not args.no_standardize,
+            name=name,
+            random_state=args.random_state,
+        )
+    curves = _train_curves(datasets, args, sizes=args.sizes)
+    _report(curves, args, args.out)
+    return 0
+
+
+def _run_measures(args: argparse.Namespace) -> int:
+    curves = load_curves(args.results)
+    unit = None if args.metric == "error" else args.unit
+    comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
+    rendered = {
+        "text": str(comparison),
+        "markdown": comparison.to_markdown(),
+        "latex": comparison.to_latex(),
+    }
+    print(rendered[args.format])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,286 @@
+"""Probing data: frozen features with integer labels, validated once, up front.
+
+A :class:`ProbeData` holds a training *pool* (from which every probe draws its subset) and a
+held-out *test* set on which every probe is evaluated. Features are standardised to zero mean and
+unit variance with statistics of the training pool only (Whitney et al., App. C.1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["ProbeData", "load_features", "nested_subset", "subset_permutation"]
+
+
+def _as_features(name: str, array: object) -> np.ndarray:
+    features = np.asarray(array)
+    if features.ndim != 2:
+        raise ValueError(
+            f"{name} must be a 2-D array of shape (n_examples, n_features); got shape "
+            f"{features.shape}"
+        )
+    if features.shape[0] == 0 or features.shape[1] == 0:
+        raise ValueError(f"{name} is empty (shape {features.shape})")
+    if not np.issubdtype(features.dtype, np.number) or np.issubdtype(
+        features.dtype, np.complexfloating
+    ):
+        raise ValueError(f"{name} must hold real numbers; got dtype {features.dtype}")
+    features = features.astype(np.float32, copy=False)
+    finite = np.isfinite(features)
+    if not finite.all():
+        bad_rows = np.flatnonzero(~finite.all(axis=1))
+        raise ValueError(
+            f"{name} contains NaN or inf in {bad_rows.size} row(s), first at row {bad_rows[0]}"
+        )
+    return features
+
+
+def _as_labels(name: str, array: object, n_rows: int, features_name: str) -> np.ndarray:
+    labels = np.asarray(array)
+    if labels.ndim == 2 and labels.shape[1] == 1:
+        labels = labels[:, 0]
+    if labels.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of class indices; got shape {labels.shape}")
+    if labels.shape[0] != n_rows:
+        raise ValueError(
+            f"{name} has {labels.shape[0]} labels but {features_name} has {n_rows} rows"
+        )
+    if np.issubdtype(labels.dtype, np.floating):
+        if not np.isfinite(labels).all() or not np.all(labels == np.round(labels)):
+            raise ValueError(f"{name} must hold integer class indices; got non-integer values")
+    elif not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"{name} must hold integer class indices; got dtype {labels.dtype}")
+    labels = labels.astype(np.int64)
+    if labels.min() < 0:
+        raise ValueError(f"{name} must be non-negative class indices; found {labels.min()}")
+    return labels
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeData:
+    """Features and labels for probing: a training pool and a test set.
+
+    Build it with :meth:`from_arrays` (which validates and, by default, standardises); the
+    constructor itself trusts its inputs.
+
+    Attributes:
+        X_train: (n_pool, d) float32 training pool.
+        y_train: (n_pool,) int64 class indices.
+        X_test: (n_test, d) float32 test features.
+        y_test: (n_test,) int64 class indices.
+        n_classes: K, the size of the label alphabet (uniform code costs log K per label).
+        name: a label for tables and plots.
+        groups_train, groups_test: optional integer group ids (word types, sentences), used by
+            control tasks and grouped splits.
+    """
+
+    X_train: np.ndarray
+    y_train: np.ndarray
+    X_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    name: str = "representation"
+    groups_train: np.ndarray | None = field(default=None, repr=False)
+    groups_test: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        X: object,
+        y: object,
+        X_test: object | None = None,
+        y_test: object | None = None,
+        *,
+        test_size: float | int = 0.2,
+        standardize: bool = True,
+        n_classes: int | None = None,
+        name: str = "representation",
+        groups: object | None = None,
+        groups_test: object | None = None,
+        random_state: int = 0,
+    ) -> ProbeData:
+        """Validate arrays and build a :class:`ProbeData`.
+
+        Give either a training pool and a test set (``X, y, X_test, y_test``), or one set
+        (``X, y``) that is *shuffled* and then split, ``test_size`` (a fraction in (0, 1) or a
+        count) going to the test set.
+
+        Raises:
+            ValueError: non-2-D or empty features, NaN/inf, length mismatches, non-integer or
+                negative labels, fewer than two classes, a bad ``test_size`` or ``n_classes``.
+        """
+        X = _as_features("X", X)
+        y = _as_labels("y", y, X.shape[0], "X")
+        group_ids = None if groups is None else _as_labels("groups", groups, X.shape[0], "X")
+        if (X_test is None) != (y_test is None):
+            raise ValueError("give both X_test and y_test, or neither (then X is split)")
+        if X_test is None:
+            if groups_test is not None:
+                raise ValueError("groups_test needs X_test; to split one set pass only groups")
+            X, y, X_test, y_test, group_ids, test_group_ids = _shuffle_split(
+                X, y, group_ids, test_size, random_state
+            )
+        else:
+            X_test = _as_features("X_test", X_test)
+            y_test = _as_labels("y_test", y_test, X_test.shape[0], "X_test")
+            test_group_ids = (
+                None
+                if groups_test is None
+                else _as_labels("groups_test", groups_test, X_test.shape[0], "X_test")
+            )
+            if X_test.shape[1] != X.shape[1]:
+                raise ValueError(f"X_test has {X_test.shape[1]} features but X has {X.shape[1]}")
+        seen = np.unique(y)
+        if seen.size < 2:
+            raise ValueError(
+                f"y has a single class ({seen[0]}); probing needs at least two classes"
+            )
+        inferred = int(max(y.max(), y_test.max())) + 1
+        if n_classes is None:
+            n_classes = inferred
+        elif n_classes < inferred:
+            raise ValueError(
+                f"n_classes={n_classes} but labels go up to {inferred - 1}; "
+                f"n_classes must be at least {inferred}"
+            )
+        unseen = np.setdiff1d(np.unique(y_test), seen)
+        if unseen.size:
+            warnings.warn(
+                f"test labels {unseen.tolist()} never occur in the training pool; probes "
+                "cannot predict them and their loss is high",
+                stacklevel=2,
+            )
+        if standardize:
+            mean = X.mean(axis=0, dtype=np.float64)
+            std = X.std(axis=0, dtype=np.float64)
+            std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
+            X = ((X - mean) / std).astype(np.float32)
+            X_test = ((X_test - mean) / std).astype(np.float32)
+        return cls(
+            X_train=np.ascontiguousarray(X),
+            y_train=y,
+            X_test=np.ascontiguousarray(X_test),
+            y_test=y_test,
+            n_classes=int(n_classes),
+            name=name,
+            groups_train=group_ids,
+            groups_test=test_group_ids,
+        )
+
+    @property
+    def pool_size(self) -> int:
+        """Number of examples in the training pool (the largest possible probe subset)."""
+        return int(self.X_train.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.X_train.shape[1])
+
+    def fingerprint(self) -> str:
+        """A short hash of the arrays and the class count: equal data give equal fingerprints."""
+        digest = hashlib.sha256()
+        for array in (self.X_train, self.y_train, self.X_test, self.y_test):
+            digest.update(str(array.shape).encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        digest.update(str(self.n_classes).encode())
+        return digest.hexdigest()[:16]
+
+    def check_sizes(self, sizes: object, argument: str = "sizes") -> np.ndarray:
+        """Validate requested training-subset sizes against the pool; return sorted unique ints.
+
+        Raises:
+            ValueError: a size that is not an integer, is < 1, or exceeds the pool.
+        """
+        values = np.asarray(sizes)
+        if values.ndim == 0:
+            values = values[None]
+        if values.size == 0:
+            raise ValueError(f"{argument} is empty")
+        if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+            raise ValueError(f"{argument} must be integers; got {values.tolist()}")
+        values = values.astype(np.int64)
+        if values.min() < 1:
+            raise ValueError(f"{argument} must be >= 1; got {values.min()}")
+        if values.max() > self.pool_size:
+            raise ValueError(
+                f"{argument} asks for {values.max()} training examples but the pool of "
+                f"{self.name!r} holds {self.pool_size}"
+            )
+        return np.unique(values)
+
+
+def _shuffle_split(
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray | None,
+    test_size: float | int,
+    random_state: int,
+) -> tuple[np.ndarray, ...]:
+    n_rows = X.shape[0]
+    if isinstance(test_size, float) and 0.0 < test_size < 1.0:
+        n_test = round(test_size * n_rows)
+    elif isinstance(test_size, (int, np.integer)) and not isinstance(test_size, bool):
+        n_test = int(test_size)
+    else:
+        raise ValueError(
+            f"test_size must be a fraction in (0, 1) or an integer count; got {test_size!r}"
+        )
+    if not 1 <= n_test < n_rows:
+        raise ValueError(
+            f"test_size={test_size!r} leaves {n_test} test and {n_rows - n_test} training "
+            f"examples out of {n_rows}; both must be at least 1"
+        )
+    order = np.random.default_rng(random_state).permutation(n_rows)
+    test, train = order[:n_test], order[n_test:]
+    split_groups = (None, None) if groups is None else (groups[train], groups[test])
+    return X[train], y[train], X[test], y[test], split_groups[0], split_groups[1]
+
+
+def subset_permutation(pool_size: int, random_state: int, seed: int) -> np.ndarray:
+    """The seeded permutation of the pool whose prefixes are a seed's nested training subsets.
+
+    Keyed by ``(random_state, seed)`` only, so the subset of size n is a prefix of the subset of
+    any larger size for the same seed, whatever else is being trained alongside it.
+    """
+    rng = np.random.default_rng([random_state, seed, 0x5EED])
+    return rng.permutation(pool_size)
+
+
+def nested_subset(pool_size: int, n: int, random_state: int, seed: int) -> np.ndarray:
+    """Indices of the size-``n`` training subset of ``seed``: a prefix of its permutation."""
+    if not 1 <= n <= pool_size:
+        raise ValueError(f"subset size n={n} must be in [1, {pool_size}]")
+    return subset_permutation(pool_size, random_state, seed)[:n]
+
+
+def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Load ``(X, y)`` from a ``.npz`` (arrays ``X`` and ``y``) or a ``.npy`` pair.
+
+    ``.npy`` input is ``features.npy`` with labels in ``features.labels.npy`` beside it.
+
+    Raises:
+        ValueError: a missing file, an unknown suffix or missing arrays, naming the path.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"feature file {str(path)!r} does not exist")
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            missing = [key for key in ("X", "y") if key not in archive.files]
+            if missing:
+                raise ValueError(
+                    f"{str(path)!r} lacks array(s) {missing}; it holds {archive.files}. Save "
+                    "features as X and labels as y: np.savez(path, X=features, y=labels)"
+                )
+            return archive["X"], archive["y"]
+    if path.suffix == ".npy":
+        label_path = path.with_suffix(".labels.npy")
+        if not label_path.exists():
+            raise ValueError(f"labels for {str(path)!r} expected in {str(label_path)!r}")
+        return np.load(path, allow_pickle=False), np.load(label_path, allow_pickle=False)
+    raise ValueError(f"feature file {str(path)!r} must be .npz or .npy")

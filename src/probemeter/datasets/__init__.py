@@ -1,0 +1,6 @@
+"""Datasets that return :class:`~probemeter.data.ProbeData`, ready to probe."""
+
+from probemeter.datasets.digits import digits_representations
+from probemeter.datasets.parity import parity_representations
+
+__all__ = ["digits_representations", "parity_representations"]

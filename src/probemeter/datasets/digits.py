@@ -1,0 +1,47 @@
+"""The bundled default: scikit-learn's 8×8 digits, in three representations.
+
+The shape of Whitney et al.'s MNIST study (§5, Table 1) on data that ships with scikit-learn:
+raw pixels (64-d), a PCA to 8 dimensions (a compact, "easy" code, like the paper's 8-d VAE),
+and the pixels seen through a random projection to 8 dimensions (same size as PCA, no
+structure learned). The pool/test split is 1297/500, the split the reference implementation
+uses for digits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.datasets import load_digits
+from sklearn.decomposition import PCA
+from sklearn.random_projection import GaussianRandomProjection
+
+from probemeter.data import ProbeData
+
+__all__ = ["digits_representations"]
+
+
+def digits_representations(
+    n_test: int = 500, n_components: int = 8, random_state: int = 0
+) -> dict[str, ProbeData]:
+    """Return ``{"pixels": ..., "pca-8": ..., "random-proj-8": ...}`` on one shuffled split.
+
+    PCA and the random projection are fitted on the training pool only; every representation is
+    standardised with pool statistics.
+    """
+    images, labels = load_digits(return_X_y=True)
+    order = np.random.default_rng(random_state).permutation(len(labels))
+    test, train = order[:n_test], order[n_test:]
+    pca = PCA(n_components=n_components, random_state=random_state).fit(images[train])
+    projection = GaussianRandomProjection(n_components, random_state=random_state).fit(
+        images[train]
+    )
+    views = {
+        "pixels": images,
+        f"pca-{n_components}": pca.transform(images),
+        f"random-proj-{n_components}": projection.transform(images),
+    }
+    return {
+        name: ProbeData.from_arrays(
+            features[train], labels[train], features[test], labels[test], name=name
+        )
+        for name, features in views.items()
+    }

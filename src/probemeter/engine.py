@@ -1,0 +1,455 @@
+"""The batched probe engine: train P probes at once, then evaluate them all.
+
+Every method of probemeter reduces to "train many small probes, each on its own subset with its
+own seed, then evaluate them". This module does that once, fast:
+
+* parameters of a chunk of probes are stacked on a leading probe axis, ``W`` of shape
+  (P, fan_in, fan_out); forward and backward passes are hand-written batched matmuls
+  (``baddbmm``/``bmm`` into preallocated buffers) and the update is one fused Adam step for all
+  probes — there is no Python loop over probes in the training loop;
+* each probe trains on exactly its own examples: minibatches are drawn *without* replacement,
+  epoch after epoch over the probe's own reshuffled subset. A probe whose subset is smaller than
+  the batch size trains full-batch on its n examples (effective batch ``min(n, batch_size)``);
+  probes are grouped by effective batch size so none is padded;
+* every probe takes the same number of Adam updates whatever its subset size (Whitney et al.,
+  App. C.1: "at each dataset size n we perform the same number of updates");
+* a probe's random stream (initial weights and minibatch order) is keyed by its own ``key``
+  tuple, never by its position, so results do not depend on chunking or on which other probes
+  are trained alongside it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from probemeter.probes import MLP
+
+__all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate", "resolve_device"]
+
+_PRECISIONS = ("f32", "bf16")
+_relu_backward = torch.ops.aten.threshold_backward.grad_input
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How every probe is trained: a fixed number of Adam updates on minibatches.
+
+    Args:
+        steps: Adam updates per probe, the same at every subset size (stopping rule: fixed).
+        batch_size: minibatch size; a probe with n < batch_size trains full-batch on its n.
+        lr: Adam learning rate (1e-4 in Whitney et al., App. C.1).
+        precision: ``"f32"`` (default) or ``"bf16"``: bf16 matmuls with f32 master weights,
+            f32 Adam state and f32 loss; evaluation is always f32.
+    """
+
+    steps: int = 1000
+    batch_size: int = 256
+    lr: float = 1e-4
+    precision: str = "f32"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.steps, (int, np.integer)) or self.steps < 1:
+            raise ValueError(f"steps must be a positive integer; got {self.steps!r}")
+        if not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {self.batch_size!r}")
+        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
+        if self.precision not in _PRECISIONS:
+            raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
+
+    def to_dict(self) -> dict:
+        """The settings, plus the stopping rule stated explicitly."""
+        return {**asdict(self), "optimizer": "adam", "stopping": f"fixed {self.steps} steps"}
+
+
+@dataclass(frozen=True)
+class ProbeEvaluation:
+    """Per-probe test metrics, aligned with the probes passed to :func:`fit_evaluate`.
+
+    Attributes:
+        loss: mean cross-entropy on the evaluation set, in nats.
+        loss_truncated: mean of min(cross-entropy, 1 nat): the [0, 1]-bounded loss of
+            Whitney et al., App. A, for Hoeffding intervals.
+        accuracy: fraction of evaluation examples whose arg-max prediction is the label.
+    """
+
+    loss: np.ndarray
+    loss_truncated: np.ndarray
+    accuracy: np.ndarray
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """``"auto"`` picks CUDA when present, else the CPU; anything else is passed to torch."""
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but CUDA is not available")
+    return resolved
+
+
+def fit_evaluate(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_eval: np.ndarray,
+    y_eval: np.ndarray,
+    n_classes: int,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+    probe: MLP,
+    config: TrainingConfig,
+    *,
+    device: str | torch.device = "auto",
+    n_jobs: int | None = -1,
+    max_memory: float = 2.0,
+    progress: bool = False,
+) -> ProbeEvaluation:
+    """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
+
+    Args:
+        X_train, y_train: the training pool, float32 (n_pool, d) and int64 (n_pool,).
+        X_eval, y_eval: the evaluation set shared by all probes.
+        n_classes: number of output logits K.
+        subsets: per probe, the indices into the pool of its training examples.
+        keys: per probe, a tuple of integers seeding its own random stream (initial weights
+            and minibatch order).
+        probe: the probe architecture.
+        config: optimisation settings.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``...
+        n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
+            (``-1``: one per core; ``None`` or ``1``: train in this process with torch's own
+            threads). On CUDA the probes train in this process. Results do not depend on it.
+        max_memory: GiB budget for one chunk of stacked probes (per worker); the probe axis is
+            split into chunks that fit it.
+        progress: show a progress bar over probe-updates.
+    """
+    if len(subsets) != len(keys):
+        raise ValueError(f"got {len(subsets)} subsets but {len(keys)} keys")
+    if not max_memory > 0:
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    torch_device = resolve_device(device)
+    workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
+    n_probes = len(subsets)
+    result = {name: np.empty(n_probes) for name in ProbeEvaluation.__dataclass_fields__}
+    if n_probes == 0:
+        return ProbeEvaluation(**result)
+    shapes = probe.layer_shapes(X_train.shape[1], n_classes)
+    chunks = _plan_chunks(subsets, shapes, config, max_memory, workers)
+    tasks = [([subsets[i] for i in members], [keys[i] for i in members]) for members in chunks]
+    arrays = (X_train, y_train, X_eval, y_eval)
+    bar = tqdm(
+        total=n_probes * config.steps,
+        disable=not progress,
+        unit="update",
+        unit_scale=True,
+        desc=f"training {n_probes} probes",
+    )
+    with bar:
+        if (
+            workers == 1
+            or len(tasks) == 1
+            or _training_flops(subsets, probe, shapes, config) < 2e10
+        ):
+            runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch_device, bar.update)
+            outputs = [runner.run(*task) for task in tasks]
+        else:
+            outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
+    for members, metrics in zip(chunks, outputs):
+        for name, values in metrics.items():
+            result[name][members] = values
+    return ProbeEvaluation(**result)
+
+
+def _training_flops(
+    subsets: Sequence[np.ndarray],
+    probe: MLP,
+    shapes: list[tuple[int, int]],
+    config: TrainingConfig,
+) -> float:
+    """Arithmetic of training (forward + backward ≈ 3× forward per example): below ~20 GFLOP
+    (a second or two of work) starting worker processes costs more than it saves."""
+    examples = sum(min(len(s), config.batch_size) for s in subsets) * config.steps
+    return 3.0 * examples * probe.forward_flops(shapes[0][0], shapes[-1][1])
+
+
+def _worker_count(n_jobs: int | None) -> int:
+    cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -cores:
+        raise ValueError(f"n_jobs must be a non-zero integer >= -{cores} or None; got {n_jobs!r}")
+    return int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)
+
+
+def _plan_chunks(
+    subsets: Sequence[np.ndarray],
+    shapes: list[tuple[int, int]],
+    config: TrainingConfig,
+    max_memory: float,
+    workers: int,
+) -> list[np.ndarray]:
+    """Group probes by effective batch size ``min(n, batch_size)`` (no padding), split each
+    group into chunks that fit the memory budget and, with several workers, into at least one
+    chunk per worker; return the chunks costliest first (longest-processing-time order)."""
+    effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
+    chunks = []
+    for batch in np.unique(effective_batch):
+        members = np.flatnonzero(effective_batch == batch)
+        size = min(_chunk_size(shapes, int(batch), config, max_memory), -(-members.size // workers))
+        chunks.extend(members[i : i + size] for i in range(0, members.size, size))
+    return sorted(chunks, key=lambda m: -effective_batch[m[0]] * m.size)
+
+
+def _chunk_size(
+    shapes: list[tuple[int, int]], batch: int, config: TrainingConfig, max_memory: float
+) -> int:
+    """How many probes fit the memory budget: parameters with gradient and two Adam moments
+    (16 bytes each, +2 for bf16 shadows), activations and gradients of one minibatch, and the
+    probe's minibatch index stream."""
+    n_params = sum((fan_in + 1) * fan_out for fan_in, fan_out in shapes)
+    activations = batch * (shapes[0][0] + 3 * sum(fan_out for _, fan_out in shapes))
+    per_probe = 18 * n_params + 4 * activations + 8 * batch * config.steps
+    return max(1, int(max_memory * 2**30 // per_probe))
+
+
+@dataclass
+class _ChunkRunner:
+    """Trains and evaluates chunks of probes on tensors already on the device."""
+
+    pool_x: torch.Tensor
+    pool_y: torch.Tensor
+    eval_x: torch.Tensor
+    eval_y: torch.Tensor
+    n_classes: int
+    probe: MLP
+    config: TrainingConfig
+    report: Callable[[int], object]
+
+    @classmethod
+    def build(
+        cls,
+        arrays: tuple[np.ndarray, ...],
+        n_classes: int,
+        probe: MLP,
+        config: TrainingConfig,
+        device: torch.device,
+        report: Callable[[int], object],
+    ) -> _ChunkRunner:
+        X_train, y_train, X_eval, y_eval = arrays
+        return cls(
+            torch.as_tensor(X_train, dtype=torch.float32, device=device),
+            torch.as_tensor(y_train, dtype=torch.int64, device=device),
+            torch.as_tensor(X_eval, dtype=torch.float32, device=device),
+            torch.as_tensor(y_eval, dtype=torch.int64, device=device),
+            n_classes,
+            probe,
+            config,
+            report,
+        )
+
+    def run(self, subsets: list[np.ndarray], keys: list[tuple[int, ...]]) -> dict[str, np.ndarray]:
+        shapes = self.probe.layer_shapes(self.pool_x.shape[1], self.n_classes)
+        batch = min(len(subsets[0]), self.config.batch_size)
+        rngs = [np.random.default_rng(list(key)) for key in keys]
+        params = _stack_initial_parameters(self.probe, rngs, shapes, self.pool_x.device)
+        order = _minibatch_order(subsets, rngs, batch, self.config.steps)
+        _train_chunk(params, self.pool_x, self.pool_y, order, batch, self.config, self.report)
+        return _evaluate_chunk(params, self.eval_x, self.eval_y)
+
+
+def _run_task(
+    arrays: tuple[np.ndarray, ...],
+    n_classes: int,
+    probe: MLP,
+    config: TrainingConfig,
+    subsets: list[np.ndarray],
+    keys: list[tuple[int, ...]],
+) -> dict[str, np.ndarray]:
+    """One chunk in a worker process, single-threaded (DESIGN: parallelise over probes, not
+    inside matmuls)."""
+    torch.set_num_threads(1)
+    runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
+    return runner.run(subsets, keys)
+
+
+def _ignore(_: int) -> None:
+    """Progress sink of worker processes (the parent reports progress per finished chunk)."""
+
+
+def _run_in_workers(
+    arrays: tuple[np.ndarray, ...],
+    n_classes: int,
+    probe: MLP,
+    config: TrainingConfig,
+    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]]]],
+    workers: int,
+    bar: tqdm,
+) -> list[dict[str, np.ndarray]]:
+    """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
+    as shared memory maps, not copies; scripts need no ``__main__`` guard."""
+    jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
+        delayed(_run_task)(arrays, n_classes, probe, config, *task) for task in tasks
+    )
+    outputs = []
+    for task, output in zip(tasks, jobs):
+        outputs.append(output)
+        bar.update(len(task[1]) * config.steps)
+    return outputs
+
+
+def _stack_initial_parameters(
+    probe: MLP,
+    rngs: list[np.random.Generator],
+    shapes: list[tuple[int, int]],
+    device: torch.device,
+) -> list[torch.Tensor]:
+    """Initial weights of each probe from its own stream, stacked: [W1, b1, W2, b2, ...] with
+    W of shape (P, fan_in, fan_out) and b of shape (P, 1, fan_out)."""
+    per_probe = [probe.initial_parameters(rng, shapes[0][0], shapes[-1][1]) for rng in rngs]
+    stacked = []
+    for layer in range(len(shapes)):
+        weights = np.stack([layers[layer][0] for layers in per_probe])
+        biases = np.stack([layers[layer][1] for layers in per_probe])[:, None, :]
+        stacked.append(torch.from_numpy(weights).to(device))
+        stacked.append(torch.from_numpy(biases).to(device))
+    return stacked
+
+
+def _minibatch_order(
+    subsets: list[np.ndarray], rngs: list[np.random.Generator], batch: int, steps: int
+) -> np.ndarray:
+    """Pool indices of every minibatch, shape (P, steps * batch).
+
+    Each probe walks through its own subset in epochs, each epoch a fresh permutation of the
+    subset (sampling without replacement); consecutive epochs are concatenated and cut into
+    minibatches of ``batch``, so every example is seen once per epoch.
+    """
+    needed = steps * batch
+    order = np.empty((len(subsets), needed), dtype=np.int64)
+    for row, (subset, rng) in enumerate(zip(subsets, rngs)):
+        subset = np.asarray(subset, dtype=np.int64)
+        epochs = -(-needed // subset.size)
+        permutations = rng.random((epochs, subset.size)).argsort(axis=1)
+        order[row] = subset[permutations.reshape(-1)[:needed]]
+    return order
+
+
+def _train_chunk(
+    params: list[torch.Tensor],
+    pool_x: torch.Tensor,
+    pool_y: torch.Tensor,
+    order: np.ndarray,
+    batch: int,
+    config: TrainingConfig,
+    report: Callable[[int], object],
+) -> None:
+    """Run ``config.steps`` Adam updates on all stacked probes, in place; ``report`` receives
+    the number of probe-updates done, every few steps."""
+    n_probes = params[0].shape[0]
+    device = pool_x.device
+    low = config.precision == "bf16"
+    compute_dtype = torch.bfloat16 if low else torch.float32
+    grads = [torch.zeros_like(p) for p in params]
+    for p, g in zip(params, grads):
+        p.grad = g
+    optimizer = torch.optim.Adam(params, lr=config.lr, fused=True)
+    weights = params[0::2]
+    biases = params[1::2]
+    # bf16 shadows of the weights, refreshed in place after every update (never re-allocated)
+    shadow_w = [w.to(compute_dtype) for w in weights] if low else weights
+    shadow_b = [b.to(compute_dtype) for b in biases] if low else biases
+    n_layers = len(weights)
+    widths = [w.shape[2] for w in weights]
+    pre = [
+        torch.empty(n_probes, batch, width, device=device, dtype=compute_dtype) for width in widths
+    ]
+    act = [
+        torch.empty(n_probes, batch, width, device=device, dtype=compute_dtype)
+        for width in widths[:-1]
+    ]
+    delta = [torch.empty_like(a) for a in act]
+    grad_w_low = [torch.empty_like(w) for w in shadow_w] if low else None
+    x_batch = torch.empty(n_probes * batch, pool_x.shape[1], device=device)
+    x_low = torch.empty(n_probes, batch, pool_x.shape[1], device=device, dtype=compute_dtype)
+    order_t = torch.from_numpy(order).to(device)
+    scale = 1.0 / batch
+    report_every = max(1, config.steps // 50)
+    reported = 0
+    for step in range(config.steps):
+        idx = order_t[:, step * batch : (step + 1) * batch].reshape(-1)
+        torch.index_select(pool_x, 0, idx, out=x_batch)
+        labels = pool_y[idx].view(n_probes, batch, 1)
+        inputs = x_batch.view(n_probes, batch, -1)
+        if low:
+            x_low.copy_(inputs)
+            inputs = x_low
+        # forward: pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
+        hidden = inputs
+        for layer in range(n_layers):
+            torch.baddbmm(shadow_b[layer], hidden, shadow_w[layer], out=pre[layer])
+            if layer < n_layers - 1:
+                torch.clamp_min(pre[layer], 0.0, out=act[layer])
+                hidden = act[layer]
+        # d(mean CE)/d logits = (softmax - onehot) / batch, computed in f32
+        upstream = torch.softmax(pre[-1].float(), dim=-1)
+        upstream.scatter_add_(2, labels, torch.full_like(labels, -1.0, dtype=upstream.dtype))
+        upstream.mul_(scale)
+        if low:
+            upstream = upstream.to(compute_dtype)
+        for layer in range(n_layers - 1, -1, -1):
+            below = inputs if layer == 0 else act[layer - 1]
+            if low:
+                torch.bmm(below.transpose(1, 2), upstream, out=grad_w_low[layer])
+                grads[2 * layer].copy_(grad_w_low[layer])
+            else:
+                torch.bmm(below.transpose(1, 2), upstream, out=grads[2 * layer])
+            grads[2 * layer + 1].copy_(upstream.sum(dim=1, keepdim=True))
+            if layer > 0:
+                torch.bmm(upstream, shadow_w[layer].transpose(1, 2), out=delta[layer - 1])
+                # ReLU backward, fused and in place: zero where the activation was clamped
+                _relu_backward(delta[layer - 1], act[layer - 1], 0.0, grad_input=delta[layer - 1])
+                upstream = delta[layer - 1]
+        optimizer.step()
+        if low:
+            for target, source in zip(shadow_w + shadow_b, weights + biases):
+                target.copy_(source)
+        if (step + 1) % report_every == 0 or step + 1 == config.steps:
+            report(n_probes * (step + 1 - reported))
+            reported = step + 1
+
+
+@torch.no_grad()
+def _evaluate_chunk(
+    params: list[torch.Tensor],
+    eval_x: torch.Tensor,
+    eval_y: torch.Tensor,
+    rows_per_block: int = 4096,
+) -> dict[str, np.ndarray]:
+    """Mean cross-entropy (nats), truncated cross-entropy and accuracy of every stacked probe,
+    streaming over blocks of evaluation rows (f32)."""
+    weights, biases = params[0::2], params[1::2]
+    n_probes = weights[0].shape[0]
+    totals = torch.zeros(3, n_probes, dtype=torch.float64, device=eval_x.device)
+    for start in range(0, eval_x.shape[0], rows_per_block):
+        x = eval_x[start : start + rows_per_block]
+        y = eval_y[start : start + rows_per_block]
+        hidden = torch.baddbmm(biases[0], x.expand(n_probes, -1, -1), weights[0])
+        for w, b in zip(weights[1:], biases[1:]):
+            hidden = torch.baddbmm(b, hidden.clamp_min_(0.0), w)
+        log_probs = torch.log_softmax(hidden, dim=-1)
+        labels = y.view(1, -1, 1).expand(n_probes, -1, 1)
+        nll = -log_probs.gather(2, labels).squeeze(2)
+        totals[0] += nll.sum(dim=1, dtype=torch.float64)
+        totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
+        totals[2] += (log_probs.argmax(dim=2) == y).sum(dim=1, dtype=torch.float64)
+    totals /= eval_x.shape[0]
+    values = totals.cpu().numpy()
+    return {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}

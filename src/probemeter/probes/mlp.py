@@ -1,0 +1,82 @@
+"""Multi-layer perceptron probes (a linear probe is an MLP with no hidden layer).
+
+The default, two hidden layers of 512 ReLU units, is the probe of Whitney et al., App. C.1.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["MLP", "Linear"]
+
+
+@dataclass(frozen=True)
+class MLP:
+    """A ReLU MLP probe ``d -> hidden[0] -> ... -> hidden[-1] -> K`` (logits).
+
+    Args:
+        hidden: widths of the hidden layers; ``()`` is a linear (multinomial logistic) probe.
+    """
+
+    hidden: tuple[int, ...] = (512, 512)
+
+    def __post_init__(self) -> None:
+        hidden = tuple(self.hidden)
+        if any(
+            not isinstance(w, (int, np.integer)) or isinstance(w, bool) or w < 1 for w in hidden
+        ):
+            raise ValueError(f"hidden widths must be positive integers; got {self.hidden!r}")
+        object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
+
+    @property
+    def name(self) -> str:
+        if not self.hidden:
+            return "linear"
+        return "mlp-" + "x".join(str(w) for w in self.hidden)
+
+    def layer_shapes(self, n_features: int, n_classes: int) -> list[tuple[int, int]]:
+        """(fan_in, fan_out) of each affine layer."""
+        widths = [n_features, *self.hidden, n_classes]
+        return list(itertools.pairwise(widths))
+
+    def parameter_count(self, n_features: int, n_classes: int) -> int:
+        """Number of trainable parameters (weights and biases)."""
+        return sum(
+            (fan_in + 1) * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
+        )
+
+    def forward_flops(self, n_features: int, n_classes: int) -> int:
+        """Multiply-add FLOPs (2 per MAC) of one example's forward pass."""
+        return sum(
+            2 * fan_in * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
+        )
+
+    def initial_parameters(
+        self, rng: np.random.Generator, n_features: int, n_classes: int
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per-layer ``(W, b)`` with ``W`` of shape (fan_in, fan_out), PyTorch's ``nn.Linear``
+        default: both drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        layers = []
+        for fan_in, fan_out in self.layer_shapes(n_features, n_classes):
+            bound = 1.0 / np.sqrt(fan_in)
+            weight = rng.uniform(-bound, bound, size=(fan_in, fan_out)).astype(np.float32)
+            bias = rng.uniform(-bound, bound, size=fan_out).astype(np.float32)
+            layers.append((weight, bias))
+        return layers
+
+    def to_dict(self) -> dict:
+        return {"family": "mlp", "hidden": list(self.hidden)}
+
+    @staticmethod
+    def from_dict(spec: dict) -> MLP:
+        if spec.get("family") != "mlp":
+            raise ValueError(f"not an MLP probe specification: {spec!r}")
+        return MLP(hidden=tuple(spec["hidden"]))
+
+
+def Linear() -> MLP:
+    """A linear (multinomial logistic regression) probe: an MLP with no hidden layer."""
+    return MLP(hidden=())

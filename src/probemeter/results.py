@@ -1,0 +1,60 @@
+"""The results file: every curve and the comparison of one run, as JSON.
+
+Schema ``probemeter.results/1`` (documented in the README)::
+
+    {
+      "schema": "probemeter.results/1",
+      "created": ISO-8601 time,
+      "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
+      "curves": [LossDataCurve.to_dict(), ...],      # losses in nats
+      "comparison": Comparison.to_dict() or null     # measures at the chosen ε
+    }
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from probemeter.comparison import Comparison
+from probemeter.curve import LossDataCurve, environment, write_json_atomic
+
+__all__ = ["SCHEMA", "load_curves", "save_results"]
+
+SCHEMA = "probemeter.results/1"
+
+
+def save_results(
+    path: str | Path, curves: Sequence[LossDataCurve], comparison: Comparison | None = None
+) -> None:
+    """Write curves (and their comparison) to ``path`` atomically."""
+    payload = {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": environment(),
+        "curves": [curve.to_dict() for curve in curves],
+        "comparison": None if comparison is None else comparison.to_dict(),
+    }
+    write_json_atomic(path, payload)
+
+
+def load_curves(path: str | Path) -> list[LossDataCurve]:
+    """Read the curves of a results file (or of a single saved curve).
+
+    Raises:
+        ValueError: the file is missing, not JSON, or not a probemeter results/curve file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"results file {str(path)!r} does not exist")
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {error}") from None
+    if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
+        return [LossDataCurve.from_dict(curve) for curve in payload["curves"]]
+    if isinstance(payload, dict) and "points" in payload:
+        return [LossDataCurve.from_dict(payload)]
+    raise ValueError(f"{str(path)!r} is neither a {SCHEMA} file nor a saved loss-data curve")
