@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -36,6 +37,9 @@ __all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate", "resolve_device"
 
 _PRECISIONS = ("f32", "bf16")
 _relu_backward = torch.ops.aten.threshold_backward.grad_input
+#: below this much training arithmetic (a second or two of work) worker processes and intra-op
+#: threads cost more than they save: train in this process, on one thread
+_SMALL_WORK_FLOPS = 2e10
 
 
 @dataclass(frozen=True)
@@ -153,13 +157,11 @@ def fit_evaluate(
         desc=f"training {n_probes} probes",
     )
     with bar:
-        if (
-            workers == 1
-            or len(tasks) == 1
-            or _training_flops(subsets, probe, shapes, config) < 2e10
-        ):
+        small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
+        if workers == 1 or len(tasks) == 1 or small:
             runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch_device, bar.update)
-            outputs = [runner.run(*task) for task in tasks]
+            with _single_threaded(small and torch_device.type == "cpu"):
+                outputs = [runner.run(*task) for task in tasks]
         else:
             outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
     for members, metrics in zip(chunks, outputs):
@@ -168,14 +170,28 @@ def fit_evaluate(
     return ProbeEvaluation(**result)
 
 
+@contextmanager
+def _single_threaded(active: bool) -> Iterator[None]:
+    """Run torch on one thread while active: small matmuls gain nothing from intra-op threads,
+    and on a busy machine their synchronisation made them orders of magnitude slower."""
+    if not active:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _training_flops(
     subsets: Sequence[np.ndarray],
     probe: MLP,
     shapes: list[tuple[int, int]],
     config: TrainingConfig,
 ) -> float:
-    """Arithmetic of training (forward + backward ≈ 3× forward per example): below ~20 GFLOP
-    (a second or two of work) starting worker processes costs more than it saves."""
+    """Arithmetic of training (forward + backward ≈ 3× forward per example)."""
     examples = sum(min(len(s), config.batch_size) for s in subsets) * config.steps
     return 3.0 * examples * probe.forward_flops(shapes[0][0], shapes[-1][1])
 
