@@ -177,7 +177,7 @@ def _plot(curves: list[LossDataCurve], epsilon: float | None, out: Path) -> None
 
     figure, (loss_ax, accuracy_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
     for curve in curves:
-        curve.plot(loss_ax, epsilon=epsilon)
+        curve.plot(loss_ax, epsilon=epsilon, shade_sdl=len(curves) == 1)
         curve.plot(accuracy_ax, metric="accuracy")
     loss_ax.legend(fontsize=8)
     loss_ax.set_title("loss-data curves (band: min–max over seeds)")

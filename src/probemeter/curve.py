@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter.data import ProbeData, nested_subset
+from probemeter.data import ProbeData, is_integer, nested_subset
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.probes import MLP
 
@@ -32,15 +32,15 @@ METRICS = ("loss", "loss_truncated", "accuracy")
 def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 10) -> np.ndarray:
     """Log-uniform training-set sizes from ``smallest`` to the pool size, as distinct integers.
 
-    ``n_points`` defaults to 10 for small pools, growing to 20 for pools of 10⁶ points (the
-    papers use 10–20 sizes: Whitney et al., App. A and C). Sizes are rounded, so none exceeds
-    the pool, and the largest is always the full pool.
+    ``n_points`` defaults to 10 for pools up to 10³ points, growing linearly in log10(pool) to
+    20 for pools of 10⁶ and more (the papers use 10–20 sizes: Whitney et al., App. A and C).
+    Sizes are rounded, so none exceeds the pool, and the largest is always the full pool.
     """
     if pool_size < 1:
         raise ValueError(f"pool_size must be >= 1; got {pool_size}")
     smallest = min(smallest, pool_size)
     if n_points is None:
-        n_points = int(np.clip(np.ceil(2 * np.log10(max(pool_size, 10))) + 4, 10, 20))
+        n_points = int(np.clip(round(10 + (np.log10(pool_size) - 3) * 10 / 3), 10, 20))
     sizes = np.unique(np.round(np.geomspace(smallest, pool_size, n_points)).astype(np.int64))
     sizes = sizes[(sizes >= 1) & (sizes <= pool_size)]
     return sizes
@@ -295,6 +295,8 @@ def loss_data_curve(
         progress: show a progress bar.
     """
     probe = MLP() if probe is None else probe
+    if not is_integer(random_state):
+        raise ValueError(f"random_state must be an integer; got {random_state!r}")
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
     seed_ids = _seed_ids(seeds)
@@ -330,7 +332,7 @@ def loss_data_curve(
     metadata = {
         "probe": probe.to_dict(),
         "training": config.to_dict(),
-        "random_state": random_state,
+        "random_state": int(random_state),
         "device": str(resolve_device(device)),
         "data_fingerprint": data.fingerprint(),
         "n_features": data.n_features,
@@ -343,11 +345,14 @@ def loss_data_curve(
 
 
 def _seed_ids(seeds: int | Sequence[int]) -> list[int]:
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
+    if is_integer(seeds):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1; got {seeds}")
         return list(range(int(seeds)))
-    ids = [int(s) for s in seeds]
-    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
-        raise ValueError(f"seeds must be distinct non-negative integers; got {seeds!r}")
-    return ids
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)):
+        raise ValueError(f"seeds must be a count or a sequence of seed ids; got {seeds!r}")
+    if not seeds or not all(is_integer(s) and s >= 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative integers; got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct; got {seeds!r}")
+    return [int(s) for s in seeds]

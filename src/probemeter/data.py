@@ -14,7 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ProbeData", "load_features", "nested_subset", "subset_permutation"]
+__all__ = ["ProbeData", "is_integer", "load_features", "nested_subset", "subset_permutation"]
+
+
+def is_integer(value: object) -> bool:
+    """True for Python and numpy integers, False for bools (which Python counts as ints)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _as_features(name: str, array: object) -> np.ndarray:
@@ -143,6 +148,8 @@ class ProbeData:
         inferred = int(max(y.max(), y_test.max())) + 1
         if n_classes is None:
             n_classes = inferred
+        elif not is_integer(n_classes):
+            raise ValueError(f"n_classes must be an integer; got {n_classes!r}")
         elif n_classes < inferred:
             raise ValueError(
                 f"n_classes={n_classes} but labels go up to {inferred - 1}; "
@@ -199,9 +206,16 @@ class ProbeData:
         values = np.asarray(sizes)
         if values.ndim == 0:
             values = values[None]
+        if values.ndim != 1:
+            raise ValueError(
+                f"{argument} must be a 1-D sequence of sizes; got shape {values.shape}"
+            )
         if values.size == 0:
             raise ValueError(f"{argument} is empty")
-        if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+        numeric = np.issubdtype(values.dtype, np.integer) or np.issubdtype(
+            values.dtype, np.floating
+        )
+        if not numeric or not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
             raise ValueError(f"{argument} must be integers; got {values.tolist()}")
         values = values.astype(np.int64)
         if values.min() < 1:

@@ -31,6 +31,7 @@ import torch
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
+from probemeter.data import is_integer
 from probemeter.probes import MLP
 
 __all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate", "resolve_device"]
@@ -60,12 +61,16 @@ class TrainingConfig:
     precision: str = "f32"
 
     def __post_init__(self) -> None:
-        if not isinstance(self.steps, (int, np.integer)) or self.steps < 1:
-            raise ValueError(f"steps must be a positive integer; got {self.steps!r}")
-        if not isinstance(self.batch_size, (int, np.integer)) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer; got {self.batch_size!r}")
-        if not (isinstance(self.lr, (int, float)) and math.isfinite(self.lr) and self.lr > 0):
+        for name in ("steps", "batch_size"):
+            value = getattr(self, name)
+            if not is_integer(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float, np.floating)):
             raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
+        object.__setattr__(self, "lr", float(self.lr))
         if self.precision not in _PRECISIONS:
             raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
 
@@ -135,8 +140,7 @@ def fit_evaluate(
             split into chunks that fit it.
         progress: show a progress bar over probe-updates.
     """
-    if len(subsets) != len(keys):
-        raise ValueError(f"got {len(subsets)} subsets but {len(keys)} keys")
+    _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     if not max_memory > 0:
         raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
     torch_device = resolve_device(device)
@@ -146,6 +150,9 @@ def fit_evaluate(
     if n_probes == 0:
         return ProbeEvaluation(**result)
     shapes = probe.layer_shapes(X_train.shape[1], n_classes)
+    small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
+    if small:
+        workers = 1
     chunks = _plan_chunks(subsets, shapes, config, max_memory, workers)
     tasks = [([subsets[i] for i in members], [keys[i] for i in members]) for members in chunks]
     arrays = (X_train, y_train, X_eval, y_eval)
@@ -157,8 +164,7 @@ def fit_evaluate(
         desc=f"training {n_probes} probes",
     )
     with bar:
-        small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
-        if workers == 1 or len(tasks) == 1 or small:
+        if workers == 1 or len(tasks) == 1:
             runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch_device, bar.update)
             with _single_threaded(small and torch_device.type == "cpu"):
                 outputs = [runner.run(*task) for task in tasks]
@@ -170,6 +176,33 @@ def fit_evaluate(
     return ProbeEvaluation(**result)
 
 
+def _check_engine_inputs(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_eval: np.ndarray,
+    y_eval: np.ndarray,
+    n_classes: int,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+) -> None:
+    """Cheap checks that turn deep torch errors into clear ones (ProbeData validates the rest)."""
+    if len(subsets) != len(keys):
+        raise ValueError(f"got {len(subsets)} subsets but {len(keys)} keys")
+    if len(y_eval) == 0:
+        raise ValueError("the evaluation set X_eval/y_eval is empty")
+    for name, labels in (("y_train", y_train), ("y_eval", y_eval)):
+        if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
+            raise ValueError(f"{name} holds labels outside [0, n_classes={n_classes})")
+    for position, subset in enumerate(subsets):
+        if len(subset) == 0:
+            raise ValueError(f"subsets[{position}] is empty: a probe needs training examples")
+        if np.min(subset) < 0 or np.max(subset) >= len(X_train):
+            raise ValueError(
+                f"subsets[{position}] indexes outside the pool of {len(X_train)} examples"
+            )
+
+
+@contextmanager
 @contextmanager
 def _single_threaded(active: bool) -> Iterator[None]:
     """Run torch on one thread while active: small matmuls gain nothing from intra-op threads,

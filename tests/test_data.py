@@ -1,0 +1,420 @@
+"""Tests of ProbeData validation, standardisation, splitting, subsampling and file loading."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+
+import numpy as np
+import pytest
+
+from probemeter.data import ProbeData, load_features, nested_subset, subset_permutation
+
+
+def _xy(rows: int = 40, features: int = 3, classes: int = 3, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(rows, features))
+    y = np.arange(rows) % classes
+    return x, y
+
+
+# ---------------------------------------------------------------------------------------------
+# validation: every error names the offending argument
+# ---------------------------------------------------------------------------------------------
+
+
+def test_valid_arrays_are_accepted_with_canonical_dtypes():
+    x, y = _xy()
+    data = ProbeData.from_arrays(x, y.astype(np.float64), test_size=10)
+    assert data.X_train.dtype == np.float32
+    assert data.X_test.dtype == np.float32
+    assert data.y_train.dtype == np.int64
+    assert data.y_test.dtype == np.int64
+    assert data.pool_size == 30
+    assert data.y_test.size == 10
+    assert data.n_features == 3
+    assert data.n_classes == 3
+
+
+def test_column_vector_labels_are_accepted():
+    x, y = _xy()
+    data = ProbeData.from_arrays(x, y[:, None], test_size=10)
+    assert data.y_train.ndim == 1
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [
+        (np.zeros((10, 2)), np.arange(9) % 2, r"\by\b.*9 labels.*\bX\b has 10 rows"),
+        (np.zeros(10), np.arange(10) % 2, r"\bX\b must be a 2-D array"),
+        (np.zeros((10, 2, 2)), np.arange(10) % 2, r"\bX\b must be a 2-D array"),
+        (np.zeros((0, 3)), np.zeros(0, dtype=int), r"\bX\b is empty"),
+        (np.zeros((10, 0)), np.arange(10) % 2, r"\bX\b is empty"),
+        (np.array([["a", "b"]] * 10), np.arange(10) % 2, r"\bX\b must hold real numbers"),
+        (np.zeros((10, 2)), (np.arange(10) % 2).reshape(5, 2), r"\by\b must be a 1-D array"),
+    ],
+    ids=["length-mismatch", "1-d", "3-d", "no-rows", "no-columns", "strings", "2-d-labels"],
+)
+def test_bad_shapes_are_rejected(x, y, match):
+    with pytest.raises(ValueError, match=match):
+        ProbeData.from_arrays(x, y)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_features_are_rejected_with_row(bad):
+    x, y = _xy()
+    x[7, 1] = bad
+    with pytest.raises(ValueError, match=r"\bX\b contains NaN or inf.*row 7"):
+        ProbeData.from_arrays(x, y)
+
+
+def test_non_finite_test_features_are_rejected():
+    x, y = _xy()
+    x_test, y_test = _xy(seed=1)
+    x_test[3, 0] = np.nan
+    with pytest.raises(ValueError, match=r"\bX_test\b contains NaN or inf"):
+        ProbeData.from_arrays(x, y, x_test, y_test)
+
+
+@pytest.mark.parametrize(
+    ("labels", "match"),
+    [
+        (np.array([0.0, 1.5] * 20), r"\by\b must hold integer class indices"),
+        (np.array([0.0, np.nan] * 20), r"\by\b must hold integer class indices"),
+        (np.array(["cat", "dog"] * 20), r"\by\b must hold integer class indices.*dtype"),
+        (np.array([0, -1] * 20), r"\by\b must be non-negative.*-1"),
+        (np.full(40, 2), r"\by\b has a single class"),
+    ],
+    ids=["fractional", "nan", "strings", "negative", "single-class"],
+)
+def test_bad_labels_are_rejected(labels, match):
+    x, _ = _xy()
+    with pytest.raises(ValueError, match=match):
+        ProbeData.from_arrays(x, labels)
+
+
+def test_integer_valued_float_labels_are_accepted():
+    x, _ = _xy()
+    data = ProbeData.from_arrays(x, np.array([0.0, 1.0, 2.0, 1.0] * 10), test_size=8)
+    assert set(np.unique(data.y_train).tolist()) == {0, 1, 2}
+
+
+def test_test_labels_are_validated_by_name():
+    x, y = _xy()
+    x_test, _ = _xy(rows=12, seed=1)
+    with pytest.raises(ValueError, match=r"\by_test\b has 11 labels but \bX_test\b has 12"):
+        ProbeData.from_arrays(x, y, x_test, np.zeros(11, dtype=int))
+    with pytest.raises(ValueError, match=r"\by_test\b must be non-negative"):
+        ProbeData.from_arrays(x, y, x_test, -np.ones(12, dtype=int))
+
+
+def test_feature_count_mismatch_is_rejected():
+    x, y = _xy(features=3)
+    x_test, y_test = _xy(features=4, seed=1)
+    with pytest.raises(ValueError, match=r"\bX_test\b has 4 features but \bX\b has 3"):
+        ProbeData.from_arrays(x, y, x_test, y_test)
+
+
+def test_only_one_of_x_test_and_y_test_is_rejected():
+    x, y = _xy()
+    x_test, y_test = _xy(seed=1)
+    with pytest.raises(ValueError, match=r"X_test and y_test"):
+        ProbeData.from_arrays(x, y, X_test=x_test)
+    with pytest.raises(ValueError, match=r"X_test and y_test"):
+        ProbeData.from_arrays(x, y, y_test=y_test)
+
+
+@pytest.mark.parametrize(
+    "test_size", [0, 0.0, 1.0, 40, 41, -5, 1.5, True, False, "0.2", None, 0.001]
+)
+def test_bad_test_size_is_rejected(test_size):
+    x, y = _xy(rows=40)
+    with pytest.raises(ValueError, match=r"\btest_size\b"):
+        ProbeData.from_arrays(x, y, test_size=test_size)
+
+
+@pytest.mark.parametrize(
+    ("test_size", "n_test"), [(0.25, 10), (1, 1), (0.5, 20), (30, 30), (np.int64(7), 7)]
+)
+def test_valid_test_size_gives_that_many_test_rows(test_size, n_test):
+    x, y = _xy(rows=40, classes=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a small test or pool set may miss a class
+        data = ProbeData.from_arrays(x, y, test_size=test_size)
+    assert data.y_test.size == n_test
+    assert data.pool_size == 40 - n_test
+
+
+def test_test_size_is_ignored_when_a_test_set_is_given():
+    x, y = _xy(rows=40, classes=2)
+    data = ProbeData.from_arrays(x, y, np.zeros((2, 3)), [0, 1], test_size=0.5)
+    assert data.pool_size == 40
+    assert data.y_test.size == 2
+
+
+def test_n_classes_smaller_than_labels_is_rejected():
+    x, y = _xy(classes=3)
+    with pytest.raises(ValueError, match=r"\bn_classes\b=2.*at least 3"):
+        ProbeData.from_arrays(x, y, n_classes=2)
+
+
+def test_n_classes_counts_test_labels_and_can_be_larger():
+    x, y = _xy(classes=2)
+    x_test = np.zeros((4, 3))
+    with pytest.warns(UserWarning):
+        data = ProbeData.from_arrays(x, y, x_test, [0, 1, 4, 1])
+    assert data.n_classes == 5
+    data = ProbeData.from_arrays(x, y, n_classes=7)
+    assert data.n_classes == 7
+
+
+def test_unseen_test_labels_warn_naming_them():
+    x, y = _xy(classes=2)
+    x_test = np.zeros((5, 3))
+    with pytest.warns(UserWarning, match=r"\[2, 3\].*never occur in the training pool"):
+        data = ProbeData.from_arrays(x, y, x_test, [0, 1, 2, 3, 3])
+    assert data.n_classes == 4
+
+
+def test_no_warning_when_all_test_labels_are_seen():
+    x, y = _xy(classes=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ProbeData.from_arrays(x, y, np.zeros((3, 3)), [0, 1, 2])
+
+
+# ---------------------------------------------------------------------------------------------
+# standardisation and the split
+# ---------------------------------------------------------------------------------------------
+
+
+def test_standardisation_uses_training_pool_statistics_only():
+    rng = np.random.default_rng(3)
+    x = rng.normal(loc=5.0, scale=3.0, size=(200, 4))
+    x[:, 2] = 7.0  # a constant column
+    y = np.arange(200) % 2
+    # a test set on a very different scale: if its statistics leaked, train stats would move
+    x_test = rng.normal(loc=-50.0, scale=20.0, size=(30, 4))
+    data = ProbeData.from_arrays(x, y, x_test, np.arange(30) % 2)
+    np.testing.assert_allclose(data.X_train.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(data.X_train[:, [0, 1, 3]].std(axis=0), 1.0, atol=1e-5)
+    mean, std = x.mean(axis=0), x.std(axis=0)
+    std[2] = 1.0
+    np.testing.assert_allclose(data.X_test, (x_test - mean) / std, rtol=1e-5, atol=1e-5)
+    assert np.all(np.isfinite(data.X_train)) and np.all(np.isfinite(data.X_test))
+    assert np.all(data.X_train[:, 2] == 0.0)
+    # the test set is not itself standardised
+    assert data.X_test[:, 0].mean() < -10
+
+
+def test_standardisation_after_a_split_uses_the_pool_only():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(100, 2))
+    x[:, 1] = np.arange(100.0) ** 2  # skewed, so pool and full-data statistics differ
+    data = ProbeData.from_arrays(x, np.arange(100) % 2, test_size=0.3)
+    np.testing.assert_allclose(data.X_train.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(data.X_train.std(axis=0), 1.0, atol=1e-5)
+    assert abs(data.X_test[:, 1].mean()) > 1e-3  # test rows are transformed, not re-centred
+
+
+def test_standardize_false_keeps_raw_values():
+    x, y = _xy()
+    data = ProbeData.from_arrays(x, y, x[:5], y[:5], standardize=False)
+    np.testing.assert_array_equal(data.X_train, x.astype(np.float32))
+    np.testing.assert_array_equal(data.X_test, x[:5].astype(np.float32))
+
+
+def test_split_shuffles_before_splitting_and_keeps_rows_intact():
+    rows = 100
+    x = np.arange(rows, dtype=np.float64)[:, None].repeat(2, axis=1)
+    x[:, 1] = -x[:, 1]
+    y = np.arange(rows) % 4
+    data = ProbeData.from_arrays(x, y, test_size=0.2, standardize=False)
+    test_ids = data.X_test[:, 0].astype(int)
+    train_ids = data.X_train[:, 0].astype(int)
+    # not the last (nor the first) 20 rows of the file
+    assert set(test_ids.tolist()) != set(range(80, 100))
+    assert set(test_ids.tolist()) != set(range(20))
+    # a partition of the rows, with features and labels kept together
+    assert sorted(np.r_[train_ids, test_ids].tolist()) == list(range(rows))
+    np.testing.assert_array_equal(data.y_train, train_ids % 4)
+    np.testing.assert_array_equal(data.y_test, test_ids % 4)
+    np.testing.assert_array_equal(data.X_train[:, 1], -data.X_train[:, 0])
+
+
+def test_split_is_seeded_by_random_state():
+    x, y = _xy(rows=60)
+    a = ProbeData.from_arrays(x, y, test_size=0.2, random_state=1)
+    b = ProbeData.from_arrays(x, y, test_size=0.2, random_state=1)
+    c = ProbeData.from_arrays(x, y, test_size=0.2, random_state=2)
+    np.testing.assert_array_equal(a.X_test, b.X_test)
+    assert a.fingerprint() == b.fingerprint()
+    assert not np.array_equal(a.X_test, c.X_test)
+    assert a.fingerprint() != c.fingerprint()
+
+
+def test_groups_follow_their_rows_through_the_split():
+    rows = 50
+    x = np.arange(rows, dtype=float)[:, None]
+    y = np.arange(rows) % 2
+    groups = np.arange(rows) * 10
+    data = ProbeData.from_arrays(x, y, groups=groups, test_size=10, standardize=False)
+    np.testing.assert_array_equal(data.groups_train, data.X_train[:, 0].astype(int) * 10)
+    np.testing.assert_array_equal(data.groups_test, data.X_test[:, 0].astype(int) * 10)
+    with pytest.raises(ValueError, match=r"\bgroups\b has 3 labels"):
+        ProbeData.from_arrays(x, y, groups=[1, 2, 3])
+    with pytest.raises(ValueError, match=r"\bgroups_test\b"):
+        ProbeData.from_arrays(x, y, groups_test=[1, 2, 3])
+
+
+# ---------------------------------------------------------------------------------------------
+# check_sizes
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def data():
+    x, y = _xy(rows=60)
+    return ProbeData.from_arrays(x, y, test_size=10, name="toy")  # pool of 50
+
+
+def test_check_sizes_returns_sorted_unique_ints(data):
+    sizes = data.check_sizes([50, 10, 10.0, 3, np.int32(20)])
+    assert sizes.dtype == np.int64
+    assert sizes.tolist() == [3, 10, 20, 50]
+    assert data.check_sizes(7).tolist() == [7]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "match"),
+    [
+        ([10, 51], r"\bsizes\b asks for 51.*'toy' holds 50"),
+        ([0, 10], r"\bsizes\b must be >= 1"),
+        ([-3], r"\bsizes\b must be >= 1"),
+        ([10.5], r"\bsizes\b must be integers"),
+        ([np.nan], r"\bsizes\b must be integers"),
+        ([], r"\bsizes\b is empty"),
+    ],
+)
+def test_check_sizes_rejects_bad_sizes(data, sizes, match):
+    with pytest.raises(ValueError, match=match):
+        data.check_sizes(sizes)
+
+
+@pytest.mark.parametrize("sizes", [["10"], None])
+def test_check_sizes_rejects_non_numbers_with_value_error(data, sizes):
+    with pytest.raises(ValueError, match=r"\bsizes\b"):
+        data.check_sizes(sizes)
+
+
+def test_check_sizes_names_the_given_argument(data):
+    with pytest.raises(ValueError, match=r"\bn_values\b asks for 1000"):
+        data.check_sizes([1000], argument="n_values")
+
+
+# ---------------------------------------------------------------------------------------------
+# nested subsets
+# ---------------------------------------------------------------------------------------------
+
+
+def test_nested_subsets_are_prefixes_per_seed():
+    pool = 500
+    sizes = [1, 10, 37, 100, 499, 500]
+    for seed in range(3):
+        subsets = [nested_subset(pool, n, random_state=11, seed=seed) for n in sizes]
+        for small, large in itertools.pairwise(subsets):
+            np.testing.assert_array_equal(large[: small.size], small)
+        assert [s.size for s in subsets] == sizes
+
+
+def test_nested_subsets_are_drawn_without_replacement():
+    subset = nested_subset(1297, 1297, random_state=0, seed=0)
+    assert np.unique(subset).size == 1297  # every pool example, each once
+    subset = nested_subset(1297, 600, random_state=0, seed=1)
+    assert np.unique(subset).size == 600
+    assert subset.min() >= 0 and subset.max() < 1297
+
+
+def test_nested_subsets_differ_across_seeds_and_random_states():
+    a = nested_subset(300, 50, random_state=0, seed=0)
+    assert not np.array_equal(a, nested_subset(300, 50, random_state=0, seed=1))
+    assert not np.array_equal(a, nested_subset(300, 50, random_state=1, seed=0))
+    # and are not merely the first n rows of the pool
+    assert not np.array_equal(np.sort(a), np.arange(50))
+
+
+def test_nested_subsets_are_deterministic():
+    a = nested_subset(300, 50, random_state=4, seed=2)
+    np.testing.assert_array_equal(a, nested_subset(300, 50, random_state=4, seed=2))
+    np.testing.assert_array_equal(a, subset_permutation(300, 4, 2)[:50])
+
+
+@pytest.mark.parametrize("n", [0, -1, 301])
+def test_nested_subset_rejects_bad_sizes(n):
+    with pytest.raises(ValueError, match=r"\bn\b"):
+        nested_subset(300, n, random_state=0, seed=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# loading features from files
+# ---------------------------------------------------------------------------------------------
+
+
+def test_load_npz(tmp_path):
+    x, y = _xy()
+    path = tmp_path / "features.npz"
+    np.savez(path, X=x, y=y)
+    loaded_x, loaded_y = load_features(path)
+    np.testing.assert_array_equal(loaded_x, x)
+    np.testing.assert_array_equal(loaded_y, y)
+    loaded_x, _ = load_features(str(path))  # a string path works too
+    np.testing.assert_array_equal(loaded_x, x)
+
+
+def test_load_npy_pair(tmp_path):
+    x, y = _xy()
+    np.save(tmp_path / "layer.3.npy", x)
+    np.save(tmp_path / "layer.3.labels.npy", y)
+    loaded_x, loaded_y = load_features(tmp_path / "layer.3.npy")
+    np.testing.assert_array_equal(loaded_x, x)
+    np.testing.assert_array_equal(loaded_y, y)
+
+
+def test_load_missing_file_names_the_path(tmp_path):
+    path = tmp_path / "nothing.npz"
+    with pytest.raises(ValueError, match=r"nothing\.npz.*does not exist"):
+        load_features(path)
+
+
+def test_load_npz_missing_arrays(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, features=np.zeros((3, 2)), y=np.zeros(3))
+    with pytest.raises(ValueError, match=r"bad\.npz.*lacks.*'X'.*features"):
+        load_features(path)
+
+
+def test_load_npy_without_labels(tmp_path):
+    np.save(tmp_path / "alone.npy", np.zeros((3, 2)))
+    with pytest.raises(ValueError, match=r"alone\.labels\.npy"):
+        load_features(tmp_path / "alone.npy")
+
+
+def test_load_wrong_suffix(tmp_path):
+    path = tmp_path / "features.csv"
+    path.write_text("1,2\n")
+    with pytest.raises(ValueError, match=r"features\.csv.*must be \.npz or \.npy"):
+        load_features(path)
+
+
+def test_loaded_features_feed_from_arrays(tmp_path):
+    x, y = _xy()
+    np.savez(tmp_path / "f.npz", X=x, y=y)
+    data = ProbeData.from_arrays(*load_features(tmp_path / "f.npz"), test_size=0.25)
+    assert data.pool_size == 30 and data.y_test.size == 10
+
+
+def test_non_integer_n_classes_raises():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.arange(20) % 3
+    with pytest.raises(ValueError, match="n_classes must be an integer"):
+        ProbeData.from_arrays(X, y, n_classes=3.7)

@@ -1,0 +1,464 @@
+"""Tests of the batched probe engine against a slow, independent one-probe-at-a-time reference.
+
+The reference below uses plain ``torch.nn`` modules, autograd and ``torch.optim.Adam``; it shares
+nothing with the engine except the documented random-stream contract: a probe keyed by ``key``
+draws its initial parameters from ``np.random.default_rng(list(key))`` via
+``probe.initial_parameters`` and then, from the same generator, its minibatch order as
+``rng.random((epochs, n)).argsort(axis=1)`` (epochs of its own subset, without replacement).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from probemeter import engine
+from probemeter.data import nested_subset
+from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.probes import MLP, Linear
+
+N_FEATURES = 6
+N_CLASSES = 3
+POOL = 150
+# more evaluation rows than the engine's evaluation block (4096): exercises the streaming sums
+N_EVAL = 4200
+
+
+def _teacher_data(rows: int, rng: np.random.Generator, teacher: np.ndarray, noise: float):
+    x = rng.normal(size=(rows, N_FEATURES)).astype(np.float32)
+    logits = x @ teacher + noise * rng.normal(size=(rows, N_CLASSES))
+    return x, logits.argmax(axis=1).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def task():
+    """A small learnable 3-class task: a noisy linear teacher on 6 Gaussian features."""
+    rng = np.random.default_rng(1234)
+    teacher = rng.normal(size=(N_FEATURES, N_CLASSES))
+    x_train, y_train = _teacher_data(POOL, rng, teacher, noise=0.5)
+    x_eval, y_eval = _teacher_data(N_EVAL, rng, teacher, noise=0.5)
+    return x_train, y_train, x_eval, y_eval
+
+
+def _subset(n: int, seed: int = 0) -> np.ndarray:
+    return nested_subset(POOL, n, random_state=7, seed=seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# the slow reference: one probe, nn.Linear layers, autograd, torch.optim.Adam
+# ---------------------------------------------------------------------------------------------
+
+
+def _reference_model(layers: list[tuple[np.ndarray, np.ndarray]]) -> nn.Sequential:
+    modules: list[nn.Module] = []
+    for index, (weight, bias) in enumerate(layers):
+        fan_in, fan_out = weight.shape
+        linear = nn.Linear(fan_in, fan_out)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(weight.T))  # nn.Linear stores (out, in)
+            linear.bias.copy_(torch.from_numpy(bias))
+        modules.append(linear)
+        if index < len(layers) - 1:
+            modules.append(nn.ReLU())
+    return nn.Sequential(*modules)
+
+
+def _reference_metrics(model: nn.Module, x_eval: np.ndarray, y_eval: np.ndarray):
+    with torch.no_grad():
+        logits = model(torch.from_numpy(x_eval))
+        labels = torch.from_numpy(y_eval)
+        nll = F.cross_entropy(logits, labels, reduction="none").double()
+        accuracy = (logits.argmax(dim=1) == labels).double().mean()
+    return nll.mean().item(), nll.clamp(max=1.0).mean().item(), accuracy.item()
+
+
+def reference_fit_evaluate(x_train, y_train, x_eval, y_eval, subset, key, probe, config):
+    """Train one probe the slow, obvious way; return (loss, loss_truncated, accuracy, loss0)
+    where loss0 is the evaluation loss of the untrained initial probe."""
+    rng = np.random.default_rng(list(key))
+    layers = probe.initial_parameters(rng, x_train.shape[1], N_CLASSES)
+    subset = np.asarray(subset)
+    n = subset.size
+    batch = min(n, config.batch_size)
+    needed = config.steps * batch
+    epochs = math.ceil(needed / n)
+    order = subset[rng.random((epochs, n)).argsort(axis=1).reshape(-1)[:needed]]
+
+    model = _reference_model(layers)
+    initial_loss = _reference_metrics(model, x_eval, y_eval)[0]
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    inputs, labels = torch.from_numpy(x_train), torch.from_numpy(y_train)
+    for step in range(config.steps):
+        idx = torch.from_numpy(order[step * batch : (step + 1) * batch])
+        loss = F.cross_entropy(model(inputs[idx]), labels[idx])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return (*_reference_metrics(model, x_eval, y_eval), initial_loss)
+
+
+def _run(task, sizes_seeds, probe, config, **kwargs) -> ProbeEvaluation:
+    x_train, y_train, x_eval, y_eval = task
+    subsets = [_subset(n, seed) for n, seed in sizes_seeds]
+    keys = [(7, seed, n) for n, seed in sizes_seeds]
+    return fit_evaluate(
+        x_train, y_train, x_eval, y_eval, N_CLASSES, subsets, keys, probe, config,
+        device="cpu", **kwargs,
+    )  # fmt: skip
+
+
+# sizes below, equal to, and above the batch size (32); 45 and 150 are not multiples of 32
+SIZES_SEEDS = [(5, 0), (20, 1), (32, 0), (45, 2), (150, 0)]
+
+
+# ---------------------------------------------------------------------------------------------
+# (a) subsets are a function of the seeds
+# ---------------------------------------------------------------------------------------------
+
+
+def test_same_seeds_give_same_subsets_and_different_seeds_differ():
+    assert np.array_equal(_subset(40, 3), _subset(40, 3))
+    assert not np.array_equal(_subset(40, 3), _subset(40, 4))
+    assert np.array_equal(_subset(40, 3)[:10], _subset(10, 3))
+
+
+# ---------------------------------------------------------------------------------------------
+# (b) the batched engine matches the slow reference
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
+def test_engine_matches_one_probe_at_a_time_reference(task, probe):
+    config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)
+    result = _run(task, SIZES_SEEDS, probe, config)
+    for i, (n, seed) in enumerate(SIZES_SEEDS):
+        loss, truncated, accuracy, initial = reference_fit_evaluate(
+            *task, _subset(n, seed), (7, seed, n), probe, config
+        )
+        # training moved the loss by far more than the tolerance, so agreement is not trivial
+        assert abs(loss - initial) > 1e-2, (n, loss, initial)
+        np.testing.assert_allclose(result.loss[i], loss, rtol=1e-4, atol=1e-5, err_msg=f"n={n}")
+        np.testing.assert_allclose(result.loss_truncated[i], truncated, rtol=1e-4, atol=1e-5)
+        # an arg-max may flip on a near-tie, never for more than a couple of rows
+        assert abs(result.accuracy[i] - accuracy) <= 2 / N_EVAL, (n, result.accuracy[i], accuracy)
+
+
+def test_full_pool_training_learns_the_task(task):
+    """The largest probe, trained for long enough, beats the uniform code and chance clearly."""
+    config = TrainingConfig(steps=150, batch_size=32, lr=1e-2)
+    result = _run(task, [(150, 0)], Linear(), config)
+    assert result.loss[0] < 0.6 * math.log(N_CLASSES)
+    assert result.accuracy[0] > 0.75
+
+
+def test_probe_depends_on_the_pool_only_through_its_subset(task):
+    """Scrambling every pool row outside a probe's subset (features and labels) leaves its
+    result bit-identical: the probe never reads an example it was not given."""
+    x_train, y_train, x_eval, y_eval = task
+    subset = _subset(45, seed=3)
+    outside = np.setdiff1d(np.arange(POOL), subset)
+    rng = np.random.default_rng(5)
+    x_scrambled, y_scrambled = x_train.copy(), y_train.copy()
+    x_scrambled[outside] = 100 * rng.normal(size=(outside.size, N_FEATURES))
+    y_scrambled[outside] = (y_train[outside] + 1) % N_CLASSES
+    config = TrainingConfig(steps=40, batch_size=16, lr=1e-2)
+    subsets, keys = [subset, np.arange(POOL)], [(3,), (4,)]
+    results = [
+        fit_evaluate(
+            x, y, x_eval, y_eval, N_CLASSES, subsets, keys, MLP((8,)), config, device="cpu"
+        )
+        for x, y in ((x_train, y_train), (x_scrambled, y_scrambled))
+    ]
+    assert results[0].loss[0] == results[1].loss[0]
+    assert results[0].accuracy[0] == results[1].accuracy[0]
+    # the full-pool probe does see the scrambled rows: the test can tell the difference
+    assert results[0].loss[1] != results[1].loss[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# (c) independence from the other probes and from chunking; keys, not positions, seed probes
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
+def test_results_do_not_depend_on_companion_probes(task, probe):
+    config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
+    group_a = [(20, 1), (45, 2), (150, 0)]
+    group_b = [(5, 3), (32, 4), (100, 5), (150, 6), (45, 7)]
+    alone = _run(task, group_a, probe, config)
+    together = _run(task, group_b[:2] + group_a + group_b[2:], probe, config)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        np.testing.assert_allclose(
+            getattr(together, name)[2:5], getattr(alone, name), rtol=1e-6, atol=1e-7
+        )
+
+
+@pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
+def test_results_do_not_depend_on_chunking(task, probe):
+    config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
+    one_chunk = _run(task, [*SIZES_SEEDS, (45, 5), (150, 6)], probe, config, max_memory=4.0)
+    # a budget of a few bytes forces one probe per chunk
+    one_per_chunk = _run(task, [*SIZES_SEEDS, (45, 5), (150, 6)], probe, config, max_memory=1e-9)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        np.testing.assert_allclose(
+            getattr(one_per_chunk, name), getattr(one_chunk, name), rtol=1e-6, atol=1e-7
+        )
+
+
+def test_results_do_not_depend_on_worker_processes(task, monkeypatch):
+    """Chunks trained in worker processes give the same numbers as in this process."""
+    config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
+    sizes_seeds = [*SIZES_SEEDS, (45, 5), (150, 6)]
+    in_process = _run(task, sizes_seeds, MLP((16,)), config, n_jobs=1)
+    # this work is tiny, so the engine would keep it in-process: lift the threshold
+    monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)
+    in_workers = _run(task, sizes_seeds, MLP((16,)), config, n_jobs=2)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        np.testing.assert_allclose(
+            getattr(in_workers, name), getattr(in_process, name), rtol=1e-6, atol=1e-7
+        )
+
+
+def test_probe_order_permutes_results(task):
+    config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
+    forward = _run(task, SIZES_SEEDS, Linear(), config)
+    backward = _run(task, SIZES_SEEDS[::-1], Linear(), config)
+    np.testing.assert_allclose(backward.loss[::-1], forward.loss, rtol=1e-6, atol=1e-7)
+
+
+def test_key_seeds_the_probe(task):
+    """Same subset, different keys: different initial weights and orders, different results;
+    same subset and key twice in one call: identical results."""
+    x_train, y_train, x_eval, y_eval = task
+    subset = _subset(45)
+    config = TrainingConfig(steps=20, batch_size=16, lr=1e-2)
+    result = fit_evaluate(
+        x_train, y_train, x_eval, y_eval, N_CLASSES, [subset, subset, subset],
+        [(0, 1), (0, 2), (0, 1)], MLP((8,)), config, device="cpu",
+    )  # fmt: skip
+    assert result.loss[0] != result.loss[1]
+    assert result.loss[0] == result.loss[2]
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) determinism
+# ---------------------------------------------------------------------------------------------
+
+
+def test_same_call_twice_is_bit_identical(task):
+    config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
+    first = _run(task, SIZES_SEEDS, MLP((16,)), config)
+    second = _run(task, SIZES_SEEDS, MLP((16,)), config)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        assert np.array_equal(getattr(first, name), getattr(second, name)), name
+
+
+# ---------------------------------------------------------------------------------------------
+# (e) every probe sees exactly its own n examples: the minibatch order
+# ---------------------------------------------------------------------------------------------
+
+
+def _orders(subsets, keys, batch, steps):
+    rngs = [np.random.default_rng(list(key)) for key in keys]
+    return engine._minibatch_order(subsets, rngs, batch, steps)
+
+
+@pytest.mark.parametrize(("n", "batch", "steps"), [(40, 8, 25), (96, 32, 30), (50, 32, 17)])
+def test_minibatch_order_walks_epochs_without_replacement(n, batch, steps):
+    subset = np.random.default_rng(n).choice(1000, size=n, replace=False)
+    order = _orders([subset], [(3, n)], batch, steps)
+    assert order.shape == (1, steps * batch)
+    row = order[0]
+    assert set(row.tolist()) <= set(subset.tolist())
+    # every complete epoch (window of n consecutive draws) is a permutation of the subset
+    for start in range(0, row.size - n + 1, n):
+        assert sorted(row[start : start + n].tolist()) == sorted(subset.tolist()), start
+    # over the whole of training, counts of the examples differ by at most one
+    counts = np.array([np.sum(row == index) for index in subset])
+    assert counts.max() - counts.min() <= 1
+    if steps * batch >= n:
+        assert counts.min() >= 1  # every example of the subset is seen
+
+
+def test_minibatch_order_full_batch_when_subset_is_small():
+    """With n < batch size the effective batch is n: every step is the whole subset."""
+    subset = np.array([11, 3, 7, 40, 25])
+    order = _orders([subset], [(0, 5)], batch=subset.size, steps=12)
+    for step_batch in order[0].reshape(12, subset.size):
+        assert sorted(step_batch.tolist()) == sorted(subset.tolist())
+
+
+def test_minibatch_order_is_keyed_per_probe_not_by_position():
+    a = np.arange(10, 50)
+    b = np.arange(100, 140)
+    together = _orders([a, b], [(1, 2), (3, 4)], batch=8, steps=15)
+    alone = _orders([b], [(3, 4)], batch=8, steps=15)
+    assert np.array_equal(together[1], alone[0])
+    different_key = _orders([b], [(3, 5)], batch=8, steps=15)
+    assert not np.array_equal(different_key[0], alone[0])
+
+
+def test_minibatch_order_follows_the_documented_stream():
+    """The order is drawn from the probe's stream after its initial parameters, as the
+    reference assumes: permutations of ``rng.random((epochs, n)).argsort(axis=1)``."""
+    subset = np.arange(200, 237)
+    key = (9, 9, 37)
+    rng = np.random.default_rng(list(key))
+    order = engine._minibatch_order([subset], [rng], 16, 10)[0]
+    expected_rng = np.random.default_rng(list(key))
+    epochs = math.ceil(160 / 37)
+    expected = subset[expected_rng.random((epochs, 37)).argsort(axis=1).reshape(-1)[:160]]
+    assert np.array_equal(order, expected)
+
+
+# ---------------------------------------------------------------------------------------------
+# (f) bf16 precision
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("probe", [Linear(), MLP((16,))], ids=["linear", "mlp-16"])
+def test_bf16_runs_and_stays_close_to_f32(task, probe):
+    sizes_seeds = [(20, 1), (45, 2), (150, 0)]
+    f32 = _run(task, sizes_seeds, probe, TrainingConfig(steps=60, batch_size=32, lr=3e-3))
+    bf16 = _run(
+        task, sizes_seeds, probe, TrainingConfig(steps=60, batch_size=32, lr=3e-3, precision="bf16")
+    )
+    assert np.all(np.isfinite(bf16.loss))
+    np.testing.assert_allclose(bf16.loss, f32.loss, rtol=0.05)
+    np.testing.assert_allclose(bf16.accuracy, f32.accuracy, atol=0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# (g) metric ranges and consistency
+# ---------------------------------------------------------------------------------------------
+
+
+def test_metrics_are_in_range_and_consistent(task):
+    # a large learning rate makes some probes confidently wrong (losses above 1 nat)
+    config = TrainingConfig(steps=30, batch_size=8, lr=0.3)
+    result = _run(task, SIZES_SEEDS, MLP((16,)), config)
+    assert result.loss.shape == result.loss_truncated.shape == result.accuracy.shape == (5,)
+    assert np.all(result.loss_truncated <= result.loss + 1e-12)
+    assert np.all(result.loss_truncated <= 1.0)
+    assert np.all(result.loss_truncated >= 0.0)
+    assert np.all((result.accuracy >= 0.0) & (result.accuracy <= 1.0))
+    # accuracy is a count over the evaluation rows
+    np.testing.assert_allclose(result.accuracy * N_EVAL, np.round(result.accuracy * N_EVAL))
+    # truncation is real: some probe has loss > 1 and then loss_truncated < loss
+    assert np.any(result.loss > 1.0)
+    assert np.all(result.loss_truncated[result.loss > 1.0] < result.loss[result.loss > 1.0])
+
+
+def test_no_probes_gives_empty_results(task):
+    result = _run(task, [], Linear(), TrainingConfig(steps=2))
+    assert result.loss.shape == (0,)
+
+
+# ---------------------------------------------------------------------------------------------
+# (h) bad arguments
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"steps": 0}, "steps"),
+        ({"steps": -3}, "steps"),
+        ({"steps": 2.5}, "steps"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 8.0}, "batch_size"),
+        ({"lr": 0.0}, "lr"),
+        ({"lr": -1e-3}, "lr"),
+        ({"lr": float("nan")}, "lr"),
+        ({"lr": float("inf")}, "lr"),
+        ({"lr": "0.01"}, "lr"),
+        ({"precision": "fp16"}, "precision"),
+        ({"precision": "bfloat16"}, "precision"),
+    ],
+)
+def test_training_config_rejects_bad_values(kwargs, argument):
+    with pytest.raises(ValueError, match=rf"\b{argument}\b"):
+        TrainingConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{"steps": True}, {"batch_size": True}, {"lr": True}])
+def test_training_config_rejects_bools(kwargs):
+    with pytest.raises(ValueError, match=rf"\b{next(iter(kwargs))}\b"):
+        TrainingConfig(**kwargs)
+
+
+def test_training_config_accepts_numpy_scalars():
+    config = TrainingConfig(steps=np.int64(5), batch_size=np.int32(8), lr=np.float32(1e-3))
+    assert config.lr == pytest.approx(1e-3)
+
+
+def test_training_config_records_the_stopping_rule():
+    spec = TrainingConfig(steps=123, batch_size=16, lr=1e-3).to_dict()
+    assert spec["steps"] == 123
+    assert spec["batch_size"] == 16
+    assert "123" in spec["stopping"]
+
+
+def test_fit_evaluate_rejects_mismatched_subsets_and_keys(task):
+    x_train, y_train, x_eval, y_eval = task
+    with pytest.raises(ValueError, match="keys"):
+        fit_evaluate(
+            x_train, y_train, x_eval, y_eval, N_CLASSES, [_subset(10), _subset(20)], [(0,)],
+            Linear(), TrainingConfig(steps=2), device="cpu",
+        )  # fmt: skip
+
+
+def test_fit_evaluate_rejects_bad_memory_budget(task):
+    x_train, y_train, x_eval, y_eval = task
+    with pytest.raises(ValueError, match="max_memory"):
+        fit_evaluate(
+            x_train, y_train, x_eval, y_eval, N_CLASSES, [_subset(10)], [(0,)],
+            Linear(), TrainingConfig(steps=2), device="cpu", max_memory=0,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"subsets": [np.array([], dtype=np.int64)]}, r"subsets\[0\] is empty"),
+        ({"subsets": [np.array([0, 10**6])]}, "outside the pool"),
+        ({"subsets": [np.array([-1, 2])]}, "outside the pool"),
+        ({"n_classes": 1}, "y_train holds labels outside"),
+        ({"y_eval": np.array([], dtype=np.int64)}, "evaluation set"),
+    ],
+)
+def test_fit_evaluate_rejects_bad_subsets_labels_and_empty_eval(task, change, message):
+    x_train, y_train, x_eval, y_eval = task
+    arguments = {
+        "X_train": x_train, "y_train": y_train, "X_eval": x_eval, "y_eval": y_eval,
+        "n_classes": N_CLASSES, "subsets": [_subset(10)], "keys": [(0,)], "probe": Linear(),
+        "config": TrainingConfig(steps=2),
+    }  # fmt: skip
+    arguments.update(change)
+    with pytest.raises(ValueError, match=message):
+        fit_evaluate(**arguments, device="cpu")
+
+
+@pytest.mark.parametrize("n_jobs", [0, -1000, 1.5])
+def test_fit_evaluate_rejects_bad_n_jobs(task, n_jobs):
+    with pytest.raises(ValueError, match="n_jobs"):
+        _run(task, [(10, 0)], Linear(), TrainingConfig(steps=2), n_jobs=n_jobs)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_matches_cpu(task):
+    config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
+    cpu = _run(task, SIZES_SEEDS, MLP((16,)), config)
+    x_train, y_train, x_eval, y_eval = task
+    subsets = [_subset(n, seed) for n, seed in SIZES_SEEDS]
+    keys = [(7, seed, n) for n, seed in SIZES_SEEDS]
+    cuda = fit_evaluate(
+        x_train, y_train, x_eval, y_eval, N_CLASSES, subsets, keys, MLP((16,)), config,
+        device="cuda",
+    )  # fmt: skip
+    np.testing.assert_allclose(cuda.loss, cpu.loss, rtol=1e-3, atol=1e-4)
