@@ -203,7 +203,6 @@ def _check_engine_inputs(
 
 
 @contextmanager
-@contextmanager
 def _single_threaded(active: bool) -> Iterator[None]:
     """Run torch on one thread while active: small matmuls gain nothing from intra-op threads,
     and on a busy machine their synchronisation made them orders of magnitude slower."""
