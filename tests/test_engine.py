@@ -265,7 +265,8 @@ def test_same_call_twice_is_bit_identical(task):
 
 def _orders(subsets, keys, batch, steps):
     rngs = [np.random.default_rng(list(key)) for key in keys]
-    return engine._minibatch_order(subsets, rngs, batch, steps)
+    rows = max(min(len(subset), batch) for subset in subsets)
+    return engine._minibatch_order(subsets, rngs, batch, rows, steps)[0]
 
 
 @pytest.mark.parametrize(("n", "batch", "steps"), [(40, 8, 25), (96, 32, 30), (50, 32, 17)])
@@ -303,13 +304,41 @@ def test_minibatch_order_is_keyed_per_probe_not_by_position():
     assert not np.array_equal(different_key[0], alone[0])
 
 
+def test_narrow_batches_are_padded_with_zero_weight_rows():
+    """Probes of different effective batch share a chunk: the narrow one's real rows are its
+    own order, its padding repeats a real row and weighs nothing; weights are 1/b on real rows."""
+    small, large = np.arange(5), np.arange(100, 140)
+    rngs = [np.random.default_rng([1, 5]), np.random.default_rng([2, 40])]
+    order, weights = engine._minibatch_order([small, large], rngs, 8, 8, 12)
+    alone = _orders([small], [(1, 5)], batch=8, steps=12).reshape(12, 5)
+    padded = order[0].reshape(12, 8)
+    assert np.array_equal(padded[:, :5], alone)
+    assert np.array_equal(padded[:, 5:], np.repeat(padded[:, :1], 3, axis=1))
+    np.testing.assert_array_equal(weights[0], np.float32([0.2] * 5 + [0.0] * 3))
+    np.testing.assert_array_equal(weights[1], [0.125] * 8)
+
+
+def test_merged_chunks_match_separate_training(task, monkeypatch):
+    """Padding narrow probes into a wider chunk does not change their results."""
+    config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
+    sizes_seeds = [(5, 0), (20, 1), (45, 2)]
+    monkeypatch.setattr(engine, "_STEP_OVERHEAD_SECONDS", 0.0)  # never merge
+    separate = _run(task, sizes_seeds, MLP((16,)), config)
+    monkeypatch.setattr(engine, "_STEP_OVERHEAD_SECONDS", 1e9)  # always merge
+    merged = _run(task, sizes_seeds, MLP((16,)), config)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        np.testing.assert_allclose(
+            getattr(merged, name), getattr(separate, name), rtol=1e-5, atol=1e-6
+        )
+
+
 def test_minibatch_order_follows_the_documented_stream():
     """The order is drawn from the probe's stream after its initial parameters, as the
     reference assumes: permutations of ``rng.random((epochs, n)).argsort(axis=1)``."""
     subset = np.arange(200, 237)
     key = (9, 9, 37)
     rng = np.random.default_rng(list(key))
-    order = engine._minibatch_order([subset], [rng], 16, 10)[0]
+    order = engine._minibatch_order([subset], [rng], 16, 16, 10)[0][0]
     expected_rng = np.random.default_rng(list(key))
     epochs = math.ceil(160 / 37)
     expected = subset[expected_rng.random((epochs, 37)).argsort(axis=1).reshape(-1)[:160]]

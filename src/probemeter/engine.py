@@ -33,11 +33,15 @@ from tqdm.auto import tqdm
 
 from probemeter.data import is_integer
 from probemeter.probes import MLP
+from probemeter.probes.stacked_mlp import StackedMLP
 
 __all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate", "resolve_device"]
 
 _PRECISIONS = ("f32", "bf16")
-_relu_backward = torch.ops.aten.threshold_backward.grad_input
+#: cost model of chunk planning (speed only): fixed cost of one training step of a chunk, and
+#: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
+_STEP_OVERHEAD_SECONDS = 4e-4
+_ROW_FLOPS_PER_SECOND = 5e10
 #: below this much training arithmetic (a second or two of work) worker processes and intra-op
 #: threads cost more than they save: train in this process, on one thread
 _SMALL_WORK_FLOPS = 2e10
@@ -153,8 +157,11 @@ def fit_evaluate(
     small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
     if small:
         workers = 1
-    chunks = _plan_chunks(subsets, shapes, config, max_memory, workers)
-    tasks = [([subsets[i] for i in members], [keys[i] for i in members]) for members in chunks]
+    chunks = _plan_chunks(subsets, probe, shapes, config, max_memory, workers)
+    tasks = [
+        ([subsets[i] for i in members], [keys[i] for i in members], rows)
+        for members, rows in chunks
+    ]
     arrays = (X_train, y_train, X_eval, y_eval)
     bar = tqdm(
         total=n_probes * config.steps,
@@ -170,7 +177,7 @@ def fit_evaluate(
                 outputs = [runner.run(*task) for task in tasks]
         else:
             outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
-    for members, metrics in zip(chunks, outputs):
+    for (members, _), metrics in zip(chunks, outputs):
         for name, values in metrics.items():
             result[name][members] = values
     return ProbeEvaluation(**result)
@@ -239,21 +246,38 @@ def _worker_count(n_jobs: int | None) -> int:
 
 def _plan_chunks(
     subsets: Sequence[np.ndarray],
+    probe: MLP,
     shapes: list[tuple[int, int]],
     config: TrainingConfig,
     max_memory: float,
     workers: int,
-) -> list[np.ndarray]:
-    """Group probes by effective batch size ``min(n, batch_size)`` (no padding), split each
-    group into chunks that fit the memory budget and, with several workers, into at least one
-    chunk per worker; return the chunks costliest first (longest-processing-time order)."""
+) -> list[tuple[np.ndarray, int]]:
+    """Chunks of probes as (members, rows), costliest first (longest-processing-time order).
+
+    Probes are grouped by effective batch ``min(n, batch_size)``. Neighbouring groups are merged
+    while padding the narrower probes with zero-weight rows costs less arithmetic than the
+    fixed per-step cost of another chunk saves (tiny probes are overhead-bound, large ones are
+    not, DESIGN "Engine notes"). Each chunk is then split to fit the memory budget and, with
+    several workers, into at least one chunk per worker. Chunking changes speed only: a probe's
+    numbers are the same, up to float rounding, whatever its companions.
+    """
     effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
-    chunks = []
+    seconds_per_row = 3 * probe.forward_flops(shapes[0][0], shapes[-1][1]) / _ROW_FLOPS_PER_SECOND
+    groups: list[tuple[np.ndarray, int]] = []
     for batch in np.unique(effective_batch):
         members = np.flatnonzero(effective_batch == batch)
-        size = min(_chunk_size(shapes, int(batch), config, max_memory), -(-members.size // workers))
-        chunks.extend(members[i : i + size] for i in range(0, members.size, size))
-    return sorted(chunks, key=lambda m: -effective_batch[m[0]] * m.size)
+        if groups:
+            merged, rows = groups[-1]
+            padding_cost = merged.size * (batch - rows) * seconds_per_row
+            if padding_cost < _STEP_OVERHEAD_SECONDS:
+                groups[-1] = (np.concatenate([merged, members]), int(batch))
+                continue
+        groups.append((members, int(batch)))
+    chunks = []
+    for members, rows in groups:
+        size = min(_chunk_size(shapes, rows, config, max_memory), -(-members.size // workers))
+        chunks.extend((members[i : i + size], rows) for i in range(0, members.size, size))
+    return sorted(chunks, key=lambda chunk: -chunk[1] * chunk[0].size)
 
 
 def _chunk_size(
@@ -303,14 +327,20 @@ class _ChunkRunner:
             report,
         )
 
-    def run(self, subsets: list[np.ndarray], keys: list[tuple[int, ...]]) -> dict[str, np.ndarray]:
-        shapes = self.probe.layer_shapes(self.pool_x.shape[1], self.n_classes)
-        batch = min(len(subsets[0]), self.config.batch_size)
+    def run(
+        self, subsets: list[np.ndarray], keys: list[tuple[int, ...]], rows: int
+    ) -> dict[str, np.ndarray]:
+        """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
-        params = _stack_initial_parameters(self.probe, rngs, shapes, self.pool_x.device)
-        order = _minibatch_order(subsets, rngs, batch, self.config.steps)
-        _train_chunk(params, self.pool_x, self.pool_y, order, batch, self.config, self.report)
-        return _evaluate_chunk(params, self.eval_x, self.eval_y)
+        model = self.probe.stack(
+            rngs, self.pool_x.shape[1], self.n_classes, rows, self.config.precision,
+            self.pool_x.device,
+        )  # fmt: skip
+        order, row_weights = _minibatch_order(
+            subsets, rngs, self.config.batch_size, rows, self.config.steps
+        )
+        _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report)
+        return model.evaluate(self.eval_x, self.eval_y)
 
 
 def _run_task(
@@ -320,12 +350,13 @@ def _run_task(
     config: TrainingConfig,
     subsets: list[np.ndarray],
     keys: list[tuple[int, ...]],
+    rows: int,
 ) -> dict[str, np.ndarray]:
     """One chunk in a worker process, single-threaded (DESIGN: parallelise over probes, not
     inside matmuls)."""
     torch.set_num_threads(1)
     runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
-    return runner.run(subsets, keys)
+    return runner.run(subsets, keys, rows)
 
 
 def _ignore(_: int) -> None:
@@ -337,7 +368,7 @@ def _run_in_workers(
     n_classes: int,
     probe: MLP,
     config: TrainingConfig,
-    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]]]],
+    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int]],
     workers: int,
     bar: tqdm,
 ) -> list[dict[str, np.ndarray]]:
@@ -353,151 +384,62 @@ def _run_in_workers(
     return outputs
 
 
-def _stack_initial_parameters(
-    probe: MLP,
-    rngs: list[np.random.Generator],
-    shapes: list[tuple[int, int]],
-    device: torch.device,
-) -> list[torch.Tensor]:
-    """Initial weights of each probe from its own stream, stacked: [W1, b1, W2, b2, ...] with
-    W of shape (P, fan_in, fan_out) and b of shape (P, 1, fan_out)."""
-    per_probe = [probe.initial_parameters(rng, shapes[0][0], shapes[-1][1]) for rng in rngs]
-    stacked = []
-    for layer in range(len(shapes)):
-        weights = np.stack([layers[layer][0] for layers in per_probe])
-        biases = np.stack([layers[layer][1] for layers in per_probe])[:, None, :]
-        stacked.append(torch.from_numpy(weights).to(device))
-        stacked.append(torch.from_numpy(biases).to(device))
-    return stacked
-
-
 def _minibatch_order(
-    subsets: list[np.ndarray], rngs: list[np.random.Generator], batch: int, steps: int
-) -> np.ndarray:
-    """Pool indices of every minibatch, shape (P, steps * batch).
+    subsets: list[np.ndarray],
+    rngs: list[np.random.Generator],
+    batch_size: int,
+    rows: int,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pool indices of every minibatch, shape (P, steps * rows), and row weights (P, rows).
 
-    Each probe walks through its own subset in epochs, each epoch a fresh permutation of the
-    subset (sampling without replacement); consecutive epochs are concatenated and cut into
-    minibatches of ``batch``, so every example is seen once per epoch.
+    Probe i trains on batches of b_i = min(n_i, batch_size) examples: it walks through its own
+    subset in epochs, each epoch a fresh permutation drawn from its own stream (sampling
+    without replacement); consecutive epochs are concatenated and cut into batches of b_i, so
+    every example is seen once per epoch. A batch narrower than the chunk's ``rows`` is padded
+    with copies of its first row, which carry weight 0; real rows carry weight 1/b_i, so the
+    loss is each probe's mean cross-entropy over exactly its own batch.
     """
-    needed = steps * batch
-    order = np.empty((len(subsets), needed), dtype=np.int64)
+    order = np.empty((len(subsets), steps, rows), dtype=np.int64)
+    row_weights = np.zeros((len(subsets), rows), dtype=np.float32)
     for row, (subset, rng) in enumerate(zip(subsets, rngs)):
         subset = np.asarray(subset, dtype=np.int64)
+        batch = min(subset.size, batch_size)
+        needed = steps * batch
         epochs = -(-needed // subset.size)
         permutations = rng.random((epochs, subset.size)).argsort(axis=1)
-        order[row] = subset[permutations.reshape(-1)[:needed]]
-    return order
+        order[row, :, :batch] = subset[permutations.reshape(-1)[:needed]].reshape(steps, batch)
+        order[row, :, batch:] = order[row, :, :1]
+        row_weights[row, :batch] = 1.0 / batch
+    return order.reshape(len(subsets), steps * rows), row_weights
 
 
 def _train_chunk(
-    params: list[torch.Tensor],
+    model: StackedMLP,
     pool_x: torch.Tensor,
     pool_y: torch.Tensor,
     order: np.ndarray,
-    batch: int,
+    row_weights: np.ndarray,
     config: TrainingConfig,
     report: Callable[[int], object],
 ) -> None:
     """Run ``config.steps`` Adam updates on all stacked probes, in place; ``report`` receives
     the number of probe-updates done, every few steps."""
-    n_probes = params[0].shape[0]
+    n_probes, rows = row_weights.shape
     device = pool_x.device
-    low = config.precision == "bf16"
-    compute_dtype = torch.bfloat16 if low else torch.float32
-    grads = [torch.zeros_like(p) for p in params]
-    for p, g in zip(params, grads):
-        p.grad = g
-    optimizer = torch.optim.Adam(params, lr=config.lr, fused=True)
-    weights = params[0::2]
-    biases = params[1::2]
-    # bf16 shadows of the weights, refreshed in place after every update (never re-allocated)
-    shadow_w = [w.to(compute_dtype) for w in weights] if low else weights
-    shadow_b = [b.to(compute_dtype) for b in biases] if low else biases
-    n_layers = len(weights)
-    widths = [w.shape[2] for w in weights]
-    pre = [
-        torch.empty(n_probes, batch, width, device=device, dtype=compute_dtype) for width in widths
-    ]
-    act = [
-        torch.empty(n_probes, batch, width, device=device, dtype=compute_dtype)
-        for width in widths[:-1]
-    ]
-    delta = [torch.empty_like(a) for a in act]
-    grad_w_low = [torch.empty_like(w) for w in shadow_w] if low else None
-    x_batch = torch.empty(n_probes * batch, pool_x.shape[1], device=device)
-    x_low = torch.empty(n_probes, batch, pool_x.shape[1], device=device, dtype=compute_dtype)
+    optimizer = torch.optim.Adam(model.parameters, lr=config.lr, fused=True)
     order_t = torch.from_numpy(order).to(device)
-    scale = 1.0 / batch
+    weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
+    x_batch = torch.empty(n_probes * rows, pool_x.shape[1], device=device)
     report_every = max(1, config.steps // 50)
     reported = 0
     for step in range(config.steps):
-        idx = order_t[:, step * batch : (step + 1) * batch].reshape(-1)
+        idx = order_t[:, step * rows : (step + 1) * rows].reshape(-1)
         torch.index_select(pool_x, 0, idx, out=x_batch)
-        labels = pool_y[idx].view(n_probes, batch, 1)
-        inputs = x_batch.view(n_probes, batch, -1)
-        if low:
-            x_low.copy_(inputs)
-            inputs = x_low
-        # forward: pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
-        hidden = inputs
-        for layer in range(n_layers):
-            torch.baddbmm(shadow_b[layer], hidden, shadow_w[layer], out=pre[layer])
-            if layer < n_layers - 1:
-                torch.clamp_min(pre[layer], 0.0, out=act[layer])
-                hidden = act[layer]
-        # d(mean CE)/d logits = (softmax - onehot) / batch, computed in f32
-        upstream = torch.softmax(pre[-1].float(), dim=-1)
-        upstream.scatter_add_(2, labels, torch.full_like(labels, -1.0, dtype=upstream.dtype))
-        upstream.mul_(scale)
-        if low:
-            upstream = upstream.to(compute_dtype)
-        for layer in range(n_layers - 1, -1, -1):
-            below = inputs if layer == 0 else act[layer - 1]
-            if low:
-                torch.bmm(below.transpose(1, 2), upstream, out=grad_w_low[layer])
-                grads[2 * layer].copy_(grad_w_low[layer])
-            else:
-                torch.bmm(below.transpose(1, 2), upstream, out=grads[2 * layer])
-            grads[2 * layer + 1].copy_(upstream.sum(dim=1, keepdim=True))
-            if layer > 0:
-                torch.bmm(upstream, shadow_w[layer].transpose(1, 2), out=delta[layer - 1])
-                # ReLU backward, fused and in place: zero where the activation was clamped
-                _relu_backward(delta[layer - 1], act[layer - 1], 0.0, grad_input=delta[layer - 1])
-                upstream = delta[layer - 1]
+        labels = pool_y[idx].view(n_probes, rows, 1)
+        model.accumulate_gradients(x_batch.view(n_probes, rows, -1), labels, weights_t)
         optimizer.step()
-        if low:
-            for target, source in zip(shadow_w + shadow_b, weights + biases):
-                target.copy_(source)
+        model.refresh()
         if (step + 1) % report_every == 0 or step + 1 == config.steps:
             report(n_probes * (step + 1 - reported))
             reported = step + 1
-
-
-@torch.no_grad()
-def _evaluate_chunk(
-    params: list[torch.Tensor],
-    eval_x: torch.Tensor,
-    eval_y: torch.Tensor,
-    rows_per_block: int = 4096,
-) -> dict[str, np.ndarray]:
-    """Mean cross-entropy (nats), truncated cross-entropy and accuracy of every stacked probe,
-    streaming over blocks of evaluation rows (f32)."""
-    weights, biases = params[0::2], params[1::2]
-    n_probes = weights[0].shape[0]
-    totals = torch.zeros(3, n_probes, dtype=torch.float64, device=eval_x.device)
-    for start in range(0, eval_x.shape[0], rows_per_block):
-        x = eval_x[start : start + rows_per_block]
-        y = eval_y[start : start + rows_per_block]
-        hidden = torch.baddbmm(biases[0], x.expand(n_probes, -1, -1), weights[0])
-        for w, b in zip(weights[1:], biases[1:]):
-            hidden = torch.baddbmm(b, hidden.clamp_min_(0.0), w)
-        log_probs = torch.log_softmax(hidden, dim=-1)
-        labels = y.view(1, -1, 1).expand(n_probes, -1, 1)
-        nll = -log_probs.gather(2, labels).squeeze(2)
-        totals[0] += nll.sum(dim=1, dtype=torch.float64)
-        totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
-        totals[2] += (log_probs.argmax(dim=2) == y).sum(dim=1, dtype=torch.float64)
-    totals /= eval_x.shape[0]
-    values = totals.cpu().numpy()
-    return {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}

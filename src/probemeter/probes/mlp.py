@@ -9,6 +9,9 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+import torch
+
+from probemeter.probes.stacked_mlp import StackedMLP
 
 __all__ = ["MLP", "Linear"]
 
@@ -66,6 +69,27 @@ class MLP:
             bias = rng.uniform(-bound, bound, size=fan_out).astype(np.float32)
             layers.append((weight, bias))
         return layers
+
+    def stack(
+        self,
+        rngs: list[np.random.Generator],
+        n_features: int,
+        n_classes: int,
+        rows: int,
+        precision: str,
+        device: torch.device,
+    ) -> StackedMLP:
+        """P probes of this architecture, probe i initialised from ``rngs[i]`` alone (so its
+        weights do not depend on its companions), stacked for batched training."""
+        per_probe = [self.initial_parameters(rng, n_features, n_classes) for rng in rngs]
+        layers = []
+        for layer in range(len(per_probe[0])):
+            weights = np.stack([parameters[layer][0] for parameters in per_probe])
+            biases = np.stack([parameters[layer][1] for parameters in per_probe])[:, None, :]
+            layers.append(
+                (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
+            )
+        return StackedMLP(layers, rows, precision)
 
     def to_dict(self) -> dict:
         return {"family": "mlp", "hidden": list(self.hidden)}

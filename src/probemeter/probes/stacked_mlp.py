@@ -1,0 +1,119 @@
+"""P MLP probes at once: parameters stacked on a leading probe axis, with a hand-written
+batched forward and backward pass into preallocated buffers.
+
+DESIGN ("Engine notes"): ``baddbmm``/``bmm(out=...)`` into buffers that live for the whole
+training run beat autograd by avoiding fresh gradient buffers every step; in bf16 mode the
+matmuls run on persistent bf16 shadow weights that are refreshed in place after each update,
+while the master weights, their gradients, Adam's state and the softmax stay in f32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["StackedMLP"]
+
+_relu_backward = torch.ops.aten.threshold_backward.grad_input
+
+
+class StackedMLP:
+    """A stack of P ReLU MLPs of one architecture, trained on minibatches of ``rows`` rows.
+
+    Args:
+        layers: per layer ``(W, b)`` with W of shape (P, fan_in, fan_out) and b of shape
+            (P, 1, fan_out), float32, on the training device. They become the master weights.
+        rows: minibatch rows per probe (the widest probe's batch; narrower probes pad with
+            zero-weight rows).
+        precision: ``"f32"`` or ``"bf16"`` (bf16 matmuls, f32 master weights and gradients).
+    """
+
+    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], rows: int, precision: str):
+        self.parameters = [tensor for layer in layers for tensor in layer]
+        for tensor in self.parameters:
+            tensor.grad = torch.zeros_like(tensor)
+        self._weights = self.parameters[0::2]
+        self._biases = self.parameters[1::2]
+        self._low = precision == "bf16"
+        dtype = torch.bfloat16 if self._low else torch.float32
+        # matmul operands: the master weights themselves in f32, persistent bf16 copies in bf16
+        self._w = [w.to(dtype) for w in self._weights] if self._low else self._weights
+        self._b = [b.to(dtype) for b in self._biases] if self._low else self._biases
+        n_probes, device = self._weights[0].shape[0], self._weights[0].device
+        widths = [w.shape[2] for w in self._weights]
+        self._pre = [torch.empty(n_probes, rows, w, device=device, dtype=dtype) for w in widths]
+        self._act = [torch.empty_like(pre) for pre in self._pre[:-1]]
+        self._delta = [torch.empty_like(act) for act in self._act]
+        self._grad_w_low = [torch.empty_like(w) for w in self._w] if self._low else None
+        self._inputs_low = (
+            torch.empty(n_probes, rows, self._weights[0].shape[1], device=device, dtype=dtype)
+            if self._low
+            else None
+        )
+
+    def accumulate_gradients(
+        self, inputs: torch.Tensor, labels: torch.Tensor, row_weights: torch.Tensor
+    ) -> None:
+        """Write into ``.grad`` the gradient of each probe's weighted cross-entropy
+        Σ_r w_r · CE(x_r, y_r) (w_r = 1/batch on its real rows, 0 on padding).
+
+        Args:
+            inputs: (P, rows, d) float32 minibatch features.
+            labels: (P, rows, 1) int64 labels.
+            row_weights: (P, rows, 1) float32 weights.
+        """
+        if self._low:
+            self._inputs_low.copy_(inputs)
+            inputs = self._inputs_low
+        last = len(self._w) - 1
+        hidden = inputs
+        for layer in range(last + 1):  # pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
+            torch.baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
+            if layer < last:
+                hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
+        # d loss / d logits = w_r · (softmax − onehot), in f32
+        upstream = torch.softmax(self._pre[last].float(), dim=-1)
+        upstream.scatter_add_(2, labels, torch.full(labels.shape, -1.0, device=labels.device))
+        upstream.mul_(row_weights)
+        if self._low:
+            upstream = upstream.to(torch.bfloat16)
+        for layer in range(last, -1, -1):
+            below = inputs if layer == 0 else self._act[layer - 1]
+            weight_grad = self._grad_w_low[layer] if self._low else self._weights[layer].grad
+            torch.bmm(below.transpose(1, 2), upstream, out=weight_grad)
+            if self._low:
+                self._weights[layer].grad.copy_(weight_grad)
+            self._biases[layer].grad.copy_(upstream.sum(dim=1, keepdim=True))
+            if layer > 0:  # back through W, then through the ReLU (zero where it clamped)
+                delta = self._delta[layer - 1]
+                torch.bmm(upstream, self._w[layer].transpose(1, 2), out=delta)
+                _relu_backward(delta, self._act[layer - 1], 0.0, grad_input=delta)
+                upstream = delta
+
+    def refresh(self) -> None:
+        """After an optimiser step: copy the updated master weights into the bf16 shadows."""
+        if self._low:
+            for shadow, master in zip(self._w + self._b, self._weights + self._biases):
+                shadow.copy_(master)
+
+    @torch.no_grad()
+    def evaluate(
+        self, features: torch.Tensor, labels: torch.Tensor, rows_per_block: int = 4096
+    ) -> dict[str, np.ndarray]:
+        """Per probe, in f32 and streaming over blocks of rows: mean cross-entropy (nats), mean
+        of min(CE, 1) and accuracy on ``(features, labels)``."""
+        n_probes = self._weights[0].shape[0]
+        totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
+        for start in range(0, features.shape[0], rows_per_block):
+            x = features[start : start + rows_per_block]
+            y = labels[start : start + rows_per_block]
+            hidden = torch.baddbmm(self._biases[0], x.expand(n_probes, -1, -1), self._weights[0])
+            for w, b in zip(self._weights[1:], self._biases[1:]):
+                hidden = torch.baddbmm(b, hidden.clamp_min_(0.0), w)
+            log_probs = torch.log_softmax(hidden, dim=-1)
+            nll = -log_probs.gather(2, y.view(1, -1, 1).expand(n_probes, -1, 1)).squeeze(2)
+            totals[0] += nll.sum(dim=1, dtype=torch.float64)
+            totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
+            totals[2] += (log_probs.argmax(dim=2) == y).sum(dim=1, dtype=torch.float64)
+        values = (totals / features.shape[0]).cpu().numpy()
+        return {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
