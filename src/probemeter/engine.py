@@ -42,6 +42,8 @@ _PRECISIONS = ("f32", "bf16")
 #: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
 _STEP_OVERHEAD_SECONDS = 4e-4
 _ROW_FLOPS_PER_SECOND = 5e10
+#: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
+_BF16_MIN_ROWS = 64
 #: below this much training arithmetic (a second or two of work) worker processes and intra-op
 #: threads cost more than they save: train in this process, on one thread
 _SMALL_WORK_FLOPS = 2e10
@@ -56,7 +58,9 @@ class TrainingConfig:
         batch_size: minibatch size; a probe with n < batch_size trains full-batch on its n.
         lr: Adam learning rate (1e-4 in Whitney et al., App. C.1).
         precision: ``"f32"`` (default) or ``"bf16"``: bf16 matmuls with f32 master weights,
-            f32 Adam state and f32 loss; evaluation is always f32.
+            f32 Adam state and f32 loss, for probes whose minibatches have at least 64 rows
+            (narrower ones are bound by memory traffic, not arithmetic, and train in f32);
+            evaluation is always f32.
     """
 
     steps: int = 1000
@@ -258,8 +262,9 @@ def _plan_chunks(
     while padding the narrower probes with zero-weight rows costs less arithmetic than the
     fixed per-step cost of another chunk saves (tiny probes are overhead-bound, large ones are
     not, DESIGN "Engine notes"). Each chunk is then split to fit the memory budget and, with
-    several workers, into at least one chunk per worker. Chunking changes speed only: a probe's
-    numbers are the same, up to float rounding, whatever its companions.
+    several workers, so that none holds more than a worker's fair share of the work.
+    Chunking changes speed only: a probe's numbers are the same, up to float rounding,
+    whatever its companions.
     """
     effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
     seconds_per_row = 3 * probe.forward_flops(shapes[0][0], shapes[-1][1]) / _ROW_FLOPS_PER_SECOND
@@ -273,9 +278,14 @@ def _plan_chunks(
                 groups[-1] = (np.concatenate([merged, members]), int(batch))
                 continue
         groups.append((members, int(batch)))
+    # no chunk should hold more than one worker's fair share of the rows to process
+    fair_share = sum(members.size * rows for members, rows in groups) / workers
     chunks = []
     for members, rows in groups:
-        size = min(_chunk_size(shapes, rows, config, max_memory), -(-members.size // workers))
+        size = min(
+            _chunk_size(shapes, rows, config, max_memory),
+            -(-members.size // math.ceil(members.size * rows / fair_share)),
+        )
         chunks.extend((members[i : i + size], rows) for i in range(0, members.size, size))
     return sorted(chunks, key=lambda chunk: -chunk[1] * chunk[0].size)
 
@@ -332,10 +342,11 @@ class _ChunkRunner:
     ) -> dict[str, np.ndarray]:
         """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
+        # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
+        precision = self.config.precision if rows >= _BF16_MIN_ROWS else "f32"
         model = self.probe.stack(
-            rngs, self.pool_x.shape[1], self.n_classes, rows, self.config.precision,
-            self.pool_x.device,
-        )  # fmt: skip
+            rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
+        )
         order, row_weights = _minibatch_order(
             subsets, rngs, self.config.batch_size, rows, self.config.steps
         )
