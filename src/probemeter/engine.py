@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -326,11 +327,21 @@ class _ChunkRunner:
         report: Callable[[int], object],
     ) -> _ChunkRunner:
         X_train, y_train, X_eval, y_eval = arrays
+        with warnings.catch_warnings():
+            # worker processes receive large arrays as read-only shared memory maps; the
+            # engine only ever reads them, so sharing (not copying) them is safe
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            features = [
+                torch.as_tensor(a, dtype=torch.float32, device=device) for a in (X_train, X_eval)
+            ]
+            labels = [
+                torch.as_tensor(a, dtype=torch.int64, device=device) for a in (y_train, y_eval)
+            ]
         return cls(
-            torch.as_tensor(X_train, dtype=torch.float32, device=device),
-            torch.as_tensor(y_train, dtype=torch.int64, device=device),
-            torch.as_tensor(X_eval, dtype=torch.float32, device=device),
-            torch.as_tensor(y_eval, dtype=torch.int64, device=device),
+            features[0],
+            labels[0],
+            features[1],
+            labels[1],
             n_classes,
             probe,
             config,
