@@ -36,7 +36,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import os
@@ -55,11 +54,10 @@ from torch import nn
 
 from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
-from probemeter.datasets import digits_representations
+from probemeter.datasets import digits_representations, fashion_mnist
 from probemeter.engine import resolve_device
 from probemeter.probes import MLP, Linear
 
-FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
 CASE_NAMES = ("reference", "small-linear", "small-mlp64", "fashion-mnist")
 BF16_TARGET = 0.02  # every per-size mean loss of the bf16 curve within 2 % of the f32 curve
 
@@ -204,45 +202,12 @@ def digits_pixels() -> ProbeData:
     return digits_representations()["pixels"]
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """An IDX array (MNIST format: big-endian header, unsigned bytes), gzipped or not."""
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as stream:
-        raw = stream.read()
-    if raw[0:2] != b"\x00\x00" or raw[2] != 0x08:
-        raise ValueError(f"{path} is not an unsigned-byte IDX file")
-    ndim = raw[3]
-    shape = tuple(int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
-
-
-def find_idx(folder: Path, stem: str) -> Path | None:
-    """``stem-idx?-ubyte`` with or without ``.gz`` (either naming convention) in ``folder``."""
-    for pattern in (f"{stem}-idx?-ubyte.gz", f"{stem}-idx?-ubyte", f"{stem}.idx?-ubyte*"):
-        matches = sorted(folder.glob(pattern))
-        if matches:
-            return matches[0]
-    return None
-
-
 def fashion_mnist_pixels() -> ProbeData | str:
     """Fashion-MNIST 784-d pixels (60 000 pool / 10 000 test), or why it is unavailable."""
-    if not FASHION_DIR.is_dir():
-        return f"{FASHION_DIR} does not exist (Debian package dataset-fashion-mnist)"
-    stems = ("train-images", "train-labels", "t10k-images", "t10k-labels")
-    paths = {stem: find_idx(FASHION_DIR, stem) for stem in stems}
-    missing = [stem for stem, path in paths.items() if path is None]
-    if missing:
-        found = sorted(p.name for p in FASHION_DIR.iterdir())
-        return f"no IDX file for {missing} in {FASHION_DIR} (found {found})"
-    arrays = {stem: read_idx(path) for stem, path in paths.items()}
-    return ProbeData.from_arrays(
-        arrays["train-images"].reshape(-1, 784),
-        arrays["train-labels"],
-        arrays["t10k-images"].reshape(-1, 784),
-        arrays["t10k-labels"],
-        name="fashion-mnist-pixels",
-    )
+    try:
+        return fashion_mnist()
+    except ValueError as error:  # files absent (Debian package dataset-fashion-mnist) or bad
+        return str(error)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ surplus description length (SDL) and ε sample complexity (εSC) — Whitney et 
 from probemeter.comparison import Comparison, compare
 from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, load_features
-from probemeter.datasets import digits_representations, parity_representations
+from probemeter.datasets import digits_representations, fashion_mnist, parity_representations
 from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 from probemeter.measures import (
     DescriptionLength,
@@ -46,6 +46,7 @@ __all__ = [
     "compare",
     "default_sizes",
     "digits_representations",
+    "fashion_mnist",
     "fit_evaluate",
     "hoeffding_draws",
     "hoeffding_half_width",
