@@ -28,6 +28,7 @@ from probemeter.measures import (
 from probemeter.probes import MLP, Linear
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results
+from probemeter.store import ResultStore, run_units, unit_key
 
 __all__ = [
     "MLP",
@@ -39,6 +40,7 @@ __all__ = [
     "ProbeData",
     "ProbeEvaluation",
     "RefinedSampleComplexity",
+    "ResultStore",
     "SampleComplexity",
     "SurplusDescriptionLength",
     "TrainingConfig",
@@ -58,9 +60,11 @@ __all__ = [
     "parity_representations",
     "recommend_epsilon",
     "refine_sample_complexity",
+    "run_units",
     "sample_complexity",
     "sample_complexity_for_accuracy",
     "save_results",
     "sdl",
+    "unit_key",
     "validation_performance",
 ]

@@ -8,8 +8,6 @@ fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter.atomic_io import write_json_atomic
 from probemeter.data import ProbeData, is_integer, nested_subset
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.probes import MLP
@@ -242,21 +241,6 @@ class LossDataCurve:
         ax.set_xlabel("training examples n")
         ax.set_ylabel({"loss": "test loss (nats)", "accuracy": "test accuracy"}.get(metric, metric))
         return ax
-
-
-def write_json_atomic(path: str | Path, payload: Any) -> None:
-    """Write JSON to ``path`` via a temporary file in the same folder and an atomic rename, so
-    an interrupted write never leaves a truncated file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(payload, stream, indent=1)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def loss_data_curve(

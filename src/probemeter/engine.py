@@ -105,10 +105,17 @@ class ProbeEvaluation:
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
-    """``"auto"`` picks CUDA when present, else the CPU; anything else is passed to torch."""
+    """``"auto"`` picks CUDA when present, else the CPU; anything else is passed to torch.
+
+    Raises:
+        ValueError: a device torch does not know, or CUDA asked for where there is none.
+    """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"device must be 'auto', 'cpu' or 'cuda[:N]'; got {device!r}") from error
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device={device!r} but CUDA is not available")
     return resolved

@@ -18,8 +18,9 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from probemeter.atomic_io import write_json_atomic
 from probemeter.comparison import Comparison
-from probemeter.curve import LossDataCurve, environment, write_json_atomic
+from probemeter.curve import LossDataCurve, environment
 
 __all__ = ["SCHEMA", "load_curves", "save_results"]
 
