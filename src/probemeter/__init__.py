@@ -10,6 +10,7 @@ from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations, fashion_mnist, parity_representations
 from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.experiment import Experiment, ExperimentError, load_experiment
 from probemeter.measures import (
     DescriptionLength,
     MutualInformation,
@@ -28,12 +29,16 @@ from probemeter.measures import (
 from probemeter.probes import MLP, Linear
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results
+from probemeter.runner import ExperimentRun, run_experiment
 from probemeter.store import ResultStore, run_units, unit_key
 
 __all__ = [
     "MLP",
     "Comparison",
     "DescriptionLength",
+    "Experiment",
+    "ExperimentError",
+    "ExperimentRun",
     "Linear",
     "LossDataCurve",
     "MutualInformation",
@@ -53,6 +58,7 @@ __all__ = [
     "hoeffding_draws",
     "hoeffding_half_width",
     "load_curves",
+    "load_experiment",
     "load_features",
     "loss_data_curve",
     "mdl",
@@ -60,6 +66,7 @@ __all__ = [
     "parity_representations",
     "recommend_epsilon",
     "refine_sample_complexity",
+    "run_experiment",
     "run_units",
     "sample_complexity",
     "sample_complexity_for_accuracy",

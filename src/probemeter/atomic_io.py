@@ -5,15 +5,26 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-__all__ = ["write_json_atomic"]
+__all__ = ["write_json_atomic", "write_text_atomic"]
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
-    """Write JSON to ``path`` via a temporary file in the same folder and an atomic rename, so
-    an interrupted write never leaves a truncated file.
+    """Write ``payload`` as JSON to ``path`` atomically (see :func:`_write_atomic`)."""
+    _write_atomic(path, lambda stream: json.dump(payload, stream, indent=1))
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`_write_atomic`)."""
+    _write_atomic(path, lambda stream: stream.write(text))
+
+
+def _write_atomic(path: str | Path, write: Callable[[TextIO], Any]) -> None:
+    """Call ``write`` on a temporary file in ``path``'s folder, then rename it onto ``path``,
+    so an interrupted write never leaves a truncated file.
 
     The temporary file is named ``.<name>.<random>.tmp``; a writer killed before the rename
     (SIGKILL, power loss) can leave one behind, which readers must ignore.
@@ -22,9 +33,17 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w") as stream:
-            json.dump(payload, stream, indent=1)
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            write(stream)
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from others
         os.replace(temporary, path)
     except BaseException:
         os.unlink(temporary)
         raise
+
+
+def _umask() -> int:
+    """The process's file-creation mask (reading it means setting it, so restore it at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -3,7 +3,9 @@
 * ``probemeter demo`` — three representations of scikit-learn's digits, their loss-data
   curves and the Table-1-style comparison (Whitney et al., Table 1);
 * ``probemeter curve`` — the same for your own ``.npz``/``.npy`` features;
-* ``probemeter measures`` — recompute measures from a saved ``results.json`` without training.
+* ``probemeter measures`` — recompute measures from a saved ``results.json`` without training;
+* ``probemeter run`` — a whole study described by an experiment file
+  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from probemeter.comparison import compare
 from probemeter.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations
+from probemeter.experiment import load_experiment
+from probemeter.plotting import plot_curves
 from probemeter.probes import MLP
+from probemeter.report import write_report
 from probemeter.results import load_curves, save_results
+from probemeter.runner import run_experiment
 
 __all__ = ["main"]
 
@@ -84,6 +90,22 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "markdown", "latex"), default="text", help="table format"
     )
     measures.set_defaults(handler=_run_measures)
+
+    run = commands.add_parser("run", help="run an experiment file (TOML), resuming a stopped run")
+    run.add_argument("experiment", type=Path, help="the experiment file (see README)")
+    run.add_argument(
+        "--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name> (default: runs)"
+    )
+    run.add_argument("--fresh", action="store_true", help="recompute units already stored")
+    run.add_argument("--check", action="store_true", help="only validate the file, then exit")
+    run.add_argument("--n-jobs", type=int, default=-1, help="CPU worker processes (-1: all)")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.set_defaults(handler=_run_experiment)
+
+    report = commands.add_parser("report", help="write the HTML report and tables of a run")
+    report.add_argument("run_dir", type=Path, help="a folder holding results.json")
+    report.add_argument("--epsilon", type=float, help="recompute the measures at this ε")
+    report.set_defaults(handler=_run_report)
     return parser
 
 
@@ -165,26 +187,9 @@ def _report(curves: list[LossDataCurve], args: argparse.Namespace, out: Path | N
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         save_results(out / "results.json", curves, comparison)
-        _plot(curves, args.epsilon if args.metric == "loss" and args.unit == "nats" else None, out)
+        epsilon = args.epsilon if args.metric == "loss" and args.unit == "nats" else None
+        plot_curves(curves, epsilon, out / "curves.png")
         print(f"\nwrote {out / 'results.json'} and {out / 'curves.png'}")
-
-
-def _plot(curves: list[LossDataCurve], epsilon: float | None, out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (loss_ax, accuracy_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
-    for curve in curves:
-        curve.plot(loss_ax, epsilon=epsilon, shade_sdl=len(curves) == 1)
-        curve.plot(accuracy_ax, metric="accuracy")
-    loss_ax.legend(fontsize=8)
-    loss_ax.set_title("loss-data curves (band: min–max over seeds)")
-    accuracy_ax.set_title("accuracy")
-    figure.tight_layout()
-    figure.savefig(out / "curves.png", dpi=120)
-    plt.close(figure)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -238,6 +243,42 @@ def _run_measures(args: argparse.Namespace) -> int:
         "latex": comparison.to_latex(),
     }
     print(rendered[args.format])
+    return 0
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    experiment = load_experiment(args.experiment)
+    names = ", ".join(rep.name for rep in experiment.representations)
+    task = experiment.task.dataset if experiment.task else "npz features"
+    method = experiment.method
+    print(
+        f"{args.experiment}: {task}; representations {names}; probe MLP{method.probe}, "
+        f"{method.steps} Adam steps (lr {method.lr}, batch {method.batch_size}), "
+        f"{method.seeds} seeds, ε = {method.epsilon} {method.unit}"
+    )
+    if args.check:
+        print("experiment file OK")
+        return 0
+    started = time.perf_counter()
+    run = run_experiment(
+        experiment, args.out, fresh=args.fresh, n_jobs=args.n_jobs, progress=not args.no_progress
+    )
+    for name, timing in run.timings.items():
+        how = "loaded (computed earlier in" if timing["loaded"] else "computed in"
+        print(f"{name}: {how} {timing['seconds']:.1f} s" + (")" if timing["loaded"] else ""))
+    print()
+    print(run.comparison)
+    files = write_report(run.run_dir)
+    print(
+        f"\nwrote {run.run_dir}/results.json, curves.png, experiment.toml and units/ "
+        f"in {time.perf_counter() - started:.1f} s; report: {files.html}"
+    )
+    return 0
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    files = write_report(args.run_dir, epsilon=args.epsilon)
+    print("wrote " + ", ".join(str(path) for path in files.paths))
     return 0
 
 

@@ -7,16 +7,24 @@ Schema ``probemeter.results/1`` (documented in the README)::
       "created": ISO-8601 time,
       "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
       "curves": [LossDataCurve.to_dict(), ...],      # losses in nats
-      "comparison": Comparison.to_dict() or null     # measures at the chosen ε
+      "comparison": Comparison.to_dict() or null,    # measures at the chosen ε
+      "experiment": {...},                           # optional: the parsed experiment file
+      "timings": {name: {"key", "seconds", "loaded"}}  # optional: per unit of `probemeter run`
     }
+
+``experiment`` (:meth:`Experiment.to_dict`, defaults filled in) and ``timings`` (each
+representation's unit key, the seconds its curve took, and whether it was loaded from the run's
+store rather than computed in this run) are written by ``probemeter run`` only; readers must
+not require them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from probemeter.atomic_io import write_json_atomic
 from probemeter.comparison import Comparison
@@ -28,16 +36,28 @@ SCHEMA = "probemeter.results/1"
 
 
 def save_results(
-    path: str | Path, curves: Sequence[LossDataCurve], comparison: Comparison | None = None
+    path: str | Path,
+    curves: Sequence[LossDataCurve],
+    comparison: Comparison | None = None,
+    *,
+    experiment: Mapping[str, Any] | None = None,
+    timings: Mapping[str, Any] | None = None,
 ) -> None:
-    """Write curves (and their comparison) to ``path`` atomically."""
-    payload = {
+    """Write curves (and their comparison) to ``path`` atomically.
+
+    ``experiment`` and ``timings`` (JSON mappings) become the optional keys of the same name;
+    left out when not given.
+    """
+    payload: dict[str, Any] = {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "versions": environment(),
         "curves": [curve.to_dict() for curve in curves],
         "comparison": None if comparison is None else comparison.to_dict(),
     }
+    for key, value in (("experiment", experiment), ("timings", timings)):
+        if value is not None:
+            payload[key] = dict(value)
     write_json_atomic(path, payload)
 
 

@@ -16,7 +16,14 @@ from sklearn.random_projection import GaussianRandomProjection
 
 from probemeter.data import ProbeData
 
-__all__ = ["digits_representations"]
+__all__ = ["digits_representations", "digits_split"]
+
+
+def digits_split(n_test: int = 500, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(pool, test)`` of the digits: a seeded shuffle, the first ``n_test`` rows
+    of it for testing (1797 images in all)."""
+    order = np.random.default_rng(random_state).permutation(1797)
+    return order[n_test:], order[:n_test]
 
 
 def digits_representations(
@@ -28,8 +35,7 @@ def digits_representations(
     standardised with pool statistics.
     """
     images, labels = load_digits(return_X_y=True)
-    order = np.random.default_rng(random_state).permutation(len(labels))
-    test, train = order[:n_test], order[n_test:]
+    train, test = digits_split(n_test, random_state)
     pca = PCA(n_components=n_components, random_state=random_state).fit(images[train])
     projection = GaussianRandomProjection(n_components, random_state=random_state).fit(
         images[train]

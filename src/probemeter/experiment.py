@@ -1,0 +1,486 @@
+"""Experiment files: one TOML file describes a whole probing study.
+
+Schema (every key not marked *required* has the default shown)::
+
+    [run]
+    name = "<file stem>"        # run folder under --out
+    random_state = 0            # global seed: data splits, PCA/projections, subsets, inits
+    device = "auto"             # "auto" | "cpu" | "cuda" (does not change results)
+
+    [task]                      # required unless every representation is "npz"
+    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity"
+    # digits:        n_test = 500 (pool = 1797 - n_test)
+    # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
+    # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
+
+    [[representations]]         # at least one; names distinct
+    name = "pca-32"             # required
+    kind = "pca"                # required: "raw" | "pca" | "random-projection" | "npz"
+    view = "pixels"             # the dataset's input: "pixels" (digits, fashion-mnist),
+                                #   "raw bits" or "noisy label" (parity); first one by default
+    n_components = 32           # required for "pca" and "random-projection"
+    # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y; paths
+    #   relative to the TOML file) -- features with their own labels, no [task] needed
+
+    [method]
+    kind = "curve"              # loss-data curves and their measures (the only method so far)
+    epsilon = 0.1               # required: loss tolerance of SDL and εSC, in `unit`
+    unit = "nats"               # "nats" | "bits"
+    probe = [512, 512]          # hidden widths; [] is a linear probe
+    seeds = 4
+    steps = 1000
+    lr = 1e-4
+    batch_size = 256
+    precision = "f32"           # "f32" | "bf16"
+    sizes = "default"           # or a list of distinct training-set sizes n
+
+PCA and random projections are fitted on the training pool only; features are standardised
+with pool statistics (parity features are kept as bits). :func:`load_experiment` checks the
+whole file before anything is trained and reports *every* problem at once, each with its TOML
+location, in one :class:`ExperimentError`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from probemeter.datasets.idx import FASHION_MNIST_ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "DATASETS",
+    "KINDS",
+    "CurveMethod",
+    "Experiment",
+    "ExperimentError",
+    "Representation",
+    "RunSettings",
+    "Task",
+    "load_experiment",
+]
+
+#: representation kinds
+KINDS = ("raw", "pca", "random-projection", "npz")
+_PROJECTIONS = ("pca", "random-projection")
+_REQUIRED = object()
+
+
+class ExperimentError(ValueError):
+    """An experiment file with problems; ``problems`` lists each as ``"location: message"``."""
+
+    def __init__(self, path: str | Path, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        super().__init__(f"{path}: {count}\n" + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class _Dataset:
+    """What validation needs to know of a dataset before loading it."""
+
+    options: Mapping[str, tuple[Callable[[Any], str | None], Any]]  # name -> (check, default)
+    pool: Callable[[Mapping[str, Any]], int]
+    views: Callable[[Mapping[str, Any]], dict[str, int]]  # view -> feature count
+
+
+def _integer(low: int, high: int | None = None) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer; got {value!r}"
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"between {low} and {high}"
+            return f"must be {bound}; got {value}"
+        return None
+
+    return check
+
+
+def _positive_number(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number; got {value!r}"
+    if not (math.isfinite(value) and value > 0):
+        return f"must be a positive finite number; got {value!r}"
+    return None
+
+
+def _string(value: Any) -> str | None:
+    return (
+        None if isinstance(value, str) and value else f"must be a non-empty string; got {value!r}"
+    )
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {list(choices)}; got {value!r}"
+
+    return check
+
+
+def _alpha(value: Any) -> str | None:
+    problem = _positive_number(value)
+    return problem or (None if value < 0.5 else f"must be in (0, 0.5); got {value!r}")
+
+
+def _positive_integers(value: Any, distinct: bool = False) -> str | None:
+    if not isinstance(value, list) or any(_integer(1)(item) for item in value):
+        return f"must be a list of positive integers; got {value!r}"
+    if distinct and (not value or len(set(value)) != len(value)):
+        return f"must be a non-empty list of distinct positive integers; got {value!r}"
+    return None
+
+
+def _sizes(value: Any) -> str | None:
+    return None if value == "default" else _positive_integers(value, distinct=True)
+
+
+#: datasets of ``[task]``: their options (check, default), pool size and views
+DATASETS: dict[str, _Dataset] = {
+    "digits": _Dataset(
+        {"n_test": (_integer(1, 1795), 500)},
+        pool=lambda options: 1797 - options["n_test"],
+        views=lambda options: {"pixels": 64},
+    ),
+    "fashion-mnist": _Dataset(
+        {
+            "n_train": (_integer(1, 60000), 60000),
+            "n_test": (_integer(1, 10000), 10000),
+            "root": (_string, FASHION_MNIST_ROOT),
+        },
+        pool=lambda options: options["n_train"],
+        views=lambda options: {"pixels": 784},
+    ),
+    "parity": _Dataset(
+        {
+            "n_train": (_integer(2), 4000),
+            "n_test": (_integer(1), 1000),
+            "n_bits": (_integer(1), 8),
+            "alpha": (_alpha, 0.1),
+        },
+        pool=lambda options: options["n_train"],
+        views=lambda options: {"raw bits": options["n_bits"], "noisy label": 1},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """``[run]``: the run folder's name, the global seed and the device."""
+
+    name: str
+    random_state: int = 0
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class Task:
+    """``[task]``: a dataset and its options (defaults filled in)."""
+
+    dataset: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pool_size(self) -> int:
+        return DATASETS[self.dataset].pool(self.options)
+
+
+@dataclass(frozen=True)
+class Representation:
+    """One ``[[representations]]`` entry: how its features are made from the task (or read)."""
+
+    name: str
+    kind: str
+    view: str | None = None
+    n_components: int | None = None
+    train: Path | None = None
+    test: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        entry = {"name": self.name, "kind": self.kind, "view": self.view}
+        entry["n_components"] = self.n_components
+        entry["train"] = None if self.train is None else str(self.train)
+        entry["test"] = None if self.test is None else str(self.test)
+        return entry
+
+
+@dataclass(frozen=True)
+class CurveMethod:
+    """``[method]`` of kind ``"curve"``: loss-data curves, compared at tolerance ε."""
+
+    epsilon: float
+    unit: str = "nats"
+    probe: tuple[int, ...] = (512, 512)
+    seeds: int = 4
+    steps: int = 1000
+    lr: float = 1e-4
+    batch_size: int = 256
+    precision: str = "f32"
+    sizes: tuple[int, ...] | None = None  # None: default_sizes of each pool
+
+    kind = "curve"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "unit": self.unit,
+            "probe": list(self.probe),
+            "seeds": self.seeds,
+            "steps": self.steps,
+            "lr": self.lr,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "sizes": "default" if self.sizes is None else list(self.sizes),
+        }
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed, validated experiment file."""
+
+    path: Path
+    run: RunSettings
+    task: Task | None
+    representations: tuple[Representation, ...]
+    method: CurveMethod
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as JSON values, defaults filled in (for results files)."""
+        return {
+            "path": str(self.path),
+            "run": {
+                "name": self.run.name,
+                "random_state": self.run.random_state,
+                "device": self.run.device,
+            },
+            "task": None
+            if self.task is None
+            else {"dataset": self.task.dataset, **self.task.options},
+            "representations": [rep.to_dict() for rep in self.representations],
+            "method": self.method.to_dict(),
+        }
+
+
+class _Reader:
+    """Reads keys of TOML tables, collecting every problem with its location."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    def table(self, document: Mapping[str, Any], key: str, required: bool) -> dict[str, Any]:
+        value = document.get(key)
+        if value is None:
+            if required:
+                self.add(key, "missing (a required table)")
+            return {}
+        if not isinstance(value, dict):
+            self.add(key, f"must be a table; got {value!r}")
+            return {}
+        return value
+
+    def unknown(self, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+        for key in table:
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.add(_join(where, key), f"unknown key (known: {known})")
+
+    def get(
+        self,
+        where: str,
+        table: Mapping[str, Any],
+        key: str,
+        check: Callable[[Any], str | None],
+        default: Any = _REQUIRED,
+    ) -> Any:
+        """The checked value of ``table[key]``, its default, or ``None`` after a problem."""
+        if key not in table:
+            if default is _REQUIRED:
+                self.add(_join(where, key), "missing (required)")
+                return None
+            return default
+        problem = check(table[key])
+        if problem:
+            self.add(_join(where, key), problem)
+            return None
+        return table[key]
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Parse and validate the experiment file ``path``.
+
+    Raises:
+        ExperimentError: listing every problem found (a missing or unreadable file, TOML
+            syntax, unknown or missing keys, wrong types or values, unknown datasets or kinds,
+            missing feature files, sizes outside a pool, too many components, duplicate
+            names), each as ``"location: message"``.
+    """
+    path = Path(path)
+    try:
+        document = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ExperimentError(path, [f"file: cannot be read ({error.strerror})"]) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ExperimentError(path, [f"file: not valid TOML ({error})"]) from None
+    reader = _Reader()
+    reader.unknown("", document, {"run", "task", "representations", "method"})
+    run = _read_run(reader, reader.table(document, "run", required=False), path)
+    representations = _read_representations(reader, document.get("representations"), path)
+    needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
+    task = _read_task(reader, reader.table(document, "task", required=needs_task))
+    method = _read_method(reader, reader.table(document, "method", required=True))
+    if task is not None:
+        representations = _check_against_task(reader, task, representations, method)
+    if reader.problems:
+        raise ExperimentError(path, reader.problems)
+    return Experiment(path, run, task, tuple(representations), method)
+
+
+def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
+    reader.unknown("run", table, {"name", "random_state", "device"})
+    name = reader.get("run", table, "name", _string, path.stem)
+    if name is not None and ("/" in name or "\\" in name or name in (".", "..")):
+        reader.add("run.name", f"must be a plain folder name; got {name!r}")
+    random_state = reader.get("run", table, "random_state", _integer(0), 0)
+    device = reader.get("run", table, "device", _one_of("auto", "cpu", "cuda"), "auto")
+    return RunSettings(name or path.stem, random_state or 0, device or "auto")
+
+
+def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
+    if not table:
+        return None
+    dataset = reader.get("task", table, "dataset", _one_of(*DATASETS))
+    if dataset is None:
+        return None
+    spec = DATASETS[dataset]
+    reader.unknown("task", table, {"dataset", *spec.options})
+    options = {
+        key: reader.get("task", table, key, check, default)
+        for key, (check, default) in spec.options.items()
+    }
+    if any(value is None for value in options.values()):
+        return None
+    if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
+        reader.add("task.root", f"folder {options['root']!r} does not exist")
+    return Task(dataset, options)
+
+
+def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Representation]:
+    if entries is None:
+        reader.add("representations", "missing (at least one [[representations]] entry)")
+        return []
+    if not isinstance(entries, list) or not entries:
+        reader.add("representations", "must be a non-empty array of tables [[representations]]")
+        return []
+    found: list[Representation] = []
+    names: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        where = f"representations[{index}]"
+        if not isinstance(entry, dict):
+            reader.add(where, f"must be a table; got {entry!r}")
+            continue
+        name = reader.get(where, entry, "name", _string)
+        if name in names:
+            reader.add(f"{where}.name", f"{name!r} is already representations[{names[name]}]")
+        elif name is not None:
+            names[name] = index
+        kind = reader.get(where, entry, "kind", _one_of(*KINDS))
+        allowed = {"name", "kind"} | (
+            {"train", "test"}
+            if kind == "npz"
+            else {"view"} | ({"n_components"} if kind in _PROJECTIONS else set())
+        )
+        reader.unknown(where, entry, allowed if kind else set(entry))
+        if kind is None or name is None:
+            continue
+        if kind == "npz":
+            files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
+            found.append(Representation(name, kind, **files))
+            continue
+        view = reader.get(where, entry, "view", _string, None)
+        n_components = (
+            reader.get(where, entry, "n_components", _integer(1)) if kind in _PROJECTIONS else None
+        )
+        found.append(Representation(name, kind, view, n_components))
+    return found
+
+
+def _read_file(
+    reader: _Reader, where: str, entry: Mapping[str, Any], key: str, path: Path
+) -> Path | None:
+    value = reader.get(where, entry, key, _string)
+    if value is None:
+        return None
+    file = (path.parent / value).resolve()
+    if not file.is_file():
+        reader.add(f"{where}.{key}", f"file {str(file)!r} does not exist")
+    return file
+
+
+def _read_method(reader: _Reader, table: dict[str, Any]) -> CurveMethod:
+    where = "method"
+    reader.get(where, table, "kind", _one_of(CurveMethod.kind), CurveMethod.kind)
+    reader.unknown(where, table, {"kind", *CurveMethod.__dataclass_fields__})
+    default = CurveMethod(epsilon=0.1)
+    values = {
+        "epsilon": reader.get(where, table, "epsilon", _positive_number),
+        "unit": reader.get(where, table, "unit", _one_of("nats", "bits"), default.unit),
+        "probe": reader.get(where, table, "probe", _positive_integers, list(default.probe)),
+        "seeds": reader.get(where, table, "seeds", _integer(1), default.seeds),
+        "steps": reader.get(where, table, "steps", _integer(1), default.steps),
+        "lr": reader.get(where, table, "lr", _positive_number, default.lr),
+        "batch_size": reader.get(where, table, "batch_size", _integer(1), default.batch_size),
+        "precision": reader.get(where, table, "precision", _one_of("f32", "bf16"), "f32"),
+        "sizes": reader.get(where, table, "sizes", _sizes, "default"),
+    }
+    # a value with a problem falls back to its default (the method is then never used), so
+    # that the valid ones can still be checked against the task
+    values = {key: value for key, value in values.items() if value is not None}
+    values = {**default.to_dict(), **values}
+    del values["kind"]
+    values["epsilon"], values["lr"] = float(values["epsilon"]), float(values["lr"])
+    values["probe"] = tuple(values["probe"])
+    values["sizes"] = None if values["sizes"] == "default" else tuple(values["sizes"])
+    return CurveMethod(**values)
+
+
+def _check_against_task(
+    reader: _Reader, task: Task, representations: list[Representation], method: CurveMethod
+) -> list[Representation]:
+    """Checks that need the task's pool size and feature counts (no data are loaded); returns
+    the representations with their default view (the dataset's first) filled in."""
+    pool, views = task.pool_size, DATASETS[task.dataset].views(task.options)
+    if method.sizes is not None and max(method.sizes) > pool:
+        reader.add("method.sizes", f"{max(method.sizes)} exceeds the pool of {pool} examples")
+    resolved = []
+    for index, rep in enumerate(representations):
+        where = f"representations[{index}]"
+        if rep.kind != "npz":
+            rep = replace(rep, view=rep.view or next(iter(views)))
+        resolved.append(rep)
+        if rep.kind == "npz":
+            continue
+        if rep.view not in views:
+            reader.add(f"{where}.view", f"must be one of {list(views)}; got {rep.view!r}")
+            continue
+        features = views[rep.view]
+        if rep.n_components is not None and rep.n_components > min(features, pool):
+            reader.add(
+                f"{where}.n_components",
+                f"{rep.n_components} exceeds the {features} features (or pool of {pool})",
+            )
+    return resolved

@@ -1,0 +1,239 @@
+"""Experiment files: parsing, validation that reports every problem, and `probemeter run`
+end to end — resuming stored units, recomputing with --fresh, surviving a SIGKILL."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probemeter.cli import main
+from probemeter.experiment import CurveMethod, ExperimentError, load_experiment
+from probemeter.runner import prepare_data
+from probemeter.store import ResultStore
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+TINY = """
+[run]
+name = "tiny"
+
+[task]
+dataset = "digits"
+
+[[representations]]
+name = "pixels"
+kind = "raw"
+{extra}
+[method]
+epsilon = 0.3
+probe = []
+seeds = 2
+steps = {steps}
+lr = 1e-2
+sizes = [20, 100, 400]
+"""
+
+PCA = """
+[[representations]]
+name = "pca-{k}"
+kind = "pca"
+n_components = {k}
+"""
+
+
+def _write(tmp_path, steps=60, components=(8,)):
+    extra = "".join(PCA.format(k=k) for k in components)
+    path = tmp_path / "tiny.toml"
+    path.write_text(TINY.format(extra=extra, steps=steps))
+    return path
+
+
+def test_parses_a_good_file_with_defaults(tmp_path):
+    experiment = load_experiment(_write(tmp_path))
+    assert experiment.run.name == "tiny" and experiment.run.random_state == 0
+    assert experiment.task.dataset == "digits" and experiment.task.options == {"n_test": 500}
+    assert [(r.name, r.kind, r.view, r.n_components) for r in experiment.representations] == [
+        ("pixels", "raw", "pixels", None),
+        ("pca-8", "pca", "pixels", 8),
+    ]
+    assert experiment.method == CurveMethod(
+        epsilon=0.3, probe=(), seeds=2, steps=60, lr=1e-2, sizes=(20, 100, 400)
+    )
+    assert json.loads(json.dumps(experiment.to_dict()))["method"]["sizes"] == [20, 100, 400]
+
+
+@pytest.mark.parametrize("name", ["digits.toml", "fashion_mnist.toml"])
+def test_examples_are_valid(name, capsys):
+    assert main(["run", str(EXAMPLES / name), "--check"]) == 0
+    assert "experiment file OK" in capsys.readouterr().out
+
+
+def test_every_problem_is_reported_at_once_with_its_location(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        """
+[run]
+colour = "red"
+[task]
+dataset = "digits"
+n_test = "many"
+[[representations]]
+name = "a"
+kind = "pca"
+n_components = 100
+[[representations]]
+name = "a"
+kind = "umap"
+[[representations]]
+name = "b"
+kind = "npz"
+train = "missing.npz"
+[method]
+epsilon = -1
+sizes = [10, 5000]
+probe = [512, 0]
+"""
+    )
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    problems = caught.value.problems
+    expected = [
+        "run.colour: unknown key",
+        "task.n_test: must be an integer",
+        "representations[1].name: 'a' is already representations[0]",
+        "representations[1].kind: must be one of",
+        "representations[2].train: file",
+        "representations[2].test: missing (required)",
+        "method.epsilon: must be a positive finite number",
+        "method.probe: must be a list of positive integers",
+    ]
+    for start in expected:
+        assert sum(problem.startswith(start) for problem in problems) == 1, (start, problems)
+    assert len(problems) == len(expected)
+
+    # with the task readable, the checks against its pool and features run too
+    path.write_text(path.read_text().replace('"many"', "500"))
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    problems = caught.value.problems
+    assert "method.sizes: 5000 exceeds the pool of 1297 examples" in problems
+    assert any(p.startswith("representations[0].n_components: 100 exceeds") for p in problems)
+
+    assert main(["run", str(path), "--check"]) == 2  # one line per problem, no traceback
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and f"{len(problems)} problems" in error
+    assert all(
+        problem in error.splitlines()[-len(problems) + index]
+        for index, problem in enumerate(problems)
+    )
+
+
+def test_syntax_errors_and_missing_files_are_experiment_errors(tmp_path):
+    (tmp_path / "broken.toml").write_text("[run\n")
+    with pytest.raises(ExperimentError, match="not valid TOML"):
+        load_experiment(tmp_path / "broken.toml")
+    with pytest.raises(ExperimentError, match="cannot be read"):
+        load_experiment(tmp_path / "absent.toml")
+
+
+def test_parity_views(tmp_path):
+    path = tmp_path / "parity.toml"
+    path.write_text(
+        '[task]\ndataset = "parity"\nn_train = 50\nn_test = 20\nn_bits = 6\n'
+        '[[representations]]\nname = "bits"\nkind = "raw"\n'
+        '[[representations]]\nname = "noisy"\nkind = "raw"\nview = "noisy label"\n'
+        "[method]\nepsilon = 0.1\n"
+    )
+    data = prepare_data(load_experiment(path))
+    assert data["bits"].n_features == 6 and data["noisy"].n_features == 1
+    assert data["bits"].pool_size == 50 and len(data["noisy"].y_test) == 20
+
+
+def test_npz_representation_needs_no_task_and_checks_its_pool(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    for name, n in (("a.npz", 60), ("a_test.npz", 30)):
+        np.savez(tmp_path / name, X=rng.normal(size=(n, 3)), y=np.arange(n) % 2)
+    path = tmp_path / "own.toml"
+    path.write_text(
+        '[[representations]]\nname = "a"\nkind = "npz"\ntrain = "a.npz"\ntest = "a_test.npz"\n'
+        "[method]\nepsilon = 0.1\nprobe = []\nsteps = 5\nsizes = [10, 100]\n"
+    )
+    assert load_experiment(path).task is None
+    assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    assert "method.sizes: 100 exceeds the pool of 60" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()  # checked before anything was written or trained
+
+
+def _results(run_dir):
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
+    path, out = _write(tmp_path), tmp_path / "runs"
+    args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    run_dir = out / "tiny"
+    for word in ("pixels", "pca-8", "SDL, ε=0.3", str(run_dir)):
+        assert word in printed
+    payload = _results(run_dir)
+    assert payload["schema"] == "probemeter.results/1"
+    assert [curve["name"] for curve in payload["curves"]] == ["pixels", "pca-8"]
+    assert payload["experiment"]["method"]["sizes"] == [20, 100, 400]
+    assert not any(timing["loaded"] for timing in payload["timings"].values())
+    assert (run_dir / "experiment.toml").read_text() == path.read_text()
+    assert (run_dir / "curves.png").stat().st_size > 10_000
+    units = {
+        key: ResultStore(run_dir).path(key).read_bytes() for key in ResultStore(run_dir).keys()
+    }
+    assert len(units) == 2
+
+    assert main(args) == 0  # everything is loaded: unit files untouched
+    second = _results(run_dir)
+    assert all(timing["loaded"] for timing in second["timings"].values())
+    assert second["curves"] == payload["curves"]
+    assert {key: ResultStore(run_dir).path(key).read_bytes() for key in units} == units
+
+    assert main([*args, "--fresh"]) == 0
+    assert not any(timing["loaded"] for timing in _results(run_dir)["timings"].values())
+    # training is deterministic: recomputed curves equal the stored ones
+    assert _results(run_dir)["curves"][0]["points"] == payload["curves"][0]["points"]
+
+
+def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
+    path, out = _write(tmp_path, steps=400, components=(4, 8, 16)), tmp_path / "runs"
+    command = [sys.executable, "-m", "probemeter.cli", "run", str(path), "--out", str(out)]
+    command += ["--no-progress", "--n-jobs", "1"]
+    environment = {**os.environ, "OMP_NUM_THREADS": "1"}
+    store = ResultStore(out / "tiny")
+
+    process = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while not store.keys() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.poll() is None, process.stderr.read().decode()
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.stderr.close()
+    assert process.returncode == -signal.SIGKILL
+    stored = {key: store.path(key).read_bytes() for key in store.keys()}
+    assert 1 <= len(stored) < 4
+    assert not (out / "tiny" / "results.json").exists()
+
+    finished = subprocess.run(command, env=environment, capture_output=True, timeout=120)
+    assert finished.returncode == 0, finished.stderr.decode()
+    timings = _results(out / "tiny")["timings"]
+    assert {t["key"] for t in timings.values() if t["loaded"]} == set(stored)
+    assert {key: store.path(key).read_bytes() for key in stored} == stored
+    assert len(store.keys()) == 4
