@@ -3,14 +3,13 @@ end to end — resuming stored units, recomputing with --fresh, surviving a SIGK
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from subprocess_kill import kill_when
 
 from probemeter.cli import main
 from probemeter.experiment import CurveMethod, ExperimentError, load_experiment
@@ -213,20 +212,7 @@ def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     store = ResultStore(out / "tiny")
 
-    process = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while not store.keys() and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert process.poll() is None, process.stderr.read().decode()
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-    assert process.returncode == -signal.SIGKILL
+    kill_when(command, environment, lambda: bool(store.keys()))
     stored = {key: store.path(key).read_bytes() for key in store.keys()}
     assert 1 <= len(stored) < 4
     assert not (out / "tiny" / "results.json").exists()

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
+from subprocess_kill import kill_when
 
 from probemeter import ResultStore, run_units, unit_key
 from probemeter.curve import LossDataCurve, loss_data_curve
@@ -221,14 +220,6 @@ def test_run_units_rejects_duplicates_and_non_mapping_results(tmp_path):
     assert store.keys() == []
 
 
-def _wait_for(condition, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.02)
-
-
 def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT.format(training=TRAINING))
@@ -237,18 +228,7 @@ def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     store = ResultStore(run_dir)
 
-    process = subprocess.Popen(command, env=environment, stderr=subprocess.PIPE)
-    try:
-        _wait_for(lambda: len(store.keys()) >= 2 or process.poll() is not None, 60, "2 units")
-        assert process.poll() is None, process.stderr.read().decode()
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        process.stderr.close()
-    assert process.returncode == -signal.SIGKILL
+    kill_when(command, environment, lambda: len(store.keys()) >= 2)
     stored = store.keys()
     assert 2 <= len(stored) < 6
     for key in stored:
