@@ -1,11 +1,23 @@
 """Encoders that turn raw inputs into frozen features for probing, and a cache for them.
 
 ``transformers`` is imported only when a :class:`TransformerEncoder` is built, so
-``import probemeter`` works without the ``encoders`` extra.
+``import probemeter`` works without the ``encoders`` extra; likewise GloVe is loaded only by
+:func:`glove_6b_50d`.
 """
 
 from probemeter.encoders.base import Encoder
 from probemeter.encoders.cache import FeatureCache
+from probemeter.encoders.functional import CallableEncoder, SklearnEncoder
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
+from probemeter.encoders.static import StaticWordVectors, glove_6b_50d
 
-__all__ = ["Encoder", "FeatureCache", "TransformerEncoder", "minilm_path"]
+__all__ = [
+    "CallableEncoder",
+    "Encoder",
+    "FeatureCache",
+    "SklearnEncoder",
+    "StaticWordVectors",
+    "TransformerEncoder",
+    "glove_6b_50d",
+    "minilm_path",
+]
