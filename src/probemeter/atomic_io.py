@@ -7,9 +7,11 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
-__all__ = ["write_json_atomic", "write_text_atomic"]
+import numpy as np
+
+__all__ = ["save_npy_atomic", "write_json_atomic", "write_text_atomic"]
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
@@ -22,7 +24,19 @@ def write_text_atomic(path: str | Path, text: str) -> None:
     _write_atomic(path, lambda stream: stream.write(text))
 
 
-def _write_atomic(path: str | Path, write: Callable[[TextIO], Any]) -> None:
+def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:
+    """Save ``array`` as ``.npy`` (no pickles) to ``path`` atomically, flushed to disk before
+    the rename (see :func:`_write_atomic`)."""
+
+    def write(stream: IO[bytes]) -> None:
+        np.save(stream, array, allow_pickle=False)
+        stream.flush()
+        os.fsync(stream.fileno())
+
+    _write_atomic(path, write, binary=True)
+
+
+def _write_atomic(path: str | Path, write: Callable[[IO[Any]], Any], binary: bool = False) -> None:
     """Call ``write`` on a temporary file in ``path``'s folder, then rename it onto ``path``,
     so an interrupted write never leaves a truncated file.
 
@@ -33,7 +47,8 @@ def _write_atomic(path: str | Path, write: Callable[[TextIO], Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        stream = os.fdopen(handle, "wb") if binary else os.fdopen(handle, "w", encoding="utf-8")
+        with stream:
             write(stream)
         os.chmod(temporary, 0o666 & ~_umask())  # mkstemp's 0600 would hide results from others
         os.replace(temporary, path)

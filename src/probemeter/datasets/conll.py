@@ -15,8 +15,6 @@ the functions that need them, so ``import probemeter`` works without them.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from probemeter.atomic_io import write_text_atomic
 from probemeter.data import ProbeData
 
 __all__ = [
@@ -313,16 +312,7 @@ def write_conllu(treebank: Treebank, path: str | Path) -> None:
                 )
             lines.append(f"{number}\t{form}\t_\t{tag}\t_\t_\t{head}\t{deprel}\t_\t_")
         lines.append("")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write("\n".join(lines) + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def annotate_text(

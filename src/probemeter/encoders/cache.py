@@ -11,12 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from probemeter.atomic_io import save_npy_atomic
 
 __all__ = ["FeatureCache"]
 
@@ -27,20 +28,6 @@ def _digest(value: object, name: str) -> str:
     except TypeError as error:
         raise ValueError(f"{name} must be JSON-serialisable to be hashed: {error}") from error
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def _save_npy_atomic(path: Path, array: np.ndarray) -> None:
-    """Write ``array`` to ``path`` via a temporary file and :func:`os.replace`."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as file:
-            np.save(file, array, allow_pickle=False)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 class FeatureCache:
@@ -99,5 +86,5 @@ class FeatureCache:
             raise ValueError(f"compute must return a numeric array; got dtype {array.dtype}")
         self.misses += 1
         self.root.mkdir(parents=True, exist_ok=True)
-        _save_npy_atomic(path, array)
+        save_npy_atomic(path, array)
         return array
