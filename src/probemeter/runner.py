@@ -25,6 +25,7 @@ import numpy as np
 from probemeter.comparison import Comparison, compare
 from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, load_features
+from probemeter.datasets.projections import project
 from probemeter.engine import TrainingConfig
 from probemeter.experiment import CurveMethod, Experiment, ExperimentError, Representation, Task
 from probemeter.plotting import plot_curves
@@ -221,13 +222,5 @@ def _representation(
         return ProbeData.from_arrays(X, y, X_test, y_test, name=rep.name)
     X, y, X_test, y_test = inputs[rep.view]
     if rep.kind != "raw":
-        from sklearn.decomposition import PCA
-        from sklearn.random_projection import GaussianRandomProjection
-
-        transform = (
-            PCA(rep.n_components, random_state=random_state)
-            if rep.kind == "pca"
-            else GaussianRandomProjection(rep.n_components, random_state=random_state)
-        ).fit(X)
-        X, X_test = transform.transform(X), transform.transform(X_test)
+        X, X_test = project(rep.kind, rep.n_components, X, X_test, random_state)
     return ProbeData.from_arrays(X, y, X_test, y_test, standardize=standardize, name=rep.name)

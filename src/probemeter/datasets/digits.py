@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.datasets import load_digits
-from sklearn.decomposition import PCA
-from sklearn.random_projection import GaussianRandomProjection
 
 from probemeter.data import ProbeData
+from probemeter.datasets.projections import project
 
 __all__ = ["digits_representations", "digits_split"]
 
@@ -36,18 +35,15 @@ def digits_representations(
     """
     images, labels = load_digits(return_X_y=True)
     train, test = digits_split(n_test, random_state)
-    pca = PCA(n_components=n_components, random_state=random_state).fit(images[train])
-    projection = GaussianRandomProjection(n_components, random_state=random_state).fit(
-        images[train]
-    )
+    pool, test_images = images[train], images[test]
     views = {
-        "pixels": images,
-        f"pca-{n_components}": pca.transform(images),
-        f"random-proj-{n_components}": projection.transform(images),
+        "pixels": (pool, test_images),
+        f"pca-{n_components}": project("pca", n_components, pool, test_images, random_state),
+        f"random-proj-{n_components}": project(
+            "random-projection", n_components, pool, test_images, random_state
+        ),
     }
     return {
-        name: ProbeData.from_arrays(
-            features[train], labels[train], features[test], labels[test], name=name
-        )
-        for name, features in views.items()
+        name: ProbeData.from_arrays(features, labels[train], test_features, labels[test], name=name)
+        for name, (features, test_features) in views.items()
     }
