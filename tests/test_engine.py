@@ -383,6 +383,25 @@ def test_metrics_are_in_range_and_consistent(task):
     assert np.all(result.loss_truncated[result.loss > 1.0] < result.loss[result.loss > 1.0])
 
 
+def test_per_example_outputs_agree_with_the_aggregates(task, monkeypatch):
+    """Per-example cross-entropies average to the loss, predictions reproduce the accuracy and
+    the same loss per probe comes back from worker processes."""
+    _, _, _, y_eval = task
+    config = TrainingConfig(steps=30, batch_size=8, lr=0.3)
+    result = _run(task, SIZES_SEEDS, MLP((16,)), config, per_example=True)
+    assert result.nll.shape == result.predictions.shape == (5, N_EVAL)
+    assert np.all(result.nll >= 0)
+    np.testing.assert_allclose(result.nll.mean(axis=1), result.loss, rtol=1e-5)
+    np.testing.assert_allclose(
+        np.minimum(result.nll, 1.0).mean(axis=1), result.loss_truncated, rtol=1e-5
+    )
+    np.testing.assert_array_equal((result.predictions == y_eval).mean(axis=1), result.accuracy)
+    monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)
+    in_workers = _run(task, SIZES_SEEDS, MLP((16,)), config, per_example=True, n_jobs=2)
+    np.testing.assert_allclose(in_workers.nll, result.nll, rtol=1e-5, atol=1e-6)
+    assert _run(task, SIZES_SEEDS, MLP((16,)), config).nll is None
+
+
 def test_no_probes_gives_empty_results(task):
     result = _run(task, [], Linear(), TrainingConfig(steps=2))
     assert result.loss.shape == (0,)

@@ -97,11 +97,16 @@ class ProbeEvaluation:
         loss_truncated: mean of min(cross-entropy, 1 nat): the [0, 1]-bounded loss of
             Whitney et al., App. A, for Hoeffding intervals.
         accuracy: fraction of evaluation examples whose arg-max prediction is the label.
+        nll: only with ``per_example=True``: (P, n_eval) float32 cross-entropy of every
+            evaluation example, in nats (online codes sum it over blocks; paired tests need it).
+        predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions.
     """
 
     loss: np.ndarray
     loss_truncated: np.ndarray
     accuracy: np.ndarray
+    nll: np.ndarray | None = None
+    predictions: np.ndarray | None = None
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -136,6 +141,7 @@ def fit_evaluate(
     n_jobs: int | None = -1,
     max_memory: float = 2.0,
     progress: bool = False,
+    per_example: bool = False,
 ) -> ProbeEvaluation:
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
@@ -155,6 +161,8 @@ def fit_evaluate(
         max_memory: GiB budget for one chunk of stacked probes (per worker); the probe axis is
             split into chunks that fit it.
         progress: show a progress bar over probe-updates.
+        per_example: also return every evaluation example's cross-entropy and prediction
+            (``nll`` and ``predictions``, P × n_eval each).
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     if not max_memory > 0:
@@ -162,7 +170,10 @@ def fit_evaluate(
     torch_device = resolve_device(device)
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
-    result = {name: np.empty(n_probes) for name in ProbeEvaluation.__dataclass_fields__}
+    result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
+    if per_example:
+        result["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
+        result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
     if n_probes == 0:
         return ProbeEvaluation(**result)
     shapes = probe.layer_shapes(X_train.shape[1], n_classes)
@@ -171,7 +182,7 @@ def fit_evaluate(
         workers = 1
     chunks = _plan_chunks(subsets, probe, shapes, config, max_memory, workers)
     tasks = [
-        ([subsets[i] for i in members], [keys[i] for i in members], rows)
+        ([subsets[i] for i in members], [keys[i] for i in members], rows, per_example)
         for members, rows in chunks
     ]
     arrays = (X_train, y_train, X_eval, y_eval)
@@ -356,7 +367,11 @@ class _ChunkRunner:
         )
 
     def run(
-        self, subsets: list[np.ndarray], keys: list[tuple[int, ...]], rows: int
+        self,
+        subsets: list[np.ndarray],
+        keys: list[tuple[int, ...]],
+        rows: int,
+        per_example: bool = False,
     ) -> dict[str, np.ndarray]:
         """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
@@ -369,7 +384,7 @@ class _ChunkRunner:
             subsets, rngs, self.config.batch_size, rows, self.config.steps
         )
         _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report)
-        return model.evaluate(self.eval_x, self.eval_y)
+        return model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
 
 
 def _run_task(
@@ -380,12 +395,13 @@ def _run_task(
     subsets: list[np.ndarray],
     keys: list[tuple[int, ...]],
     rows: int,
+    per_example: bool,
 ) -> dict[str, np.ndarray]:
     """One chunk in a worker process, single-threaded (DESIGN: parallelise over probes, not
     inside matmuls)."""
     torch.set_num_threads(1)
     runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
-    return runner.run(subsets, keys, rows)
+    return runner.run(subsets, keys, rows, per_example)
 
 
 def _ignore(_: int) -> None:
@@ -397,7 +413,7 @@ def _run_in_workers(
     n_classes: int,
     probe: MLP,
     config: TrainingConfig,
-    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int]],
+    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int, bool]],
     workers: int,
     bar: tqdm,
 ) -> list[dict[str, np.ndarray]]:

@@ -98,12 +98,18 @@ class StackedMLP:
 
     @torch.no_grad()
     def evaluate(
-        self, features: torch.Tensor, labels: torch.Tensor, rows_per_block: int = 4096
+        self,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        rows_per_block: int = 4096,
+        per_example: bool = False,
     ) -> dict[str, np.ndarray]:
         """Per probe, in f32 and streaming over blocks of rows: mean cross-entropy (nats), mean
-        of min(CE, 1) and accuracy on ``(features, labels)``."""
+        of min(CE, 1) and accuracy on ``(features, labels)``; with ``per_example`` also each
+        example's cross-entropy ``nll`` (P, n) float32 and arg-max ``predictions`` (P, n)."""
         n_probes = self._weights[0].shape[0]
         totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
+        per_row: dict[str, list[torch.Tensor]] = {"nll": [], "predictions": []}
         for start in range(0, features.shape[0], rows_per_block):
             x = features[start : start + rows_per_block]
             y = labels[start : start + rows_per_block]
@@ -114,6 +120,15 @@ class StackedMLP:
             nll = -log_probs.gather(2, y.view(1, -1, 1).expand(n_probes, -1, 1)).squeeze(2)
             totals[0] += nll.sum(dim=1, dtype=torch.float64)
             totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
-            totals[2] += (log_probs.argmax(dim=2) == y).sum(dim=1, dtype=torch.float64)
+            predictions = log_probs.argmax(dim=2)
+            totals[2] += (predictions == y).sum(dim=1, dtype=torch.float64)
+            if per_example:
+                per_row["nll"].append(nll.cpu())
+                per_row["predictions"].append(predictions.to(torch.int32).cpu())
         values = (totals / features.shape[0]).cpu().numpy()
-        return {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
+        metrics = {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
+        if per_example:
+            metrics.update(
+                {name: torch.cat(parts, dim=1).numpy() for name, parts in per_row.items()}
+            )
+        return metrics
