@@ -2,13 +2,14 @@
 
 ``transformers`` is imported only when a :class:`TransformerEncoder` is built, so
 ``import probemeter`` works without the ``encoders`` extra; likewise GloVe is loaded only by
-:func:`glove_6b_50d`.
+:func:`glove_6b_50d` and spaCy only by :class:`SpacyTokenVectors`.
 """
 
 from probemeter.encoders.base import Encoder
 from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.functional import CallableEncoder, SklearnEncoder
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
+from probemeter.encoders.spacy_vectors import SpacyTokenVectors
 from probemeter.encoders.static import StaticWordVectors, glove_6b_50d
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "Encoder",
     "FeatureCache",
     "SklearnEncoder",
+    "SpacyTokenVectors",
     "StaticWordVectors",
     "TransformerEncoder",
     "glove_6b_50d",
