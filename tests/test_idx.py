@@ -188,6 +188,25 @@ def test_fashion_mnist_subsamples_nest_and_splits_are_independent(tmp_path):
     assert all(row.tobytes() in large_rows for row in small.X_train)
 
 
+def test_fashion_mnist_heldout_is_disjoint_from_the_pool(tmp_path):
+    """The held-out images are training-split images, none of them in the pool; together
+    they are the first n_train + n_heldout rows of the pool's permutation."""
+    root = make_fashion(tmp_path / "fm")
+    pool = pm.fashion_mnist(root, n_train=30, standardize=False, random_state=2)
+    images, labels = pm.datasets.fashion_mnist_heldout(
+        root, n_train=30, n_heldout=15, random_state=2
+    )
+    assert images.shape == (15, 8, 8) and images.dtype == np.uint8 and labels.shape == (15,)
+    pool_rows = {row.tobytes() for row in (pool.X_train * 255).round().astype(np.uint8)}
+    held_rows = {row.tobytes() for row in images.reshape(15, -1)}
+    assert not pool_rows & held_rows
+    both = pm.fashion_mnist(root, n_train=45, standardize=False, random_state=2)
+    both_rows = {row.tobytes() for row in (both.X_train * 255).round().astype(np.uint8)}
+    assert both_rows == pool_rows | held_rows
+    with pytest.raises(ValueError, match="n_train \\+ n_heldout = 51 exceeds the 50"):
+        pm.datasets.fashion_mnist_heldout(root, n_train=30, n_heldout=21)
+
+
 def test_fashion_mnist_whole_split_on_request(tmp_path):
     root = make_fashion(tmp_path / "fm")
     data = pm.fashion_mnist(root, n_train=50, n_test=20, standardize=False)

