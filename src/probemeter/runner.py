@@ -9,13 +9,15 @@ finished curves. The run folder then holds::
     RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
     RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
     RUN_DIR/curves.png        loss and accuracy curves
+
+Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -25,15 +27,28 @@ import numpy as np
 from probemeter.comparison import Comparison, compare
 from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, load_features
+from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
+from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
+from probemeter.encoders.hf import minilm_path
 from probemeter.engine import TrainingConfig
-from probemeter.experiment import CurveMethod, Experiment, ExperimentError, Representation, Task
+from probemeter.experiment import (
+    WORD_KINDS,
+    CurveMethod,
+    Experiment,
+    ExperimentError,
+    Representation,
+    Task,
+)
 from probemeter.plotting import plot_curves
 from probemeter.probes import MLP
 from probemeter.results import save_results
 from probemeter.store import ResultStore, run_units
 
-__all__ = ["ExperimentRun", "prepare_data", "run_experiment"]
+__all__ = ["FEATURE_CACHE", "ExperimentRun", "prepare_data", "run_experiment"]
+
+#: folder under ``--out`` caching encoded words and VAE/CNN features, shared by runs
+FEATURE_CACHE = ".probemeter-cache"
 
 # (X_train, y_train, X_test, y_test) of one input of a task
 _Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -70,7 +85,7 @@ def run_experiment(
         ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
             the pool of an ``npz`` file), listing every such problem.
     """
-    datasets = prepare_data(experiment)
+    datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
     method, random_state = experiment.method, experiment.run.random_state
     run_dir = Path(out) / experiment.run.name
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -148,22 +163,27 @@ def _curve(
     ).to_dict()
 
 
-def prepare_data(experiment: Experiment) -> dict[str, ProbeData]:
+def prepare_data(
+    experiment: Experiment, cache_dir: str | Path | None = None
+) -> dict[str, ProbeData]:
     """Every representation's :class:`ProbeData`, by name, checked against the method.
+
+    Args:
+        cache_dir: folder of a :class:`~probemeter.encoders.FeatureCache` for features that
+            are costly to make (encoded words, VAE/CNN features); None: no cache.
 
     Raises:
         ExperimentError: listing each representation whose files cannot be used or whose
             pool is smaller than the largest size asked for.
     """
     random_state = experiment.run.random_state
-    inputs, standardize = (
-        _task_inputs(experiment.task, random_state) if experiment.task else ({}, True)
-    )
+    inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
+    cache = None if cache_dir is None else FeatureCache(cache_dir)
     datasets, problems = {}, []
     for index, rep in enumerate(experiment.representations):
         where = f"representations[{index}]"
         try:
-            data = _representation(rep, inputs, standardize, random_state)
+            data = _representation(rep, inputs, random_state, cache, experiment.run.device)
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue
@@ -179,8 +199,22 @@ def prepare_data(experiment: Experiment) -> dict[str, ProbeData]:
     return datasets
 
 
-def _task_inputs(task: Task, random_state: int) -> tuple[dict[str, _Arrays], bool]:
-    """The task's inputs (views) as arrays, and whether to standardise features made of them."""
+@dataclass
+class _TaskInputs:
+    """A task's inputs: numeric views as arrays, or words; images held out from the pool."""
+
+    arrays: dict[str, _Arrays]
+    standardize: bool = True
+    task: Task | None = None
+    treebank: Treebank | None = None
+    #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
+    heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+    #: per (model, random_init), every layer's word features (one encoder pass for all)
+    layers: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict)
+
+
+def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
+    """The task's inputs (views), and whether to standardise features made of them."""
     options = task.options
     if task.dataset == "digits":
         from sklearn.datasets import load_digits
@@ -189,9 +223,10 @@ def _task_inputs(task: Task, random_state: int) -> tuple[dict[str, _Arrays], boo
 
         images, labels = load_digits(return_X_y=True)
         train, test = digits_split(options["n_test"], random_state)
-        return {"pixels": (images[train], labels[train], images[test], labels[test])}, True
+        pixels = (images[train], labels[train], images[test], labels[test])
+        return _TaskInputs({"pixels": pixels}, task=task)
     if task.dataset == "fashion-mnist":
-        from probemeter.datasets.idx import fashion_mnist
+        from probemeter.datasets.idx import fashion_mnist, fashion_mnist_heldout
 
         data = fashion_mnist(
             options["root"],
@@ -200,11 +235,27 @@ def _task_inputs(task: Task, random_state: int) -> tuple[dict[str, _Arrays], boo
             standardize=False,
             random_state=random_state,
         )
-        return {"pixels": _arrays(data)}, True
+
+        def heldout(n_fit: int) -> tuple[np.ndarray, np.ndarray]:
+            images, labels = fashion_mnist_heldout(
+                options["root"],
+                n_train=options["n_train"],
+                n_heldout=n_fit,
+                random_state=random_state,
+            )
+            return images.reshape(n_fit, -1).astype(np.float32) / np.float32(255.0), labels
+
+        return _TaskInputs({"pixels": _arrays(data)}, task=task, heldout=heldout)
+    if task.dataset == "ptb":
+        from probemeter.datasets.conll import annotate_text, ptb_sentences
+
+        sentences = ptb_sentences(options["n_sentences"], options["split"])
+        return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
-    return {name: _arrays(data) for name, data in views.items()}, False
+    arrays = {name: _arrays(data) for name, data in views.items()}
+    return _TaskInputs(arrays, standardize=False, task=task)
 
 
 def _arrays(data: ProbeData) -> _Arrays:
@@ -212,15 +263,110 @@ def _arrays(data: ProbeData) -> _Arrays:
 
 
 def _representation(
-    rep: Representation, inputs: Mapping[str, _Arrays], standardize: bool, random_state: int
+    rep: Representation,
+    inputs: _TaskInputs,
+    random_state: int,
+    cache: FeatureCache | None,
+    device: str,
 ) -> ProbeData:
-    """Build one representation: read its files, or transform a task input (fitted on the
-    training pool only)."""
+    """Build one representation: read its files, encode the task's words, or transform a
+    task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
     if rep.kind == "npz":
         X, y = load_features(rep.train)
         X_test, y_test = load_features(rep.test)
         return ProbeData.from_arrays(X, y, X_test, y_test, name=rep.name)
-    X, y, X_test, y_test = inputs[rep.view]
-    if rep.kind != "raw":
+    if rep.kind in WORD_KINDS:
+        return _word_representation(rep, inputs, random_state, cache, device)
+    X, y, X_test, y_test = inputs.arrays[rep.view]
+    if rep.kind in ("pca", "random-projection"):
         X, X_test = project(rep.kind, rep.n_components, X, X_test, random_state)
-    return ProbeData.from_arrays(X, y, X_test, y_test, standardize=standardize, name=rep.name)
+    elif rep.kind in ("vae", "cnn"):
+        key = {
+            "kind": rep.kind,
+            "task": _task_dict(inputs.task),
+            "n_components": rep.n_components,
+            **rep.options,
+            "random_state": random_state,
+        }
+        features = _cached(cache, key, lambda: _fitted_features(rep, inputs, random_state, device))
+        X, X_test = features[: len(X)], features[len(X) :]
+    return ProbeData.from_arrays(
+        X, y, X_test, y_test, standardize=inputs.standardize, name=rep.name
+    )
+
+
+def _cached(
+    cache: FeatureCache | None, key: dict[str, Any], compute: Callable[[], np.ndarray]
+) -> np.ndarray:
+    """``compute()``, through ``cache`` when there is one (``key`` names the features)."""
+    if cache is None:
+        return compute()
+    return cache.features(key, "experiment-representation", lambda _: compute())
+
+
+def _fitted_features(
+    rep: Representation, inputs: _TaskInputs, random_state: int, device: str
+) -> np.ndarray:
+    """Train the VAE or CNN on ``n_fit`` held-out images; features of pool then test rows."""
+    from probemeter.encoders.image_models import train_cnn, train_vae
+
+    images, labels = inputs.heldout(rep.options["n_fit"])
+    settings = {"epochs": rep.options["epochs"], "scale": 1.0, "random_state": random_state}
+    if rep.kind == "vae":
+        encoder = train_vae(images, rep.n_components, **settings, device=device, progress=True)
+    else:
+        encoder = train_cnn(images, labels, **settings, device=device, progress=True)
+    X, _, X_test, _ = inputs.arrays[rep.view]
+    return encoder.encode(np.concatenate([X, X_test]))
+
+
+def _word_representation(
+    rep: Representation,
+    inputs: _TaskInputs,
+    random_state: int,
+    cache: FeatureCache | None,
+    device: str,
+) -> ProbeData:
+    """Encode the task's words (one row per word) and split them by sentence."""
+    from probemeter.datasets.conll import probe_data
+
+    treebank = inputs.treebank
+    sentences = [list(words) for words in treebank.sentences]
+    if rep.kind == "transformer":
+        model, random_init = rep.options["model"], rep.options["random_init"]
+        group = (model, random_init)
+        if group not in inputs.layers:
+            encoder = _transformer(model, random_init, random_state, device)
+            key = {**encoder.cache_key, "layer": "all"}
+            inputs.layers[group] = _cached(
+                cache, {**key, "sentences": sentences}, lambda: encoder.encode_all_layers(sentences)
+            )
+        layers = inputs.layers[group]
+        if rep.options["layer"] >= len(layers):
+            raise ValueError(
+                f"layer {rep.options['layer']} does not exist: the model has {len(layers)} "
+                f"hidden states (0..{len(layers) - 1})"
+            )
+        features = layers[rep.options["layer"]]
+    else:
+        encoder = glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors()
+        key = {**encoder.cache_key, "sentences": sentences}
+        features = _cached(cache, key, lambda: encoder.encode(sentences))
+    options = inputs.task.options
+    return probe_data(
+        treebank,
+        features,
+        options["label"],
+        test_size=float(options["test_size"]),
+        random_state=random_state,
+        name=rep.name,
+    )
+
+
+def _transformer(
+    model: str, random_init: bool, random_state: int, device: str
+) -> TransformerEncoder:
+    path = minilm_path() if model == "minilm" else Path(model)
+    return TransformerEncoder(
+        path, 0, pooling="words", device=device, random_init=random_init, random_state=random_state
+    )

@@ -1,0 +1,132 @@
+"""Experiment files with encoder representations: words of a silver-tagged PTB task encoded by
+MiniLM layers, GloVe and spaCy (cached on disk); VAE/CNN features fitted on held-out images."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from probemeter.datasets.conll import annotate_text, ptb_sentences
+from probemeter.encoders import TransformerEncoder, minilm_path
+from probemeter.experiment import ExperimentError, load_experiment
+from probemeter.runner import prepare_data
+
+pytest.importorskip("transformers")
+pytest.importorskip("spacy")
+
+TEXT = """
+[task]
+dataset = "ptb"
+n_sentences = 12
+test_size = 0.25
+
+[[representations]]
+name = "minilm-0"
+kind = "transformer"
+layer = 0
+
+[[representations]]
+name = "minilm-6"
+kind = "transformer"
+layer = 6
+
+[[representations]]
+name = "glove"
+kind = "glove"
+
+[[representations]]
+name = "spacy"
+kind = "spacy"
+
+[method]
+epsilon = 0.5
+sizes = [20, 50]
+"""
+
+
+def test_word_representations_line_up_with_the_silver_treebank(tmp_path):
+    path = tmp_path / "text.toml"
+    path.write_text(TEXT)
+    experiment = load_experiment(path)
+    cache_dir = tmp_path / "cache"
+    data = prepare_data(experiment, cache_dir=cache_dir)
+    treebank = annotate_text(ptb_sentences(12, "test"))
+    n_words = treebank.n_words
+    widths = {"minilm-0": 384, "minilm-6": 384, "glove": 50, "spacy": 96}
+    for name, width in widths.items():
+        assert data[name].n_features == width
+        assert data[name].pool_size + len(data[name].y_test) == n_words
+    # the same words and labels (split by sentence) whatever the representation
+    for name in widths:
+        np.testing.assert_array_equal(data[name].y_train, data["glove"].y_train)
+    # the layers are MiniLM's own word-pooled hidden states (before standardisation)
+    encoder = TransformerEncoder(minilm_path(), 6, pooling="words", progress=False)
+    direct = encoder.encode([list(words) for words in treebank.sentences])
+    assert any(np.allclose(direct, layer, atol=1e-4) for layer in _layers(cache_dir))
+    # a second preparation encodes nothing: every feature comes from the cache
+    before = {f: f.stat().st_mtime_ns for f in cache_dir.glob("*.npy")}
+    again = prepare_data(experiment, cache_dir=cache_dir)
+    assert {f: f.stat().st_mtime_ns for f in cache_dir.glob("*.npy")} == before
+    np.testing.assert_array_equal(again["minilm-6"].X_train, data["minilm-6"].X_train)
+
+
+def _layers(cache_dir: Path):
+    for file in cache_dir.glob("*.npy"):
+        array = np.load(file)
+        if array.ndim == 3:  # all layers of one encoder pass
+            yield from array
+
+
+def test_encoder_kinds_must_fit_the_task(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        '[task]\ndataset = "digits"\n'
+        '[[representations]]\nname = "m"\nkind = "transformer"\n'
+        '[[representations]]\nname = "v"\nkind = "vae"\n'
+        '[[representations]]\nname = "g"\nkind = "glove"\nview = "pixels"\n'
+        "[method]\nepsilon = 0.1\n"
+    )
+    with pytest.raises(ExperimentError) as error:
+        load_experiment(path)
+    problems = "\n".join(error.value.problems)
+    assert "representations[0].layer: missing (required)" in problems
+    assert "representations[1].kind: 'vae' is trained on images held out" in problems
+    assert "representations[2].view: unknown key" in problems
+    assert "representations[2].kind: 'glove' encodes words: it needs a text task" in problems
+
+
+def test_vae_n_fit_must_fit_beside_the_pool(tmp_path):
+    root = Path("/usr/share/datasets/fashion-mnist")
+    if not root.is_dir():
+        pytest.skip("Fashion-MNIST not installed (Debian package dataset-fashion-mnist)")
+    path = tmp_path / "vae.toml"
+    path.write_text(
+        '[task]\ndataset = "fashion-mnist"\nn_train = 55000\n'
+        '[[representations]]\nname = "v"\nkind = "vae"\nn_fit = 6000\n'
+        '[[representations]]\nname = "p"\nkind = "raw"\nview = "words"\n'
+        "[method]\nepsilon = 0.1\n"
+    )
+    with pytest.raises(ExperimentError) as error:
+        load_experiment(path)
+    problems = "\n".join(error.value.problems)
+    assert "representations[0].n_fit: 6000 exceeds the 5000 training images" in problems
+    assert "representations[1].view: 'raw' needs a numeric input, one of ['pixels']" in problems
+
+
+def test_vae_and_cnn_features_are_fitted_on_held_out_images(tmp_path):
+    root = Path("/usr/share/datasets/fashion-mnist")
+    if not root.is_dir():
+        pytest.skip("Fashion-MNIST not installed (Debian package dataset-fashion-mnist)")
+    path = tmp_path / "fitted.toml"
+    path.write_text(
+        '[task]\ndataset = "fashion-mnist"\nn_train = 300\nn_test = 100\n'
+        '[[representations]]\nname = "vae"\nkind = "vae"\nn_components = 4\nn_fit = 500\n'
+        "epochs = 1\n"
+        '[[representations]]\nname = "cnn"\nkind = "cnn"\nn_fit = 500\nepochs = 1\n'
+        "[method]\nepsilon = 0.1\nsizes = [10, 300]\n"
+    )
+    cache = tmp_path / "cache"
+    data = prepare_data(load_experiment(path), cache_dir=cache)
+    assert data["vae"].n_features == 4 and data["cnn"].n_features == 784
+    assert data["vae"].pool_size == 300 and len(data["cnn"].y_test) == 100
+    assert len(list(cache.glob("*.npy"))) == 2  # both cached: a rerun trains neither
