@@ -417,7 +417,8 @@ class ParetoFrontiers:
         Each frontier is the step function f(x) of :func:`pareto_hypervolume`, drawn from its
         simplest probe to ``xmax`` (default: the hypervolume's cap; the paper's Figs. 2–3 show
         nuclear norms up to 400, parsing up to 700). With ``show_probes`` every probe is a
-        faint dot. Returns the matplotlib axes.
+        faint dot. A representation keeps its colour (``C0``, ``C1``, … in the order of
+        :attr:`representations`) in every panel. Returns the matplotlib axes.
         """
         if ax is None:
             from matplotlib.figure import Figure
@@ -431,12 +432,11 @@ class ParetoFrontiers:
                 continue
             xs = np.append(inside["complexity"].to_numpy(), xmax)
             ys = np.append(inside["accuracy"].to_numpy(), inside["accuracy"].iloc[-1])
-            (line,) = ax.step(xs, ys, where="post", label=name, lw=1.6)
+            colour = f"C{self.representations.index(name) % 10}"  # same colour in every panel
+            ax.step(xs, ys, where="post", label=name, lw=1.6, color=colour)
             if show_probes:
                 shown = probes[probes["complexity"] <= xmax]
-                ax.scatter(
-                    shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=line.get_color()
-                )
+                ax.scatter(shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=colour)
         ax.set_xlim(0, xmax)
         ax.set_xlabel(measure)
         ax.set_ylabel("accuracy")
