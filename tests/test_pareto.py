@@ -10,6 +10,7 @@ import pytest
 
 from probemeter.pareto import (
     ParetoFrontiers,
+    memorisation_points,
     pareto_dominant,
     pareto_frontier,
     pareto_hypervolume,
@@ -294,3 +295,38 @@ def test_figure_grid_and_saving(frontiers: ParetoFrontiers, tmp_path) -> None:
 def test_plot_keeps_one_colour_per_representation(frontiers: ParetoFrontiers) -> None:
     dep = {line.get_label(): line.get_color() for line in frontiers.plot("DEP", "rank").get_lines()}
     assert dep == {"A": "C0", "C": "C2"}
+
+
+def test_memorisation_points_pair_true_accuracy_with_shuffled_training_accuracy() -> None:
+    true = pd.DataFrame(
+        {"rep": ["a", "a", "b"], "arch": [1, 2, 1], "accuracy": [0.9, 0.8, 0.7], "other": 0}
+    )
+    shuffled = pd.DataFrame(
+        {"rep": ["b", "a", "a"], "arch": [1, 2, 1], "train_accuracy": [0.3, 0.6, 0.2]}
+    )
+    points = memorisation_points(true, shuffled, on=["rep", "arch"])
+    assert points.to_dict("list") == {
+        "rep": ["a", "a", "b"],
+        "arch": [1, 2, 1],
+        "complexity": [0.2, 0.6, 0.3],
+        "accuracy": [0.9, 0.8, 0.7],
+    }
+
+
+def test_memorisation_points_reject_or_drop_missing_twins() -> None:
+    true = pd.DataFrame({"arch": [1, 2], "accuracy": [0.9, 0.8]})
+    shuffled = pd.DataFrame({"arch": [1], "train_accuracy": [0.4]})
+    with pytest.raises(ValueError, match=r"lack a shuffled twin.*'arch': 2"):
+        memorisation_points(true, shuffled, on="arch")
+    dropped = memorisation_points(true, shuffled, on="arch", missing="drop")
+    assert dropped["arch"].tolist() == [1]
+    with pytest.raises(ValueError, match="more than once"):
+        memorisation_points(pd.concat([true, true]), shuffled, on="arch")
+    with pytest.raises(ValueError, match="shuffled lacks column"):
+        memorisation_points(true, shuffled, on="arch", train_accuracy="train_acc")
+    with pytest.raises(ValueError, match="missing must be"):
+        memorisation_points(true, shuffled, on="arch", missing="ignore")
+
+
+def test_pareto_dominant_credits_identical_points_to_the_first_listed() -> None:
+    assert pareto_dominant({"a": ([1.0], [0.5]), "b": ([1.0], [0.5])}) == ["a"]

@@ -53,6 +53,7 @@ __all__ = [
     "RANK",
     "HypervolumeTable",
     "ParetoFrontiers",
+    "memorisation_points",
     "pareto_dominant",
     "pareto_frontier",
     "pareto_hypervolume",
@@ -159,6 +160,55 @@ def pareto_dominant(
     frontier = pareto_frontier(np.concatenate(complexities), np.concatenate(accuracies))
     on_frontier = {names[index] for index in frontier}
     return [name for name in points if name in on_frontier]
+
+
+def memorisation_points(
+    true: pd.DataFrame,
+    shuffled: pd.DataFrame,
+    on: str | Sequence[str],
+    *,
+    accuracy: str = "accuracy",
+    train_accuracy: str = "train_accuracy",
+    missing: str = "raise",
+) -> pd.DataFrame:
+    """Points of the non-parametric (memorisation) complexity of Pimentel et al., §5.
+
+    Each probe architecture is trained twice: on the true task, giving its test ``accuracy``,
+    and on shuffled labels (label-shuffled; for fully shuffled, on shuffled inputs as well),
+    giving the ``train_accuracy`` it reaches on its own training set — its complexity, the
+    capacity to memorise (footnote 5: training, not test, accuracy). Rows of ``true`` and
+    ``shuffled`` are paired on the key column(s) ``on`` (e.g. representation and an
+    architecture id).
+
+    Returns:
+        the key columns, ``complexity`` (shuffled training accuracy) and ``accuracy`` (true
+        test accuracy), in the order of ``true``.
+
+    Raises:
+        ValueError: a key column or value column is absent, a key repeats within one frame,
+            or (``missing="raise"``) a true probe has no shuffled twin or a value is NaN.
+            ``missing="drop"`` drops such probes instead.
+    """
+    keys = [on] if isinstance(on, str) else list(on)
+    if missing not in ("raise", "drop"):
+        raise ValueError(f"missing must be 'raise' or 'drop'; got {missing!r}")
+    for name, frame, column in (("true", true, accuracy), ("shuffled", shuffled, train_accuracy)):
+        absent = [key for key in [*keys, column] if key not in frame.columns]
+        if absent:
+            raise ValueError(f"{name} lacks column(s) {absent}")
+        if frame.duplicated(keys).any():
+            raise ValueError(f"{name} holds a key {keys} more than once")
+    left = true[keys].assign(accuracy=true[accuracy].to_numpy())
+    right = shuffled[keys].assign(complexity=shuffled[train_accuracy].to_numpy())
+    paired = left.merge(right, on=keys, how="left", sort=False)
+    incomplete = paired[["complexity", "accuracy"]].isna().any(axis=1)
+    if incomplete.any() and missing == "raise":
+        first = paired.loc[incomplete, keys].iloc[0].tolist()
+        raise ValueError(
+            f"{int(incomplete.sum())} true probe(s) lack a shuffled twin or a value "
+            f"(first: {dict(zip(keys, first))}); pass missing='drop' to leave them out"
+        )
+    return paired[~incomplete][[*keys, "complexity", "accuracy"]].reset_index(drop=True)
 
 
 def _points(complexity: Any, accuracy: Any) -> tuple[np.ndarray, np.ndarray]:
