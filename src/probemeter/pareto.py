@@ -525,7 +525,7 @@ class ParetoFrontiers:
             list(handles.values()),
             list(handles),
             loc="outside lower center",
-            ncols=min(len(handles), 6),
+            ncols=min(len(handles), 3 * len(measures)),  # fits the figure width
         )
         return figure
 
