@@ -330,3 +330,17 @@ def test_memorisation_points_reject_or_drop_missing_twins() -> None:
 
 def test_pareto_dominant_credits_identical_points_to_the_first_listed() -> None:
     assert pareto_dominant({"a": ([1.0], [0.5]), "b": ([1.0], [0.5])}) == ["a"]
+
+
+def test_frontier_agrees_with_the_pairwise_definition_on_random_points() -> None:
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        c = rng.integers(0, 6, size=12).astype(float)  # many ties
+        a = rng.integers(0, 6, size=12) / 5
+        dominated = {
+            i
+            for i in range(12)
+            for j in range(12)
+            if c[j] <= c[i] and a[j] >= a[i] and (c[j] < c[i] or a[j] > a[i] or j < i)
+        }
+        assert sorted(pareto_frontier(c, a).tolist()) == sorted(set(range(12)) - dominated)

@@ -91,13 +91,9 @@ def pareto_frontier(
     c, a = _points(complexity, accuracy)
     # ascending complexity; among equal complexity most accurate first; then smallest index
     order = np.lexsort((np.arange(c.size), -a, c))
-    frontier = []
-    best = -np.inf
-    for index in order:
-        if a[index] > best:
-            frontier.append(index)
-            best = a[index]
-    return np.asarray(frontier, dtype=np.int64)
+    ranked = a[order]
+    best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ranked)[:-1]))
+    return order[ranked > best_before].astype(np.int64)
 
 
 def pareto_hypervolume(
