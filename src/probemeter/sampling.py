@@ -117,7 +117,7 @@ def _stratified(
     largest = tuple(max(r[i] for r in roles) for i in range(3))
     classes, counts = np.unique(labels, return_counts=True)
     needed = sum(largest)
-    short = [(c, n) for c, n in zip(classes, counts) if n < needed]
+    short = [(label.item(), int(n)) for label, n in zip(classes, counts) if n < needed]
     if short:
         name, have = short[0]
         raise ValueError(
