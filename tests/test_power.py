@@ -371,3 +371,18 @@ def test_cli_recommend_and_power(tmp_path, capsys, digits):
     unpaired = ["power", "--a", str(tmp_path / "A.npz"), "--b", str(tmp_path / "C.npz")]
     assert main([*unpaired, *common]) == 2
     assert "paired" in capsys.readouterr().err
+
+
+def test_power_report_marks_zero_gaps_and_checks_bound_options():
+    """Identical predictions: mean gap 0, no recommendation (NaN: possibly collapsed), power 0."""
+    splits = stratified_splits(np.repeat(np.arange(2), 100), [8, 16])
+    runs = pd.DataFrame({"split": [0, 1], "seed": [0, 0]})
+    correct = [np.ones(4, bool), np.r_[np.ones(6, bool), np.zeros(2, bool)]]
+    comparison = PairedComparison.build("a", "b", splits, runs, correct, correct, (10, 10))
+    table = power_report([comparison], n_simulations=50).to_frame()
+    assert table["mean_gap"].tolist() == [0.0, 0.0]
+    assert table["recommended_n_train"].isna().all() and (table["power"] == 0).all()
+    with pytest.raises(ValueError, match="delta"):
+        power_report([comparison], delta=0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        comparison.summary(alpha=0)

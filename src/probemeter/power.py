@@ -214,9 +214,9 @@ def simulate_power(
     if test_sizes is None:
         sizes = [2**k for k in range(4, 64) if 2**k < smallest] + [smallest]
     else:
-        sizes = sorted({int(m) for m in test_sizes})
-        if not all(is_integer(m) for m in test_sizes) or sizes[0] < 1:
+        if not len(test_sizes) or not all(is_integer(m) and m >= 1 for m in test_sizes):
             raise ValueError(f"test_sizes must be positive integers; got {list(test_sizes)!r}")
+        sizes = sorted({int(m) for m in test_sizes})
         if not replace and sizes[-1] > smallest:
             raise ValueError(
                 f"test_sizes asks for {sizes[-1]} test examples but a seed's test set holds "
@@ -360,10 +360,11 @@ class ConfigurationRuns:
         for name in (a, b):
             if name not in self.names:
                 raise ValueError(f"no configuration {name!r}; have {list(self.names)}")
+        n_parameters = (self.n_parameters[a], self.n_parameters[b])
+        correct_a, correct_b = self.correct[a], self.correct[b]
         return PairedComparison.build(
-            a, b, self.splits, self.runs, self.correct[a], self.correct[b],
-            (self.n_parameters[a], self.n_parameters[b]), self.metadata,
-        )  # fmt: skip
+            a, b, self.splits, self.runs, correct_a, correct_b, n_parameters, self.metadata
+        )
 
 
 def run_configurations(
@@ -579,13 +580,15 @@ class PairedComparison:
         """:func:`simulate_power` on the pooled test sets of ``splits`` (default: all)."""
         return simulate_power(*self.seed_correctness(splits), test_sizes, **options)
 
-    def summary(self) -> pd.DataFrame:
-        """Per split: sizes, mean accuracies over seeds, mean |R₁ − R₂| over seeds, mean signed
-        difference (B − A), and the fraction of seeds whose McNemar test rejected at 0.05."""
+    def summary(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Per split: sizes, mean accuracies over seeds, mean |R₁ − R₂| over seeds (the
+        "Mean |R₁ − R₂|" of Table 2), mean signed difference (B − A), and the fraction of seeds
+        whose McNemar test rejected at ``alpha``."""
+        alpha = _check_alpha(alpha)
         grouped = self.runs.assign(
             gap=(self.runs["accuracy_a"] - self.runs["accuracy_b"]).abs(),
             difference=self.runs["accuracy_b"] - self.runs["accuracy_a"],
-            significant=self.runs["p_value"] < 0.05,
+            significant=self.runs["p_value"] < alpha,
         ).groupby("split", sort=False)
         return grouped.agg(
             n_train=("n_train", "first"),
@@ -768,22 +771,21 @@ def power_report(
     *,
     alpha: float = 0.05,
     n_simulations: int = 1000,
-    factor: float = 2.0,
-    delta: float = 1e-8,
-    counting: str = "paper",
-    bits_per_parameter: int = 32,
     random_state: int = 0,
+    **bound: Any,
 ) -> PowerReport:
     """Table 2 of Zhu et al. (§4.4) for each comparison, with the simulated power per size.
 
     For every split (a subsampled size): mean |R₁ − R₂| over seeds, the N_train recommended by
-    the bound at gap/``factor`` (:func:`probemeter.bounds.recommend_train_size`, with the
-    larger of the two probes' parameter counts, §4.6), and the power of McNemar's test at the
-    split's own N_test (bootstrap subsamples of its test set, pooled over seeds). The last
-    column checks the recommendation against the measurements: the power observed at the
-    smallest measured N_train at or above it.
+    the bound (:func:`probemeter.bounds.recommend_train_size` with the larger of the two
+    probes' parameter counts, §4.6; ``bound`` passes its options: factor, delta, counting,
+    bits_per_parameter, variant, C, first_block_fraction, eta), and the power of McNemar's
+    test at the split's own N_test (bootstrap subsamples of its test set, pooled over seeds).
+    The last column checks the recommendation against the measurements: the power observed at
+    the smallest measured N_train at or above it.
     """
     alpha = _check_alpha(alpha)
+    recommend_train_size(0.1, 1, **bound)  # invalid bound options fail before any simulation
     rows = []
     for comparison in comparisons:
         summary = comparison.summary()
@@ -800,12 +802,7 @@ def power_report(
             recommended = np.nan
             if stats["mean_gap"] > 0:
                 recommended = recommend_train_size(
-                    float(stats["mean_gap"]),
-                    max(comparison.n_parameters),
-                    factor=factor,
-                    delta=delta,
-                    counting=counting,
-                    bits_per_parameter=bits_per_parameter,
+                    float(stats["mean_gap"]), max(comparison.n_parameters), **bound
                 ).n_train
             power = float(curve.table["power"].iloc[0])
             rows.append(
@@ -832,10 +829,11 @@ def power_report(
         "alpha": alpha,
         "simulations": int(n_simulations),
         "subsampling": "bootstrap at each split's own N_test, pooled over seeds",
-        "factor": float(factor),
-        "delta": float(delta),
-        "counting": counting,
-        "bits_per_parameter": int(bits_per_parameter),
+        "bound": {
+            key: value
+            for key, value in recommend_train_size(0.1, 1, **bound).to_dict().items()
+            if key not in ("gap", "target", "n_train", "n_total", "n_parameters", "log_class_size")
+        },
         "random_state": int(random_state),
     }
     metadata = {"training": comparisons[0].metadata if comparisons else {}}

@@ -160,11 +160,11 @@ def _run_power(args: argparse.Namespace) -> int:
         [comparison],
         alpha=args.alpha,
         n_simulations=args.simulations,
+        random_state=args.random_state,
         factor=args.factor,
         delta=args.delta,
         counting=args.counting,
         bits_per_parameter=args.bits,
-        random_state=args.random_state,
     )
     print(report)
     verdict = None
