@@ -36,7 +36,9 @@ from probemeter.atomic_io import write_json_atomic, write_text_atomic
 from probemeter.collapse import collapse_verdict
 from probemeter.datasets import fashion_mnist
 from probemeter.datasets.projections import project
-from probemeter.power import SUFFICIENT_POWER, power_report, run_configurations
+from probemeter.power import run_configurations
+from probemeter.power_report import power_report
+from probemeter.power_simulation import SUFFICIENT_POWER
 from probemeter.sampling import pilot_splits, stratified_splits
 
 NOISE_VARIANCES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)

@@ -26,14 +26,9 @@ from probemeter.bounds import (
 from probemeter.collapse import collapse_verdict, detect_collapse
 from probemeter.data import ProbeData
 from probemeter.mcnemar import contingency_table, mcnemar, mcnemar_p_values
-from probemeter.power import (
-    PairedComparison,
-    PowerReport,
-    paired_data,
-    power_report,
-    run_configurations,
-    simulate_power,
-)
+from probemeter.power import PairedComparison, paired_data, run_configurations
+from probemeter.power_report import PowerReport, power_report
+from probemeter.power_simulation import simulate_power
 from probemeter.sampling import pilot_splits, rotation_splits, stratified_split, stratified_splits
 
 TABLES = [

@@ -29,14 +29,9 @@ from probemeter.measures import (
     sdl,
     validation_performance,
 )
-from probemeter.power import (
-    PairedComparison,
-    PowerCurve,
-    PowerReport,
-    power_report,
-    run_configurations,
-    simulate_power,
-)
+from probemeter.power import PairedComparison, run_configurations
+from probemeter.power_report import PowerReport, power_report
+from probemeter.power_simulation import PowerCurve, simulate_power
 from probemeter.probes import MLP, Linear
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results

@@ -1,26 +1,14 @@
-"""Comparison problems: paired probing runs, statistical power and data requirements.
+"""Comparison problems: two probing configurations run on the same splits and seeds.
 
-Zhu et al. (2022), "On the data requirements of probing":
-
-* a **comparison problem** (§3.1, Def. 2) pits two probing configurations — same task,
-  different representation or different probe family — against each other. Here both are
-  trained on the *same* splits with the *same* seeds (a probe's random stream is keyed by
-  (random_state, seed, split), never by its configuration), so their test predictions are
-  paired example by example (:func:`run_configurations`, :class:`PairedComparison`);
-* **McNemar's test** (§3.5) on each run's paired predictions (:mod:`probemeter.mcnemar`);
-* **power by simulation** (§3.5, after Card et al. 2020): subsample the test set at a size m,
-  test each subsample, count the significant ones; "we run the simulations for each random
-  seed, and then count the total number of significant simulations" — power is pooled over
-  seeds explicitly (:func:`simulate_power`);
-* the **Table-2 report** (§4.4): per subsampled size, N_test, mean |R₁ − R₂| over seeds and the
-  recommended N_train of :mod:`probemeter.bounds`, next to the simulated power at that size
-  (:class:`PowerReport`), and the bound-vs-empirical margins of Fig. 2.
-
-Subsampling a test set of n examples whose paired table has b = n01 and c = n10 discordant
-pairs: the table of a subsample of m examples drawn *without* replacement has (b', c', rest)
-~ multivariate hypergeometric(b, c, n − b − c; m); *with* replacement (a bootstrap) it is
-multinomial(m; b/n, c/n, 1 − (b + c)/n). We draw those counts directly — exactly the
-distribution of building the table from subsampled examples, thousands of times faster.
+Zhu et al. (2022), "On the data requirements of probing", §3.1 Def. 2: a comparison problem
+pits two probing configurations — same task, different representation or different probe
+family — against each other. Here both are trained on the *same* splits with the *same* seeds
+(a probe's random stream is keyed by (random_state, seed, split), never by its configuration),
+so their test predictions are paired example by example (:func:`run_configurations`,
+:class:`PairedComparison`), ready for McNemar's test (§3.5, :mod:`probemeter.mcnemar`), power
+by simulation (:mod:`probemeter.power_simulation`), the Table-2 report
+(:mod:`probemeter.power_report`), the bound-vs-empirical margins of Fig. 2
+(:meth:`PairedComparison.plot_bounds`) and collapse detection (:mod:`probemeter.collapse`).
 """
 
 from __future__ import annotations
@@ -37,220 +25,16 @@ import numpy as np
 import pandas as pd
 
 from probemeter.atomic_io import write_json_atomic
-from probemeter.bounds import generalization_bound, log_function_class_size, recommend_train_size
+from probemeter.bounds import generalization_bound, log_function_class_size
 from probemeter.curve import environment
 from probemeter.data import ProbeData, is_integer
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.mcnemar import contingency_table, mcnemar_p_values
+from probemeter.power_simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
 from probemeter.sampling import Split
 
-__all__ = [
-    "ConfigurationRuns",
-    "PairedComparison",
-    "PowerCurve",
-    "PowerReport",
-    "paired_data",
-    "power_report",
-    "run_configurations",
-    "simulate_power",
-]
-
-#: the conventional sufficient power (Zhu et al., §3.5: "at least 0.8")
-SUFFICIENT_POWER = 0.8
-
-
-# --------------------------------------------------------------------------- power simulation
-
-
-def _check_alpha(alpha: float) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-        raise ValueError(f"alpha must be a significance level in (0, 1); got {alpha!r}")
-    if not 0.0 < float(alpha) < 1.0:
-        raise ValueError(f"alpha must be a significance level in (0, 1); got {alpha!r}")
-    return float(alpha)
-
-
-def _paired_seeds(
-    correct_a: Sequence[np.ndarray], correct_b: Sequence[np.ndarray]
-) -> list[tuple[int, int, int]]:
-    """Per seed (n, b, c) from paired correctness arrays, validating the pairing."""
-    if len(correct_a) != len(correct_b) or len(correct_a) == 0:
-        raise ValueError(
-            f"correct_a and correct_b must hold the same non-zero number of seeds; got "
-            f"{len(correct_a)} and {len(correct_b)}"
-        )
-    counts = []
-    for seed, (a, b) in enumerate(zip(correct_a, correct_b)):
-        try:
-            table = contingency_table(a, b)
-        except ValueError as error:
-            raise ValueError(f"seed {seed}: {error}") from None
-        counts.append((int(table.sum()), int(table[0, 1]), int(table[1, 0])))
-    return counts
-
-
-def _draw_discordant(
-    rng: np.random.Generator, n: int, b: int, c: int, m: int, draws: int, replace: bool
-) -> tuple[np.ndarray, np.ndarray]:
-    """Discordant counts (b', c') of ``draws`` subsamples of size m (module docstring)."""
-    if replace:
-        counts = rng.multinomial(m, [b / n, c / n, (n - b - c) / n], size=draws)
-    else:
-        counts = rng.multivariate_hypergeometric([b, c, n - b - c], m, size=draws)
-    return counts[:, 0], counts[:, 1]
-
-
-@dataclass(frozen=True)
-class PowerCurve:
-    """Simulated power of McNemar's test against test-set size (Zhu et al., §3.5, Figs. 3–5).
-
-    Attributes:
-        table: one row per test size: ``test_size, power`` (pooled over seeds: significant
-            simulations / (seeds × simulations)), ``power_min, power_max`` (over seeds),
-            ``seeds, simulations``.
-        alpha: significance level of each test.
-        replace: whether subsamples were drawn with replacement (bootstrap).
-        metadata: method, correction, random_state, versions.
-    """
-
-    table: pd.DataFrame = field(repr=False)
-    alpha: float
-    replace: bool
-    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def smallest_sufficient(self, threshold: float = SUFFICIENT_POWER) -> int | None:
-        """The smallest test size whose power is ≥ ``threshold``; None if none reaches it."""
-        reached = self.table[self.table["power"] >= threshold]
-        return None if reached.empty else int(reached["test_size"].min())
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.table.copy()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "alpha": self.alpha,
-            "replace": self.replace,
-            "table": self.table.to_dict(orient="list"),
-            "metadata": self.metadata,
-        }
-
-    @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> PowerCurve:
-        return cls(
-            pd.DataFrame(payload["table"]),
-            float(payload["alpha"]),
-            bool(payload["replace"]),
-            payload.get("metadata", {}),
-        )
-
-    def save(self, path: str | Path) -> None:
-        """Write as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> PowerCurve:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    def plot(self, ax: Any = None, *, label: str | None = None) -> Any:
-        """Power against test size (log x) with the min–max band over seeds and the 0.8 line."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5))
-        sizes = self.table["test_size"]
-        line = ax.plot(sizes, self.table["power"], marker="o", ms=3, label=label)
-        ax.fill_between(
-            sizes,
-            self.table["power_min"],
-            self.table["power_max"],
-            alpha=0.15,
-            color=line[0].get_color(),
-            lw=0,
-        )
-        ax.axhline(SUFFICIENT_POWER, color="0.3", ls="--", lw=1)
-        ax.set_xscale("log")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("test examples")
-        ax.set_ylabel(f"power (McNemar, α = {self.alpha:g})")
-        return ax
-
-
-def simulate_power(
-    correct_a: Sequence[np.ndarray],
-    correct_b: Sequence[np.ndarray],
-    test_sizes: Sequence[int] | None = None,
-    *,
-    alpha: float = 0.05,
-    n_simulations: int = 1000,
-    replace: bool = False,
-    method: str = "auto",
-    correction: bool = False,
-    random_state: int = 0,
-) -> PowerCurve:
-    """Power of McNemar's test by simulation (Zhu et al., §3.5; Card et al., 2020).
-
-    For each seed s (``correct_a[s]``, ``correct_b[s]``: per-example correctness of the two
-    configurations trained with seed s, on the same test examples) and each size m, draw
-    ``n_simulations`` subsamples of m test examples, run McNemar's test on each, and count
-    p < ``alpha``. Power at m = Σ_s significant_s / (seeds · n_simulations).
-
-    Args:
-        test_sizes: subsample sizes; default powers of two up to the smallest seed's test set
-            (and that size itself).
-        replace: draw with replacement (bootstrap); needed for m above the test-set size.
-        method, correction: McNemar variant (:func:`probemeter.mcnemar.mcnemar`).
-        random_state: seed of the subsampling streams (one per seed and size).
-
-    Raises:
-        ValueError: unpaired arrays (different lengths for one seed), alpha outside (0, 1),
-            sizes < 1, or sizes larger than a seed's test set without ``replace``.
-    """
-    alpha = _check_alpha(alpha)
-    if not is_integer(n_simulations) or n_simulations < 1:
-        raise ValueError(f"n_simulations must be a positive integer; got {n_simulations!r}")
-    seeds = _paired_seeds(correct_a, correct_b)
-    smallest = min(n for n, _, _ in seeds)
-    if test_sizes is None:
-        sizes = [2**k for k in range(4, 64) if 2**k < smallest] + [smallest]
-    else:
-        if not len(test_sizes) or not all(is_integer(m) and m >= 1 for m in test_sizes):
-            raise ValueError(f"test_sizes must be positive integers; got {list(test_sizes)!r}")
-        sizes = sorted({int(m) for m in test_sizes})
-        if not replace and sizes[-1] > smallest:
-            raise ValueError(
-                f"test_sizes asks for {sizes[-1]} test examples but a seed's test set holds "
-                f"only {smallest}; sizes larger than the data need replace=True (bootstrap)"
-            )
-    rows = []
-    for m in sizes:
-        per_seed = []
-        for seed, (n, b, c) in enumerate(seeds):
-            rng = np.random.default_rng([int(random_state), seed, m, 0x9043])
-            b_sub, c_sub = _draw_discordant(rng, n, b, c, m, n_simulations, replace)
-            p = mcnemar_p_values(b_sub, c_sub, method=method, correction=correction)
-            per_seed.append(np.count_nonzero(p < alpha))
-        per_seed = np.asarray(per_seed)
-        rows.append(
-            {
-                "test_size": m,
-                "power": per_seed.sum() / (len(seeds) * n_simulations),
-                "power_min": per_seed.min() / n_simulations,
-                "power_max": per_seed.max() / n_simulations,
-                "seeds": len(seeds),
-                "simulations": int(n_simulations),
-            }
-        )
-    metadata = {
-        "method": method,
-        "correction": bool(correction),
-        "random_state": int(random_state),
-        "versions": environment(),
-    }
-    return PowerCurve(pd.DataFrame(rows), alpha, bool(replace), metadata)
-
-
-# --------------------------------------------------------------------------- paired runs
+__all__ = ["ConfigurationRuns", "PairedComparison", "paired_data", "run_configurations"]
 
 
 def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -584,7 +368,7 @@ class PairedComparison:
         """Per split: sizes, mean accuracies over seeds, mean |R₁ − R₂| over seeds (the
         "Mean |R₁ − R₂|" of Table 2), mean signed difference (B − A), and the fraction of seeds
         whose McNemar test rejected at ``alpha``."""
-        alpha = _check_alpha(alpha)
+        alpha = check_alpha(alpha)
         grouped = self.runs.assign(
             gap=(self.runs["accuracy_a"] - self.runs["accuracy_b"]).abs(),
             difference=self.runs["accuracy_b"] - self.runs["accuracy_a"],
@@ -676,165 +460,3 @@ class PairedComparison:
         ax.set_ylabel("test accuracy")
         ax.legend(fontsize=7)
         return ax
-
-
-# --------------------------------------------------------------------------- Table 2 report
-
-
-@dataclass(frozen=True)
-class PowerReport:
-    """Zhu et al., Table 2 with power: one row per (comparison, subsampled size).
-
-    Attributes:
-        table: columns ``comparison, split, n_train, n_test, accuracy_a, accuracy_b,
-            mean_gap`` (mean |R₁ − R₂| over seeds), ``recommended_n_train`` (NaN where the gap
-            is 0: the comparison may have collapsed), ``power`` (simulated at the row's own
-            N_test, bootstrap, pooled over seeds), ``sufficient`` (power ≥ 0.8) and
-            ``recommendation_power``: the power at the smallest measured N_train ≥ the
-            recommendation (NaN when the recommendation lies beyond the measured sizes).
-        settings: alpha, simulations, bound settings.
-        metadata: training metadata and versions.
-    """
-
-    table: pd.DataFrame = field(repr=False)
-    settings: dict[str, Any]
-    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    def to_frame(self) -> pd.DataFrame:
-        return self.table.copy()
-
-    def to_dict(self) -> dict[str, Any]:
-        table = self.table.astype(object).where(self.table.notna(), None)
-        return {
-            "table": table.to_dict(orient="list"),
-            "settings": self.settings,
-            "metadata": self.metadata,
-        }
-
-    @classmethod
-    def from_dict(cls, payload: dict[str, Any]) -> PowerReport:
-        table = pd.DataFrame(payload["table"]).fillna(value=np.nan)
-        return cls(table.infer_objects(), payload["settings"], payload.get("metadata", {}))
-
-    def save(self, path: str | Path) -> None:
-        """Write as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> PowerReport:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    def to_markdown(self) -> str:
-        """The table in Markdown, numbers rounded for reading."""
-        columns = [
-            "comparison", "n_train", "n_test", "accuracy_a", "accuracy_b", "mean_gap",
-            "recommended_n_train", "power", "recommendation_power",
-        ]  # fmt: skip
-        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        for _, row in self.table.iterrows():
-            cells = []
-            for column in columns:
-                value = row[column]
-                if isinstance(value, str):
-                    cells.append(value)
-                elif pd.isna(value):
-                    cells.append("—")
-                elif column in ("n_train", "n_test", "recommended_n_train"):
-                    cells.append(f"{int(value):,}")
-                else:
-                    cells.append(f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}")
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.to_markdown()
-
-    def plot(self, ax: Any = None) -> Any:
-        """Power against N_test, one line per comparison, with the 0.8 line (Figs. 3–5)."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5))
-        for name, rows in self.table.groupby("comparison", sort=False):
-            ax.plot(rows["n_test"], rows["power"], marker="o", ms=3, label=str(name))
-        ax.axhline(SUFFICIENT_POWER, color="0.3", ls="--", lw=1)
-        ax.set_xscale("log")
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("test examples N_test")
-        ax.set_ylabel(f"power (α = {self.settings['alpha']:g})")
-        ax.legend(fontsize=7)
-        return ax
-
-
-def power_report(
-    comparisons: Sequence[PairedComparison],
-    *,
-    alpha: float = 0.05,
-    n_simulations: int = 1000,
-    random_state: int = 0,
-    **bound: Any,
-) -> PowerReport:
-    """Table 2 of Zhu et al. (§4.4) for each comparison, with the simulated power per size.
-
-    For every split (a subsampled size): mean |R₁ − R₂| over seeds, the N_train recommended by
-    the bound (:func:`probemeter.bounds.recommend_train_size` with the larger of the two
-    probes' parameter counts, §4.6; ``bound`` passes its options: factor, delta, counting,
-    bits_per_parameter, variant, C, first_block_fraction, eta), and the power of McNemar's
-    test at the split's own N_test (bootstrap subsamples of its test set, pooled over seeds).
-    The last column checks the recommendation against the measurements: the power observed at
-    the smallest measured N_train at or above it.
-    """
-    alpha = _check_alpha(alpha)
-    recommend_train_size(0.1, 1, **bound)  # invalid bound options fail before any simulation
-    rows = []
-    for comparison in comparisons:
-        summary = comparison.summary()
-        first = len(rows)
-        for split, stats in summary.iterrows():
-            curve = comparison.power_curve(
-                [split],
-                [int(stats["n_test"])],
-                alpha=alpha,
-                n_simulations=n_simulations,
-                replace=True,
-                random_state=random_state,
-            )
-            recommended = np.nan
-            if stats["mean_gap"] > 0:
-                recommended = recommend_train_size(
-                    float(stats["mean_gap"]), max(comparison.n_parameters), **bound
-                ).n_train
-            power = float(curve.table["power"].iloc[0])
-            rows.append(
-                {
-                    "comparison": f"{comparison.name_a} vs {comparison.name_b}",
-                    "split": split,
-                    "n_train": int(stats["n_train"]),
-                    "n_test": int(stats["n_test"]),
-                    "accuracy_a": float(stats["accuracy_a"]),
-                    "accuracy_b": float(stats["accuracy_b"]),
-                    "mean_gap": float(stats["mean_gap"]),
-                    "recommended_n_train": recommended,
-                    "power": power,
-                    "sufficient": power >= SUFFICIENT_POWER,
-                }
-            )
-        block = rows[first:]
-        for row in block:
-            covering = [r for r in block if r["n_train"] >= row["recommended_n_train"]]
-            row["recommendation_power"] = (
-                min(covering, key=lambda r: r["n_train"])["power"] if covering else np.nan
-            )
-    settings = {
-        "alpha": alpha,
-        "simulations": int(n_simulations),
-        "subsampling": "bootstrap at each split's own N_test, pooled over seeds",
-        "bound": {
-            key: value
-            for key, value in recommend_train_size(0.1, 1, **bound).to_dict().items()
-            if key not in ("gap", "target", "n_train", "n_total", "n_parameters", "log_class_size")
-        },
-        "random_state": int(random_state),
-    }
-    metadata = {"training": comparisons[0].metadata if comparisons else {}}
-    return PowerReport(pd.DataFrame(rows), settings, metadata)

@@ -22,7 +22,8 @@ from probemeter.atomic_io import write_json_atomic
 from probemeter.bounds import COUNTINGS, VARIANTS, recommend_train_size
 from probemeter.collapse import collapse_verdict
 from probemeter.data import load_features
-from probemeter.power import power_report, run_configurations
+from probemeter.power import run_configurations
+from probemeter.power_report import power_report
 from probemeter.probes import MLP
 from probemeter.sampling import rotation_splits, stratified_splits
 
