@@ -18,13 +18,15 @@ repeated pilots (§3.6).
     PYTHONPATH=src python examples/power_fashion_noise.py --help
 
 Outputs (``--out``, default ``power-fashion-noise/``): ``report.json`` (Table 2 rows),
-``power_by_noise.md`` (the tables printed below), ``power.png`` (power vs N_test per σ², Fig. 3)
-and ``bounds.png`` (empirical vs theoretical margins of the clean vs σ² = 1 comparison, Fig. 2).
+``power_by_noise.md`` (the tables printed below), ``power.png`` (power vs N_test per σ², Fig. 3),
+``power_subsampled.png`` (the largest subset's probes, test set subsampled) and ``bounds.png``
+(empirical vs theoretical margins of the clean vs σ² = 1 comparison, Fig. 2).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from pathlib import Path
@@ -33,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter.atomic_io import write_json_atomic, write_text_atomic
+from probemeter.bounds import recommend_train_size
 from probemeter.collapse import collapse_verdict
 from probemeter.datasets import fashion_mnist
 from probemeter.datasets.projections import project
@@ -107,6 +110,44 @@ def recommendation_check(report: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def fixed_probe_power(comparisons, args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
+    """§3.5 on the largest subset: the probes trained there stay fixed and their test set is
+    subsampled at growing sizes (without replacement). The recommendation from that subset's
+    gap, N_train, is turned into a test size N_train/η (η = 4) and the power there is simulated
+    too (bootstrap when it exceeds the test set)."""
+    rows, curves = [], {}
+    for comparison in comparisons:
+        largest = comparison.split_names[-1]
+        stats = comparison.summary().loc[largest]
+        n_test = int(stats["n_test"])
+        sizes = [2**k for k in range(4, 40) if 2**k < n_test] + [n_test]
+        options = {"n_simulations": args.simulations, "random_state": args.random_state}
+        curve = comparison.power_curve([largest], sizes, **options)
+        curves[comparison.name_b] = curve
+        recommended = rec_test = power_at_rec = None
+        if stats["mean_gap"] > 0:
+            rec = recommend_train_size(float(stats["mean_gap"]), max(comparison.n_parameters))
+            recommended, rec_test = rec.n_train, math.ceil(rec.n_train / rec.eta)
+            at_rec = comparison.power_curve(
+                [largest], [rec_test], replace=rec_test > n_test, **options
+            )
+            power_at_rec = float(at_rec.table["power"].iloc[0])
+        rows.append(
+            {
+                "comparison": f"{comparison.name_a} vs {comparison.name_b}",
+                "mean |R1-R2|": float(stats["mean_gap"]),
+                "recommended N_train": recommended,
+                "recommended N_test (÷4)": rec_test,
+                "smallest N_test with power ≥ 0.8": curve.smallest_sufficient(),
+                "power at recommended N_test": power_at_rec,
+                # beyond the test set the power is a bootstrap that takes the observed
+                # difference as the truth: an extrapolation, not a measurement
+                "extrapolated": None if rec_test is None else rec_test > n_test,
+            }
+        )
+    return pd.DataFrame(rows), curves
+
+
 def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
     def cell(value: object) -> str:
         if value is None or (isinstance(value, float) and np.isnan(value)):
@@ -116,7 +157,9 @@ def markdown(frame: pd.DataFrame, digits: int = 3) -> str:
         if isinstance(value, (int, np.integer)):
             return f"{int(value):,}"
         if isinstance(value, (float, np.floating)):
-            return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.{digits}f}"
+            if abs(value) >= 100 or (value.is_integer() and value >= 2):  # counts
+                return f"{value:,.0f}"
+            return f"{value:.{digits}f}"
         return str(value)
 
     header = "| " + " | ".join(str(c) for c in frame.columns) + " |"
@@ -149,7 +192,15 @@ def main(argv: list[str] | None = None) -> int:
     table["σ²"] = table["comparison"].str.replace("clean vs σ²=", "").astype(float)
     power = table.pivot(index="σ²", columns="n_test", values="power")
     power.columns = [f"N_test={c:,}" for c in power.columns]
+    power.index = [f"{v:g}" for v in power.index]
+    power.index.name = "σ²"
     check = recommendation_check(table)
+    fixed, curves = fixed_probe_power(comparisons, args)
+    subsampled = pd.DataFrame(
+        {name: curve.table.set_index("test_size")["power"] for name, curve in curves.items()}
+    ).T
+    subsampled.columns = [f"{c:,}" for c in subsampled.columns]
+    subsampled.index.name = "N_test →"
 
     pilots = pilot_splits(labels, args.per_class[0] * 4, args.pilots, random_state=1)
     pilot_runs = run_configurations(features, labels, pilots, 3, **training)
@@ -175,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
         + markdown(power.reset_index()),
         "## Recommended N_train (over the subsets) vs. where power reaches 0.8\n\n"
         + markdown(check),
+        f"## Power of the probes trained on the largest subset ({comparisons[0].split_names[-1]}"
+        "), test set subsampled without replacement\n\n" + markdown(subsampled.reset_index()),
+        "## Recommendation from the largest subset vs. simulated power\n\n" + markdown(fixed),
         f"## Collapse verdicts from {args.pilots} pilots of {args.per_class[0] * 4} training "
         "examples per class (3 seeds)\n\n" + markdown(verdicts, digits=4),
         "## Table 2 per comparison\n\n" + markdown(table2, digits=4),
@@ -182,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     text = "\n\n".join(sections)
     print(text)
-    write_outputs(args.out, text, report, comparisons, check, verdicts, seconds)
+    write_outputs(args.out, text, report, comparisons, check, verdicts, seconds, curves)
     return 0
 
 
@@ -197,7 +251,7 @@ def _verdict(comparison) -> dict:
     }
 
 
-def write_outputs(out, text, report, comparisons, check, verdicts, seconds) -> None:
+def write_outputs(out, text, report, comparisons, check, verdicts, seconds, curves) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -219,6 +273,14 @@ def write_outputs(out, text, report, comparisons, check, verdicts, seconds) -> N
     ax.set_title("clean vs noisy Fashion-MNIST PCA (Zhu et al. Fig. 3)")
     figure.tight_layout()
     figure.savefig(out / "power.png", dpi=120)
+    plt.close(figure)
+    figure, ax = plt.subplots(figsize=(5.5, 3.8))
+    for name, curve in curves.items():
+        curve.plot(ax, label=name)
+    ax.legend(fontsize=7)
+    ax.set_title("probes of the largest subset, test set subsampled")
+    figure.tight_layout()
+    figure.savefig(out / "power_subsampled.png", dpi=120)
     plt.close(figure)
     middle = next((c for c in comparisons if c.name_b == "σ²=1"), comparisons[-1])
     figure, ax = plt.subplots(figsize=(5.5, 3.8))
