@@ -39,9 +39,9 @@ from probemeter.bounds import recommend_train_size
 from probemeter.collapse import collapse_verdict
 from probemeter.datasets import fashion_mnist
 from probemeter.datasets.projections import project
-from probemeter.power import run_configurations
-from probemeter.power_report import power_report
-from probemeter.power_simulation import SUFFICIENT_POWER
+from probemeter.power import PairedComparison, run_configurations
+from probemeter.power_report import PowerReport, power_report
+from probemeter.power_simulation import SUFFICIENT_POWER, PowerCurve
 from probemeter.sampling import pilot_splits, stratified_splits
 
 NOISE_VARIANCES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
@@ -110,7 +110,9 @@ def recommendation_check(report: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fixed_probe_power(comparisons, args: argparse.Namespace) -> tuple[pd.DataFrame, dict]:
+def fixed_probe_power(
+    comparisons: list[PairedComparison], args: argparse.Namespace
+) -> tuple[pd.DataFrame, dict[str, PowerCurve]]:
     """§3.5 on the largest subset: the probes trained there stay fixed and their test set is
     subsampled at growing sizes (without replacement). The recommendation from that subset's
     gap, N_train, is turned into a test size N_train/η (η = 4) and the power there is simulated
@@ -240,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _verdict(comparison) -> dict:
+def _verdict(comparison: PairedComparison) -> dict[str, object]:
     verdict = collapse_verdict(comparison)
     return {
         "verdict": verdict.verdict,
@@ -251,7 +253,16 @@ def _verdict(comparison) -> dict:
     }
 
 
-def write_outputs(out, text, report, comparisons, check, verdicts, seconds, curves) -> None:
+def write_outputs(
+    out: Path,
+    text: str,
+    report: PowerReport,
+    comparisons: list[PairedComparison],
+    check: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    seconds: float,
+    curves: dict[str, PowerCurve],
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
