@@ -38,7 +38,7 @@ class Split:
     """Disjoint train / dev / test index arrays into one data set.
 
     Attributes:
-        train, dev, test: int64 indices (sorted within each class block, see the builders).
+        train, dev, test: int64 indices into the data set (order: see the builders).
         name: a label for tables, e.g. ``"2^7 per class"`` or ``"fold 3"``.
     """
 
