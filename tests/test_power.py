@@ -381,3 +381,7 @@ def test_power_report_marks_zero_gaps_and_checks_bound_options():
         power_report([comparison], delta=0.0)
     with pytest.raises(ValueError, match="alpha"):
         comparison.summary(alpha=0)
+    with pytest.raises(ValueError, match="paired"):  # predictions on a different test set
+        PairedComparison.build("a", "b", splits, runs, correct, [c[:-1] for c in correct], (1, 1))
+    with pytest.raises(ValueError, match="paired with the split"):
+        PairedComparison.build("a", "b", splits, runs, correct[::-1], correct[::-1], (1, 1))

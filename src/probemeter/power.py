@@ -298,10 +298,23 @@ class PairedComparison:
         correction: bool = False,
     ) -> PairedComparison:
         """Tabulate paired runs: contingency tables and McNemar p-values per run."""
+        if not len(correct_a) == len(correct_b) == len(runs):
+            raise ValueError(
+                f"got {len(runs)} runs but {len(correct_a)} and {len(correct_b)} correctness "
+                "arrays: each run needs the predictions of both configurations"
+            )
         rows = []
         for r, (j, seed) in enumerate(zip(runs["split"], runs["seed"])):
-            table = contingency_table(correct_a[r], correct_b[r])
+            try:
+                table = contingency_table(correct_a[r], correct_b[r])
+            except ValueError as error:
+                raise ValueError(f"run {r}: {error}") from None
             n_train, n_dev, n_test = splits[j].sizes
+            if table.sum() != n_test:
+                raise ValueError(
+                    f"run {r}: {table.sum()} predictions but split {splits[j].name!r} tests "
+                    f"{n_test} examples: predictions must be paired with the split's test set"
+                )
             rows.append(
                 {
                     "split": splits[j].name,
