@@ -5,12 +5,15 @@ validation performance (VA), mutual information (MI), online description length 
 surplus description length (SDL) and ε sample complexity (εSC) — Whitney et al.
 """
 
+from probemeter.bounds import Recommendation, generalization_bound, recommend_train_size
+from probemeter.collapse import CollapseVerdict, detect_collapse
 from probemeter.comparison import Comparison, compare
 from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations, fashion_mnist, parity_representations
 from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 from probemeter.experiment import Experiment, ExperimentError, load_experiment
+from probemeter.mcnemar import McNemarResult, mcnemar
 from probemeter.measures import (
     DescriptionLength,
     MutualInformation,
@@ -33,14 +36,19 @@ from probemeter.pareto import (
     pareto_frontier,
     pareto_hypervolume,
 )
+from probemeter.power import PairedComparison, run_configurations
+from probemeter.power_report import PowerReport, power_report
+from probemeter.power_simulation import PowerCurve, simulate_power
 from probemeter.probes import MLP, Linear
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results
 from probemeter.runner import ExperimentRun, run_experiment
+from probemeter.sampling import rotation_splits, stratified_splits
 from probemeter.store import ResultStore, run_units, unit_key
 
 __all__ = [
     "MLP",
+    "CollapseVerdict",
     "Comparison",
     "DescriptionLength",
     "Experiment",
@@ -49,10 +57,15 @@ __all__ = [
     "HypervolumeTable",
     "Linear",
     "LossDataCurve",
+    "McNemarResult",
     "MutualInformation",
+    "PairedComparison",
     "ParetoFrontiers",
+    "PowerCurve",
+    "PowerReport",
     "ProbeData",
     "ProbeEvaluation",
+    "Recommendation",
     "RefinedSampleComplexity",
     "ResultStore",
     "SampleComplexity",
@@ -61,29 +74,38 @@ __all__ = [
     "ValidationPerformance",
     "compare",
     "default_sizes",
+    "detect_collapse",
     "digits_representations",
     "fashion_mnist",
     "fit_evaluate",
+    "generalization_bound",
     "hoeffding_draws",
     "hoeffding_half_width",
     "load_curves",
     "load_experiment",
     "load_features",
     "loss_data_curve",
+    "mcnemar",
     "mdl",
     "mutual_information",
     "pareto_dominant",
     "pareto_frontier",
     "pareto_hypervolume",
     "parity_representations",
+    "power_report",
     "recommend_epsilon",
+    "recommend_train_size",
     "refine_sample_complexity",
+    "rotation_splits",
+    "run_configurations",
     "run_experiment",
     "run_units",
     "sample_complexity",
     "sample_complexity_for_accuracy",
     "save_results",
     "sdl",
+    "simulate_power",
+    "stratified_splits",
     "unit_key",
     "validation_performance",
 ]

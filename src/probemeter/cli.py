@@ -5,7 +5,9 @@
 * ``probemeter curve`` — the same for your own ``.npz``/``.npy`` features;
 * ``probemeter measures`` — recompute measures from a saved ``results.json`` without training;
 * ``probemeter run`` — a whole study described by an experiment file
-  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`).
+  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`);
+* ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
+  a comparison problem (Zhu et al.; :mod:`probemeter.power_cli`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations
 from probemeter.experiment import load_experiment
 from probemeter.plotting import plot_curves
+from probemeter.power_cli import add_power_commands
 from probemeter.probes import MLP
 from probemeter.report import write_report
 from probemeter.results import load_curves, save_results
@@ -106,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", type=Path, help="a folder holding results.json")
     report.add_argument("--epsilon", type=float, help="recompute the measures at this ε")
     report.set_defaults(handler=_run_report)
+    add_power_commands(commands)
     return parser
 
 

@@ -1,0 +1,387 @@
+"""Data requirements and statistical power of probing comparisons (Zhu et al., 2022).
+
+McNemar against statsmodels on fixed tables; the paper's numeric bound examples; recommended N
+against its closed form; stratified and rotation splits; power ≈ α under a true null and → 1
+for a large difference; collapse verdicts; bad input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.datasets import load_digits
+from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+from probemeter.bounds import (
+    generalization_bound,
+    log_function_class_size,
+    recommend_train_size,
+    required_train_size,
+    total_data_size,
+)
+from probemeter.collapse import collapse_verdict, detect_collapse
+from probemeter.data import ProbeData
+from probemeter.mcnemar import contingency_table, mcnemar, mcnemar_p_values
+from probemeter.power import PairedComparison, paired_data, run_configurations
+from probemeter.power_report import PowerReport, power_report
+from probemeter.power_simulation import simulate_power
+from probemeter.sampling import pilot_splits, rotation_splits, stratified_split, stratified_splits
+
+TABLES = [
+    [[10, 3], [12, 40]],  # b + c = 15: exact
+    [[0, 0], [7, 93]],  # one-sided discordance, small
+    [[101, 121], [59, 33]],  # large: chi2
+    [[5, 40], [25, 930]],
+    [[200, 13], [11, 776]],
+]
+
+
+# --------------------------------------------------------------------------- McNemar
+
+
+@pytest.mark.parametrize("table", TABLES)
+@pytest.mark.parametrize("correction", [False, True])
+def test_mcnemar_chi2_matches_statsmodels(table, correction):
+    ours = mcnemar(table=table, method="chi2", correction=correction)
+    reference = sm_mcnemar(np.array(table), exact=False, correction=correction)
+    assert ours.statistic == pytest.approx(reference.statistic, rel=1e-12)
+    assert ours.p_value == pytest.approx(reference.pvalue, rel=1e-10)
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_mcnemar_exact_matches_statsmodels(table):
+    ours = mcnemar(table=table, method="exact")
+    reference = sm_mcnemar(np.array(table), exact=True)
+    assert ours.statistic == reference.statistic
+    assert ours.p_value == pytest.approx(reference.pvalue, rel=1e-10)
+
+
+def test_mcnemar_auto_switches_at_25_discordant_pairs():
+    assert mcnemar(table=[[0, 12], [12, 0]]).method == "exact"  # b + c = 24
+    assert mcnemar(table=[[0, 13], [12, 0]]).method == "chi2"  # b + c = 25
+
+
+def test_mcnemar_from_predictions_builds_table_1():
+    correct_a = np.array([1, 1, 0, 0, 1, 0, 1], dtype=bool)
+    correct_b = np.array([1, 0, 1, 0, 0, 1, 1], dtype=bool)
+    # rows: A incorrect / correct; columns: B incorrect / correct
+    np.testing.assert_array_equal(contingency_table(correct_a, correct_b), [[1, 2], [2, 2]])
+    assert mcnemar(correct_a, correct_b).table == ((1, 2), (2, 2))
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_mcnemar_perfect_or_zero_accuracy_does_not_break(value):
+    """Both probes 100 % (or 0 %) correct: no discordant pair, p = 1 (DESIGN pitfall)."""
+    same = np.full(50, value)
+    result = mcnemar(same, same)
+    assert result.p_value == 1.0 and result.statistic == 0.0
+    assert mcnemar_p_values([0, 0], [0, 0], method="chi2").tolist() == [1.0, 1.0]
+
+
+def test_mcnemar_rejects_unpaired_predictions():
+    with pytest.raises(ValueError, match="paired"):
+        mcnemar(np.ones(10, bool), np.ones(11, bool))
+    with pytest.raises(ValueError, match="table"):
+        mcnemar(table=[[1, 2, 3], [4, 5, 6]])
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def test_paper_bound_examples_reproduced_with_the_papers_count():
+    """§3.4: D = 4,096 logistic regression (D + 1 parameters, 32 bits), δ = 1e-8."""
+    log_size = log_function_class_size(4097, 32, counting="paper")
+    assert round(generalization_bound(65_536, log_size, delta=1e-8), 3) == 0.039
+    n = required_train_size(0.05, log_size, delta=1e-8)
+    assert n == 39_691 and round(n, -4) == 40_000  # "N = 40k"
+
+
+@pytest.mark.parametrize(
+    ("printed_gap", "printed_n"),
+    [(0.1313, 22_263), (0.1281, 23_362), (0.0879, 49_647), (0.1331, 21_662), (0.1488, 17_331)],
+)
+def test_paper_table_2_reproduced(printed_gap, printed_n):
+    """Table 2 (BERT, D = 768, LogReg): the printed N_train is the closed form at a gap that
+    rounds to the printed 4-decimal mean |R1 - R2| (the printed gap is itself rounded)."""
+    log_size = log_function_class_size(769, counting="paper")
+    implied_gap = 2 * generalization_bound(printed_n, log_size)
+    assert round(implied_gap, 4) == printed_gap
+    ours = recommend_train_size(printed_gap, 769).n_train
+    assert abs(ours - printed_n) / printed_n < 2 * 0.00005 / printed_gap + 1e-6
+
+
+def test_exact_count_makes_the_papers_example_vacuous():
+    """The inconsistency we document: |F| = (2^32)^(D+1) is the real count of D + 1 32-bit
+    parameters, and with it the paper's example bound exceeds 1 (vacuous for accuracy)."""
+    exact = log_function_class_size(4097, 32, counting="exact")
+    assert exact == pytest.approx(4097 * 32 * math.log(2))
+    assert generalization_bound(65_536, exact) > 1.6
+    assert required_train_size(0.05, exact) > 70_000_000
+
+
+def test_recommendation_matches_closed_form_and_shrinks_with_the_gap():
+    n_parameters, delta = 650, 1e-6
+    log_term = math.log(2) + 32 * math.log(2) + math.log(n_parameters) - math.log(delta)
+    previous = math.inf
+    for gap in (0.01, 0.02, 0.05, 0.1, 0.3):
+        rec = recommend_train_size(gap, n_parameters, delta=delta, eta=4)
+        assert rec.n_train == math.ceil(2 * log_term / (gap / 2) ** 2)
+        assert rec.n_total == math.ceil(1.5 * rec.n_train)
+        assert rec.n_train < previous
+        previous = rec.n_train
+    assert (
+        recommend_train_size(0.1, 650, factor=10).n_train > recommend_train_size(0.1, 650).n_train
+    )
+
+
+def test_bound_variants():
+    log_size = log_function_class_size(100)
+    base = generalization_bound(1000, log_size)
+    assert generalization_bound(1000, log_size, variant="control") == pytest.approx(2 * base)
+    assert generalization_bound(
+        1000, log_size, variant="prequential", C=0.5, first_block_fraction=0.01
+    ) == pytest.approx(50 * base)
+    assert required_train_size(0.1, log_size, variant="control") == pytest.approx(
+        4 * required_train_size(0.1, log_size), rel=1e-4
+    )
+    assert total_data_size(1000, eta=4) == 1500 and total_data_size(1000, eta=8) == 1250
+
+
+@pytest.mark.parametrize("delta", [0, 1, -0.1, 1.5])
+def test_delta_outside_unit_interval_is_rejected(delta):
+    with pytest.raises(ValueError, match="delta"):
+        recommend_train_size(0.1, 100, delta=delta)
+    with pytest.raises(ValueError, match="delta"):
+        generalization_bound(100, 10.0, delta=delta)
+
+
+def test_zero_gap_explains_a_possible_collapse():
+    with pytest.raises(ValueError, match="collapsed"):
+        recommend_train_size(0.0, 100)
+    with pytest.raises(ValueError, match="gap"):
+        recommend_train_size(-0.1, 100)
+
+
+# --------------------------------------------------------------------------- splits
+
+
+def test_stratified_splits_have_exact_per_class_counts_and_are_nested():
+    y = np.repeat(np.arange(3), [400, 350, 500])
+    splits = stratified_splits(y, [2**5, 2**6, 2**7], random_state=3)
+    for m, split in zip([32, 64, 128], splits):
+        for role, per_class in (("train", m), ("dev", m // 4), ("test", m // 4)):
+            np.testing.assert_array_equal(np.bincount(y[getattr(split, role)]), [per_class] * 3)
+        roles = [split.train, split.dev, split.test]
+        assert sum(len(r) for r in roles) == len(np.unique(np.concatenate(roles)))  # disjoint
+    assert splits[0].sizes == (96, 24, 24)  # fn. 4's 4:1:1
+    for small, large in itertools.pairwise(splits):
+        for role in ("train", "dev", "test"):
+            assert set(getattr(small, role)) <= set(getattr(large, role))
+
+
+def test_stratified_split_rejects_sizes_larger_than_the_data():
+    y = np.repeat(np.arange(2), [100, 40])
+    with pytest.raises(ValueError, match="class 1"):
+        stratified_split(y, 32)  # needs 48 of each class
+    with pytest.raises(ValueError, match="divisible"):
+        stratified_split(y, 6)
+
+
+def test_pilots_are_independent_stratified_draws():
+    y = np.repeat(np.arange(2), 500)
+    pilots = pilot_splits(y, 16, 4, random_state=1)
+    assert len({tuple(p.test) for p in pilots}) == 4
+    assert all(np.bincount(y[p.train]).tolist() == [16, 16] for p in pilots)
+
+
+def test_six_fold_rotation_tests_every_example_exactly_once():
+    y = np.random.default_rng(0).integers(0, 4, size=203)
+    splits = rotation_splits(y, 6, random_state=2)
+    tested = np.concatenate([s.test for s in splits])
+    np.testing.assert_array_equal(np.sort(tested), np.arange(203))
+    for i, split in enumerate(splits):
+        # fold i validates in run i and tested in run i - 1
+        np.testing.assert_array_equal(split.dev, splits[(i - 1) % 6].test)
+        together = np.concatenate([split.train, split.dev, split.test])
+        np.testing.assert_array_equal(np.sort(together), np.arange(203))
+
+
+# --------------------------------------------------------------------------- power
+
+
+def test_power_is_alpha_under_a_true_null_and_one_for_a_large_difference():
+    rng = np.random.default_rng(0)
+    n = 200_000
+    null_a = [rng.random(n) < 0.8 for _ in range(3)]
+    null_b = [rng.random(n) < 0.8 for _ in range(3)]
+    null = simulate_power(null_a, null_b, [200, 1000], n_simulations=2000)
+    assert np.all(np.abs(null.table["power"] - 0.05) < 0.015)
+    strong_b = [rng.random(n) < 0.6 for _ in range(3)]
+    strong = simulate_power(null_a, strong_b, [50, 200, 1000], n_simulations=500)
+    assert strong.table["power"].iloc[-1] == 1.0
+    assert np.all(np.diff(strong.table["power"]) >= 0)
+    assert strong.smallest_sufficient() <= 200
+    # identical predictions: no discordant pair ever, so the test never rejects
+    same = simulate_power(null_a, null_a, [100], n_simulations=100)
+    assert same.table["power"].iloc[0] == 0.0
+
+
+def test_power_pools_seeds_explicitly():
+    """Power = significant simulations summed over seeds / (seeds × simulations)."""
+    strong = [np.r_[np.ones(500, bool), np.zeros(500, bool)]]
+    none = [np.ones(1000, bool)]
+    pooled = simulate_power(
+        [strong[0], none[0]], [np.zeros(1000, bool), none[0]], [400], n_simulations=200
+    )
+    assert pooled.table["power"].iloc[0] == pytest.approx(0.5)
+    assert pooled.table["power_min"].iloc[0] == 0 and pooled.table["power_max"].iloc[0] == 1
+
+
+def test_power_rejects_bad_input():
+    a = [np.ones(100, bool)]
+    with pytest.raises(ValueError, match="paired"):
+        simulate_power(a, [np.ones(90, bool)])
+    with pytest.raises(ValueError, match="larger than the data"):
+        simulate_power(a, a, [200])
+    assert simulate_power(a, a, [200], replace=True).table["test_size"].iloc[0] == 200
+    with pytest.raises(ValueError, match="alpha"):
+        simulate_power(a, a, [50], alpha=1.5)
+
+
+# --------------------------------------------------------------------------- trained runs
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    X = ((X - X.mean(0)) / (X.std(0) + 1e-9)).astype(np.float32)
+    return X, y
+
+
+TRAIN = {"steps": 200, "n_jobs": 1, "standardize": False, "lr": 3e-3}
+
+
+def test_trained_comparison_power_report_and_round_trip(digits, tmp_path):
+    X, y = digits
+    noisy = X + np.random.default_rng(1).normal(0, 2.0, X.shape).astype(np.float32)
+    splits = stratified_splits(y, [8, 32, 96])
+    runs = run_configurations({"clean": X, "noisy": noisy}, y, splits, 2, **TRAIN)
+    comparison = runs.pair("clean", "noisy")
+    assert len(comparison.runs) == 6 and comparison.n_parameters == (650, 650)
+    # paired: every run's correctness is aligned with its split's test examples
+    assert [len(c) for c in comparison.correct_a] == [20, 20, 80, 80, 240, 240]
+    report = power_report([comparison], n_simulations=200)
+    table = report.to_frame()
+    assert (table["accuracy_a"] > table["accuracy_b"]).all()
+    assert table["power"].iloc[-1] == 1.0 and np.diff(table["power"]).min() >= 0
+    for _, row in table.iterrows():
+        assert row["recommended_n_train"] == recommend_train_size(row["mean_gap"], 650).n_train
+    report.save(tmp_path / "report.json")
+    loaded = PowerReport.load(tmp_path / "report.json")
+    assert (
+        loaded.to_frame()["recommended_n_train"].tolist() == table["recommended_n_train"].tolist()
+    )
+    comparison.save(tmp_path / "comparison.json")
+    again = PairedComparison.load(tmp_path / "comparison.json")
+    for ours, theirs in zip(comparison.correct_b, again.correct_b):
+        np.testing.assert_array_equal(ours, theirs)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    comparison.plot_bounds().figure.savefig(tmp_path / "bounds.png")
+    report.plot().figure.savefig(tmp_path / "power.png")
+
+
+def test_identically_distributed_configurations_have_power_near_alpha(digits):
+    """A true null with real probes: two independent noise draws of the same scale. Over the
+    6-fold rotation every example is tested once; subsamples of 200 reject at about α."""
+    X, y = digits
+    rng = np.random.default_rng(5)
+    a, b = (X + rng.normal(0, 1.5, X.shape).astype(np.float32) for _ in range(2))
+    runs = run_configurations({"a": a, "b": b}, y, rotation_splits(y, 6), 4, **TRAIN)
+    curve = runs.pair("a", "b").power_curve(test_sizes=[200], n_simulations=2000)
+    assert 0.02 < curve.table["power"].iloc[0] < 0.09  # measured 0.0475 at α = 0.05
+
+
+def test_collapse_verdicts(digits):
+    X, y = digits
+    same = detect_collapse(X, X, y, seeds=2, **TRAIN)
+    assert same.verdict == "collapsed" and same.interval == (0.0, 0.0)
+    noise = X + np.random.default_rng(2).normal(0, 3.0, X.shape).astype(np.float32)
+    different = detect_collapse(
+        X, noise, y, method="pilots", n_pilots=4, per_class=16, seeds=2, **TRAIN
+    )
+    assert different.verdict == "not collapsed" and different.interval[1] < 0
+    assert different.rejection_rate > 0.5 and len(different.evidence) == 8
+
+
+def test_undecided_when_the_pilots_are_too_noisy():
+    rng = np.random.default_rng(0)
+    splits = rotation_splits(np.zeros(60, int), 6)
+    runs = pd.DataFrame({"split": range(6), "seed": 0})
+    correct_a = [rng.random(10) < 0.5 for _ in range(6)]
+    correct_b = [rng.random(10) < 0.5 for _ in range(6)]
+    comparison = PairedComparison.build("a", "b", splits, runs, correct_a, correct_b, (1, 1))
+    assert collapse_verdict(comparison, tolerance=0.01).verdict == "undecided"
+
+
+def test_unpaired_representations_are_rejected(digits):
+    X, y = digits
+    a = ProbeData.from_arrays(X[:1000], y[:1000], X[1000:], y[1000:])
+    b = ProbeData.from_arrays(X[:1000], y[:1000], X[1000:1500], y[1000:1500])
+    with pytest.raises(ValueError, match="paired"):
+        paired_data(a, b)
+    X_a, _, labels = paired_data(a, a)
+    assert len(X_a) == len(labels) == 1797
+    with pytest.raises(ValueError, match="paired"):
+        run_configurations({"a": X, "b": X[:-1]}, y, rotation_splits(y), 1, **TRAIN)
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def test_cli_recommend_and_power(tmp_path, capsys, digits):
+    from probemeter.cli import main
+
+    assert main(["recommend", "--gap", "0.1313", "--features", "768"]) == 0
+    assert "N_train = 22,247" in capsys.readouterr().out
+    assert main(["recommend", "--r", "0.8", "0.8", "--parameters", "10"]) == 2
+    assert "collapsed" in capsys.readouterr().err
+    X, y = digits
+    np.savez(tmp_path / "A.npz", X=X, y=y)
+    np.savez(tmp_path / "B.npz", X=X + np.random.default_rng(0).normal(0, 3, X.shape), y=y)
+    np.savez(tmp_path / "C.npz", X=X[:-1], y=y[:-1])
+    common = ["--seeds", "1", "--steps", "100", "--n-jobs", "1", "--simulations", "100"]
+    out = tmp_path / "out"
+    argv = ["power", "--a", str(tmp_path / "A.npz"), "--b", str(tmp_path / "B.npz")]
+    assert main([*argv, "--per-class", "8", "16", *common, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "A vs B" in printed and "not collapsed" in printed
+    assert PowerReport.load(out / "power.json").to_frame()["n_train"].tolist() == [80, 160]
+    assert (out / "power.png").stat().st_size > 0 and (out / "bounds.png").stat().st_size > 0
+    unpaired = ["power", "--a", str(tmp_path / "A.npz"), "--b", str(tmp_path / "C.npz")]
+    assert main([*unpaired, *common]) == 2
+    assert "paired" in capsys.readouterr().err
+
+
+def test_power_report_marks_zero_gaps_and_checks_bound_options():
+    """Identical predictions: mean gap 0, no recommendation (NaN: possibly collapsed), power 0."""
+    splits = stratified_splits(np.repeat(np.arange(2), 100), [8, 16])
+    runs = pd.DataFrame({"split": [0, 1], "seed": [0, 0]})
+    correct = [np.ones(4, bool), np.r_[np.ones(6, bool), np.zeros(2, bool)]]
+    comparison = PairedComparison.build("a", "b", splits, runs, correct, correct, (10, 10))
+    table = power_report([comparison], n_simulations=50).to_frame()
+    assert table["mean_gap"].tolist() == [0.0, 0.0]
+    assert table["recommended_n_train"].isna().all() and (table["power"] == 0).all()
+    with pytest.raises(ValueError, match="delta"):
+        power_report([comparison], delta=0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        comparison.summary(alpha=0)
+    with pytest.raises(ValueError, match="paired"):  # predictions on a different test set
+        PairedComparison.build("a", "b", splits, runs, correct, [c[:-1] for c in correct], (1, 1))
+    with pytest.raises(ValueError, match="paired with the split"):
+        PairedComparison.build("a", "b", splits, runs, correct[::-1], correct[::-1], (1, 1))
