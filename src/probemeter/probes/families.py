@@ -48,7 +48,7 @@ def random_mlp_family(
         rng = np.random.default_rng([random_state, draw, 0xFA111])
         layers = int(rng.integers(0, max_layers + 1))
         rate = float(rng.uniform(low, high))
-        width = int(round(np.exp(rng.uniform(np.log(narrow), np.log(wide)))))
+        width = int(np.rint(np.exp(rng.uniform(np.log(narrow), np.log(wide)))))
         widths = tuple(max(1, width // 2**layer) for layer in range(layers))
         family.append(MLP(hidden=widths, dropout=rate if layers else 0.0))
     return family
