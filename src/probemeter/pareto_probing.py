@@ -27,6 +27,7 @@ from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank, task_labels
 from probemeter.engine import TrainingConfig
 from probemeter.memorisation import memorisation_complexity
+from probemeter.pareto import FULLY_SHUFFLED, LABEL_SHUFFLED, NUCLEAR_NORM, RANK
 from probemeter.parsing import arc_pairs, check_parse, shuffle_heads
 from probemeter.probes import MLP
 from probemeter.probes.biaffine import fit_biaffine_parsers
@@ -43,12 +44,6 @@ __all__ = [
     "parser_points",
     "treebank_tasks",
 ]
-
-#: measure names, as :mod:`probemeter.pareto` and the paper's tables spell them
-NUCLEAR_NORM = "nuclear norm"
-RANK = "rank"
-LABEL_SHUFFLED = "label-shuffled"
-FULLY_SHUFFLED = "fully shuffled"
 
 
 def _frame(task: str, measure: str, representation: str, **columns: object) -> pd.DataFrame:
