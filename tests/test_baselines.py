@@ -64,3 +64,18 @@ def test_arc_lookup_applies_the_four_rules_in_order():
         ("the", "cat"),  # (ii): tail 'the' -> 2
     ]
     assert lookup_arc_labels(arcs, labels, test).tolist() == [1, 0, 1, 0, 2]
+
+
+def test_ud2pos_word_types_are_real_english_tags():
+    pytest.importorskip("probemeter.datasets.word_types")
+    from probemeter.datasets.conll import UPOS_TAGS
+    from probemeter.datasets.word_types import ud2pos_word_types
+
+    try:
+        forms, labels = ud2pos_word_types()
+    except ValueError as error:
+        pytest.skip(str(error))
+    tag = dict(zip(forms, labels))
+    assert len(forms) > 20000 and len(set(forms)) == len(forms)
+    assert UPOS_TAGS[tag["the"]] == "DET" and UPOS_TAGS[tag[","]] == "PUNCT"
+    assert labels.max() < len(UPOS_TAGS)
