@@ -27,7 +27,9 @@ import pandas as pd
 import torch
 
 from probemeter.baselines import lookup_arc_labels, lookup_labels, one_hot_features, random_features
+from probemeter.data import ProbeData
 from probemeter.datasets.conll import annotate_text, ptb_sentences, sentence_test_mask, task_labels
+from probemeter.datasets.word_types import ud2pos_word_types
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
 from probemeter.encoders.static import glove_6b_50d
 from probemeter.engine import TrainingConfig
@@ -44,27 +46,42 @@ from probemeter.probes.linear_complexity import nuclear_norm_penalties
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sentences", type=int, default=300)
-    parser.add_argument("--layers", type=int, nargs="+", default=[0, 3, 6])
-    parser.add_argument("--penalties", type=int, default=12, help="λ values incl. λ = 0")
-    parser.add_argument("--mlps", type=int, default=6, help="random MLP family size")
-    parser.add_argument("--max-hidden", type=int, default=256)
-    parser.add_argument("--linear-steps", type=int, default=600)
-    parser.add_argument("--mlp-steps", type=int, default=600)
-    parser.add_argument("--parser-steps", type=int, default=300)
+    parser.add_argument("--sentences", type=int, default=250)
+    parser.add_argument("--layers", type=int, nargs="+", default=[0, 6])
+    parser.add_argument("--penalties", type=int, default=10, help="λ values incl. λ = 0")
+    parser.add_argument("--mlps", type=int, default=4, help="random MLP family size")
+    parser.add_argument("--max-hidden", type=int, default=128)
+    parser.add_argument("--linear-steps", type=int, default=400)
+    parser.add_argument("--mlp-steps", type=int, default=300)
+    parser.add_argument("--parser-steps", type=int, default=150)
     parser.add_argument("--random-dim", type=int, default=128)
     parser.add_argument("--onehot-types", type=int, default=1000)
     parser.add_argument("--fully-shuffled", action="store_true")
+    parser.add_argument(
+        "--word-types", type=int, default=0, help="also type-level POS (ud2pos) on N word types"
+    )
+    parser.add_argument("--no-token-tasks", action="store_true", help="skip POSL/DAL/parsing")
     parser.add_argument("--out", type=Path, default=Path("runs/pareto-english"))
     args = parser.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    frames = [] if args.no_token_tasks else token_tasks(args)
+    if args.word_types:
+        frames.extend(word_type_points(args))
+    points = pd.concat(frames, ignore_index=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    points.to_csv(args.out / "points.csv", index=False)
+    report(points, args.out)
+    print(f"total run time {time.perf_counter() - start:.0f} s")
+
+
+def token_tasks(args) -> list[pd.DataFrame]:
+    """POSL, DAL and parsing on spaCy-annotated PTB sentences, every representation."""
     treebank = annotate_text(ptb_sentences(args.sentences, "test"))
     test = sentence_test_mask(treebank, 0.2, random_state=0)
     print(f"{treebank.n_sentences} sentences, {treebank.n_words} words ({treebank.source})")
     print_lookup(treebank, test)
-
     representations = encode(treebank, test, args)
     family = random_mlp_family(args.mlps, hidden=(32, args.max_hidden), random_state=0)
     config = TrainingConfig(steps=args.mlp_steps, batch_size=256, lr=3e-3)
@@ -101,11 +118,38 @@ def main() -> None:
                                         shuffled_inputs=shuffled_parsing.X_train,
                                         steps=args.parser_steps, lr=3e-3))  # fmt: skip
         print(f"  {name}: {time.perf_counter() - tick:.0f} s")
-    points = pd.concat(frames, ignore_index=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    points.to_csv(args.out / "points.csv", index=False)
-    report(points, args.out)
-    print(f"total run time {time.perf_counter() - start:.0f} s")
+    return frames
+
+
+def word_type_points(args) -> list[pd.DataFrame]:
+    """Type-level POS ("POS types"): one example per ud2pos word form, split by type, for the
+    non-contextual representations; linear probes (nuclear norm, rank)."""
+    forms, labels = ud2pos_word_types()
+    glove = glove_6b_50d()
+    chosen = np.array([i for i, form in enumerate(forms) if form in glove])
+    chosen = np.random.default_rng(0).permutation(chosen)[: args.word_types]
+    words = [forms[i] for i in chosen]
+    y = labels[chosen]
+    test = np.zeros(len(words), dtype=bool)
+    test[: len(words) // 5] = True
+    ids = np.arange(len(words))
+    train_onehot, test_onehot, _ = one_hot_features(ids[~test], ids[test])
+    features = {
+        "GloVe": glove.encode(words),
+        "random": random_features(ids, args.random_dim),
+    }
+    penalties = nuclear_norm_penalties(args.penalties)
+    frames = []
+    for name, X in features.items():
+        data = ProbeData.from_arrays(X[~test], y[~test], X[test], y[test], n_classes=17, name=name)
+        frames.append(linear_points(data, "POS types", name, penalties=penalties,
+                                    steps=args.linear_steps, lr=1e-2))  # fmt: skip
+    data = ProbeData.from_arrays(train_onehot, y[~test], test_onehot, y[test], n_classes=17,
+                                 standardize=False, name="one-hot")  # fmt: skip
+    frames.append(linear_points(data, "POS types", "one-hot", penalties=penalties,
+                                learned_input=64, steps=args.linear_steps, lr=1e-2))  # fmt: skip
+    print(f"  POS types: {len(words)} word forms ({test.sum()} test types)")
+    return frames
 
 
 def print_lookup(treebank, test: np.ndarray) -> None:
