@@ -60,6 +60,9 @@ def main() -> None:
     parser.add_argument(
         "--word-types", type=int, default=0, help="also type-level POS (ud2pos) on N word types"
     )
+    parser.add_argument(
+        "--representations", nargs="+", help="only these (e.g. MiniLM-L0 GloVe); default: all"
+    )
     parser.add_argument("--no-token-tasks", action="store_true", help="skip POSL/DAL/parsing")
     parser.add_argument("--out", type=Path, default=Path("runs/pareto-english"))
     args = parser.parse_args()
@@ -88,6 +91,8 @@ def token_tasks(args) -> list[pd.DataFrame]:
     penalties = nuclear_norm_penalties(args.penalties)
     frames = []
     for name, (features, learned, shuffled) in representations.items():
+        if args.representations and name not in args.representations:
+            continue
         tick = time.perf_counter()
         posl, dal, parsing = treebank_tasks(
             treebank, features, test, name=name, standardize=learned is None
