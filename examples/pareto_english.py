@@ -209,19 +209,11 @@ def encode(treebank, test: np.ndarray, args) -> dict:
 
 
 def report(points: pd.DataFrame, out: Path) -> None:
-    from probemeter.pareto import ParetoFrontiers
+    """Hypervolume table, dominant representations and frontier plots: ``probemeter pareto
+    table`` on the saved points."""
+    from probemeter.cli import main as cli
 
-    analysis = ParetoFrontiers(points, metadata={"source": "examples/pareto_english.py"})
-    analysis.save(out / "pareto.json")
-    print(analysis.hypervolume_table())
-    for task in analysis.tasks:
-        for measure in analysis.measures:
-            dominant = (
-                analysis.dominant(task, measure) if len(analysis.probes(task, measure)) else []
-            )
-            print(f"  dominant on {task} ({measure}): {', '.join(dominant)}")
-    analysis.figure().savefig(out / "frontiers.png", dpi=120)
-    print(f"wrote {out / 'points.csv'}, {out / 'pareto.json'}, {out / 'frontiers.png'}")
+    cli(["pareto", "table", str(out / "points.csv"), "--plot", str(out / "frontiers.png")])
 
 
 if __name__ == "__main__":
