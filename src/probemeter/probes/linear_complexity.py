@@ -329,7 +329,6 @@ def _fit(
             f"X_eval has {X_eval.shape[1]} features but X_train has {X_train.shape[1]}"
         )
     torch_device = resolve_device(device)
-    torch.manual_seed(random_state)  # nothing random is drawn from torch; fixed for safety
     model = _StackedLinear(
         keys, X_train.shape[1], int(n_classes), learned_input, ranks, normalize=ranks is None
     ).to(torch_device)
