@@ -36,7 +36,7 @@ from probemeter.engine import TrainingConfig
 from probemeter.memorisation import shuffle_within_sentences
 from probemeter.pareto_probing import (
     linear_points,
-    memorisation_points,
+    mlp_family_points,
     parser_points,
     treebank_tasks,
 )
@@ -109,7 +109,7 @@ def token_tasks(args) -> list[pd.DataFrame]:
                     lr=1e-2,
                 )
             )
-            frames.append(memorisation_points(data, task, name, family, config))
+            frames.append(mlp_family_points(data, task, name, family, config))
         frames.append(parser_points(parsing, "parsing", name, family, steps=args.parser_steps,
                                     lr=3e-3))  # fmt: skip
         if shuffled is not None:
@@ -117,7 +117,7 @@ def token_tasks(args) -> list[pd.DataFrame]:
                 treebank, shuffled, test, name=name
             )
             for task, data, alt in (("POSL", posl, shuffled_posl), ("DAL", dal, shuffled_dal)):
-                frames.append(memorisation_points(data, task, name, family, config,
+                frames.append(mlp_family_points(data, task, name, family, config,
                                                   shuffled_inputs=alt.X_train))  # fmt: skip
             frames.append(parser_points(parsing, "parsing", name, family,
                                         shuffled_inputs=shuffled_parsing.X_train,

@@ -10,7 +10,7 @@ from probemeter.pareto_probing import (
     NUCLEAR_NORM,
     RANK,
     linear_points,
-    memorisation_points,
+    mlp_family_points,
     parser_points,
     treebank_tasks,
 )
@@ -68,7 +68,7 @@ def test_linear_points_hold_both_measures(tasks):
 def test_memorisation_points_are_label_shuffled(tasks):
     _, (posl, _, _) = tasks
     config = TrainingConfig(steps=60, batch_size=64, lr=1e-2)
-    frame = memorisation_points(posl, "POSL", "rep", [MLP(()), MLP((16,))], config)
+    frame = mlp_family_points(posl, "POSL", "rep", [MLP(()), MLP((16,))], config)
     assert (frame["measure"] == LABEL_SHUFFLED).all() and frame["layers"].tolist() == [0, 1]
     assert frame["complexity"].between(0, 1).all() and frame["accuracy"].between(0, 1).all()
 

@@ -26,6 +26,13 @@ from probemeter.measures import (
     sdl,
     validation_performance,
 )
+from probemeter.pareto import (
+    HypervolumeTable,
+    ParetoFrontiers,
+    pareto_dominant,
+    pareto_frontier,
+    pareto_hypervolume,
+)
 from probemeter.probes import MLP, Linear
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results
@@ -39,9 +46,11 @@ __all__ = [
     "Experiment",
     "ExperimentError",
     "ExperimentRun",
+    "HypervolumeTable",
     "Linear",
     "LossDataCurve",
     "MutualInformation",
+    "ParetoFrontiers",
     "ProbeData",
     "ProbeEvaluation",
     "RefinedSampleComplexity",
@@ -63,6 +72,9 @@ __all__ = [
     "loss_data_curve",
     "mdl",
     "mutual_information",
+    "pareto_dominant",
+    "pareto_frontier",
+    "pareto_hypervolume",
     "parity_representations",
     "recommend_epsilon",
     "refine_sample_complexity",

@@ -21,7 +21,7 @@ import pandas as pd
 from probemeter.data import ProbeData, load_features
 from probemeter.engine import TrainingConfig
 from probemeter.pareto import LABEL_SHUFFLED, NUCLEAR_NORM, RANK, ParetoFrontiers
-from probemeter.pareto_probing import linear_points, memorisation_points
+from probemeter.pareto_probing import linear_points, mlp_family_points
 from probemeter.probes.families import random_mlp_family
 from probemeter.probes.linear_complexity import nuclear_norm_penalties
 
@@ -94,7 +94,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
             )  # fmt: skip
         if LABEL_SHUFFLED in measures:
             frames.append(
-                memorisation_points(
+                mlp_family_points(
                     data, args.task, name, family, config, random_state=args.random_state,
                     n_jobs=args.n_jobs, device=args.device,
                 )

@@ -53,6 +53,7 @@ __all__ = [
     "RANK",
     "HypervolumeTable",
     "ParetoFrontiers",
+    "memorisation_points",
     "pareto_dominant",
     "pareto_frontier",
     "pareto_hypervolume",
@@ -90,13 +91,9 @@ def pareto_frontier(
     c, a = _points(complexity, accuracy)
     # ascending complexity; among equal complexity most accurate first; then smallest index
     order = np.lexsort((np.arange(c.size), -a, c))
-    frontier = []
-    best = -np.inf
-    for index in order:
-        if a[index] > best:
-            frontier.append(index)
-            best = a[index]
-    return np.asarray(frontier, dtype=np.int64)
+    ranked = a[order]
+    best_before = np.concatenate(([-np.inf], np.maximum.accumulate(ranked)[:-1]))
+    return order[ranked > best_before].astype(np.int64)
 
 
 def pareto_hypervolume(
@@ -159,6 +156,55 @@ def pareto_dominant(
     frontier = pareto_frontier(np.concatenate(complexities), np.concatenate(accuracies))
     on_frontier = {names[index] for index in frontier}
     return [name for name in points if name in on_frontier]
+
+
+def memorisation_points(
+    true: pd.DataFrame,
+    shuffled: pd.DataFrame,
+    on: str | Sequence[str],
+    *,
+    accuracy: str = "accuracy",
+    train_accuracy: str = "train_accuracy",
+    missing: str = "raise",
+) -> pd.DataFrame:
+    """Points of the non-parametric (memorisation) complexity of Pimentel et al., §5.
+
+    Each probe architecture is trained twice: on the true task, giving its test ``accuracy``,
+    and on shuffled labels (label-shuffled; for fully shuffled, on shuffled inputs as well),
+    giving the ``train_accuracy`` it reaches on its own training set — its complexity, the
+    capacity to memorise (footnote 5: training, not test, accuracy). Rows of ``true`` and
+    ``shuffled`` are paired on the key column(s) ``on`` (e.g. representation and an
+    architecture id).
+
+    Returns:
+        the key columns, ``complexity`` (shuffled training accuracy) and ``accuracy`` (true
+        test accuracy), in the order of ``true``.
+
+    Raises:
+        ValueError: a key column or value column is absent, a key repeats within one frame,
+            or (``missing="raise"``) a true probe has no shuffled twin or a value is NaN.
+            ``missing="drop"`` drops such probes instead.
+    """
+    keys = [on] if isinstance(on, str) else list(on)
+    if missing not in ("raise", "drop"):
+        raise ValueError(f"missing must be 'raise' or 'drop'; got {missing!r}")
+    for name, frame, column in (("true", true, accuracy), ("shuffled", shuffled, train_accuracy)):
+        absent = [key for key in [*keys, column] if key not in frame.columns]
+        if absent:
+            raise ValueError(f"{name} lacks column(s) {absent}")
+        if frame.duplicated(keys).any():
+            raise ValueError(f"{name} holds a key {keys} more than once")
+    left = true[keys].assign(accuracy=true[accuracy].to_numpy())
+    right = shuffled[keys].assign(complexity=shuffled[train_accuracy].to_numpy())
+    paired = left.merge(right, on=keys, how="left", sort=False)
+    incomplete = paired[["complexity", "accuracy"]].isna().any(axis=1)
+    if incomplete.any() and missing == "raise":
+        first = paired.loc[incomplete, keys].iloc[0].tolist()
+        raise ValueError(
+            f"{int(incomplete.sum())} true probe(s) lack a shuffled twin or a value "
+            f"(first: {dict(zip(keys, first))}); pass missing='drop' to leave them out"
+        )
+    return paired[~incomplete][[*keys, "complexity", "accuracy"]].reset_index(drop=True)
 
 
 def _points(complexity: Any, accuracy: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -417,7 +463,8 @@ class ParetoFrontiers:
         Each frontier is the step function f(x) of :func:`pareto_hypervolume`, drawn from its
         simplest probe to ``xmax`` (default: the hypervolume's cap; the paper's Figs. 2–3 show
         nuclear norms up to 400, parsing up to 700). With ``show_probes`` every probe is a
-        faint dot. Returns the matplotlib axes.
+        faint dot. A representation keeps its colour (``C0``, ``C1``, … in the order of
+        :attr:`representations`) in every panel. Returns the matplotlib axes.
         """
         if ax is None:
             from matplotlib.figure import Figure
@@ -431,12 +478,11 @@ class ParetoFrontiers:
                 continue
             xs = np.append(inside["complexity"].to_numpy(), xmax)
             ys = np.append(inside["accuracy"].to_numpy(), inside["accuracy"].iloc[-1])
-            (line,) = ax.step(xs, ys, where="post", label=name, lw=1.6)
+            colour = f"C{self.representations.index(name) % 10}"  # same colour in every panel
+            ax.step(xs, ys, where="post", label=name, lw=1.6, color=colour)
             if show_probes:
                 shown = probes[probes["complexity"] <= xmax]
-                ax.scatter(
-                    shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=line.get_color()
-                )
+                ax.scatter(shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=colour)
         ax.set_xlim(0, xmax)
         ax.set_xlabel(measure)
         ax.set_ylabel("accuracy")
@@ -475,7 +521,7 @@ class ParetoFrontiers:
             list(handles.values()),
             list(handles),
             loc="outside lower center",
-            ncols=min(len(handles), 6),
+            ncols=min(len(handles), 3 * len(measures)),  # fits the figure width
         )
         return figure
 

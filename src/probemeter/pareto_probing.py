@@ -6,8 +6,9 @@ complexity, accuracy`` that :mod:`probemeter.pareto` turns into frontiers and hy
 
 * :func:`linear_points` — nuclear-norm (λ sweep, §4.1, complexity ‖W‖*) and rank (complexity
   r) linear probes, accuracy on the test set;
-* :func:`memorisation_points` — a probe family's label-shuffled (§5, complexity = training
-  accuracy on token-shuffled labels) or fully-shuffled complexity, accuracy on the test set;
+* :func:`mlp_family_points` — trains a probe family for its label-shuffled (§5, complexity =
+  training accuracy on token-shuffled labels) or fully-shuffled complexity, accuracy on the
+  test set (:func:`probemeter.pareto.memorisation_points` pairs results trained elsewhere);
 * :func:`parser_points` — the same for dependency parsing with the biaffine probe (App. B):
   complexity = training UAS on heads permuted within sentences, accuracy = test UAS (§7);
 * :func:`treebank_tasks` — POS labelling (POSL), arc labelling (DAL, pairs of words) and
@@ -40,7 +41,7 @@ __all__ = [
     "RANK",
     "ParseSplit",
     "linear_points",
-    "memorisation_points",
+    "mlp_family_points",
     "parser_points",
     "treebank_tasks",
 ]
@@ -111,7 +112,7 @@ def linear_points(
     return pd.concat(frames, ignore_index=True)
 
 
-def memorisation_points(
+def mlp_family_points(
     data: ProbeData,
     task: str,
     representation: str,
