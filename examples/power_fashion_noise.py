@@ -14,8 +14,8 @@ Then it compares, per noise scale, the recommendation made from the *smallest* (
 with the smallest N_train whose simulated power reached 0.8, and gives the collapse verdict of
 repeated pilots (§3.6).
 
-    PYTHONPATH=src python examples/power_fashion_noise.py            # CPU-sized, a few minutes
-    PYTHONPATH=src python examples/power_fashion_noise.py --help
+    .venv/bin/python examples/power_fashion_noise.py            # CPU-sized, a few minutes
+    .venv/bin/python examples/power_fashion_noise.py --help
 
 Outputs (``--out``, default ``power-fashion-noise/``): ``report.json`` (Table 2 rows),
 ``power_by_noise.md`` (the tables printed below), ``power.png`` (power vs N_test per σ², Fig. 3),

@@ -8,6 +8,7 @@
   (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`);
 * ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
   a comparison problem (Zhu et al.; :mod:`probemeter.power_cli`).
+* ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli_pareto`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from probemeter.cli_pareto import add_pareto_parser
 from probemeter.comparison import compare
 from probemeter.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData, load_features
@@ -110,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("--epsilon", type=float, help="recompute the measures at this ε")
     report.set_defaults(handler=_run_report)
     add_power_commands(commands)
+
+    add_pareto_parser(commands)
     return parser
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "probe_data",
     "ptb_sentences",
     "read_conllu",
+    "sentence_test_mask",
     "task_labels",
     "write_conllu",
 ]
@@ -197,15 +198,7 @@ def probe_data(
     X = np.asarray(features)
     if X.ndim != 2 or X.shape[0] != treebank.n_words:
         raise ValueError(f"features must be (n_words={treebank.n_words}, d); got shape {X.shape}")
-    if not (isinstance(test_size, float) and 0.0 < test_size < 1.0):
-        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
-    if treebank.n_sentences < 2:
-        raise ValueError("a sentence-level split needs at least two sentences; got 1")
-    order = np.random.default_rng(random_state).permutation(treebank.n_sentences)
-    lengths = np.array([len(words) for words in treebank.sentences])
-    taken = np.cumsum(lengths[order])
-    n_test = min(int(np.searchsorted(taken, test_size * treebank.n_words)) + 1, len(order) - 1)
-    test = np.isin(treebank.sentence_ids, order[:n_test])
+    test = sentence_test_mask(treebank, test_size, random_state)
     groups = treebank.word_type_ids
     return ProbeData.from_arrays(
         X[~test],
@@ -217,6 +210,28 @@ def probe_data(
         groups=groups[~test],
         groups_test=groups[test],
     )
+
+
+def sentence_test_mask(
+    treebank: Treebank, test_size: float = 0.2, random_state: int = 0
+) -> np.ndarray:
+    """(n_words,) bool: the words of the test sentences of :func:`probe_data`'s split.
+
+    A seeded shuffle of the sentences is taken until at least ``test_size`` of the words are
+    in it, so no sentence straddles the split (every task of one treebank can share it).
+
+    Raises:
+        ValueError: ``test_size`` outside (0, 1), fewer than two sentences.
+    """
+    if not (isinstance(test_size, float) and 0.0 < test_size < 1.0):
+        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+    if treebank.n_sentences < 2:
+        raise ValueError("a sentence-level split needs at least two sentences; got 1")
+    order = np.random.default_rng(random_state).permutation(treebank.n_sentences)
+    lengths = np.array([len(words) for words in treebank.sentences])
+    taken = np.cumsum(lengths[order])
+    n_test = min(int(np.searchsorted(taken, test_size * treebank.n_words)) + 1, len(order) - 1)
+    return np.isin(treebank.sentence_ids, order[:n_test])
 
 
 def read_conllu(path_or_text: str | Path) -> Treebank:

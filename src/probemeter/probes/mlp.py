@@ -22,9 +22,12 @@ class MLP:
 
     Args:
         hidden: widths of the hidden layers; ``()`` is a linear (multinomial logistic) probe.
+        dropout: rate of (inverted) dropout on every hidden layer's output during training,
+            in [0, 1) (the random MLP family of Pimentel et al., §6.2, draws it from U[0, 0.5]).
     """
 
     hidden: tuple[int, ...] = (512, 512)
+    dropout: float = 0.0
 
     def __post_init__(self) -> None:
         hidden = tuple(self.hidden)
@@ -33,12 +36,16 @@ class MLP:
         ):
             raise ValueError(f"hidden widths must be positive integers; got {self.hidden!r}")
         object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
+        if isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be a rate in [0, 1); got {self.dropout!r}")
+        object.__setattr__(self, "dropout", float(self.dropout))
 
     @property
     def name(self) -> str:
         if not self.hidden:
             return "linear"
-        return "mlp-" + "x".join(str(w) for w in self.hidden)
+        name = "mlp-" + "x".join(str(w) for w in self.hidden)
+        return name + (f"-drop{self.dropout:.3g}" if self.dropout else "")
 
     def layer_shapes(self, n_features: int, n_classes: int) -> list[tuple[int, int]]:
         """(fan_in, fan_out) of each affine layer."""
@@ -80,7 +87,10 @@ class MLP:
         device: torch.device,
     ) -> StackedMLP:
         """P probes of this architecture, probe i initialised from ``rngs[i]`` alone (so its
-        weights do not depend on its companions), stacked for batched training."""
+        weights do not depend on its companions), stacked for batched training.
+
+        With dropout, the masks come from one torch stream seeded by a draw from every probe's
+        stream, so (unlike the weights) they depend on which probes share the chunk."""
         per_probe = [self.initial_parameters(rng, n_features, n_classes) for rng in rngs]
         layers = []
         for layer in range(len(per_probe[0])):
@@ -89,16 +99,20 @@ class MLP:
             layers.append(
                 (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
             )
-        return StackedMLP(layers, rows, precision)
+        seed = None
+        if self.dropout and self.hidden:
+            seed = int(np.bitwise_xor.reduce([rng.integers(2**62) for rng in rngs]))
+        return StackedMLP(layers, rows, precision, dropout=self.dropout, seed=seed)
 
     def to_dict(self) -> dict:
-        return {"family": "mlp", "hidden": list(self.hidden)}
+        spec = {"family": "mlp", "hidden": list(self.hidden)}
+        return spec | ({"dropout": self.dropout} if self.dropout else {})
 
     @staticmethod
     def from_dict(spec: dict) -> MLP:
         if spec.get("family") != "mlp":
             raise ValueError(f"not an MLP probe specification: {spec!r}")
-        return MLP(hidden=tuple(spec["hidden"]))
+        return MLP(hidden=tuple(spec["hidden"]), dropout=float(spec.get("dropout", 0.0)))
 
 
 def Linear() -> MLP:

@@ -26,9 +26,19 @@ class StackedMLP:
         rows: minibatch rows per probe (the widest probe's batch; narrower probes pad with
             zero-weight rows).
         precision: ``"f32"`` or ``"bf16"`` (bf16 matmuls, f32 master weights and gradients).
+        dropout: inverted-dropout rate on every hidden activation during training (each unit
+            kept with probability 1 − rate and scaled by 1 / (1 − rate)); none at evaluation.
+        seed: seed of the torch stream the dropout masks are drawn from.
     """
 
-    def __init__(self, layers: list[tuple[torch.Tensor, torch.Tensor]], rows: int, precision: str):
+    def __init__(
+        self,
+        layers: list[tuple[torch.Tensor, torch.Tensor]],
+        rows: int,
+        precision: str,
+        dropout: float = 0.0,
+        seed: int | None = None,
+    ):
         self.parameters = [tensor for layer in layers for tensor in layer]
         for tensor in self.parameters:
             tensor.grad = torch.zeros_like(tensor)
@@ -44,6 +54,12 @@ class StackedMLP:
         self._pre = [torch.empty(n_probes, rows, w, device=device, dtype=dtype) for w in widths]
         self._act = [torch.empty_like(pre) for pre in self._pre[:-1]]
         self._delta = [torch.empty_like(act) for act in self._act]
+        self._keep = 1.0 - dropout
+        self._masks = [torch.empty_like(act) for act in self._act] if dropout else []
+        self._generator = None
+        if dropout:
+            self._generator = torch.Generator(device=device)
+            self._generator.manual_seed(0 if seed is None else seed)
         self._grad_w_low = [torch.empty_like(w) for w in self._w] if self._low else None
         self._inputs_low = (
             torch.empty(n_probes, rows, self._weights[0].shape[1], device=device, dtype=dtype)
@@ -71,6 +87,10 @@ class StackedMLP:
             torch.baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
             if layer < last:
                 hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
+                if self._masks:  # inverted dropout: act *= bernoulli(keep) / keep
+                    mask = self._masks[layer]
+                    mask.bernoulli_(self._keep, generator=self._generator).div_(self._keep)
+                    hidden.mul_(mask)
         # d loss / d logits = w_r · (softmax − onehot), in f32
         upstream = torch.softmax(self._pre[last].float(), dim=-1)
         upstream.scatter_add_(2, labels, torch.full(labels.shape, -1.0, device=labels.device))
@@ -87,6 +107,8 @@ class StackedMLP:
             if layer > 0:  # back through W, then through the ReLU (zero where it clamped)
                 delta = self._delta[layer - 1]
                 torch.bmm(upstream, self._w[layer].transpose(1, 2), out=delta)
+                if self._masks:  # back through dropout (dropped units then read as clamped)
+                    delta.mul_(self._masks[layer - 1])
                 _relu_backward(delta, self._act[layer - 1], 0.0, grad_input=delta)
                 upstream = delta
 
