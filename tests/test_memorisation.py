@@ -70,6 +70,25 @@ def test_dropout_gradients_match_autograd_with_the_same_masks():
         torch.testing.assert_close(ours.grad, reference.grad, rtol=1e-4, atol=1e-5)
 
 
+def test_dropout_probe_does_not_depend_on_its_companions(digits):
+    """Masks are drawn per probe for its own batch rows: training a dropout probe alone, or
+    padded in one chunk beside a wider probe, gives the same numbers."""
+    from probemeter.engine import fit_evaluate
+
+    probe = MLP((16,), dropout=0.3)
+    config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
+    data = (digits.X_train, digits.y_train, digits.X_test, digits.y_test, digits.n_classes)
+    small, wide = np.arange(20), np.arange(150)
+
+    def run(subsets, keys):
+        return fit_evaluate(*data, subsets, keys, probe, config, device="cpu", n_jobs=1).loss
+
+    alone = run([small], [(1,)])
+    together = run([wide, small], [(2,), (1,)])
+    np.testing.assert_allclose(together[1], alone[0], rtol=1e-6)
+    assert not np.allclose(run([small], [(3,)]), alone)  # the key does seed the masks
+
+
 def test_label_shuffled_training_accuracy_grows_with_width(digits):
     probes = [MLP((2,)), MLP((16,)), MLP((256,))]
     config = TrainingConfig(steps=400, batch_size=128, lr=1e-2)

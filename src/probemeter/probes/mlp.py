@@ -89,8 +89,8 @@ class MLP:
         """P probes of this architecture, probe i initialised from ``rngs[i]`` alone (so its
         weights do not depend on its companions), stacked for batched training.
 
-        With dropout, the masks come from one torch stream seeded by a draw from every probe's
-        stream, so (unlike the weights) they depend on which probes share the chunk."""
+        With dropout, probe i's masks come from a torch stream seeded by a draw from
+        ``rngs[i]``, so they too do not depend on its companions."""
         per_probe = [self.initial_parameters(rng, n_features, n_classes) for rng in rngs]
         layers = []
         for layer in range(len(per_probe[0])):
@@ -99,10 +99,11 @@ class MLP:
             layers.append(
                 (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
             )
-        seed = None
+        seeds = None
         if self.dropout and self.hidden:
-            seed = int(np.bitwise_xor.reduce([rng.integers(2**62) for rng in rngs]))
-        return StackedMLP(layers, rows, precision, dropout=self.dropout, seed=seed)
+            seeds = [int(rng.integers(2**62)) for rng in rngs]
+        dropout = self.dropout if self.hidden else 0.0
+        return StackedMLP(layers, rows, precision, dropout=dropout, seeds=seeds)
 
     def to_dict(self) -> dict:
         spec = {"family": "mlp", "hidden": list(self.hidden)}

@@ -28,7 +28,9 @@ class StackedMLP:
         precision: ``"f32"`` or ``"bf16"`` (bf16 matmuls, f32 master weights and gradients).
         dropout: inverted-dropout rate on every hidden activation during training (each unit
             kept with probability 1 − rate and scaled by 1 / (1 − rate)); none at evaluation.
-        seed: seed of the torch stream the dropout masks are drawn from.
+        seeds: with dropout, one seed per probe: probe i draws its masks, for exactly its own
+            batch rows, from its own torch stream, so they do not depend on its companions or
+            on padding.
     """
 
     def __init__(
@@ -37,7 +39,7 @@ class StackedMLP:
         rows: int,
         precision: str,
         dropout: float = 0.0,
-        seed: int | None = None,
+        seeds: list[int] | None = None,
     ):
         self.parameters = [tensor for layer in layers for tensor in layer]
         for tensor in self.parameters:
@@ -55,11 +57,16 @@ class StackedMLP:
         self._act = [torch.empty_like(pre) for pre in self._pre[:-1]]
         self._delta = [torch.empty_like(act) for act in self._act]
         self._keep = 1.0 - dropout
-        self._masks = [torch.empty_like(act) for act in self._act] if dropout else []
-        self._generator = None
+        # padding rows keep a mask of ones (their weight is 0 anyway); real rows are redrawn
+        self._masks = [torch.ones_like(act) for act in self._act] if dropout else []
+        self._generators = []
         if dropout:
-            self._generator = torch.Generator(device=device)
-            self._generator.manual_seed(0 if seed is None else seed)
+            if seeds is None or len(seeds) != n_probes:
+                raise ValueError(f"dropout needs one seed per probe ({n_probes}); got {seeds!r}")
+            self._generators = [torch.Generator(device=device) for _ in seeds]
+            for generator, seed in zip(self._generators, seeds):
+                generator.manual_seed(int(seed))
+        self._batch_rows: list[int] | None = None
         self._grad_w_low = [torch.empty_like(w) for w in self._w] if self._low else None
         self._inputs_low = (
             torch.empty(n_probes, rows, self._weights[0].shape[1], device=device, dtype=dtype)
@@ -88,9 +95,7 @@ class StackedMLP:
             if layer < last:
                 hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
                 if self._masks:  # inverted dropout: act *= bernoulli(keep) / keep
-                    mask = self._masks[layer]
-                    mask.bernoulli_(self._keep, generator=self._generator).div_(self._keep)
-                    hidden.mul_(mask)
+                    hidden.mul_(self._draw_mask(layer, row_weights))
         # d loss / d logits = w_r · (softmax − onehot), in f32
         upstream = torch.softmax(self._pre[last].float(), dim=-1)
         upstream.scatter_add_(2, labels, torch.full(labels.shape, -1.0, device=labels.device))
@@ -111,6 +116,17 @@ class StackedMLP:
                     delta.mul_(self._masks[layer - 1])
                 _relu_backward(delta, self._act[layer - 1], 0.0, grad_input=delta)
                 upstream = delta
+
+    def _draw_mask(self, layer: int, row_weights: torch.Tensor) -> torch.Tensor:
+        """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0) from its
+        own stream, scaled by 1/keep."""
+        if self._batch_rows is None:
+            self._batch_rows = (row_weights[:, :, 0] > 0).sum(dim=1).tolist()
+        mask = self._masks[layer]
+        for probe, (generator, batch) in enumerate(zip(self._generators, self._batch_rows)):
+            real = mask[probe, :batch]
+            real.bernoulli_(self._keep, generator=generator).div_(self._keep)
+        return mask
 
     def refresh(self) -> None:
         """After an optimiser step: copy the updated master weights into the bf16 shadows."""
