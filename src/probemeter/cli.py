@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
         "--max-memory",
         type=float,
         default=2.0,
+        metavar="GIB",
         help="GiB for one chunk of stacked probes, per worker process (default: 2)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -130,17 +131,26 @@ def _ray_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--backend",
         default="local",
+        metavar="{local,ray}",
         help="local (this process, the default) or ray (one Ray task per unit)",
     )
     group.add_argument(
         "--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray instance)"
     )
     group.add_argument(
-        "--cpus-per-unit", type=int, help="CPUs (and worker processes) per Ray task (default 1)"
+        "--cpus-per-unit",
+        type=int,
+        metavar="N",
+        help="CPUs (and worker processes) per Ray task (default 1)",
     )
-    group.add_argument("--gpus-per-unit", type=float, help="GPUs per Ray task (default 0)")
     group.add_argument(
-        "--max-retries", type=int, help="Ray re-runs of a task whose worker died (default 3)"
+        "--gpus-per-unit", type=float, metavar="G", help="GPUs per Ray task (default 0)"
+    )
+    group.add_argument(
+        "--max-retries",
+        type=int,
+        metavar="N",
+        help="Ray re-runs of a task whose worker died (default 3)",
     )
 
 
