@@ -13,7 +13,10 @@ soon as it is done — but computes each missing unit as one Ray task:
 * Ray re-executes a task whose worker process or node died up to
   :attr:`RayOptions.max_retries` times; an exception raised by the unit's code is not retried;
 * the driver writes each result through the same store as it arrives (atomically), so a lost
-  task is simply recomputed — by Ray, or by rerunning the command — and a stored unit never is.
+  task is simply recomputed — by Ray, or by rerunning the command — and a stored unit never is;
+* joining a cluster by address, the driver ships its own ``probemeter`` package to the workers
+  (Ray's ``runtime_env`` ``py_modules``), so they run the driver's code; the nodes need its
+  dependencies (torch, numpy, ...) installed.
 
 Scheduling, object transfer and retries are Ray's own; this module only submits the tasks and
 stores what comes back. Ray is an optional dependency (``pip install 'probemeter[ray]'``),
@@ -143,6 +146,10 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[None]:
     settings: dict[str, Any] = {"address": address, "logging_level": "WARNING"}
     if address is None:  # may start a local cluster: no dashboard, which it does not need
         settings["include_dashboard"] = False
+    else:  # the cluster's workers run this very probemeter (same code: same results)
+        import probemeter
+
+        settings["runtime_env"] = {"py_modules": [probemeter]}
     ray.init(**settings)
     try:
         yield
