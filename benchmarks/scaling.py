@@ -258,7 +258,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_arguments(argv)
     quick = args.quick
-    probes_base = Case(probes=4, steps=50 if quick else 100, dim=256, hidden=(256,), n_test=2048)
+    probes_base = Case(probes=4, steps=200 if quick else 400, dim=256, hidden=(256,), n_test=2048)
     dim_base = Case(
         probes=4 if quick else 8,
         steps=20 if quick else 50,
