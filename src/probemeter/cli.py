@@ -122,8 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: the options of `probemeter run` that only the Ray backend takes, with their defaults
-_RAY_ONLY = {"address": None, "cpus_per_unit": None, "gpus_per_unit": None, "max_retries": None}
+#: the options of `probemeter run` that only the Ray backend takes (fields of RayOptions)
+_RAY_ONLY = ("address", "cpus_per_unit", "gpus_per_unit", "max_retries")
 
 
 def _ray_options(parser: argparse.ArgumentParser) -> None:

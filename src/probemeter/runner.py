@@ -12,7 +12,9 @@ finished curves. The run folder then holds::
 
 Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
 The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.distributed`),
-with the same results: per-probe random streams make them independent of where they run.
+with the same results, bit for bit, when a Ray task trains with as many worker processes as
+the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a curve
+independent of where it runs, and the worker count sets how the probe axis is chunked.
 """
 
 from __future__ import annotations
