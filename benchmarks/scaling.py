@@ -222,7 +222,7 @@ def ray_overhead(steps: int) -> dict[str, Any]:
         runs["local, again (--fresh)"] = timed("local", n_jobs=1, fresh=True)
         started = time.perf_counter()
         # one CPU: units run one after another, as locally, so the difference is overhead
-        ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
+        ray.init(address="local", num_cpus=1, include_dashboard=False, logging_level="ERROR")
         start_up = time.perf_counter() - started
         try:
             runs["ray, cold worker"] = timed("ray", ray=RayOptions())

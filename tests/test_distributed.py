@@ -61,7 +61,8 @@ STEPS = 300
 def ray_cluster():
     """A local Ray cluster of 2 CPUs (loopback only, no dashboard) for this module's tests."""
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+    # "local": always a new instance, even where a cluster started by `ray start` is running
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR")
     yield ray
     ray.shutdown()
 

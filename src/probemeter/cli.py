@@ -135,7 +135,7 @@ def _ray_options(parser: argparse.ArgumentParser) -> None:
         help="local (this process, the default) or ray (one Ray task per unit)",
     )
     group.add_argument(
-        "--address", help="Ray cluster: auto or HOST:PORT (default: a local Ray instance)"
+        "--address", help="Ray cluster: auto or HOST:PORT (default: a new one for this run)"
     )
     group.add_argument(
         "--cpus-per-unit",

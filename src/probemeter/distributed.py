@@ -68,9 +68,10 @@ class RayOptions:
 
     Args:
         address: the cluster to join: ``"auto"`` (the one started on this machine by
-            ``ray start --head``), ``"HOST:PORT"`` (its GCS address) or ``"ray://HOST:10001"``
-            (Ray Client). None: Ray's default — an existing local cluster, else a new one in this
-            process. If this process already called ``ray.init``, that connection is used.
+            ``ray start``), ``"HOST:PORT"`` (its GCS address) or ``"ray://HOST:10001"`` (Ray
+            Client). None: a new Ray instance on this machine for this run only (Ray's
+            ``address="local"``, with all its cores). If this process already called
+            ``ray.init``, that connection is used.
         cpus_per_unit: CPUs each task reserves; the unit trains with that many threads and
             worker processes (results equal the local backend's with ``n_jobs=cpus_per_unit``).
         gpus_per_unit: GPUs each task reserves (fractions share a GPU); with a GPU, the
@@ -143,8 +144,8 @@ def _connected(ray: ModuleType, address: str | None) -> Iterator[None]:
     if ray.is_initialized():
         yield
         return
-    settings: dict[str, Any] = {"address": address, "logging_level": "WARNING"}
-    if address is None:  # may start a local cluster: no dashboard, which it does not need
+    settings: dict[str, Any] = {"address": address or "local", "logging_level": "WARNING"}
+    if address is None:  # a throw-away local instance (never a stale one found on disk)
         settings["include_dashboard"] = False
     else:  # the cluster's workers run this very probemeter (same code: same results)
         import probemeter
