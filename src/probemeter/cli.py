@@ -5,7 +5,8 @@
 * ``probemeter curve`` — the same for your own ``.npz``/``.npy`` features;
 * ``probemeter measures`` — recompute measures from a saved ``results.json`` without training;
 * ``probemeter run`` — a whole study described by an experiment file
-  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`);
+  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`), in this process or
+  on a Ray cluster (``--backend ray``, :mod:`probemeter.distributed`).
 * ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
   a comparison problem (Zhu et al.; :mod:`probemeter.power_cli`).
 * ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli_pareto`).
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 from collections.abc import Sequence
@@ -24,6 +26,7 @@ from probemeter.comparison import compare
 from probemeter.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations
+from probemeter.distributed import RayOptions, import_ray
 from probemeter.experiment import load_experiment
 from probemeter.plotting import plot_curves
 from probemeter.power_cli import add_power_commands
@@ -103,8 +106,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--fresh", action="store_true", help="recompute units already stored")
     run.add_argument("--check", action="store_true", help="only validate the file, then exit")
-    run.add_argument("--n-jobs", type=int, default=-1, help="CPU worker processes (-1: all)")
+    run.add_argument(
+        "--n-jobs", type=int, help="CPU worker processes, --backend local (default -1: all)"
+    )
+    run.add_argument(
+        "--max-memory",
+        type=float,
+        default=2.0,
+        metavar="GIB",
+        help="GiB for one chunk of stacked probes, per worker process (default: 2)",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _ray_options(run)
     run.set_defaults(handler=_run_experiment)
 
     report = commands.add_parser("report", help="write the HTML report and tables of a run")
@@ -115,6 +128,63 @@ def _parser() -> argparse.ArgumentParser:
 
     add_pareto_parser(commands)
     return parser
+
+
+#: the options of `probemeter run` that only the Ray backend takes (fields of RayOptions)
+_RAY_ONLY = ("address", "cpus_per_unit", "gpus_per_unit", "max_retries")
+
+
+def _ray_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("backend")
+    group.add_argument(
+        "--backend",
+        default="local",
+        metavar="{local,ray}",
+        help="local (this process, the default) or ray (one Ray task per unit)",
+    )
+    group.add_argument(
+        "--address", help="Ray cluster: auto or HOST:PORT (default: a new one for this run)"
+    )
+    group.add_argument(
+        "--cpus-per-unit",
+        type=int,
+        metavar="N",
+        help="CPUs (and worker processes) per Ray task (default 1)",
+    )
+    group.add_argument(
+        "--gpus-per-unit", type=float, metavar="G", help="GPUs per Ray task (default 0)"
+    )
+    group.add_argument(
+        "--max-retries",
+        type=int,
+        metavar="N",
+        help="Ray re-runs of a task whose worker died (default 3)",
+    )
+
+
+def _ray_settings(args: argparse.Namespace) -> RayOptions | None:
+    """The Ray options of `probemeter run` (None for --backend local), checked."""
+    if args.backend not in ("local", "ray"):
+        raise ValueError(f"--backend must be 'local' or 'ray'; got {args.backend!r}")
+    if not (math.isfinite(args.max_memory) and args.max_memory > 0):
+        raise ValueError(f"--max-memory must be a positive number of GiB; got {args.max_memory}")
+    if args.backend == "local":
+        for name in _RAY_ONLY:
+            if getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} needs --backend ray (the backend is local)")
+        return None
+    if args.n_jobs is not None:
+        raise ValueError("--n-jobs is for --backend local; on Ray use --cpus-per-unit")
+    import_ray()
+    given = {name: getattr(args, name) for name in _RAY_ONLY if getattr(args, name) is not None}
+    try:
+        return RayOptions(**given)
+    except ValueError as error:  # name the flag, not the field
+        message = str(error)
+        for name in _RAY_ONLY:
+            message = message.replace(name, "--" + name.replace("_", "-"), 1)
+        raise ValueError(message) from None
 
 
 def _training_options(parser: argparse.ArgumentParser, steps: int) -> None:
@@ -255,6 +325,7 @@ def _run_measures(args: argparse.Namespace) -> int:
 
 
 def _run_experiment(args: argparse.Namespace) -> int:
+    ray = _ray_settings(args)
     experiment = load_experiment(args.experiment)
     names = ", ".join(rep.name for rep in experiment.representations)
     task = experiment.task.dataset if experiment.task else "npz features"
@@ -269,7 +340,13 @@ def _run_experiment(args: argparse.Namespace) -> int:
         return 0
     started = time.perf_counter()
     run = run_experiment(
-        experiment, args.out, fresh=args.fresh, n_jobs=args.n_jobs, progress=not args.no_progress
+        experiment,
+        args.out,
+        fresh=args.fresh,
+        n_jobs=-1 if args.n_jobs is None else args.n_jobs,
+        max_memory=args.max_memory,
+        progress=not args.no_progress,
+        ray=ray,
     )
     for name, timing in run.timings.items():
         how = "loaded (computed earlier in" if timing["loaded"] else "computed in"

@@ -11,6 +11,10 @@ finished curves. The run folder then holds::
     RUN_DIR/curves.png        loss and accuracy curves
 
 Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
+The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.distributed`),
+with the same results, bit for bit, when a Ray task trains with as many worker processes as
+the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a curve
+independent of where it runs, and the worker count sets how the probe axis is chunked.
 """
 
 from __future__ import annotations
@@ -18,9 +22,8 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,7 +46,10 @@ from probemeter.experiment import (
 from probemeter.plotting import plot_curves
 from probemeter.probes import MLP
 from probemeter.results import save_results
-from probemeter.store import ResultStore, run_units
+from probemeter.store import ResultStore, Unit, run_units
+
+if TYPE_CHECKING:
+    from probemeter.distributed import RayOptions
 
 __all__ = ["FEATURE_CACHE", "ExperimentRun", "prepare_data", "run_experiment"]
 
@@ -74,17 +80,30 @@ def run_experiment(
     *,
     fresh: bool = False,
     n_jobs: int | None = -1,
+    max_memory: float = 2.0,
     progress: bool = True,
+    ray: RayOptions | None = None,
 ) -> ExperimentRun:
     """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
 
     All data are loaded and checked before anything is trained. With ``fresh`` the stored
     curves of this experiment are recomputed.
 
+    Args:
+        n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
+            each curve trains with ``ray.cpus_per_unit`` worker processes instead.
+        max_memory: GiB budget of one chunk of stacked probes, per worker process (see
+            :func:`~probemeter.engine.fit_evaluate`).
+        ray: run the curves as Ray tasks with these options; None: in this process.
+
     Raises:
         ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
             the pool of an ``npz`` file), listing every such problem.
     """
+    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)):
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    if not 0 < max_memory < float("inf"):
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
     datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
     method, random_state = experiment.method, experiment.run.random_state
     run_dir = Path(out) / experiment.run.name
@@ -107,11 +126,24 @@ def run_experiment(
             "seeds": list(range(method.seeds)),
             "random_state": random_state,
         }
-        compute = partial(
-            _curve, data, method, sizes, random_state, experiment.run.device, n_jobs, progress
-        )
-        units.append((spec, compute))
-    outcomes = run_units(units, ResultStore(run_dir), fresh=fresh, progress=progress)
+        options = {
+            "method": method,
+            "sizes": sizes,
+            "random_state": random_state,
+            "device": experiment.run.device,
+            "n_jobs": n_jobs if ray is None else ray.cpus_per_unit,
+            "max_memory": max_memory,
+            "progress": progress and ray is None,
+        }
+        units.append(Unit(spec, _curve, data, options))
+    store = ResultStore(run_dir)
+    if ray is None:
+        pairs = [(unit.spec, unit.compute) for unit in units]
+        outcomes = run_units(pairs, store, fresh=fresh, progress=progress)
+    else:
+        from probemeter.distributed import run_units_on_ray
+
+        outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
     curves = tuple(LossDataCurve.from_dict(outcome.result) for outcome in outcomes)
     comparison = compare(curves, method.epsilon, unit=method.unit)
     timings = {
@@ -139,11 +171,13 @@ def _task_dict(task: Task | None) -> dict[str, Any] | None:
 
 def _curve(
     data: ProbeData,
+    *,
     method: CurveMethod,
     sizes: list[int],
     random_state: int,
     device: str,
     n_jobs: int | None,
+    max_memory: float,
     progress: bool,
 ) -> dict[str, Any]:
     """One unit: the loss-data curve of ``data``, as a JSON dictionary."""
@@ -159,6 +193,7 @@ def _curve(
         random_state=random_state,
         device=device,
         n_jobs=n_jobs,
+        max_memory=max_memory,
         progress=progress,
     ).to_dict()
 

@@ -17,7 +17,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,16 @@ from tqdm.auto import tqdm
 from probemeter.atomic_io import write_json_atomic
 from probemeter.curve import LossDataCurve, environment
 
-__all__ = ["RECORD_FIELDS", "ResultStore", "UnitOutcome", "run_units", "unit_key"]
+__all__ = [
+    "RECORD_FIELDS",
+    "ResultStore",
+    "Unit",
+    "UnitOutcome",
+    "check_result",
+    "prepare_units",
+    "run_units",
+    "unit_key",
+]
 
 #: the fields of a stored unit's JSON file
 RECORD_FIELDS = ("key", "spec", "result", "created", "seconds", "versions")
@@ -210,6 +219,62 @@ class UnitOutcome:
     loaded: bool
     seconds: float
 
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any], loaded: bool) -> UnitOutcome:
+        """The outcome of a stored record (:meth:`ResultStore.save` or :meth:`ResultStore.load`)."""
+        return cls(record["key"], record["spec"], record["result"], loaded, record["seconds"])
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit whose large input is kept apart from its code, so that a backend can ship it
+    once: its result is ``function(data, **options)``, a JSON mapping.
+
+    The local backend calls :meth:`compute`; the Ray backend (:mod:`probemeter.distributed`)
+    puts each distinct ``data`` object into the object store once and runs ``function`` on it
+    in a task. ``function`` must be importable (a module-level function) to run remotely, and
+    ``options`` small (they travel with every task).
+    """
+
+    spec: Mapping[str, Any]
+    function: Callable[..., Mapping[str, Any]]
+    data: Any
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def compute(self) -> Mapping[str, Any]:
+        """The unit's result, computed in this process."""
+        return self.function(self.data, **self.options)
+
+
+def prepare_units(
+    specs: Sequence[Mapping[str, Any]], store: ResultStore, *, fresh: bool = False
+) -> list[str]:
+    """The keys of ``specs``, after checking that they are distinct; with ``fresh``, their
+    stored results are discarded first.
+
+    Raises:
+        ValueError: a spec is not JSON (see :func:`unit_key`), or two specs are equal.
+    """
+    keys = [unit_key(spec) for spec in specs]
+    first_of: dict[str, int] = {}
+    for index, key in enumerate(keys):
+        if key in first_of:
+            raise ValueError(f"units[{index}] has the same spec as units[{first_of[key]}]")
+        first_of[key] = index
+    if fresh:
+        for key in keys:
+            store.discard(key)
+    return keys
+
+
+def check_result(key: str, result: Any) -> Mapping[str, Any]:
+    """``result`` if it is a mapping, else a ValueError naming unit ``key``."""
+    if not isinstance(result, Mapping):
+        raise ValueError(
+            f"the compute function of unit {key} returned a {type(result).__name__}, not a mapping"
+        )
+    return result
+
 
 def run_units(
     units: Sequence[tuple[Mapping[str, Any], Callable[[], Mapping[str, Any]]]],
@@ -230,15 +295,7 @@ def run_units(
         ValueError: a spec is not JSON (see :func:`unit_key`), two units have the same spec,
             a compute function returns a non-mapping, or a stored unit file is corrupt.
     """
-    keys = [unit_key(spec) for spec, _ in units]
-    first_of: dict[str, int] = {}
-    for index, key in enumerate(keys):
-        if key in first_of:
-            raise ValueError(f"units[{index}] has the same spec as units[{first_of[key]}]")
-        first_of[key] = index
-    if fresh:
-        for key in keys:
-            store.discard(key)
+    keys = prepare_units([spec for spec, _ in units], store, fresh=fresh)
     outcomes = []
     bar = tqdm(total=len(units), desc="units", unit="unit", disable=not progress)
     with bar:
@@ -248,16 +305,9 @@ def run_units(
                 record = store.load(key)
             else:
                 started = time.perf_counter()
-                result = compute()
-                if not isinstance(result, Mapping):
-                    raise ValueError(
-                        f"the compute function of unit {key} returned a "
-                        f"{type(result).__name__}, not a mapping"
-                    )
+                result = check_result(key, compute())
                 record = store.save(key, spec, result, time.perf_counter() - started)
-            outcomes.append(
-                UnitOutcome(key, record["spec"], record["result"], loaded, record["seconds"])
-            )
+            outcomes.append(UnitOutcome.from_record(record, loaded))
             computed = sum(not outcome.loaded for outcome in outcomes)
             bar.set_postfix(computed=computed, loaded=len(outcomes) - computed)
             bar.update()
