@@ -40,6 +40,7 @@ __all__ = [
     "BITS_PER_NAT",
     "PAPER_TIMESTEPS",
     "OnlineCode",
+    "SeedResults",
     "block_ends",
     "online_codelength",
     "paper_training",
@@ -98,8 +99,42 @@ def block_ends(n: int, n_classes: int, timesteps: Sequence[float] = PAPER_TIMEST
     return ends
 
 
+class SeedResults:
+    """Shared behaviour of code results holding a per-seed table ``seeds`` (mixin)."""
+
+    seeds: pd.DataFrame
+
+    def mean(self, column: str) -> float:
+        """Mean over seeds of a per-seed column."""
+        return float(self.seeds[column].mean())
+
+    def std(self, column: str) -> float:
+        """Standard deviation over seeds (ddof=1; 0 with one seed)."""
+        return float(self.seeds[column].std(ddof=1)) if len(self.seeds) > 1 else 0.0
+
+    def summary(self) -> pd.DataFrame:
+        """Mean, standard deviation, min and max over seeds of every numeric per-seed column."""
+        columns = self.seeds.drop(columns="seed").select_dtypes("number")
+        return pd.DataFrame(
+            {
+                "mean": columns.mean(),
+                "std": columns.std(ddof=1).fillna(0.0),
+                "min": columns.min(),
+                "max": columns.max(),
+            }
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_dict` as JSON atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+
 @dataclass(frozen=True)
-class OnlineCode:
+class OnlineCode(SeedResults):
     """Online codelength of one representation's labels, over several data orders (seeds).
 
     Attributes:
@@ -128,14 +163,6 @@ class OnlineCode:
     def uniform_bits(self) -> float:
         return uniform_codelength(self.n, self.n_classes)
 
-    def mean(self, column: str = "online_bits") -> float:
-        """Mean over seeds of a per-seed column."""
-        return float(self.seeds[column].mean())
-
-    def std(self, column: str = "online_bits") -> float:
-        """Standard deviation over seeds (ddof=1; 0 with one seed)."""
-        return float(self.seeds[column].std(ddof=1)) if len(self.seeds) > 1 else 0.0
-
     @property
     def codelength_bits(self) -> float:
         return self.mean("online_bits")
@@ -143,18 +170,6 @@ class OnlineCode:
     @property
     def compression(self) -> float:
         return self.mean("compression")
-
-    def summary(self) -> pd.DataFrame:
-        """Mean, standard deviation, min and max over seeds of every per-seed column."""
-        columns = self.seeds.drop(columns="seed")
-        return pd.DataFrame(
-            {
-                "mean": columns.mean(),
-                "std": columns.std(ddof=1).fillna(0.0),
-                "min": columns.min(),
-                "max": columns.max(),
-            }
-        )
 
     def block_table(self) -> pd.DataFrame:
         """Per block, mean over seeds: bounds, training size, bits, bits per label, accuracy."""
@@ -174,9 +189,9 @@ class OnlineCode:
     def __str__(self) -> str:
         return (
             f"online code of {self.name}: {self.codelength_bits / 1e3:.2f} "
-            f"± {self.std() / 1e3:.2f} kbits over {len(self.seeds)} seed(s), compression "
-            f"{self.compression:.2f} (uniform {self.uniform_bits / 1e3:.2f} kbits); data "
-            f"{self.mean('data_bits') / 1e3:.2f} + model {self.mean('model_bits') / 1e3:.2f} "
+            f"± {self.std('online_bits') / 1e3:.2f} kbits over {len(self.seeds)} seed(s), "
+            f"compression {self.compression:.2f} (uniform {self.uniform_bits / 1e3:.2f} kbits); "
+            f"data {self.mean('data_bits') / 1e3:.2f} + model {self.mean('model_bits') / 1e3:.2f} "
             "kbits\n" + self.block_table().to_string(float_format=lambda v: f"{v:.3f}")
         )
 
@@ -207,14 +222,6 @@ class OnlineCode:
             seeds=pd.DataFrame(payload["seeds"]),
             metadata=payload.get("metadata", {}),
         )
-
-    def save(self, path: str | Path) -> None:
-        """Write as JSON atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> OnlineCode:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def plot(
         self, ax: Any = None, *, metric: str = "accuracy", label: str | None = None, **style: Any
