@@ -5,7 +5,8 @@
 * ``probemeter curve`` — the same for your own ``.npz``/``.npy`` features;
 * ``probemeter measures`` — recompute measures from a saved ``results.json`` without training;
 * ``probemeter run`` — a whole study described by an experiment file
-  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`).
+  (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`);
+* ``probemeter mdl`` — online/variational codes with control tasks (:mod:`probemeter.cli_mdl`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from probemeter.cli_mdl import add_mdl_command
 from probemeter.comparison import compare
 from probemeter.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData, load_features
@@ -106,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("run_dir", type=Path, help="a folder holding results.json")
     report.add_argument("--epsilon", type=float, help="recompute the measures at this ε")
     report.set_defaults(handler=_run_report)
+    add_mdl_command(commands)
     return parser
 
 
