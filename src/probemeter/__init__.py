@@ -11,6 +11,8 @@ from probemeter.data import ProbeData, load_features
 from probemeter.datasets import digits_representations, fashion_mnist, parity_representations
 from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 from probemeter.experiment import Experiment, ExperimentError, load_experiment
+from probemeter.mdl import OnlineCode, online_codelength
+from probemeter.mdl_report import MDLEntry, mdl_table
 from probemeter.measures import (
     DescriptionLength,
     MutualInformation,
@@ -31,6 +33,7 @@ from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine
 from probemeter.results import load_curves, save_results
 from probemeter.runner import ExperimentRun, run_experiment
 from probemeter.store import ResultStore, run_units, unit_key
+from probemeter.variational import VariationalCode, variational_codelength
 
 __all__ = [
     "MLP",
@@ -41,7 +44,9 @@ __all__ = [
     "ExperimentRun",
     "Linear",
     "LossDataCurve",
+    "MDLEntry",
     "MutualInformation",
+    "OnlineCode",
     "ProbeData",
     "ProbeEvaluation",
     "RefinedSampleComplexity",
@@ -50,6 +55,7 @@ __all__ = [
     "SurplusDescriptionLength",
     "TrainingConfig",
     "ValidationPerformance",
+    "VariationalCode",
     "compare",
     "default_sizes",
     "digits_representations",
@@ -62,7 +68,9 @@ __all__ = [
     "load_features",
     "loss_data_curve",
     "mdl",
+    "mdl_table",
     "mutual_information",
+    "online_codelength",
     "parity_representations",
     "recommend_epsilon",
     "refine_sample_complexity",
@@ -74,4 +82,5 @@ __all__ = [
     "sdl",
     "unit_key",
     "validation_performance",
+    "variational_codelength",
 ]
