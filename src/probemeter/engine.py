@@ -566,4 +566,7 @@ def _train_chunk_early_stopping(
         patience=config.patience,
         max_epochs=config.max_epochs,
         report=report,
+        rebuild=lambda layers: StackedMLP(
+            layers, rows, config.precision if rows >= _BF16_MIN_ROWS else "f32"
+        ),
     )
