@@ -46,10 +46,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--large", action="store_true", help="100k tokens, MLP-2 h=1000 probes")
     parser.add_argument("--layers", type=int, nargs="+", default=list(range(7)))
     parser.add_argument("--hidden", type=int, default=64, help="probe hidden width (MLP-2)")
-    parser.add_argument("--seeds", type=int, default=1, help="data orders of the online code")
+    parser.add_argument("--seeds", type=int, default=2, help="data orders of the online code")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--max-epochs", type=int, default=30)
-    parser.add_argument("--variational-epochs", type=int, default=20)
+    parser.add_argument("--variational-epochs", type=int, default=30)
+    parser.add_argument("--variational-lr", type=float, default=1e-2)
+    parser.add_argument("--variational-batch-size", type=int, default=256)
     parser.add_argument("--no-variational", action="store_true")
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--device", default="auto")
@@ -58,6 +60,7 @@ def _arguments() -> argparse.Namespace:
     args = parser.parse_args()
     if args.large:
         args.tokens, args.hidden, args.variational_epochs = 100_000, 1000, 200
+        args.variational_lr = 1e-3
         args.seeds, args.batch_size, args.max_epochs = 3, 256, 100
     return args
 
@@ -104,7 +107,8 @@ def main() -> None:
                     BayesianMLP((args.hidden, args.hidden)),
                     seeds=1,
                     epochs=args.variational_epochs,
-                    batch_size=args.batch_size,
+                    batch_size=args.variational_batch_size,
+                    lr=args.variational_lr,
                     device=args.device,
                 )
             print(
@@ -132,7 +136,8 @@ def _write(
         f"{n_words} words ({data.pool_size} transmitted per layer, {len(data.y_test)} "
         f"test); probe MLP-2 h={args.hidden}; online code: {args.seeds} seed(s), paper "
         f"timesteps, early stopping (sec. 3.1, batch {args.batch_size}, at most "
-        f"{args.max_epochs} epochs); variational: {args.variational_epochs} epochs. "
+        f"{args.max_epochs} epochs); variational: {args.variational_epochs} epochs, lr "
+        f"{args.variational_lr:g}, batch {args.variational_batch_size}. "
         f"Pairs are task / control. Run time {seconds:.0f} s.\n\n"
     )
     args.out.mkdir(parents=True, exist_ok=True)
