@@ -53,7 +53,8 @@ _SMALL_WORK_FLOPS = 2e10
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How every probe is trained: a fixed number of Adam updates on minibatches.
+    """How every probe is trained: a fixed number of Adam updates on minibatches (default), or
+    per-probe early stopping with learning-rate annealing (``early_stopping=True``).
 
     Args:
         steps: Adam updates per probe, the same at every subset size (stopping rule: fixed).
