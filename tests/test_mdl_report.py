@@ -61,6 +61,7 @@ def test_cli_mdl_writes_json_markdown_and_png(tmp_path, capsys):
     )
     markdown = (out / "mdl.md").read_text()
     assert "online (kbits)" in markdown and " / " in markdown
+    assert "s.d. over seeds" in markdown  # two seeds: their spread is shown
     assert "online compression" in capsys.readouterr().out
     assert "\\begin{tabular}" in mdl_table([entry], "latex")
     with pytest.raises(ValueError, match="fmt"):

@@ -94,7 +94,9 @@ def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
 
 
 def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
-    """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits.
+    """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits,
+    the online code's standard deviation over data orders (when there are several, Fig. 2d) and
+    the pruned variational probes.
 
     Args:
         fmt: ``"markdown"``, ``"text"`` (aligned plain text) or ``"latex"``.
@@ -120,12 +122,16 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
             "var. compression": pair("variational_compression", 1, 2),
             "online (kbits)": pair("online_kbits", 1, 2),
             "online compression": pair("online_compression", 1, 2),
+            "online s.d. over seeds (kbits)": pair("online_kbits_std", 1, 2),
             "pruned probe": [
                 " / ".join(p for p in (a, b) if p)
                 for a, b in zip(frame["architecture"], frame["control_architecture"])
             ],
         }
     )
+    spread = frame[["online_kbits_std", "control_online_kbits_std"]].fillna(0.0)
+    if not spread.to_numpy().any():  # one seed: no spread to show
+        table = table.drop(columns="online s.d. over seeds (kbits)")
     table = table.loc[:, (table != "-").any() & (table != "").any()]
     header = ["representation", *table.columns]
     rows = [[str(name), *cells] for name, cells in zip(table.index, table.to_numpy().tolist())]
