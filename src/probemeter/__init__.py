@@ -14,6 +14,8 @@ from probemeter.datasets import digits_representations, fashion_mnist, parity_re
 from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 from probemeter.experiment import Experiment, ExperimentError, load_experiment
 from probemeter.mcnemar import McNemarResult, mcnemar
+from probemeter.mdl import OnlineCode, online_codelength
+from probemeter.mdl_report import MDLEntry, mdl_table
 from probemeter.measures import (
     DescriptionLength,
     MutualInformation,
@@ -45,6 +47,7 @@ from probemeter.results import load_curves, save_results
 from probemeter.runner import ExperimentRun, run_experiment
 from probemeter.sampling import rotation_splits, stratified_splits
 from probemeter.store import ResultStore, run_units, unit_key
+from probemeter.variational import VariationalCode, variational_codelength
 
 __all__ = [
     "MLP",
@@ -57,8 +60,10 @@ __all__ = [
     "HypervolumeTable",
     "Linear",
     "LossDataCurve",
+    "MDLEntry",
     "McNemarResult",
     "MutualInformation",
+    "OnlineCode",
     "PairedComparison",
     "ParetoFrontiers",
     "PowerCurve",
@@ -72,6 +77,7 @@ __all__ = [
     "SurplusDescriptionLength",
     "TrainingConfig",
     "ValidationPerformance",
+    "VariationalCode",
     "compare",
     "default_sizes",
     "detect_collapse",
@@ -87,7 +93,9 @@ __all__ = [
     "loss_data_curve",
     "mcnemar",
     "mdl",
+    "mdl_table",
     "mutual_information",
+    "online_codelength",
     "pareto_dominant",
     "pareto_frontier",
     "pareto_hypervolume",
@@ -108,4 +116,5 @@ __all__ = [
     "stratified_splits",
     "unit_key",
     "validation_performance",
+    "variational_codelength",
 ]

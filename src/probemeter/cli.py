@@ -7,6 +7,7 @@
 * ``probemeter run`` — a whole study described by an experiment file
   (:mod:`probemeter.experiment`), resumable (:mod:`probemeter.runner`), in this process or
   on a Ray cluster (``--backend ray``, :mod:`probemeter.distributed`).
+* ``probemeter mdl`` — online/variational codes with control tasks (:mod:`probemeter.cli_mdl`).
 * ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
   a comparison problem (Zhu et al.; :mod:`probemeter.power_cli`).
 * ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli_pareto`).
@@ -21,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from probemeter.cli_mdl import add_mdl_command
 from probemeter.cli_pareto import add_pareto_parser
 from probemeter.comparison import compare
 from probemeter.curve import LossDataCurve, loss_data_curve
@@ -127,6 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     add_power_commands(commands)
 
     add_pareto_parser(commands)
+    add_mdl_command(commands)
     return parser
 
 

@@ -33,6 +33,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter.data import is_integer
+from probemeter.early_stopping import train_with_dev_stopping
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import StackedMLP
 
@@ -52,7 +53,8 @@ _SMALL_WORK_FLOPS = 2e10
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How every probe is trained: a fixed number of Adam updates on minibatches.
+    """How every probe is trained: a fixed number of Adam updates on minibatches (default), or
+    per-probe early stopping with learning-rate annealing (``early_stopping=True``).
 
     Args:
         steps: Adam updates per probe, the same at every subset size (stopping rule: fixed).
@@ -62,12 +64,25 @@ class TrainingConfig:
             f32 Adam state and f32 loss, for probes whose minibatches have at least 64 rows
             (narrower ones are bound by memory traffic, not arithmetic, and train in f32);
             evaluation is always f32.
+        early_stopping: instead of ``steps`` fixed updates, the protocol of Voita & Titov §3.1
+            (Hewitt & Liang 2019), per probe, inside the batched run: ``dev_fraction`` of each
+            probe's subset is its development set; after every epoch on the rest, an epoch
+            without a new development minimum multiplies the probe's learning rate by
+            ``lr_decay``; ``patience`` such epochs in a row (or ``max_epochs``) stop it; its
+            best-development parameters are kept (:mod:`probemeter.early_stopping`). The paper
+            uses ``lr=1e-3``.
+        dev_fraction, lr_decay, patience, max_epochs: settings of ``early_stopping``.
     """
 
     steps: int = 1000
     batch_size: int = 256
     lr: float = 1e-4
     precision: str = "f32"
+    early_stopping: bool = False
+    dev_fraction: float = 0.1
+    lr_decay: float = 0.5
+    patience: int = 4
+    max_epochs: int = 100
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size"):
@@ -82,10 +97,37 @@ class TrainingConfig:
         object.__setattr__(self, "lr", float(self.lr))
         if self.precision not in _PRECISIONS:
             raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise ValueError(f"early_stopping must be a bool; got {self.early_stopping!r}")
+        for name in ("dev_fraction", "lr_decay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+            if not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("patience", "max_epochs"):
+            value = getattr(self, name)
+            if not is_integer(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+            object.__setattr__(self, name, int(value))
 
     def to_dict(self) -> dict:
-        """The settings, plus the stopping rule stated explicitly."""
-        return {**asdict(self), "optimizer": "adam", "stopping": f"fixed {self.steps} steps"}
+        """The settings, plus the stopping rule stated explicitly (the early-stopping settings
+        appear only when it is on, so fixed-steps configurations keep their old keys)."""
+        settings = asdict(self)
+        if not self.early_stopping:
+            for name in ("early_stopping", "dev_fraction", "lr_decay", "patience", "max_epochs"):
+                del settings[name]
+            return {**settings, "optimizer": "adam", "stopping": f"fixed {self.steps} steps"}
+        del settings["steps"]
+        stopping = (
+            f"early stopping per probe on a {self.dev_fraction:g} dev split of its subset: "
+            f"lr x{self.lr_decay:g} after an epoch without a new dev minimum, stop after "
+            f"{self.patience} such epochs in a row or {self.max_epochs} epochs; best-dev "
+            "parameters kept (Voita & Titov 2020, sec. 3.1)"
+        )
+        return {**settings, "optimizer": "adam (per-probe lr)", "stopping": stopping}
 
 
 @dataclass(frozen=True)
@@ -100,6 +142,7 @@ class ProbeEvaluation:
         nll: only with ``per_example=True``: (P, n_eval) float32 cross-entropy of every
             evaluation example, in nats (online codes sum it over blocks; paired tests need it).
         predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions.
+        epochs: only with ``config.early_stopping``: (P,) epochs each probe trained.
     """
 
     loss: np.ndarray
@@ -107,6 +150,7 @@ class ProbeEvaluation:
     accuracy: np.ndarray
     nll: np.ndarray | None = None
     predictions: np.ndarray | None = None
+    epochs: np.ndarray | None = None
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -174,6 +218,8 @@ def fit_evaluate(
     if per_example:
         result["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
         result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
+    if config.early_stopping:
+        result["epochs"] = np.empty(n_probes, dtype=np.int64)
     if n_probes == 0:
         return ProbeEvaluation(**result)
     shapes = probe.layer_shapes(X_train.shape[1], n_classes)
@@ -187,7 +233,7 @@ def fit_evaluate(
     ]
     arrays = (X_train, y_train, X_eval, y_eval)
     bar = tqdm(
-        total=n_probes * config.steps,
+        total=None if config.early_stopping else n_probes * config.steps,
         disable=not progress,
         unit="update",
         unit_scale=True,
@@ -380,6 +426,12 @@ class _ChunkRunner:
         model = self.probe.stack(
             rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
         )
+        if self.config.early_stopping:
+            epochs = _train_chunk_early_stopping(
+                model, self.pool_x, self.pool_y, subsets, rngs, rows, self.config, self.report
+            )
+            metrics = model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
+            return {**metrics, "epochs": epochs}
         order, row_weights = _minibatch_order(
             subsets, rngs, self.config.batch_size, rows, self.config.steps
         )
@@ -488,3 +540,32 @@ def _train_chunk(
         if (step + 1) % report_every == 0 or step + 1 == config.steps:
             report(n_probes * (step + 1 - reported))
             reported = step + 1
+
+
+def _train_chunk_early_stopping(
+    model: StackedMLP,
+    pool_x: torch.Tensor,
+    pool_y: torch.Tensor,
+    subsets: list[np.ndarray],
+    rngs: list[np.random.Generator],
+    rows: int,
+    config: TrainingConfig,
+    report: Callable[[int], object],
+) -> np.ndarray:
+    """``config.early_stopping`` training of one chunk; the epochs each probe ran."""
+    return train_with_dev_stopping(
+        model,
+        pool_x,
+        pool_y,
+        subsets,
+        rngs,
+        rows,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        dev_fraction=config.dev_fraction,
+        lr_decay=config.lr_decay,
+        patience=config.patience,
+        max_epochs=config.max_epochs,
+        report=report,
+        compact=True,
+    )

@@ -99,11 +99,13 @@ class MLP:
             layers.append(
                 (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
             )
-        seeds = None
+        generators = None
         if self.dropout and self.hidden:
-            seeds = [int(rng.integers(2**62)) for rng in rngs]
+            generators = [
+                torch.Generator(device=device).manual_seed(int(rng.integers(2**62))) for rng in rngs
+            ]
         dropout = self.dropout if self.hidden else 0.0
-        return StackedMLP(layers, rows, precision, dropout=dropout, seeds=seeds)
+        return StackedMLP(layers, rows, precision, dropout=dropout, generators=generators)
 
     def to_dict(self) -> dict:
         spec = {"family": "mlp", "hidden": list(self.hidden)}

@@ -28,9 +28,9 @@ class StackedMLP:
         precision: ``"f32"`` or ``"bf16"`` (bf16 matmuls, f32 master weights and gradients).
         dropout: inverted-dropout rate on every hidden activation during training (each unit
             kept with probability 1 − rate and scaled by 1 / (1 − rate)); none at evaluation.
-        seeds: with dropout, one seed per probe: probe i draws its masks, for exactly its own
-            batch rows, from its own torch stream, so they do not depend on its companions or
-            on padding.
+        generators: with dropout, one torch generator per probe: probe i draws its masks, for
+            exactly its own batch rows, from its own stream, so they do not depend on its
+            companions or on padding.
     """
 
     def __init__(
@@ -39,7 +39,7 @@ class StackedMLP:
         rows: int,
         precision: str,
         dropout: float = 0.0,
-        seeds: list[int] | None = None,
+        generators: list[torch.Generator] | None = None,
     ):
         self.parameters = [tensor for layer in layers for tensor in layer]
         for tensor in self.parameters:
@@ -59,14 +59,10 @@ class StackedMLP:
         self._keep = 1.0 - dropout
         # padding rows keep a mask of ones (their weight is 0 anyway); real rows are redrawn
         self._masks = [torch.ones_like(act) for act in self._act] if dropout else []
-        self._generators = []
-        if dropout:
-            if seeds is None or len(seeds) != n_probes:
-                raise ValueError(f"dropout needs one seed per probe ({n_probes}); got {seeds!r}")
-            self._generators = [torch.Generator(device=device) for _ in seeds]
-            for generator, seed in zip(self._generators, seeds):
-                generator.manual_seed(int(seed))
-        self._batch_rows: list[int] | None = None
+        if dropout and (generators is None or len(generators) != n_probes):
+            raise ValueError(f"dropout needs one generator per probe ({n_probes})")
+        self._generators = list(generators) if dropout else []
+        self._rows, self._precision, self._dropout = rows, precision, dropout
         self._grad_w_low = [torch.empty_like(w) for w in self._w] if self._low else None
         self._inputs_low = (
             torch.empty(n_probes, rows, self._weights[0].shape[1], device=device, dtype=dtype)
@@ -118,15 +114,25 @@ class StackedMLP:
                 upstream = delta
 
     def _draw_mask(self, layer: int, row_weights: torch.Tensor) -> torch.Tensor:
-        """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0) from its
-        own stream, scaled by 1/keep."""
-        if self._batch_rows is None:
-            self._batch_rows = (row_weights[:, :, 0] > 0).sum(dim=1).tolist()
+        """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0, they come
+        first) from its own stream, scaled by 1/keep."""
+        batch_rows = (row_weights[:, :, 0] > 0).sum(dim=1).tolist()
         mask = self._masks[layer]
-        for probe, (generator, batch) in enumerate(zip(self._generators, self._batch_rows)):
+        for probe, (generator, batch) in enumerate(zip(self._generators, batch_rows)):
             real = mask[probe, :batch]
             real.bernoulli_(self._keep, generator=generator).div_(self._keep)
         return mask
+
+    def select(self, kept: np.ndarray) -> StackedMLP:
+        """The probes at rows ``kept`` as a new, smaller stack: copies of their parameters, the
+        same architecture, precision and dropout, and their own dropout streams, continued."""
+        index = torch.as_tensor(kept, device=self._weights[0].device)
+        layers = [
+            (w.detach()[index].clone(), b.detach()[index].clone())
+            for w, b in zip(self._weights, self._biases)
+        ]
+        generators = [self._generators[i] for i in kept] if self._dropout else None
+        return StackedMLP(layers, self._rows, self._precision, self._dropout, generators)
 
     def refresh(self) -> None:
         """After an optimiser step: copy the updated master weights into the bf16 shadows."""
