@@ -332,12 +332,8 @@ def _run_experiment(args: argparse.Namespace) -> int:
     experiment = load_experiment(args.experiment)
     names = ", ".join(rep.name for rep in experiment.representations)
     task = experiment.task.dataset if experiment.task else "npz features"
-    method = experiment.method
-    print(
-        f"{args.experiment}: {task}; representations {names}; probe MLP{method.probe}, "
-        f"{method.steps} Adam steps (lr {method.lr}, batch {method.batch_size}), "
-        f"{method.seeds} seeds, ε = {method.epsilon} {method.unit}"
-    )
+    settings = ", ".join(f"{key} {value}" for key, value in experiment.method.to_dict().items())
+    print(f"{args.experiment}: {task}; representations {names}; method {settings}")
     if args.check:
         print("experiment file OK")
         return 0
@@ -355,10 +351,11 @@ def _run_experiment(args: argparse.Namespace) -> int:
         how = "loaded (computed earlier in" if timing["loaded"] else "computed in"
         print(f"{name}: {how} {timing['seconds']:.1f} s" + (")" if timing["loaded"] else ""))
     print()
-    print(run.comparison)
+    print(run.table)
     files = write_report(run.run_dir)
+    written = ", ".join(path.name for path in run.files)
     print(
-        f"\nwrote {run.run_dir}/results.json, curves.png, experiment.toml and units/ "
+        f"\nwrote {written}, experiment.toml and units/ to {run.run_dir} "
         f"in {time.perf_counter() - started:.1f} s; report: {files.html}"
     )
     return 0

@@ -35,7 +35,7 @@ Schema (every key not marked *required* has the default shown)::
     #   relative to the TOML file) -- features with their own labels, no [task] needed
 
     [method]
-    kind = "curve"              # loss-data curves and their measures (the only method so far)
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power" (their keys below)
     epsilon = 0.1               # required: loss tolerance of SDL and εSC, in `unit`
     unit = "nats"               # "nats" | "bits"
     probe = [512, 512]          # hidden widths; [] is a linear probe
@@ -46,6 +46,21 @@ Schema (every key not marked *required* has the default shown)::
     precision = "f32"           # "f32" | "bf16"
     sizes = "default"           # or a list of distinct training-set sizes n
 
+    # kind = "mdl" (Voita & Titov): online code (eq. 4) of each representation, and of its
+    #   control task (word types of task "ptb"); all codelengths in bits
+    #   probe = [64, 64], seeds = 2 (data orders), timesteps = the paper's 0.001 ... 1.0,
+    #   control = true, variational = false (eq. 3, slow on CPU), batch_size = 64,
+    #   lr = 1e-3, max_epochs = 100 (§3.1 early stopping and annealing on a dev split),
+    #   variational_epochs = 30, variational_lr = 1e-2
+    # kind = "pareto" (Pimentel et al.): nuclear-norm and rank linear probes of every
+    #   representation, Pareto hypervolumes
+    #   penalties = 20 (λ = 0 and 19 log-spaced in [2^-10, 8]; 0: none), ranks = true,
+    #   steps = 1000, batch_size = 256, lr = 1e-2
+    # kind = "power" (Zhu et al.): each representation against `baseline` on the same
+    #   stratified 4:1:1 splits and seeds; McNemar power, recommended N (Table 2)
+    #   baseline (required: a representation name), per_class = [16, 64, 256], seeds = 5,
+    #   probe = [], steps = 1000, batch_size = 64, lr = 1e-3, alpha = 0.05
+
 PCA and random projections are fitted on the training pool only, VAE and CNN on images held
 out from it; features are standardised with pool statistics (parity features are kept as
 bits). Encoded words are cached on disk, so a rerun does not encode them again.
@@ -55,14 +70,16 @@ problem at once, each with its TOML location, in one :class:`ExperimentError`.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.mdl import PAPER_TIMESTEPS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,11 +90,16 @@ __all__ = [
     "ARRAY_KINDS",
     "DATASETS",
     "KINDS",
+    "METHODS",
     "WORDS",
     "WORD_KINDS",
     "CurveMethod",
     "Experiment",
     "ExperimentError",
+    "MDLMethod",
+    "Method",
+    "ParetoMethod",
+    "PowerMethod",
     "Representation",
     "RunSettings",
     "Task",
@@ -289,6 +311,72 @@ class CurveMethod:
 
 
 @dataclass(frozen=True)
+class MDLMethod:
+    """``[method]`` of kind ``"mdl"``: online (and variational) codes, Voita & Titov §2–3."""
+
+    probe: tuple[int, ...] = (64, 64)
+    seeds: int = 2
+    timesteps: tuple[float, ...] = PAPER_TIMESTEPS
+    control: bool = True
+    variational: bool = False
+    batch_size: int = 64
+    lr: float = 1e-3
+    max_epochs: int = 100
+    variational_epochs: int = 30
+    variational_lr: float = 1e-2
+
+    kind = "mdl"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **_plain(asdict(self))}
+
+
+@dataclass(frozen=True)
+class ParetoMethod:
+    """``[method]`` of kind ``"pareto"``: nuclear-norm and rank probes, Pimentel et al. §4."""
+
+    penalties: int = 20
+    ranks: bool = True
+    steps: int = 1000
+    batch_size: int = 256
+    lr: float = 1e-2
+
+    kind = "pareto"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class PowerMethod:
+    """``[method]`` of kind ``"power"``: paired comparisons with a baseline, Zhu et al. §3–4."""
+
+    baseline: str
+    per_class: tuple[int, ...] = (16, 64, 256)
+    seeds: int = 5
+    probe: tuple[int, ...] = ()
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 1e-3
+    alpha: float = 0.05
+
+    kind = "power"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **_plain(asdict(self))}
+
+
+Method = CurveMethod | MDLMethod | ParetoMethod | PowerMethod
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Tuples as lists, for JSON."""
+    return {
+        key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
+    }
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A parsed, validated experiment file."""
 
@@ -296,7 +384,7 @@ class Experiment:
     run: RunSettings
     task: Task | None
     representations: tuple[Representation, ...]
-    method: CurveMethod
+    method: Method
 
     def to_dict(self) -> dict[str, Any]:
         """The configuration as JSON values, defaults filled in (for results files)."""
@@ -391,9 +479,30 @@ def load_experiment(path: str | Path) -> Experiment:
     method = _read_method(reader, reader.table(document, "method", required=True))
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
+    _check_method(reader, method, task, representations)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
+
+
+def _check_method(
+    reader: _Reader, method: Method | None, task: Task | None, reps: list[Representation]
+) -> None:
+    """Checks of the method against the task and the representations."""
+    if isinstance(method, MDLMethod) and method.control and (task is None or task.dataset != "ptb"):
+        reader.add(
+            "method.control",
+            "the control task maps word types to labels: it needs a text task (ptb); set "
+            "control = false",
+        )
+    if isinstance(method, PowerMethod):
+        names = [rep.name for rep in reps]
+        if method.baseline not in names:
+            reader.add(
+                "method.baseline", f"{method.baseline!r} is none of the representations {names}"
+            )
+        elif len(names) < 2:
+            reader.add("representations", "a power comparison needs at least two representations")
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
@@ -503,43 +612,122 @@ def _read_file(
     return file
 
 
-def _read_method(reader: _Reader, table: dict[str, Any]) -> CurveMethod:
+def _timesteps(value: Any) -> str | None:
+    numbers = (
+        isinstance(value, list)
+        and value
+        and all(not isinstance(t, bool) and isinstance(t, (int, float)) for t in value)
+    )
+    if not numbers or not all(0 < t <= 1 for t in value) or value[-1] != 1:
+        return f"must be increasing fractions in (0, 1] ending at 1; got {value!r}"
+    if any(later <= earlier for earlier, later in itertools.pairwise(value)):
+        return f"must be strictly increasing; got {value!r}"
+    return None
+
+
+def _non_negative_integers(value: Any) -> str | None:
+    if not isinstance(value, list) or any(_integer(0)(item) for item in value):
+        return f"must be a list of non-negative integers; got {value!r}"
+    return None
+
+
+#: per method kind: its class and keys (check, default); ``_REQUIRED`` marks required keys
+METHODS: dict[str, tuple[type, dict[str, tuple[Callable[[Any], str | None], Any]]]] = {
+    "curve": (
+        CurveMethod,
+        {
+            "epsilon": (_positive_number, _REQUIRED),
+            "unit": (_one_of("nats", "bits"), "nats"),
+            "probe": (_positive_integers, [512, 512]),
+            "seeds": (_integer(1), 4),
+            "steps": (_integer(1), 1000),
+            "lr": (_positive_number, 1e-4),
+            "batch_size": (_integer(1), 256),
+            "precision": (_one_of("f32", "bf16"), "f32"),
+            "sizes": (_sizes, "default"),
+        },
+    ),
+    "mdl": (
+        MDLMethod,
+        {
+            "probe": (_positive_integers, [64, 64]),
+            "seeds": (_integer(1), 2),
+            "timesteps": (_timesteps, list(PAPER_TIMESTEPS)),
+            "control": (_boolean, True),
+            "variational": (_boolean, False),
+            "batch_size": (_integer(1), 64),
+            "lr": (_positive_number, 1e-3),
+            "max_epochs": (_integer(1), 100),
+            "variational_epochs": (_integer(1), 30),
+            "variational_lr": (_positive_number, 1e-2),
+        },
+    ),
+    "pareto": (
+        ParetoMethod,
+        {
+            "penalties": (_integer(0), 20),
+            "ranks": (_boolean, True),
+            "steps": (_integer(1), 1000),
+            "batch_size": (_integer(1), 256),
+            "lr": (_positive_number, 1e-2),
+        },
+    ),
+    "power": (
+        PowerMethod,
+        {
+            "baseline": (_string, _REQUIRED),
+            "per_class": (lambda v: _positive_integers(v, distinct=True), [16, 64, 256]),
+            "seeds": (_integer(1), 5),
+            "probe": (_non_negative_integers, []),
+            "steps": (_integer(1), 1000),
+            "batch_size": (_integer(1), 64),
+            "lr": (_positive_number, 1e-3),
+            "alpha": (_fraction, 0.05),
+        },
+    ),
+}
+_FLOATS = ("epsilon", "lr", "variational_lr", "alpha")
+#: stand-ins for required values that had a problem (the file is rejected anyway)
+_PLACEHOLDERS = {"epsilon": 0.1, "baseline": ""}
+
+
+def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
+    """The ``[method]`` table; None when its kind or a required key is unusable."""
     where = "method"
-    reader.get(where, table, "kind", _one_of(CurveMethod.kind), CurveMethod.kind)
-    reader.unknown(where, table, {"kind", *CurveMethod.__dataclass_fields__})
-    default = CurveMethod(epsilon=0.1)
-    values = {
-        "epsilon": reader.get(where, table, "epsilon", _positive_number),
-        "unit": reader.get(where, table, "unit", _one_of("nats", "bits"), default.unit),
-        "probe": reader.get(where, table, "probe", _positive_integers, list(default.probe)),
-        "seeds": reader.get(where, table, "seeds", _integer(1), default.seeds),
-        "steps": reader.get(where, table, "steps", _integer(1), default.steps),
-        "lr": reader.get(where, table, "lr", _positive_number, default.lr),
-        "batch_size": reader.get(where, table, "batch_size", _integer(1), default.batch_size),
-        "precision": reader.get(where, table, "precision", _one_of("f32", "bf16"), "f32"),
-        "sizes": reader.get(where, table, "sizes", _sizes, "default"),
-    }
-    # a value with a problem falls back to its default (the method is then never used), so
-    # that the valid ones can still be checked against the task
-    values = {key: value for key, value in values.items() if value is not None}
-    values = {**default.to_dict(), **values}
-    del values["kind"]
-    values["epsilon"], values["lr"] = float(values["epsilon"]), float(values["lr"])
-    values["probe"] = tuple(values["probe"])
-    values["sizes"] = None if values["sizes"] == "default" else tuple(values["sizes"])
-    return CurveMethod(**values)
+    kind = reader.get(where, table, "kind", _one_of(*METHODS), "curve")
+    if kind is None:
+        return None
+    cls, keys = METHODS[kind]
+    reader.unknown(where, table, {"kind", *keys})
+    values = {}
+    for key, (check, default) in keys.items():
+        value = reader.get(where, table, key, check, default)
+        # a value with a problem falls back to its default or a stand-in (the method is then
+        # never used), so that the valid ones can still be checked against the task
+        if value is None:
+            value = _PLACEHOLDERS[key] if default is _REQUIRED else default
+        values[key] = value
+    for key, value in values.items():
+        if key in _FLOATS:
+            values[key] = float(value)
+        elif isinstance(value, list):
+            values[key] = tuple(float(v) for v in value) if key == "timesteps" else tuple(value)
+    if kind == "curve":
+        values["sizes"] = None if values["sizes"] == "default" else values["sizes"]
+    return cls(**values)
 
 
 def _check_against_task(
-    reader: _Reader, task: Task, representations: list[Representation], method: CurveMethod
+    reader: _Reader, task: Task, representations: list[Representation], method: Method | None
 ) -> list[Representation]:
     """Checks that need the task's pool size, inputs and held-out images (no data are
     loaded); returns the representations with their default view (the dataset's first)
     filled in."""
     spec = DATASETS[task.dataset]
     pool, views = task.pool_size, spec.views(task.options)
-    if pool is not None and method.sizes is not None and max(method.sizes) > pool:
-        reader.add("method.sizes", f"{max(method.sizes)} exceeds the pool of {pool} examples")
+    sizes = getattr(method, "sizes", None)
+    if pool is not None and sizes is not None and max(sizes) > pool:
+        reader.add("method.sizes", f"{max(sizes)} exceeds the pool of {pool} examples")
     resolved = []
     for index, rep in enumerate(representations):
         where = f"representations[{index}]"

@@ -99,6 +99,12 @@ def block_ends(n: int, n_classes: int, timesteps: Sequence[float] = PAPER_TIMEST
     return ends
 
 
+def _columns(frame: pd.DataFrame) -> dict[str, list[Any]]:
+    """Columns as lists with NaN (e.g. the uniform first block's accuracy) as JSON null;
+    ``pd.DataFrame`` reads null back as NaN."""
+    return frame.astype(object).where(frame.notna(), None).to_dict(orient="list")
+
+
 class SeedResults:
     """Shared behaviour of code results holding a per-seed table ``seeds`` (mixin)."""
 
@@ -204,8 +210,8 @@ class OnlineCode(SeedResults):
             "n_classes": self.n_classes,
             "n": self.n,
             "ends": list(self.ends),
-            "blocks": self.blocks.to_dict(orient="list"),
-            "seeds": self.seeds.to_dict(orient="list"),
+            "blocks": _columns(self.blocks),
+            "seeds": _columns(self.seeds),
             "metadata": self.metadata,
         }
 

@@ -188,7 +188,10 @@ def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any
         ax.set_xticks(positions, frame.index, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel("kbits")
         ax.set_title(f"{kind} code: data + model")
-        ax.legend(fontsize=7)
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, f"no {kind} code computed", ha="center", transform=ax.transAxes)
     for index, entry in enumerate(entries):
         for code, style in ((entry.online, "-"), (entry.control_online, "--")):
             if code is not None:

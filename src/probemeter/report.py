@@ -28,6 +28,7 @@ from typing import Any
 from probemeter.atomic_io import write_text_atomic
 from probemeter.comparison import Comparison, compare
 from probemeter.curve import LossDataCurve
+from probemeter.method_runs import RUN_NAME
 from probemeter.results import SCHEMA, load_curves
 
 __all__ = ["ReportFiles", "ranked", "write_report"]
@@ -77,6 +78,10 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
             and no ``epsilon`` was given.
     """
     run_dir = Path(run_dir)
+    if (run_dir / RUN_NAME).is_file():
+        if epsilon is not None:
+            raise ValueError("epsilon applies to loss-data curves, not to this method's run")
+        return _method_report(run_dir)
     path = run_dir / RESULTS_NAME
     curves = load_curves(path)
     payload = json.loads(path.read_text())
@@ -87,6 +92,30 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
     write_text_atomic(files.html, _html(payload, curves, comparison))
     write_text_atomic(files.markdown, comparison.to_markdown() + "\n")
     write_text_atomic(files.latex, comparison.to_latex() + "\n")
+    return files
+
+
+def _method_report(run_dir: Path) -> ReportFiles:
+    """``report.html`` of an ``mdl``, ``pareto`` or ``power`` run: its table (as written by
+    :func:`probemeter.method_runs.finish`), its figure, the experiment and the timings."""
+    run = json.loads((run_dir / RUN_NAME).read_text())
+    files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
+    image = base64.b64encode((run_dir / run["figure"]).read_bytes()).decode("ascii")
+    title = f"probemeter {run['method']} report: {run_dir.name}"
+    sections = [
+        f"<h1>{escape(title)}</h1>",
+        f'<p class="note">report written '
+        f"{dt.datetime.now(dt.timezone.utc).isoformat(timespec='seconds')}</p>",
+        "<h2>Results</h2>",
+        f"<pre>{escape(files.markdown.read_text())}</pre>",
+        f'<img id="method-figure" alt="{escape(run["method"])} figure" '
+        f'src="data:image/png;base64,{image}">',
+        "<h2>Experiment</h2>",
+        f"<pre>{escape(json.dumps(run.get('experiment'), indent=2, default=str))}</pre>",
+        "<h2>Timings</h2>",
+        _timings_table(run.get("timings", {})),
+    ]
+    write_text_atomic(files.html, _page(title, "\n".join(sections)))
     return files
 
 
@@ -149,10 +178,14 @@ def _html(payload: dict[str, Any], curves: Sequence[LossDataCurve], comparison: 
         "<h2>Library versions</h2>",
         _key_value_table(payload.get("versions", {}), ("library", "version")),
     ]
-    body = "\n".join(sections)
+    return _page(f"probemeter report: {names}", "\n".join(sections))
+
+
+def _page(title: str, body: str) -> str:
+    """A self-contained HTML document."""
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f"<title>probemeter report: {escape(names)}</title>\n<style>{_CSS}</style>\n</head>\n"
+        f"<title>{escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n"
         f"<body>\n{body}\n</body>\n</html>\n"
     )
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ from probemeter.experiment import (
     Representation,
     Task,
 )
+from probemeter.method_runs import finish, power_pairs, unit_function
 from probemeter.plotting import plot_curves
 from probemeter.probes import MLP
 from probemeter.results import save_results
@@ -64,14 +65,19 @@ _Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 class ExperimentRun:
     """The outcome of :func:`run_experiment`.
 
-    ``timings`` maps each representation to ``{"key", "seconds", "loaded"}``: its unit key,
-    the seconds its curve took to compute (in an earlier run when ``loaded``).
+    ``timings`` maps each unit (a representation; for ``power`` a pair) to ``{"key",
+    "seconds", "loaded"}``: its unit key, the seconds it took to compute (in an earlier run
+    when ``loaded``). ``table`` is the method's printable result table; ``curves`` and
+    ``comparison`` are set for the ``curve`` method only.
     """
 
     run_dir: Path
-    curves: tuple[LossDataCurve, ...]
-    comparison: Comparison
+    kind: str
+    table: str
     timings: dict[str, dict[str, Any]]
+    files: tuple[Path, ...]
+    curves: tuple[LossDataCurve, ...] = ()
+    comparison: Comparison | None = None
 
 
 def run_experiment(
@@ -111,31 +117,17 @@ def run_experiment(
     copy = run_dir / "experiment.toml"
     if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
         shutil.copyfile(experiment.path, copy)
-    units = []
-    for rep in experiment.representations:
-        data = datasets[rep.name]
-        sizes = [int(n) for n in (method.sizes or default_sizes(data.pool_size))]
-        spec = {
-            "method": method.kind,
-            "task": _task_dict(experiment.task),
-            "representation": rep.to_dict(),
-            "data_fingerprint": data.fingerprint(),
-            "probe": MLP(method.probe).to_dict(),
-            "training": _training(method).to_dict(),
-            "sizes": sizes,
-            "seeds": list(range(method.seeds)),
-            "random_state": random_state,
-        }
-        options = {
-            "method": method,
-            "sizes": sizes,
-            "random_state": random_state,
-            "device": experiment.run.device,
-            "n_jobs": n_jobs if ray is None else ray.cpus_per_unit,
-            "max_memory": max_memory,
-            "progress": progress and ray is None,
-        }
-        units.append(Unit(spec, _curve, data, options))
+    backend = {
+        "random_state": random_state,
+        "device": experiment.run.device,
+        "n_jobs": n_jobs if ray is None else ray.cpus_per_unit,
+        "progress": progress and ray is None,
+    }
+    if method.kind == "curve":
+        labelled = _curve_units(experiment, datasets, backend, max_memory)
+    else:
+        labelled = _method_units(experiment, datasets, backend, max_memory)
+    labels, units = [label for label, _ in labelled], [unit for _, unit in labelled]
     store = ResultStore(run_dir)
     if ray is None:
         pairs = [(unit.spec, unit.compute) for unit in units]
@@ -144,12 +136,16 @@ def run_experiment(
         from probemeter.distributed import run_units_on_ray
 
         outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
+    timings = {
+        label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
+        for label, outcome in zip(labels, outcomes)
+    }
+    if method.kind != "curve":
+        extra = {"experiment": experiment.to_dict(), "timings": timings}
+        finished = finish(method, outcomes, run_dir, extra)
+        return ExperimentRun(run_dir, method.kind, finished.table, timings, finished.files)
     curves = tuple(LossDataCurve.from_dict(outcome.result) for outcome in outcomes)
     comparison = compare(curves, method.epsilon, unit=method.unit)
-    timings = {
-        rep.name: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
-        for rep, outcome in zip(experiment.representations, outcomes)
-    }
     save_results(
         run_dir / "results.json",
         curves,
@@ -158,7 +154,86 @@ def run_experiment(
         timings=timings,
     )
     plot_curves(curves, method.epsilon if method.unit == "nats" else None, run_dir / "curves.png")
-    return ExperimentRun(run_dir, curves, comparison, timings)
+    files = (run_dir / "results.json", run_dir / "curves.png")
+    return ExperimentRun(
+        run_dir, "curve", str(comparison), timings, files, curves=curves, comparison=comparison
+    )
+
+
+def _spec(experiment: Experiment, rep: Representation, data: ProbeData) -> dict[str, Any]:
+    """What every unit's key depends on, whatever the method."""
+    return {
+        "method": experiment.method.kind,
+        "task": _task_dict(experiment.task),
+        "representation": rep.to_dict(),
+        "data_fingerprint": data.fingerprint(),
+        "random_state": experiment.run.random_state,
+    }
+
+
+def _curve_units(
+    experiment: Experiment,
+    datasets: dict[str, ProbeData],
+    backend: dict[str, Any],
+    max_memory: float,
+) -> list[tuple[str, Unit]]:
+    """One loss-data curve per representation."""
+    method = experiment.method
+    units = []
+    for rep in experiment.representations:
+        data = datasets[rep.name]
+        sizes = [int(n) for n in (method.sizes or default_sizes(data.pool_size))]
+        spec = {
+            **_spec(experiment, rep, data),
+            "probe": MLP(method.probe).to_dict(),
+            "training": _training(method).to_dict(),
+            "sizes": sizes,
+            "seeds": list(range(method.seeds)),
+        }
+        options = {**backend, "method": method, "sizes": sizes, "max_memory": max_memory}
+        units.append((rep.name, Unit(spec, _curve, data, options)))
+    return units
+
+
+def _method_units(
+    experiment: Experiment,
+    datasets: dict[str, ProbeData],
+    backend: dict[str, Any],
+    max_memory: float,
+) -> list[tuple[str, Unit]]:
+    """Units of the ``mdl`` and ``pareto`` methods (one per representation) and of ``power``
+    (one per representation paired with the baseline); see :mod:`probemeter.method_runs`."""
+    method = experiment.method
+    function = unit_function(method.kind)
+    reps = {rep.name: rep for rep in experiment.representations}
+    units = []
+    if method.kind == "power":
+        for label, pair in power_pairs(list(reps), method.baseline, datasets):
+            spec = {
+                **_spec(experiment, reps[pair[1].name], pair[1]),
+                "baseline": reps[method.baseline].to_dict(),
+                "baseline_fingerprint": pair[0].fingerprint(),
+                "settings": method.to_dict(),
+            }
+            options = {key: backend[key] for key in ("random_state", "device", "n_jobs")}
+            options.update(method=method, progress=backend["progress"])
+            units.append((label, Unit(spec, function, pair, options)))
+        return units
+    for name, rep in reps.items():
+        data = replace(datasets[name], name=name)
+        spec = {**_spec(experiment, rep, data), "settings": method.to_dict()}
+        if method.kind == "mdl":
+            options = {**backend, "method": method, "max_memory": max_memory}
+        else:
+            task = experiment.task.dataset if experiment.task else "task"
+            options = {
+                "method": method,
+                "task": task,
+                "random_state": backend["random_state"],
+                "device": backend["device"],
+            }
+        units.append((name, Unit(spec, function, data, options)))
+    return units
 
 
 def _training(method: CurveMethod) -> TrainingConfig:
@@ -222,7 +297,7 @@ def prepare_data(
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue
-        sizes = experiment.method.sizes
+        sizes = getattr(experiment.method, "sizes", None)
         if sizes is not None and max(sizes) > data.pool_size:
             problems.append(
                 f"method.sizes: {max(sizes)} exceeds the pool of {data.pool_size} examples "

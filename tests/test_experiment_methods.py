@@ -1,0 +1,125 @@
+"""Experiment files with the mdl, pareto and power methods: validation, run folders, resume."""
+
+import json
+
+import pytest
+
+from probemeter.cli import main
+from probemeter.experiment import ExperimentError, load_experiment
+from probemeter.mdl_report import load_mdl_results
+from probemeter.pareto import ParetoFrontiers
+from probemeter.power_report import PowerReport
+
+DIGITS = """
+[run]
+name = "{name}"
+
+[task]
+dataset = "digits"
+
+[[representations]]
+name = "pixels"
+kind = "raw"
+
+[[representations]]
+name = "pca-8"
+kind = "pca"
+n_components = 8
+
+[method]
+{method}
+"""
+
+
+def _run(tmp_path, text, name):
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text)
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]) == 0
+    return out / name
+
+
+def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
+    method = 'kind = "pareto"\npenalties = 3\nsteps = 60\nlr = 0.05'
+    run_dir = _run(tmp_path, DIGITS.format(name="pareto", method=method), "pareto")
+    frontiers = ParetoFrontiers.load(run_dir / "results.json")
+    table = frontiers.hypervolume_table().to_frame()
+    assert set(table["representation"]) == {"pixels", "pca-8"}
+    assert set(table["measure"]) == {"nuclear norm", "rank"}
+    # λ = 0 plus two penalties, ranks 1 ... min(K=10, d) per representation
+    points = frontiers.points
+    assert (points["measure"] == "nuclear norm").sum() == 2 * 3
+    assert (points["measure"] == "rank").sum() == 10 + 8
+    for name in ("frontiers.png", "points.csv", "table.md", "table.tex", "report.html"):
+        assert (run_dir / name).is_file(), name
+    assert "pixels" in (run_dir / "table.md").read_text()
+    assert "method kind pareto" in capsys.readouterr().out
+
+
+def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
+    method = (
+        'kind = "power"\nbaseline = "pixels"\nper_class = [8, 16]\nseeds = 2\nsteps = 60\nlr = 0.01'
+    )
+    run_dir = _run(tmp_path, DIGITS.format(name="power", method=method), "power")
+    report = PowerReport.load(run_dir / "results.json")
+    frame = report.to_frame()
+    assert set(frame["comparison"]) == {"pixels vs pca-8"}
+    assert len(frame) == 2  # one row per subsampled size
+    assert frame["power"].between(0, 1).all()
+    run = json.loads((run_dir / "run.json").read_text())
+    assert run["method"] == "power" and list(run["timings"]) == ["pixels vs pca-8"]
+
+
+def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
+    pytest.importorskip("spacy")
+    text = """
+[task]
+dataset = "ptb"
+n_sentences = 40
+
+[[representations]]
+name = "glove"
+kind = "glove"
+
+[[representations]]
+name = "spacy"
+kind = "spacy"
+
+[method]
+kind = "mdl"
+probe = [16]
+seeds = 1
+timesteps = [0.1, 0.3, 1.0]
+max_epochs = 3
+"""
+    run_dir = _run(tmp_path, text, "mdl")
+    entries = load_mdl_results(run_dir / "results.json")
+    assert [entry.name for entry in entries] == ["glove", "spacy"]
+    for entry in entries:
+        assert entry.online is not None and entry.control_online is not None
+        assert entry.online.codelength_bits > 0 and entry.control_online.codelength_bits > 0
+    assert "glove" in (run_dir / "table.md").read_text()
+    assert (run_dir / "mdl.png").is_file() and (run_dir / "report.html").is_file()
+    # a second run loads both units from the store
+    _run(tmp_path, text, "mdl")
+    timings = json.loads((run_dir / "run.json").read_text())["timings"]
+    assert all(timing["loaded"] for timing in timings.values())
+
+
+def test_method_problems_are_listed_together(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        DIGITS.format(name="bad", method='kind = "power"\nbaseline = "nope"\nseeds = 0\nfoo = 1')
+    )
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    problems = "\n".join(caught.value.problems)
+    assert "method.baseline: 'nope' is none of the representations" in problems
+    assert "method.seeds: must be >= 1" in problems
+    assert "method.foo: unknown key" in problems
+    path.write_text(DIGITS.format(name="bad", method='kind = "mdl"\ntimesteps = [0.5, 0.2]'))
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    problems = "\n".join(caught.value.problems)
+    assert "method.control: the control task maps word types" in problems
+    assert "method.timesteps: must be increasing fractions in (0, 1] ending at 1" in problems
