@@ -22,8 +22,8 @@ demo: venv
 	$(BIN)/probemeter demo --out demo-results
 
 test: venv
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
 
 bench: venv

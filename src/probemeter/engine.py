@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from probemeter.data import is_integer
 from probemeter.early_stopping import train_with_dev_stopping
 from probemeter.probes import MLP
-from probemeter.probes.stacked_mlp import StackedMLP
+from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 
 __all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate", "resolve_device"]
 
@@ -359,11 +359,14 @@ def _chunk_size(
     shapes: list[tuple[int, int]], batch: int, config: TrainingConfig, max_memory: float
 ) -> int:
     """How many probes fit the memory budget: parameters with gradient and two Adam moments
-    (16 bytes each, +2 for bf16 shadows), activations and gradients of one minibatch, and the
-    probe's minibatch index stream."""
+    (16 bytes each, +2 for bf16 shadows), activations and gradients of one minibatch, the
+    probe's minibatch index stream, and the activations of one evaluation block (two layers'
+    outputs and the log-probabilities with their losses)."""
     n_params = sum((fan_in + 1) * fan_out for fan_in, fan_out in shapes)
     activations = batch * (shapes[0][0] + 3 * sum(fan_out for _, fan_out in shapes))
-    per_probe = 18 * n_params + 4 * activations + 8 * batch * config.steps
+    widest = max(fan_out for _, fan_out in shapes)
+    evaluation = EVAL_ROWS_PER_BLOCK * (2 * widest + 2 * shapes[-1][1])
+    per_probe = 18 * n_params + 4 * (activations + evaluation) + 8 * batch * config.steps
     return max(1, int(max_memory * 2**30 // per_probe))
 
 

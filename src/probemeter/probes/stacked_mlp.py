@@ -12,7 +12,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-__all__ = ["StackedMLP"]
+__all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP"]
+
+#: evaluation streams over blocks of this many rows (memory stays bounded on large test sets)
+EVAL_ROWS_PER_BLOCK = 4096
 
 _relu_backward = torch.ops.aten.threshold_backward.grad_input
 
@@ -145,7 +148,7 @@ class StackedMLP:
         self,
         features: torch.Tensor,
         labels: torch.Tensor,
-        rows_per_block: int = 4096,
+        rows_per_block: int = EVAL_ROWS_PER_BLOCK,
         per_example: bool = False,
     ) -> dict[str, np.ndarray]:
         """Per probe, in f32 and streaming over blocks of rows: mean cross-entropy (nats), mean
