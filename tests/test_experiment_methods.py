@@ -123,3 +123,7 @@ def test_method_problems_are_listed_together(tmp_path):
     problems = "\n".join(caught.value.problems)
     assert "method.control: the control task maps word types" in problems
     assert "method.timesteps: must be increasing fractions in (0, 1] ending at 1" in problems
+    nothing = 'kind = "pareto"\npenalties = 0\nranks = false'
+    path.write_text(DIGITS.format(name="bad", method=nothing))
+    with pytest.raises(ExperimentError, match="leaves no probe to train"):
+        load_experiment(path)

@@ -495,6 +495,8 @@ def _check_method(
             "the control task maps word types to labels: it needs a text task (ptb); set "
             "control = false",
         )
+    if isinstance(method, ParetoMethod) and method.penalties == 0 and not method.ranks:
+        reader.add("method.penalties", "0 with ranks = false leaves no probe to train")
     if isinstance(method, PowerMethod):
         names = [rep.name for rep in reps]
         if method.baseline not in names:

@@ -118,9 +118,10 @@ def pareto_unit(
     from probemeter.pareto_probing import linear_points
     from probemeter.probes.linear_complexity import nuclear_norm_penalties
 
-    penalties = nuclear_norm_penalties(method.penalties) if method.penalties >= 2 else ()
-    if method.penalties == 1:
-        penalties = (0.0,)
+    # the sweep is λ = 0 followed by log-spaced values; fewer than two leaves λ = 0 or nothing
+    penalties: Sequence[float] = (0.0,)[: method.penalties]
+    if method.penalties >= 2:
+        penalties = nuclear_norm_penalties(method.penalties)
     points = linear_points(
         data,
         task,
