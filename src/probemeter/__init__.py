@@ -1,8 +1,9 @@
 """probemeter: evaluate representations by how easy it is to learn a task from them.
 
-Train many small probes on frozen features and turn their loss-data curve into measures:
-validation performance (VA), mutual information (MI), online description length (MDL),
-surplus description length (SDL) and ε sample complexity (εSC) — Whitney et al.
+Train many small probes on frozen features, all at once, and turn their behaviour into measures:
+loss-data curves with VA, MI, MDL, SDL and εSC (Whitney et al.); online and variational MDL with
+control tasks (Voita & Titov); data requirements and statistical power of comparisons (Zhu et
+al.); Pareto frontiers of accuracy against probe complexity (Pimentel et al.).
 """
 
 from probemeter.bounds import Recommendation, generalization_bound, recommend_train_size
@@ -31,6 +32,7 @@ from probemeter.measures import (
     sdl,
     validation_performance,
 )
+from probemeter.memorisation import MemorisationResult, memorisation_complexity
 from probemeter.pareto import (
     HypervolumeTable,
     ParetoFrontiers,
@@ -38,10 +40,13 @@ from probemeter.pareto import (
     pareto_frontier,
     pareto_hypervolume,
 )
+from probemeter.pareto_probing import linear_points, mlp_family_points, treebank_tasks
 from probemeter.power import PairedComparison, run_configurations
 from probemeter.power_report import PowerReport, power_report
 from probemeter.power_simulation import PowerCurve, simulate_power
 from probemeter.probes import MLP, Linear
+from probemeter.probes.families import random_mlp_family
+from probemeter.probes.linear_complexity import fit_nuclear_norm_probes, fit_rank_probes
 from probemeter.refine import RefinedSampleComplexity, recommend_epsilon, refine_sample_complexity
 from probemeter.results import load_curves, save_results
 from probemeter.runner import ExperimentRun, run_experiment
@@ -62,6 +67,7 @@ __all__ = [
     "LossDataCurve",
     "MDLEntry",
     "McNemarResult",
+    "MemorisationResult",
     "MutualInformation",
     "OnlineCode",
     "PairedComparison",
@@ -84,9 +90,12 @@ __all__ = [
     "digits_representations",
     "fashion_mnist",
     "fit_evaluate",
+    "fit_nuclear_norm_probes",
+    "fit_rank_probes",
     "generalization_bound",
     "hoeffding_draws",
     "hoeffding_half_width",
+    "linear_points",
     "load_curves",
     "load_experiment",
     "load_features",
@@ -94,6 +103,8 @@ __all__ = [
     "mcnemar",
     "mdl",
     "mdl_table",
+    "memorisation_complexity",
+    "mlp_family_points",
     "mutual_information",
     "online_codelength",
     "pareto_dominant",
@@ -101,6 +112,7 @@ __all__ = [
     "pareto_hypervolume",
     "parity_representations",
     "power_report",
+    "random_mlp_family",
     "recommend_epsilon",
     "recommend_train_size",
     "refine_sample_complexity",
@@ -114,6 +126,7 @@ __all__ = [
     "sdl",
     "simulate_power",
     "stratified_splits",
+    "treebank_tasks",
     "unit_key",
     "validation_performance",
     "variational_codelength",
