@@ -106,6 +106,16 @@ max_epochs = 3
     assert all(timing["loaded"] for timing in timings.values())
 
 
+def test_mdl_blocks_are_checked_against_each_pool_before_training(tmp_path, capsys):
+    text = DIGITS.format(name="blocks", method='kind = "mdl"\ncontrol = false')
+    path = tmp_path / "blocks.toml"
+    path.write_text(text)  # 0.1 % of the 1297-image pool is 1 image, fewer than 10 classes
+    assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "method.timesteps:" in error and "representations[1]" in error
+    assert not (tmp_path / "runs" / "blocks" / "units").exists()
+
+
 def test_method_problems_are_listed_together(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(

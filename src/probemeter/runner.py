@@ -43,6 +43,7 @@ from probemeter.experiment import (
     Representation,
     Task,
 )
+from probemeter.mdl import block_ends
 from probemeter.method_runs import finish, power_pairs, unit_function
 from probemeter.plotting import plot_curves
 from probemeter.probes import MLP
@@ -283,8 +284,9 @@ def prepare_data(
             are costly to make (encoded words, VAE/CNN features); None: no cache.
 
     Raises:
-        ExperimentError: listing each representation whose files cannot be used or whose
-            pool is smaller than the largest size asked for.
+        ExperimentError: listing each representation whose files cannot be used, whose pool
+            is smaller than the largest size asked for, or whose first MDL block would hold
+            fewer examples than classes.
     """
     random_state = experiment.run.random_state
     inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
@@ -303,6 +305,12 @@ def prepare_data(
                 f"method.sizes: {max(sizes)} exceeds the pool of {data.pool_size} examples "
                 f"of {where} ({rep.name!r})"
             )
+        timesteps = getattr(experiment.method, "timesteps", None)
+        if timesteps is not None:
+            try:
+                block_ends(data.pool_size, data.n_classes, timesteps)
+            except ValueError as error:
+                problems.append(f"method.timesteps: {error} ({where}, {rep.name!r})")
         datasets[rep.name] = data
     if problems:
         raise ExperimentError(experiment.path, problems)
