@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from probemeter.data import is_integer
+from probemeter.measures import check_delta
 
 __all__ = [
     "COUNTINGS",
@@ -73,17 +74,6 @@ def _positive(name: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     return float(value)
-
-
-def _check_delta(delta: object) -> float:
-    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.integer, np.floating)):
-        raise ValueError(f"delta must be a probability in (0, 1); got {delta!r}")
-    if not 0.0 < float(delta) < 1.0:
-        raise ValueError(
-            f"delta must be a probability in (0, 1) (the bound fails with probability < "
-            f"delta); got {delta!r}"
-        )
-    return float(delta)
 
 
 def log_function_class_size(
@@ -136,7 +126,7 @@ def generalization_bound(
     """m · scale · sqrt(2 · ln(2|F|/δ) / n) for ``log_class_size`` = ln|F| (nats); ``scale`` is
     the bound B on the risk (1 for accuracy). See the module docstring."""
     n = _positive("n", n)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     scale = _positive("scale", scale)
     log_size = float(log_class_size)
     if not math.isfinite(log_size) or log_size < 0:
@@ -158,7 +148,7 @@ def required_train_size(
     """The smallest n with :func:`generalization_bound` ≤ ``target``: the closed form
     ⌈2 · ln(2|F|/δ) · (m · scale / target)²⌉."""
     target = _positive("target", target)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     scale = _positive("scale", scale)
     multiplier = bound_multiplier(variant, C=C, first_block_fraction=first_block_fraction)
     log_term = math.log(2.0) + float(log_class_size) - math.log(delta)
@@ -253,7 +243,7 @@ def recommend_train_size(
             "instead of recommending a size"
         )
     factor = _positive("factor", factor)
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     log_size = log_function_class_size(n_parameters, bits_per_parameter, counting)
     target = float(gap) / factor
     n_train = required_train_size(

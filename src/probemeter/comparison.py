@@ -27,7 +27,14 @@ from probemeter.measures import (
 if TYPE_CHECKING:
     from probemeter.curve import LossDataCurve
 
-__all__ = ["MEASURES", "Comparison", "compare", "default_comparison_sizes"]
+__all__ = [
+    "MEASURES",
+    "Comparison",
+    "compare",
+    "default_comparison_sizes",
+    "latex_escape",
+    "markdown_row",
+]
 
 #: measures of a comparison, in table order
 MEASURES = ("VA", "MDL", "SDL", "SC")
@@ -139,16 +146,16 @@ class Comparison:
         """A GitHub-flavoured Markdown table in the layout of Whitney et al., Table 1."""
         header = ["n", "measure", *self.representations]
         lines = [
-            _markdown_row(header),
-            _markdown_row(["---:", ":---"] + ["---:"] * len(self.representations)),
+            markdown_row(header),
+            markdown_row(["---:", ":---"] + ["---:"] * len(self.representations)),
         ]
-        lines += [_markdown_row(row) for row in self.table_rows(digits)]
+        lines += [markdown_row(row) for row in self.table_rows(digits)]
         return "\n".join(lines)
 
     def to_latex(self, digits: int = 2) -> str:
         """A LaTeX ``tabular`` (booktabs rules) in the layout of Whitney et al., Table 1."""
         columns = "rl" + "r" * len(self.representations)
-        header = ["$n$", "Measure", *(_latex_escape(name) for name in self.representations)]
+        header = ["$n$", "Measure", *(latex_escape(name) for name in self.representations)]
         lines = [rf"\begin{{tabular}}{{{columns}}}", r"\toprule", " & ".join(header) + r" \\"]
         for index, row in enumerate(self.table_rows(digits)):
             if index % len(MEASURES) == 0:
@@ -290,11 +297,13 @@ def _sorted_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     return tuple(sorted({int(n) for n in values}))
 
 
-def _markdown_row(cells: Sequence[str]) -> str:
+def markdown_row(cells: Sequence[str]) -> str:
+    """One markdown table row, ``|`` in cells escaped (shared by every table of the package)."""
     return "| " + " | ".join(cell.replace("|", r"\|") for cell in cells) + " |"
 
 
-def _latex_escape(text: str) -> str:
+def latex_escape(text: str) -> str:
+    """``text`` with LaTeX's special characters escaped."""
     return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter.atomic_io import write_json_atomic
-from probemeter.data import ProbeData, is_integer, nested_subset
+from probemeter.data import ProbeData, is_integer, nested_subset, seed_ids
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.probes import MLP
 
@@ -283,8 +283,8 @@ def loss_data_curve(
         raise ValueError(f"random_state must be an integer; got {random_state!r}")
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
-    seed_ids = _seed_ids(seeds)
-    grid = [(int(n), seed) for seed in seed_ids for n in size_values]
+    seeds_used = seed_ids(seeds)
+    grid = [(int(n), seed) for seed in seeds_used for n in size_values]
     subsets = [nested_subset(data.pool_size, n, random_state, seed) for n, seed in grid]
     keys = [(random_state, seed, n) for n, seed in grid]
     started = time.perf_counter()
@@ -326,17 +326,3 @@ def loss_data_curve(
     return LossDataCurve(
         data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
     )
-
-
-def _seed_ids(seeds: int | Sequence[int]) -> list[int]:
-    if is_integer(seeds):
-        if seeds < 1:
-            raise ValueError(f"seeds must be >= 1; got {seeds}")
-        return list(range(int(seeds)))
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)):
-        raise ValueError(f"seeds must be a count or a sequence of seed ids; got {seeds!r}")
-    if not seeds or not all(is_integer(s) and s >= 0 for s in seeds):
-        raise ValueError(f"seeds must be non-negative integers; got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct; got {seeds!r}")
-    return [int(s) for s in seeds]

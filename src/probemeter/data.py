@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["ProbeData", "is_integer", "load_features", "nested_subset", "subset_permutation"]
+__all__ = [
+    "ProbeData",
+    "is_integer",
+    "load_features",
+    "nested_subset",
+    "seed_ids",
+    "subset_permutation",
+]
 
 
 def is_integer(value: object) -> bool:
@@ -298,3 +306,19 @@ def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             raise ValueError(f"labels for {str(path)!r} expected in {str(label_path)!r}")
         return np.load(path, allow_pickle=False), np.load(label_path, allow_pickle=False)
     raise ValueError(f"feature file {str(path)!r} must be .npz or .npy")
+
+
+def seed_ids(seeds: int | Sequence[int]) -> list[int]:
+    """Seed ids from a count (0 … seeds−1) or an explicit sequence of distinct non-negative
+    integers; raises a ValueError naming ``seeds`` otherwise."""
+    if is_integer(seeds):
+        if seeds < 1:
+            raise ValueError(f"seeds must be >= 1; got {seeds}")
+        return list(range(int(seeds)))
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)):
+        raise ValueError(f"seeds must be a count or a sequence of seed ids; got {seeds!r}")
+    if not seeds or not all(is_integer(s) and s >= 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative integers; got {seeds!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct; got {seeds!r}")
+    return [int(s) for s in seeds]

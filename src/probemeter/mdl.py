@@ -31,8 +31,8 @@ import numpy as np
 import pandas as pd
 
 from probemeter.atomic_io import write_json_atomic
-from probemeter.curve import _seed_ids, environment
-from probemeter.data import ProbeData, is_integer, subset_permutation
+from probemeter.curve import environment
+from probemeter.data import ProbeData, is_integer, seed_ids, subset_permutation
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.probes import MLP
 
@@ -290,10 +290,10 @@ def online_codelength(
     probe = MLP((1000, 1000)) if probe is None else probe
     config = paper_training() if config is None else config
     ends = block_ends(data.pool_size, data.n_classes, timesteps)
-    seed_ids = _seed_ids(seeds)
-    orders = {seed: subset_permutation(data.pool_size, random_state, seed) for seed in seed_ids}
+    seeds_used = seed_ids(seeds)
+    orders = {seed: subset_permutation(data.pool_size, random_state, seed) for seed in seeds_used}
     # per seed: probes trained on the first t_1, ..., t_{S-1} examples (blocks) and on all n
-    grid = [(seed, int(t)) for seed in seed_ids for t in ends]
+    grid = [(seed, int(t)) for seed in seeds_used for t in ends]
     subsets = [orders[seed][:t] for seed, t in grid]
     keys = [(random_state, seed, t) for seed, t in grid]
     evaluation_x = np.concatenate([data.X_train, data.X_test])
@@ -321,7 +321,7 @@ def online_codelength(
     pool_correct = evaluation.predictions[:, :n] == data.y_train[None, :]
     test_correct = evaluation.predictions[:, n:] == data.y_test[None, :]
     block_rows, seed_rows = [], []
-    for seed in seed_ids:
+    for seed in seeds_used:
         order = orders[seed]
         rows = [i for i, (s, _) in enumerate(grid) if s == seed]
         total = uniform_codelength(ends[0], data.n_classes)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter.atomic_io import write_json_atomic
-from probemeter.comparison import _latex_escape, _markdown_row
+from probemeter.comparison import latex_escape, markdown_row
 from probemeter.curve import environment
 from probemeter.mdl import OnlineCode
 from probemeter.variational import VariationalCode
@@ -137,14 +137,14 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     rows = [[str(name), *cells] for name, cells in zip(table.index, table.to_numpy().tolist())]
     if fmt == "markdown":
         rule = [":---"] + ["---:"] * len(table.columns)
-        return "\n".join(_markdown_row(row) for row in [header, rule, *rows])
+        return "\n".join(markdown_row(row) for row in [header, rule, *rows])
     if fmt == "latex":
         lines = [
             rf"\begin{{tabular}}{{l{'r' * len(table.columns)}}}",
             r"\toprule",
-            " & ".join(_latex_escape(cell) for cell in header) + r" \\",
+            " & ".join(latex_escape(cell) for cell in header) + r" \\",
             r"\midrule",
-            *(" & ".join(_latex_escape(cell) for cell in row) + r" \\" for row in rows),
+            *(" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows),
             r"\bottomrule",
             r"\end{tabular}",
         ]

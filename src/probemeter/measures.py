@@ -50,6 +50,7 @@ __all__ = [
     "SampleComplexity",
     "SurplusDescriptionLength",
     "ValidationPerformance",
+    "check_delta",
     "hoeffding_draws",
     "hoeffding_half_width",
     "mdl",
@@ -364,7 +365,7 @@ def sdl(
     final_loss = float(losses.iloc[-1])
     half_width = None
     if delta is not None:
-        delta = _check_delta(delta)
+        delta = check_delta(delta)
         if metric not in _BOUNDED_METRICS:
             raise ValueError(
                 "the Hoeffding interval (Whitney et al., Theorem 4) needs a loss bounded in "
@@ -448,7 +449,7 @@ def hoeffding_half_width(n_total: int, n_estimates: int, n_samples: int, delta: 
     union bound all are, and a sum of N terms is then within N times that. With every n in 1..M
     measured (N = G = M) this is the paper's M·sqrt(log(2M/δ)/(2K)).
     """
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     _check_count("n_total", n_total)
     _check_count("n_estimates", n_estimates)
     _check_count("n_samples", n_samples)
@@ -463,7 +464,7 @@ def hoeffding_draws(epsilon: float, delta: float, rounds: int) -> int:
     estimates are, for a loss bounded in [0, 1].
     """
     epsilon = _check_epsilon(epsilon, "error")
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     _check_count("rounds", rounds)
     return math.ceil(2 * math.log(20 * rounds / delta) / epsilon**2)
 
@@ -547,11 +548,16 @@ def _check_epsilon(epsilon: float, metric: str) -> float:
     return epsilon
 
 
-def _check_delta(delta: float) -> float:
+def check_delta(delta: object) -> float:
+    """δ, the probability that a confidence statement (a Hoeffding interval, a
+    generalisation bound) fails, as a float in (0, 1); a ValueError naming ``delta`` otherwise."""
     if not _is_number(delta):
-        raise ValueError(f"delta must be a number; got {delta!r}")
+        raise ValueError(f"delta must be a probability in (0, 1); got {delta!r}")
     if not 0.0 < delta < 1.0:
-        raise ValueError(f"delta must be in (0, 1); got {delta}")
+        raise ValueError(
+            f"delta must be a probability in (0, 1) (the statement fails with probability < "
+            f"delta); got {delta!r}"
+        )
     return float(delta)
 
 

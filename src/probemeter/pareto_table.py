@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter.comparison import _latex_escape, _markdown_row
+from probemeter.comparison import latex_escape, markdown_row
 
 __all__ = ["HypervolumeTable"]
 
@@ -94,10 +94,10 @@ class HypervolumeTable:
     def to_markdown(self, digits: int = 2) -> str:
         """A GitHub-flavoured Markdown table."""
         lines = [
-            _markdown_row(["measure", "representation", *self.tasks]),
-            _markdown_row([":---", ":---"] + ["---:"] * len(self.tasks)),
+            markdown_row(["measure", "representation", *self.tasks]),
+            markdown_row([":---", ":---"] + ["---:"] * len(self.tasks)),
         ]
-        lines += [_markdown_row(row) for row in self.table_rows(digits)]
+        lines += [markdown_row(row) for row in self.table_rows(digits)]
         return "\n".join(lines)
 
     def to_latex(self, digits: int = 2) -> str:
@@ -108,21 +108,20 @@ class HypervolumeTable:
         if all(len(parts) == 2 for parts in split):
             groups = [(group, len(list(items))) for group, items in groupby(p[0] for p in split)]
             cells = [
-                rf"\multicolumn{{{count}}}{{c}}{{{_latex_escape(group)}}}"
-                for group, count in groups
+                rf"\multicolumn{{{count}}}{{c}}{{{latex_escape(group)}}}" for group, count in groups
             ]
             lines.append(" & ".join(["", "", *cells]) + r" \\")
             names = [parts[1] for parts in split]
         else:
             names = list(self.tasks)
-        header = ["Metric", "Representation", *(_latex_escape(name) for name in names)]
+        header = ["Metric", "Representation", *(latex_escape(name) for name in names)]
         lines.append(" & ".join(header) + r" \\")
         previous = None
         for row in self.table_rows(digits):
             if row[0] != previous:
                 lines.append(r"\midrule")
                 previous = row[0]
-            lines.append(" & ".join(_latex_escape(cell) for cell in row) + r" \\")
+            lines.append(" & ".join(latex_escape(cell) for cell in row) + r" \\")
         lines += [r"\bottomrule", r"\end{tabular}"]
         return "\n".join(lines)
 

@@ -27,7 +27,7 @@ import pandas as pd
 from probemeter.atomic_io import write_json_atomic
 from probemeter.bounds import generalization_bound, log_function_class_size
 from probemeter.curve import environment
-from probemeter.data import ProbeData, is_integer
+from probemeter.data import ProbeData, is_integer, seed_ids
 from probemeter.engine import TrainingConfig, fit_evaluate, resolve_device
 from probemeter.mcnemar import contingency_table, mcnemar_p_values
 from probemeter.power_simulation import PowerCurve, check_alpha, simulate_power
@@ -101,21 +101,6 @@ def _check_splits(splits: Sequence[Split], n_examples: int) -> None:
                 )
         if np.intersect1d(split.train, split.test).size:
             raise ValueError(f"split {split.name!r} tests on some of its training examples")
-
-
-def _seed_list(seeds: int | Sequence[int]) -> list[int]:
-    if is_integer(seeds):
-        if seeds < 1:
-            raise ValueError(f"seeds must be >= 1; got {seeds}")
-        return list(range(int(seeds)))
-    values = list(seeds)
-    if (
-        not values
-        or not all(is_integer(s) and s >= 0 for s in values)
-        or len(set(values)) < len(values)
-    ):
-        raise ValueError(f"seeds must be distinct non-negative integers; got {seeds!r}")
-    return [int(s) for s in values]
 
 
 @dataclass(frozen=True, eq=False)
@@ -194,12 +179,12 @@ def run_configurations(
         features, y, MLP(()) if probes is None else probes
     )
     _check_splits(splits, labels.size)
-    seed_ids = _seed_list(seeds)
+    seeds_used = seed_ids(seeds)
     if not is_integer(random_state):
         raise ValueError(f"random_state must be an integer; got {random_state!r}")
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
     n_classes = int(labels.max()) + 1
-    grid = [(j, s) for j in range(len(splits)) for s in seed_ids]
+    grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
     eval_index = np.unique(np.concatenate([split.test for split in splits]))
     positions = [np.searchsorted(eval_index, split.test) for split in splits]
     correct: dict[str, tuple[np.ndarray, ...]] = {}

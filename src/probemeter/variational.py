@@ -30,8 +30,8 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from probemeter.curve import _seed_ids, environment
-from probemeter.data import ProbeData, is_integer
+from probemeter.curve import environment
+from probemeter.data import ProbeData, is_integer, seed_ids
 from probemeter.engine import _single_threaded, resolve_device
 from probemeter.mdl import BITS_PER_NAT, SeedResults, uniform_codelength
 from probemeter.probes.bayesian import BayesianMLP, StackedBayesianMLP
@@ -148,14 +148,14 @@ def variational_codelength(
     if not is_integer(random_state):
         raise ValueError(f"random_state must be an integer; got {random_state!r}")
     probe = BayesianMLP() if probe is None else probe
-    seed_ids = _seed_ids(seeds)
+    seeds_used = seed_ids(seeds)
     torch_device = resolve_device(device)
-    rngs = [np.random.default_rng([random_state, seed]) for seed in seed_ids]
+    rngs = [np.random.default_rng([random_state, seed]) for seed in seeds_used]
     model = probe.stack(rngs, data.n_features, data.n_classes, torch_device)
     generator = torch.Generator(device=torch_device).manual_seed(int(random_state))
     pool_x = torch.as_tensor(data.X_train, device=torch_device)
     pool_y = torch.as_tensor(data.y_train, device=torch_device)
-    n, n_probes = data.pool_size, len(seed_ids)
+    n, n_probes = data.pool_size, len(seeds_used)
     optimizer = torch.optim.Adam(model.parameters, lr=lr)
     started = time.perf_counter()
     with _single_threaded(torch_device.type == "cpu"):  # small matmuls: threads only cost
@@ -178,7 +178,7 @@ def variational_codelength(
     codelength = kl_bits + data_bits
     seeds_table = pd.DataFrame(
         {
-            "seed": seed_ids,
+            "seed": seeds_used,
             "codelength_bits": codelength,
             "model_bits": kl_bits,
             "data_bits": data_bits,
