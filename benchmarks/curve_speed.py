@@ -8,7 +8,8 @@ machine (DESIGN.md, "Performance targets"):
     ``avx512_bf16``/``amx_bf16``, or a CUDA device with bf16) — in bf16, at this process's
     thread count; on CPU also the sum of one single-threaded process per core, all multiplying
     at once (how the engine runs with ``n_jobs=-1``).
-(b) **cases**: for each, the wall time of :func:`probemeter.curve.loss_data_curve` (``n_jobs=-1``,
+(b) **cases**: for each, the wall time of :func:`probemeter.curves.curve.loss_data_curve`
+(``n_jobs=-1``,
     no progress bar; optionally also ``n_jobs=1``, in this process), the achieved GFLOP/s of its
     *actual* training arithmetic, 3 × forward FLOPs × Σ_probes min(n, batch) × steps (forward +
     backward ≈ 3 forwards; evaluation is not counted), the *nominal* arithmetic that counts every
@@ -52,10 +53,10 @@ import torch
 from joblib import Parallel, delayed
 from torch import nn
 
-from probemeter.curve import LossDataCurve, default_sizes, loss_data_curve
+from probemeter._device import resolve_device
+from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
 from probemeter.datasets import digits_representations, fashion_mnist
-from probemeter.engine import resolve_device
 from probemeter.probes import MLP, Linear
 
 CASE_NAMES = ("reference", "small-linear", "small-mlp64", "fashion-mnist")

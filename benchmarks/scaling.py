@@ -1,7 +1,7 @@
 """How do time and memory grow with probes, steps, input dimension and test-set size, does the
 memory budget hold, and what does the Ray backend cost over the local one?
 
-Every engine measurement runs :func:`probemeter.engine.fit_evaluate` on synthetic Gaussian
+Every engine measurement runs :func:`probemeter.training.engine.fit_evaluate` on synthetic Gaussian
 features (45 classes, as in the ELMo part-of-speech setting of Whitney et al.) in a **fresh
 subprocess** with one torch thread and ``n_jobs=1`` (in-process training), so that its peak
 memory is its own: the peak resident memory above what the process held just before training
@@ -86,8 +86,8 @@ def measure(case: Case) -> dict[str, Any]:
     """Time and peak memory of training and evaluating ``case`` in this process."""
     import torch
 
-    from probemeter.engine import TrainingConfig, fit_evaluate
     from probemeter.probes import MLP
+    from probemeter.training.engine import TrainingConfig, fit_evaluate
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)
@@ -203,9 +203,9 @@ def ray_overhead(steps: int) -> dict[str, Any]:
     """Wall time of one small experiment through the local backend and through Ray."""
     import ray
 
-    from probemeter.distributed import RayOptions
-    from probemeter.experiment import load_experiment
-    from probemeter.runner import run_experiment
+    from probemeter.runs.config import load_experiment
+    from probemeter.runs.ray_backend import RayOptions
+    from probemeter.runs.runner import run_experiment
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "bench.toml"

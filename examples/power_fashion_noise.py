@@ -34,15 +34,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from probemeter.atomic_io import write_json_atomic, write_text_atomic
-from probemeter.bounds import recommend_train_size
-from probemeter.collapse import collapse_verdict
+from probemeter._io import write_json_atomic, write_text_atomic
 from probemeter.datasets import fashion_mnist
 from probemeter.datasets.projections import project
-from probemeter.power import PairedComparison, run_configurations
-from probemeter.power_report import PowerReport, power_report
-from probemeter.power_simulation import SUFFICIENT_POWER, PowerCurve
-from probemeter.sampling import pilot_splits, stratified_splits
+from probemeter.power.bounds import recommend_train_size
+from probemeter.power.collapse import collapse_verdict
+from probemeter.power.paired import PairedComparison, run_configurations
+from probemeter.power.sampling import pilot_splits, stratified_splits
+from probemeter.power.simulation import SUFFICIENT_POWER, PowerCurve
+from probemeter.power.table import PowerReport, power_report
 
 NOISE_VARIANCES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from probemeter.baselines import (
+from probemeter.pareto.baselines import (
     lookup_arc_labels,
     lookup_labels,
     one_hot_features,

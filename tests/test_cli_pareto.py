@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_digits
 
-from probemeter.cli import main
+from probemeter.cli.main import main
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import math
 import pandas as pd
 import pytest
 
-from probemeter.comparison import MEASURES, compare, default_comparison_sizes
-from probemeter.curve import LossDataCurve
+from probemeter.curves.comparison import MEASURES, compare, default_comparison_sizes
+from probemeter.curves.curve import LossDataCurve
 
 LN10 = math.log(10)
 SIZES = (10, 20, 40, 100)

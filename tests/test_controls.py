@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probemeter.controls import (
+from probemeter.data import ProbeData
+from probemeter.mdl.controls import (
     control_task,
     control_task_labels,
     selectivity,
     shuffled_labels,
 )
-from probemeter.data import ProbeData
 
 
 def _word_data(n=3000, seed=0):

@@ -11,10 +11,11 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
-from probemeter.curve import LossDataCurve, default_sizes, environment, loss_data_curve
+from probemeter._io import environment
+from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
-from probemeter.engine import TrainingConfig, fit_evaluate
 from probemeter.probes import MLP, Linear
+from probemeter.training.engine import TrainingConfig, fit_evaluate
 
 SIZES = [10, 40, 160, 640]
 STEPS = 150

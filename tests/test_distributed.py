@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probemeter import curve as curve_module
-from probemeter.cli import main
-from probemeter.distributed import RayOptions, run_units_on_ray
-from probemeter.experiment import load_experiment
-from probemeter.runner import run_experiment
-from probemeter.store import ResultStore, Unit
+from probemeter.cli.main import main
+from probemeter.curves import curve as curve_module
+from probemeter.runs.config import load_experiment
+from probemeter.runs.ray_backend import RayOptions, run_units_on_ray
+from probemeter.runs.runner import run_experiment
+from probemeter.runs.store import ResultStore, Unit
 
 EXPERIMENT = """
 [run]

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from probemeter.early_stopping import IMPROVEMENT_NATS, BatchedAdam
-from probemeter.engine import TrainingConfig, fit_evaluate
 from probemeter.probes import MLP
+from probemeter.training.early_stopping import IMPROVEMENT_NATS, BatchedAdam
+from probemeter.training.engine import TrainingConfig, fit_evaluate
 
 D, K = 5, 3
 

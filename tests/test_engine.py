@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from probemeter import engine
 from probemeter.data import nested_subset
-from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 from probemeter.probes import MLP, Linear
+from probemeter.training import engine
+from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 
 N_FEATURES = 6
 N_CLASSES = 3

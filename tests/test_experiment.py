@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from subprocess_kill import kill_when
 
-from probemeter.cli import main
-from probemeter.experiment import CurveMethod, ExperimentError, load_experiment
-from probemeter.runner import prepare_data
-from probemeter.store import ResultStore
+from probemeter.cli.main import main
+from probemeter.runs.config import CurveMethod, ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data
+from probemeter.runs.store import ResultStore
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -182,7 +182,7 @@ def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
     for word in ("pixels", "pca-8", "SDL, ε=0.3", str(run_dir)):
         assert word in printed
     payload = _results(run_dir)
-    assert payload["schema"] == "probemeter.results/1"
+    assert payload["schema"] == "probemeter.curves.results/1"
     assert [curve["name"] for curve in payload["curves"]] == ["pixels", "pca-8"]
     assert payload["experiment"]["method"]["sizes"] == [20, 100, 400]
     assert not any(timing["loaded"] for timing in payload["timings"].values())
@@ -207,7 +207,7 @@ def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
 
 def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     path, out = _write(tmp_path, steps=400, components=(4, 8, 16)), tmp_path / "runs"
-    command = [sys.executable, "-m", "probemeter.cli", "run", str(path), "--out", str(out)]
+    command = [sys.executable, "-m", "probemeter.cli.main", "run", str(path), "--out", str(out)]
     command += ["--no-progress", "--n-jobs", "1"]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
     store = ResultStore(out / "tiny")

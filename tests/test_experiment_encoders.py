@@ -8,8 +8,8 @@ import pytest
 
 from probemeter.datasets.conll import annotate_text, ptb_sentences
 from probemeter.encoders import TransformerEncoder, minilm_path
-from probemeter.experiment import ExperimentError, load_experiment
-from probemeter.runner import prepare_data
+from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data
 
 pytest.importorskip("transformers")
 pytest.importorskip("spacy")

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from probemeter.cli import main
-from probemeter.experiment import ExperimentError, load_experiment
-from probemeter.mdl_report import load_mdl_results
-from probemeter.pareto import ParetoFrontiers
-from probemeter.power_report import PowerReport
+from probemeter.cli.main import main
+from probemeter.mdl.table import load_mdl_results
+from probemeter.pareto.frontiers import ParetoFrontiers
+from probemeter.power.table import PowerReport
+from probemeter.runs.config import ExperimentError, load_experiment
 
 DIGITS = """
 [run]

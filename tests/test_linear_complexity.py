@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from probemeter.probes.linear_complexity import (
+from probemeter.pareto.linear_probes import (
     fit_nuclear_norm_probes,
     fit_rank_probes,
     matrix_rank,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from probemeter.data import ProbeData, subset_permutation
-from probemeter.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
-from probemeter.mdl import OnlineCode, block_ends, online_codelength, paper_training
+from probemeter.mdl.online import OnlineCode, block_ends, online_codelength, paper_training
 from probemeter.probes import MLP, Linear
+from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 
 
 def _data(n=400, d=4, k=3, noise=0.0, seed=0, random_labels=False):
@@ -39,7 +39,7 @@ def test_online_codelength_equals_hand_computation(monkeypatch):
         return ProbeEvaluation(zeros, zeros, zeros, nll=nll, predictions=predictions)
 
     monkeypatch.setattr(
-        importlib.import_module("probemeter.mdl"), "fit_evaluate", fake_fit_evaluate
+        importlib.import_module("probemeter.mdl.online"), "fit_evaluate", fake_fit_evaluate
     )
     code = online_codelength(data, Linear(), timesteps=(0.25, 0.5, 1.0), seeds=2, random_state=3)
     assert code.ends == (10, 20, 40)

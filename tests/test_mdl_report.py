@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probemeter.cli import main
-from probemeter.mdl_report import load_mdl_results, mdl_frame, mdl_table
+from probemeter.cli.main import main
+from probemeter.mdl.table import load_mdl_results, mdl_frame, mdl_table
 
 
 def _npz(path, n=300, seed=0):

@@ -14,11 +14,11 @@ import math
 import pandas as pd
 import pytest
 
-from probemeter.curve import LossDataCurve
-from probemeter.measures import (
+from probemeter.curves.curve import LossDataCurve
+from probemeter.curves.measures import (
+    description_length,
     hoeffding_draws,
     hoeffding_half_width,
-    mdl,
     mutual_information,
     sample_complexity,
     sample_complexity_for_accuracy,
@@ -81,7 +81,7 @@ def test_validation_performance_rejects_n_outside_the_data(curve, n, message):
 @pytest.mark.parametrize("n", [20.0, "20", True])
 def test_n_must_be_an_integer(curve, n):
     with pytest.raises(ValueError, match="n must be an integer"):
-        mdl(curve, n)
+        description_length(curve, n)
 
 
 def test_mutual_information_with_label_entropy(curve):
@@ -106,7 +106,7 @@ def test_mutual_information_label_entropy_needs_cross_entropy(curve):
 
 
 def test_mdl_left_edge_riemann_sum_with_uniform_first_block(curve):
-    result = mdl(curve)
+    result = description_length(curve)
     # 10·ln 10 + 10·L(10) + 20·L(20) + 60·L(40); L(100) charges no block
     assert result.value == pytest.approx(10 * LN10 + 10 * 2.0 + 20 * 1.0 + 60 * 0.5)
     assert result.first_block == pytest.approx(LN10)
@@ -116,37 +116,39 @@ def test_mdl_left_edge_riemann_sum_with_uniform_first_block(curve):
 def test_mdl_differs_from_the_right_edge_sum(curve):
     right = right_edge_mdl(curve)
     assert right == pytest.approx(10 * 2.0 + 10 * 1.0 + 20 * 0.5 + 60 * 0.05)
-    assert mdl(curve).value > right + 40
+    assert description_length(curve).value > right + 40
 
 
 def test_mdl_truncated_at_n(curve):
     # the last block (40, 50] is coded with the probe trained on 40 points
-    assert mdl(curve, 50).value == pytest.approx(10 * LN10 + 10 * 2.0 + 20 * 1.0 + 10 * 0.5)
-    assert mdl(curve, 40).value == pytest.approx(10 * LN10 + 10 * 2.0 + 20 * 1.0)
-    assert mdl(curve, 10).value == pytest.approx(10 * LN10)
-    assert mdl(curve, 50).n == 50
+    assert description_length(curve, 50).value == pytest.approx(
+        10 * LN10 + 10 * 2.0 + 20 * 1.0 + 10 * 0.5
+    )
+    assert description_length(curve, 40).value == pytest.approx(10 * LN10 + 10 * 2.0 + 20 * 1.0)
+    assert description_length(curve, 10).value == pytest.approx(10 * LN10)
+    assert description_length(curve, 50).n == 50
 
 
 def test_mdl_in_bits_is_nats_over_ln2(curve):
-    nats = mdl(curve, 50)
-    bits = mdl(curve, 50, unit="bits")
+    nats = description_length(curve, 50)
+    bits = description_length(curve, 50, unit="bits")
     assert bits.value == pytest.approx(nats.value / LN2, rel=1e-12)
     assert bits.first_block == pytest.approx(math.log2(10), rel=1e-12)
     assert bits.unit == "bits"
 
 
 def test_mdl_first_block_as_a_number(curve):
-    result = mdl(curve, first_block=1.5)
+    result = description_length(curve, first_block=1.5)
     assert result.value == pytest.approx(10 * 1.5 + 10 * 2.0 + 20 * 1.0 + 60 * 0.5)
-    bits = mdl(curve, first_block=1.5, unit="bits")
+    bits = description_length(curve, first_block=1.5, unit="bits")
     assert bits.first_block == pytest.approx(1.5 / LN2)
 
 
 def test_mdl_of_bounded_metrics_uses_their_uniform_loss(curve):
     # truncated: uniform code min(ln 10, 1) = 1; error: uniform guessing errs 1 − 1/10
-    truncated = mdl(curve, metric="loss_truncated")
+    truncated = description_length(curve, metric="loss_truncated")
     assert truncated.value == pytest.approx(10 * 1.0 + 10 * 1.0 + 20 * 0.9 + 60 * 0.5)
-    errors = mdl(curve, metric="error")
+    errors = description_length(curve, metric="error")
     assert errors.value == pytest.approx(10 * 0.9 + 10 * 0.6 + 20 * 0.35 + 60 * 0.15)
     assert errors.unit == "errors"
 
@@ -157,7 +159,7 @@ def test_mdl_of_bounded_metrics_uses_their_uniform_loss(curve):
 )
 def test_mdl_rejects_bad_first_block(curve, first_block, metric):
     with pytest.raises(ValueError, match="first_block"):
-        mdl(curve, first_block=first_block, metric=metric)
+        description_length(curve, first_block=first_block, metric=metric)
 
 
 # SDL
@@ -168,7 +170,7 @@ def test_sdl_charges_every_block_above_epsilon(curve):
     # every block is above ε, so SDL = MDL − ε·N (as in Whitney et al., Table 1 at n = 60)
     expected = 10 * (LN10 - 0.1) + 10 * 1.9 + 20 * 0.9 + 60 * 0.4
     assert result.value == pytest.approx(expected)
-    assert result.value == pytest.approx(mdl(curve).value - 0.1 * 100)
+    assert result.value == pytest.approx(description_length(curve).value - 0.1 * 100)
     assert not result.lower_bound
     assert result.final_loss == pytest.approx(0.05)
 
@@ -314,7 +316,7 @@ def test_epsilon_below_one_for_error(curve, measure):
 
 def test_metric_and_unit_are_checked(curve):
     with pytest.raises(ValueError, match="metric must be one of"):
-        mdl(curve, metric="accuracy")
+        description_length(curve, metric="accuracy")
     with pytest.raises(ValueError, match="unit for metric 'error'"):
         sdl(curve, 0.1, metric="error", unit="bits")
     with pytest.raises(ValueError, match="unit for metric 'loss'"):
@@ -326,7 +328,7 @@ def test_metric_and_unit_are_checked(curve):
 def test_curve_measured_beyond_its_pool_is_rejected(curve):
     broken = LossDataCurve("rep", curve.points, n_classes=10, pool_size=80, n_test=500)
     with pytest.raises(ValueError, match="beyond its pool size"):
-        mdl(broken)
+        description_length(broken)
 
 
 # helpers
@@ -362,6 +364,6 @@ def test_results_serialise_to_json(curve):
 
 
 def test_results_are_frozen(curve):
-    result = mdl(curve)
+    result = description_length(curve)
     with pytest.raises(AttributeError):
         result.value = 0.0

@@ -6,10 +6,10 @@ import torch
 from sklearn.datasets import load_digits
 
 from probemeter.data import ProbeData
-from probemeter.engine import TrainingConfig
-from probemeter.memorisation import memorisation_complexity, shuffle_within_sentences
+from probemeter.pareto.families import random_mlp_family
+from probemeter.pareto.memorisation import memorisation_complexity, shuffle_within_sentences
 from probemeter.probes import MLP
-from probemeter.probes.families import random_mlp_family
+from probemeter.training.engine import TrainingConfig
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_dropout_gradients_match_autograd_with_the_same_masks():
 def test_dropout_probe_does_not_depend_on_its_companions(digits):
     """Masks are drawn per probe for its own batch rows: training a dropout probe alone, or
     padded in one chunk beside a wider probe, gives the same numbers."""
-    from probemeter.engine import fit_evaluate
+    from probemeter.training.engine import fit_evaluate
 
     probe = MLP((16,), dropout=0.3)
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)

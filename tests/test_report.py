@@ -22,12 +22,12 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_digits
 
-from probemeter.comparison import compare
-from probemeter.curve import LossDataCurve, loss_data_curve
+from probemeter.curves.comparison import compare
+from probemeter.curves.curve import LossDataCurve, loss_data_curve
+from probemeter.curves.results import save_results
 from probemeter.data import ProbeData
 from probemeter.probes import Linear
-from probemeter.report import ranked, write_report
-from probemeter.results import save_results
+from probemeter.runs.html_report import ranked, write_report
 
 SIZES = (10, 20, 40, 100)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

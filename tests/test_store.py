@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 from subprocess_kill import kill_when
 
-from probemeter import ResultStore, run_units, unit_key
-from probemeter.curve import LossDataCurve, loss_data_curve
+from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
-from probemeter.engine import TrainingConfig
 from probemeter.probes import Linear
-from probemeter.store import RECORD_FIELDS
+from probemeter.runs.store import RECORD_FIELDS, ResultStore, run_units, unit_key
+from probemeter.training.engine import TrainingConfig
 
 TRAINING = {"steps": 20, "batch_size": 16, "lr": 1e-2}
 
@@ -37,10 +36,10 @@ SPEC = {
 SCRIPT = """
 import sys, time
 import numpy as np
-from probemeter import ResultStore, run_units, unit_key
-from probemeter.curve import loss_data_curve
+from probemeter.runs.store import ResultStore, run_units, unit_key
+from probemeter.curves.curve import loss_data_curve
 from probemeter.data import ProbeData
-from probemeter.engine import TrainingConfig
+from probemeter.training.engine import TrainingConfig
 from probemeter.probes import Linear
 
 run_dir, log = sys.argv[1], sys.argv[2]

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from probemeter.data import ProbeData
-from probemeter.probes.bayesian import BayesianMLP
-from probemeter.variational import VariationalCode, variational_codelength
+from probemeter.mdl.bayesian import BayesianMLP
+from probemeter.mdl.variational import VariationalCode, variational_codelength
 
 
 def _irrelevant_inputs(n=600, d=20, seed=0):

@@ -15,19 +15,15 @@ from pathlib import Path
 
 import numpy as np
 
+from probemeter._validation import is_integer
+
 __all__ = [
     "ProbeData",
-    "is_integer",
     "load_features",
     "nested_subset",
     "seed_ids",
     "subset_permutation",
 ]
-
-
-def is_integer(value: object) -> bool:
-    """True for Python and numpy integers, False for bools (which Python counts as ints)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def _as_features(name: str, array: object) -> np.ndarray:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from probemeter.atomic_io import write_text_atomic
+from probemeter._io import write_text_atomic
 from probemeter.data import ProbeData
 
 __all__ = [

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from probemeter.data import ProbeData, is_integer
+from probemeter._validation import is_integer
+from probemeter.data import ProbeData
 
 __all__ = ["FASHION_MNIST_ROOT", "fashion_mnist", "fashion_mnist_heldout", "read_idx"]
 

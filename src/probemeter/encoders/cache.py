@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from probemeter.atomic_io import save_npy_atomic
+from probemeter._io import save_npy_atomic
 
 __all__ = ["FeatureCache"]
 

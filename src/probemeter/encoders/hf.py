@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from probemeter.data import is_integer
-from probemeter.engine import resolve_device
+from probemeter._device import resolve_device
+from probemeter._validation import is_integer
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding

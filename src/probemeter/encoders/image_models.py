@@ -27,8 +27,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from probemeter.data import is_integer
-from probemeter.engine import resolve_device
+from probemeter._device import resolve_device
+from probemeter._validation import is_integer
 
 __all__ = ["TrainedImageEncoder", "train_cnn", "train_vae"]
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from probemeter.data import is_integer
+from probemeter._validation import is_integer
 
 __all__ = ["SpacyTokenVectors"]
 

@@ -1,0 +1,151 @@
+"""``probemeter pareto …``: Pareto probing from the command line (Pimentel et al., 2020).
+
+* ``probemeter pareto sweep --train A.npz --train B.npz …`` — for each representation of one
+  task, train the nuclear-norm and rank linear probes (§4.1) and a random MLP family for the
+  label-shuffled complexity (§5); write ``points.csv``, ``pareto.json`` and ``frontiers.png``
+  and print the hypervolume table (Tables 2–3);
+* ``probemeter pareto table points.csv|pareto.json`` — the hypervolume table, dominant
+  representations and frontier plots of points already computed (by ``sweep``, the example
+  ``examples/pareto_english.py``, or your own CSV with columns ``task, measure,
+  representation, complexity, accuracy``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from probemeter.data import ProbeData, load_features
+from probemeter.pareto.families import random_mlp_family
+from probemeter.pareto.frontiers import LABEL_SHUFFLED, NUCLEAR_NORM, RANK, ParetoFrontiers
+from probemeter.pareto.linear_probes import nuclear_norm_penalties
+from probemeter.pareto.sweeps import linear_points, mlp_family_points
+from probemeter.training.engine import TrainingConfig
+
+__all__ = ["add_pareto_parser"]
+
+_MEASURES = {"nuclear-norm": NUCLEAR_NORM, "rank": RANK, "label-shuffled": LABEL_SHUFFLED}
+
+
+def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
+    """Register ``pareto sweep`` and ``pareto table`` under the main command's subparsers."""
+    pareto = commands.add_parser("pareto", help="Pareto probing: complexity-accuracy frontiers")
+    actions = pareto.add_subparsers(dest="pareto_command", required=True)
+
+    sweep = actions.add_parser("sweep", help="train probe families on your features")
+    sweep.add_argument(
+        "--train", action="append", required=True, type=Path,
+        help=".npz with arrays X, y (or X.npy beside X.labels.npy); repeat per representation",
+    )  # fmt: skip
+    sweep.add_argument("--name", action="append", help="representation names, one per --train")
+    sweep.add_argument("--task", default="task", help="task name for tables and plots")
+    sweep.add_argument("--test-size", type=float, default=0.2)
+    sweep.add_argument(
+        "--measures", nargs="+", choices=sorted(_MEASURES), default=sorted(_MEASURES)
+    )
+    sweep.add_argument("--penalties", type=int, default=50, help="λ values, λ = 0 included")
+    sweep.add_argument("--mlps", type=int, default=50, help="random MLP family size (App. A)")
+    sweep.add_argument("--linear-steps", type=int, default=2000)
+    sweep.add_argument("--mlp-steps", type=int, default=2000)
+    sweep.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate of the MLPs")
+    sweep.add_argument("--device", default="cpu")
+    sweep.add_argument("--n-jobs", type=int, default=1)
+    sweep.add_argument("--random-state", type=int, default=0)
+    sweep.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    sweep.set_defaults(handler=_run_sweep)
+
+    table = actions.add_parser("table", help="hypervolume table and plots of saved points")
+    table.add_argument("points", type=Path, help="points.csv or pareto.json")
+    table.add_argument(
+        "--cap", action="append", default=[], metavar="MEASURE=VALUE",
+        help="hypervolume interval [0, VALUE] for a measure (default: the shared maximum)",
+    )  # fmt: skip
+    table.add_argument("--format", choices=("text", "markdown", "latex"), default="text")
+    table.add_argument("--plot", type=Path, help="write the frontier plots to this image")
+    table.set_defaults(handler=_run_table)
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    names = args.name or [path.stem for path in args.train]
+    if len(names) != len(args.train):
+        raise ValueError(f"got {len(names)} --name for {len(args.train)} --train")
+    measures = {_MEASURES[m] for m in args.measures}
+    family = random_mlp_family(args.mlps, random_state=args.random_state)
+    config = TrainingConfig(steps=args.mlp_steps, lr=args.lr)
+    frames = []
+    for name, path in zip(names, args.train):
+        started = time.perf_counter()
+        X, y = load_features(path)
+        data = ProbeData.from_arrays(
+            X, y, test_size=args.test_size, name=name, random_state=args.random_state
+        )
+        if measures & {NUCLEAR_NORM, RANK}:
+            frames.append(
+                linear_points(
+                    data, args.task, name,
+                    penalties=nuclear_norm_penalties(args.penalties)
+                    if NUCLEAR_NORM in measures else (),
+                    ranks=None if RANK in measures else (),
+                    steps=args.linear_steps, random_state=args.random_state, device=args.device,
+                )
+            )  # fmt: skip
+        if LABEL_SHUFFLED in measures:
+            frames.append(
+                mlp_family_points(
+                    data, args.task, name, family, config, random_state=args.random_state,
+                    n_jobs=args.n_jobs, device=args.device,
+                )
+            )  # fmt: skip
+        print(f"{name}: {time.perf_counter() - started:.1f} s")
+    points = pd.concat(frames, ignore_index=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    points.to_csv(args.out / "points.csv", index=False)
+    analysis = ParetoFrontiers(points, metadata={"command": "probemeter pareto sweep"})
+    analysis.save(args.out / "pareto.json")
+    _print_analysis(analysis, "text")
+    analysis.figure().savefig(args.out / "frontiers.png", dpi=120)
+    print(f"wrote {args.out / 'points.csv'}, {args.out / 'pareto.json'}, frontiers.png")
+    return 0
+
+
+def _run_table(args: argparse.Namespace) -> int:
+    path: Path = args.points
+    if not path.is_file():
+        raise ValueError(f"points file {str(path)!r} does not exist")
+    caps = {}
+    for item in args.cap:
+        measure, _, value = item.rpartition("=")
+        try:
+            caps[measure] = float(value)
+        except ValueError:
+            raise ValueError(f"--cap must be MEASURE=VALUE; got {item!r}") from None
+    if path.suffix == ".json":
+        loaded = ParetoFrontiers.load(path)
+        analysis = ParetoFrontiers(loaded.points, {**loaded.caps, **caps}, loaded.metadata)
+    elif path.suffix == ".csv":
+        analysis = ParetoFrontiers(pd.read_csv(path), caps)
+    else:
+        raise ValueError(f"points file {str(path)!r} must be .csv or .json")
+    _print_analysis(analysis, args.format)
+    if args.plot:
+        analysis.figure().savefig(args.plot, dpi=120)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _print_analysis(analysis: ParetoFrontiers, fmt: str) -> None:
+    table = analysis.hypervolume_table()
+    print(
+        {"text": str, "markdown": type(table).to_markdown, "latex": type(table).to_latex}[fmt](
+            table
+        )
+    )
+    for task in analysis.tasks:
+        for measure in analysis.measures:
+            if analysis.points[(analysis.points["task"] == task)
+                               & (analysis.points["measure"] == measure)].empty:  # fmt: skip
+                continue
+            print(f"dominant on {task} ({measure}): {', '.join(analysis.dominant(task, measure))}")

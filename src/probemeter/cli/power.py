@@ -1,0 +1,228 @@
+"""``probemeter power`` and ``probemeter recommend``: data requirements of a comparison problem
+(Zhu et al., 2022), registered on the main parser by :func:`add_power_commands`.
+
+* ``probemeter power --a A.npz --b B.npz`` — train both configurations on stratified subsets
+  of 2^k examples per class (4:1:1), print the Table-2-style table with the simulated power at
+  each N_test, the collapse verdict of the 6-fold rotation (optional), and write
+  ``power.json``, ``comparison.json``, ``power.png`` and ``bounds.png``;
+* ``probemeter recommend --gap 0.05 --features 768`` — the recommended N_train from the bound
+  alone, no training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probemeter._io import write_json_atomic
+from probemeter.data import load_features
+from probemeter.power.bounds import COUNTINGS, VARIANTS, recommend_train_size
+from probemeter.power.collapse import collapse_verdict
+from probemeter.power.paired import run_configurations
+from probemeter.power.sampling import rotation_splits, stratified_splits
+from probemeter.power.table import power_report
+from probemeter.probes import MLP
+
+__all__ = ["add_power_commands", "default_per_class"]
+
+
+def add_power_commands(commands: Any) -> None:
+    """Add the ``power`` and ``recommend`` sub-commands to an argparse sub-parser set."""
+    power = commands.add_parser(
+        "power", help="power and data requirements of comparing two configurations"
+    )
+    power.add_argument("--a", required=True, type=Path, help=".npz (X, y) of configuration A")
+    power.add_argument(
+        "--b", type=Path, help=".npz (X, y) of configuration B, same examples (default: --a)"
+    )
+    power.add_argument("--name-a", default=None)
+    power.add_argument("--name-b", default=None)
+    power.add_argument(
+        "--hidden-a", type=int, nargs="*", default=[], help="hidden widths of A's probe (linear)"
+    )
+    power.add_argument(
+        "--hidden-b", type=int, nargs="*", default=[], help="hidden widths of B's probe (linear)"
+    )
+    power.add_argument(
+        "--per-class",
+        type=int,
+        nargs="+",
+        help="training examples per class of each subset (default: 2^3, 2^4, ... that fit)",
+    )
+    power.add_argument("--seeds", type=int, default=5)
+    power.add_argument("--steps", type=int, default=1000)
+    power.add_argument("--batch-size", type=int, default=64)
+    power.add_argument("--lr", type=float, default=1e-3)
+    power.add_argument("--alpha", type=float, default=0.05)
+    power.add_argument("--simulations", type=int, default=1000)
+    _bound_options(power)
+    power.add_argument(
+        "--collapse",
+        choices=("rotation", "none"),
+        default="rotation",
+        help="also run the 6-fold rotation and give a collapse verdict (default: rotation)",
+    )
+    power.add_argument("--tolerance", type=float, default=0.01, help="collapse tolerance")
+    power.add_argument("--device", default="auto")
+    power.add_argument("--n-jobs", type=int, default=-1)
+    power.add_argument("--random-state", type=int, default=0)
+    power.add_argument("--out", type=Path, default=Path("probemeter-power"))
+    power.set_defaults(handler=_run_power)
+
+    recommend = commands.add_parser(
+        "recommend", help="recommended training size from a pilot gap |R1 - R2| (no training)"
+    )
+    gap = recommend.add_mutually_exclusive_group(required=True)
+    gap.add_argument("--gap", type=float, help="|R1 - R2| of the pilot study")
+    gap.add_argument("--r", type=float, nargs=2, metavar=("R1", "R2"), help="the two results")
+    recommend.add_argument("--parameters", type=int, help="parameters of the probe")
+    recommend.add_argument("--features", type=int, help="D, to count a probe's parameters")
+    recommend.add_argument(
+        "--classes",
+        type=int,
+        help="K, to count parameters; default: a binary logistic regression with D + 1 "
+        "parameters (the paper's count)",
+    )
+    recommend.add_argument("--hidden", type=int, nargs="*", default=[], help="MLP widths")
+    _bound_options(recommend)
+    recommend.add_argument("--variant", choices=VARIANTS, default="standard")
+    recommend.add_argument("--C", type=float, default=1.0, help="Theorem 3's constant")
+    recommend.add_argument(
+        "--first-block-fraction", type=float, default=0.001, help="t1 / n of prequential MDL"
+    )
+    recommend.add_argument("--eta", type=float, default=4.0, help="train:dev:test = eta:1:1")
+    recommend.set_defaults(handler=_run_recommend)
+
+
+def _bound_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("generalisation bound")
+    group.add_argument("--delta", type=float, default=1e-8, help="failure probability δ")
+    group.add_argument("--factor", type=float, default=2.0, help="bound = |R1 - R2| / factor")
+    group.add_argument("--bits", type=int, default=32, help="bits per parameter")
+    group.add_argument(
+        "--counting",
+        choices=COUNTINGS,
+        default="paper",
+        help="|F| = 2^bits x parameters (paper) or (2^bits)^parameters (exact)",
+    )
+
+
+def default_per_class(y: np.ndarray, ratio: tuple[int, int, int] = (4, 1, 1)) -> list[int]:
+    """Powers of two from 2^3 up to the largest whose 4:1:1 split fits the rarest class."""
+    smallest = int(np.bincount(y)[np.unique(y)].min())
+    sizes = [2**k for k in range(3, 40) if 2**k * sum(ratio) // ratio[0] <= smallest]
+    if not sizes:
+        raise ValueError(
+            f"the rarest class has {smallest} examples; a 4:1:1 subset needs at least 12"
+        )
+    return sizes
+
+
+def _run_power(args: argparse.Namespace) -> int:
+    X_a, y = load_features(args.a)
+    X_b, y_b = load_features(args.b) if args.b else (X_a, y)
+    y, y_b = np.asarray(y).astype(np.int64), np.asarray(y_b).astype(np.int64)
+    if y.shape != y_b.shape or not np.array_equal(y, y_b):
+        raise ValueError(
+            f"--a and --b have different labels ({y.size} vs {y_b.size} examples): a comparison "
+            "needs both configurations on the same examples (paired predictions)"
+        )
+    name_a = args.name_a or args.a.stem
+    name_b = args.name_b or (args.b.stem if args.b else f"{name_a}-b")
+    if name_a == name_b:
+        name_b = f"{name_b}-b"
+    probe_a, probe_b = MLP(tuple(args.hidden_a)), MLP(tuple(args.hidden_b))
+    if args.b is None and probe_a == probe_b:
+        raise ValueError(
+            "--b not given and --hidden-a equals --hidden-b: the two configurations are "
+            "identical (a collapsed comparison); give --b or different probes"
+        )
+    per_class = args.per_class or default_per_class(y)
+    training = {
+        "probes": {name_a: probe_a, name_b: probe_b},
+        "steps": args.steps,
+        "batch_size": args.batch_size,
+        "lr": args.lr,
+        "device": args.device,
+        "n_jobs": args.n_jobs,
+        "random_state": args.random_state,
+    }
+    features = {name_a: X_a, name_b: X_b}
+    started = time.perf_counter()
+    splits = stratified_splits(y, per_class, random_state=args.random_state)
+    comparison = run_configurations(features, y, splits, args.seeds, **training).pair(
+        name_a, name_b
+    )
+    report = power_report(
+        [comparison],
+        alpha=args.alpha,
+        n_simulations=args.simulations,
+        random_state=args.random_state,
+        factor=args.factor,
+        delta=args.delta,
+        counting=args.counting,
+        bits_per_parameter=args.bits,
+    )
+    print(report)
+    verdict = None
+    if args.collapse == "rotation":
+        rotation = run_configurations(
+            features, y, rotation_splits(y, 6, random_state=args.random_state), args.seeds,
+            **training,
+        ).pair(name_a, name_b)  # fmt: skip
+        verdict = collapse_verdict(rotation, alpha=args.alpha, tolerance=args.tolerance)
+        print(f"\ncollapse (6-fold rotation): {verdict}")
+    print(f"\ntrained in {time.perf_counter() - started:.1f} s")
+    _write_power_outputs(args.out, report, comparison, verdict)
+    return 0
+
+
+def _write_power_outputs(out: Path, report: Any, comparison: Any, verdict: Any) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    report.save(out / "power.json")
+    comparison.save(out / "comparison.json")
+    if verdict is not None:
+        write_json_atomic(out / "collapse.json", verdict.to_dict())
+    for name, draw in (("power.png", report.plot), ("bounds.png", comparison.plot_bounds)):
+        figure, ax = plt.subplots(figsize=(5, 3.5))
+        draw(ax)
+        figure.tight_layout()
+        figure.savefig(out / name, dpi=120)
+        plt.close(figure)
+    print(f"wrote {out}/power.json, comparison.json, power.png, bounds.png")
+
+
+def _run_recommend(args: argparse.Namespace) -> int:
+    gap = args.gap if args.gap is not None else abs(args.r[0] - args.r[1])
+    if args.parameters is not None:
+        n_parameters = args.parameters
+    elif args.features is not None:
+        if args.classes is None and not args.hidden:
+            n_parameters = args.features + 1  # logistic regression, as counted in §3.4
+        else:
+            n_parameters = MLP(tuple(args.hidden)).parameter_count(args.features, args.classes or 2)
+    else:
+        raise ValueError("give --parameters, or --features (with --classes/--hidden)")
+    recommendation = recommend_train_size(
+        gap,
+        n_parameters,
+        factor=args.factor,
+        delta=args.delta,
+        bits_per_parameter=args.bits,
+        counting=args.counting,
+        variant=args.variant,
+        C=args.C,
+        first_block_fraction=args.first_block_fraction,
+        eta=args.eta,
+    )
+    print(recommendation)
+    return 0

@@ -1,0 +1,291 @@
+"""Side-by-side comparison of representations, laid out like Whitney et al., Table 1.
+
+For each data size n (rows grouped by n) and each representation (columns): VA, MDL, SDL at
+tolerance ε and εSC at ε, each computed by :mod:`probemeter.curves.measures` from the data up to n.
+Lower bounds keep their flag and are rendered "> x" only in the text, Markdown and LaTeX tables.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._tables import latex_escape, markdown_row
+from probemeter.curves.measures import (
+    MeasureResult,
+    description_length,
+    sample_complexity,
+    sdl,
+    validation_performance,
+)
+
+if TYPE_CHECKING:
+    from probemeter.curves.curve import LossDataCurve
+
+__all__ = [
+    "MEASURES",
+    "Comparison",
+    "compare",
+    "default_comparison_sizes",
+]
+
+#: measures of a comparison, in table order
+MEASURES = ("VA", "MDL", "SDL", "SC")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """VA, MDL, SDL(ε) and εSC(ε) of several representations at several data sizes.
+
+    Attributes:
+        epsilon: the loss tolerance ε of SDL and εSC, in ``unit``.
+        metric: the loss the measures were computed from.
+        unit: unit of losses (VA, MDL, SDL, ε); εSC is in examples.
+        rule: threshold rule of SDL and εSC (``"last"`` or ``"half"``).
+        sizes: the data sizes n, ascending (one row group each).
+        representations: names, in column order.
+        results: every measure result; each result's ``n`` is its row group.
+    """
+
+    epsilon: float
+    metric: str
+    unit: str
+    rule: str
+    sizes: tuple[int, ...]
+    representations: tuple[str, ...]
+    results: tuple[MeasureResult, ...]
+
+    def result(self, measure: str, n: int, representation: str) -> MeasureResult:
+        """The result of ``measure`` (one of :data:`MEASURES`) for one representation at n."""
+        for result in self.results:
+            if (result.measure, result.n, result.representation) == (measure, n, representation):
+                return result
+        raise KeyError(f"no {measure} result for {representation!r} at n={n}")
+
+    def ranking(self, measure: str, n: int | None = None) -> list[str]:
+        """Representation names, best (lowest value) first, for ``measure`` at n (default: the
+        largest size). Lower bounds rank after every tight value, ordered by their bound; their
+        order among themselves is not established by the data."""
+        n = self._size(n)
+        if measure not in MEASURES:
+            raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}")
+        results = [self.result(measure, n, name) for name in self.representations]
+        ordered = sorted(results, key=lambda result: (result.lower_bound, result.value))
+        return [result.representation for result in ordered]
+
+    def best(self, measure: str, n: int | None = None) -> str | None:
+        """The best representation for ``measure`` at n, or ``None`` when the best value is
+        only a lower bound, i.e. the data are not enough to decide."""
+        name = self.ranking(measure, n)[0]
+        return None if self.result(measure, self._size(n), name).lower_bound else name
+
+    def to_frame(self) -> pd.DataFrame:
+        """Tidy table: one row per (n, measure, representation), with value, lower-bound flag
+        and unit."""
+        rows = [
+            {
+                "n": result.n,
+                "measure": result.measure,
+                "representation": result.representation,
+                "value": result.value,
+                "lower_bound": result.lower_bound,
+                "unit": result.unit,
+            }
+            for result in self.results
+        ]
+        return pd.DataFrame(
+            rows, columns=["n", "measure", "representation", "value", "lower_bound", "unit"]
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary of the settings and every result."""
+        return {
+            "epsilon": self.epsilon,
+            "metric": self.metric,
+            "unit": self.unit,
+            "rule": self.rule,
+            "sizes": list(self.sizes),
+            "representations": list(self.representations),
+            "results": [result.to_dict() for result in self.results],
+        }
+
+    def table_rows(self, digits: int = 2) -> list[list[str]]:
+        """Table 1 layout as text cells: ``[n, measure label, value per representation]``,
+        n written on the first row of its group only, lower bounds as "> x"."""
+        rows = []
+        for n in self.sizes:
+            for index, measure in enumerate(MEASURES):
+                results = [self.result(measure, n, name) for name in self.representations]
+                rows.append(
+                    [str(n) if index == 0 else "", results[0].label]
+                    + [result.format(digits) for result in results]
+                )
+        return rows
+
+    def to_markdown(self, digits: int = 2) -> str:
+        """A GitHub-flavoured Markdown table in the layout of Whitney et al., Table 1."""
+        header = ["n", "measure", *self.representations]
+        lines = [
+            markdown_row(header),
+            markdown_row(["---:", ":---"] + ["---:"] * len(self.representations)),
+        ]
+        lines += [markdown_row(row) for row in self.table_rows(digits)]
+        return "\n".join(lines)
+
+    def to_latex(self, digits: int = 2) -> str:
+        """A LaTeX ``tabular`` (booktabs rules) in the layout of Whitney et al., Table 1."""
+        columns = "rl" + "r" * len(self.representations)
+        header = ["$n$", "Measure", *(latex_escape(name) for name in self.representations)]
+        lines = [rf"\begin{{tabular}}{{{columns}}}", r"\toprule", " & ".join(header) + r" \\"]
+        for index, row in enumerate(self.table_rows(digits)):
+            if index % len(MEASURES) == 0:
+                lines.append(r"\midrule")
+            label = re.sub(r"ε=(\S+)", r"$\\varepsilon=\1$", row[1])
+            cells = [row[0], label] + [cell.replace(">", "$>$") for cell in row[2:]]
+            lines.append(" & ".join(cells) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}"]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        header = ["n", "measure", *self.representations]
+        rows = self.table_rows()
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        title = (
+            f"metric={self.metric}, unit={self.unit} (εSC in examples), rule={self.rule}; "
+            "> x: lower bound"
+        )
+        lines = [title, _text_row(header, widths), _text_row(["-" * w for w in widths], widths)]
+        for index, row in enumerate(rows):
+            if index and index % len(MEASURES) == 0:
+                lines.append("")
+            lines.append(_text_row(row, widths))
+        return "\n".join(lines)
+
+    def _size(self, n: int | None) -> int:
+        if n is None:
+            return self.sizes[-1]
+        if n not in self.sizes:
+            raise ValueError(f"n={n} is not one of the compared sizes {list(self.sizes)}")
+        return int(n)
+
+
+def compare(
+    curves: Mapping[str, LossDataCurve] | Sequence[LossDataCurve],
+    epsilon: float,
+    sizes: Sequence[int] | None = None,
+    *,
+    metric: str = "loss",
+    unit: str | None = None,
+    rule: str = "last",
+    first_block: str | float = "uniform",
+) -> Comparison:
+    """Compute VA, MDL, SDL(ε) and εSC(ε) of every curve at every size n (Whitney et al.,
+    Table 1).
+
+    Args:
+        curves: loss-data curves of the representations of one task, named by the mapping's
+            keys or by each curve's ``name``.
+        epsilon: loss tolerance ε of SDL and εSC, in ``unit``.
+        sizes: data sizes n; default :func:`default_comparison_sizes`.
+        metric, unit, rule, first_block: passed to the measures of
+        :mod:`probemeter.curves.measures`.
+    """
+    named = _named_curves(curves)
+    sizes = default_comparison_sizes(named.values()) if sizes is None else _sorted_sizes(sizes)
+    results: list[MeasureResult] = []
+    for n in sizes:
+        per_curve = [
+            _measures_at(_renamed(curve, name), n, epsilon, metric, unit, rule, first_block)
+            for name, curve in named.items()
+        ]
+        results += [row[index] for index in range(len(MEASURES)) for row in per_curve]
+    return Comparison(
+        epsilon=float(epsilon),
+        metric=metric,
+        unit=results[0].unit,
+        rule=rule,
+        sizes=sizes,
+        representations=tuple(named),
+        results=tuple(results),
+    )
+
+
+def default_comparison_sizes(curves: Iterable[LossDataCurve]) -> tuple[int, ...]:
+    """The second-smallest and the largest size measured by every curve.
+
+    At the smallest size every MDL is the same uniform code n_1·log K, so the second-smallest
+    size is the first at which the representations differ (a "small data" row); the largest is
+    the full data. With a single common size, that size alone.
+    """
+    common = reduce(np.intersect1d, (curve.sizes for curve in curves))
+    if common.size == 0:
+        raise ValueError("the curves share no measured size; pass sizes explicitly")
+    chosen = {int(common[min(1, common.size - 1)]), int(common[-1])}
+    return tuple(sorted(chosen))
+
+
+def _measures_at(
+    curve: LossDataCurve,
+    n: int,
+    epsilon: float,
+    metric: str,
+    unit: str | None,
+    rule: str,
+    first_block: str | float,
+) -> list[MeasureResult]:
+    """VA, MDL, SDL and εSC of one curve at n, in :data:`MEASURES` order."""
+    return [
+        validation_performance(curve, n, metric=metric, unit=unit),
+        description_length(curve, n, first_block=first_block, metric=metric, unit=unit),
+        sdl(curve, epsilon, n, rule=rule, first_block=first_block, metric=metric, unit=unit),
+        sample_complexity(curve, epsilon, n, rule=rule, metric=metric, unit=unit),
+    ]
+
+
+def _named_curves(
+    curves: Mapping[str, LossDataCurve] | Sequence[LossDataCurve],
+) -> dict[str, LossDataCurve]:
+    if isinstance(curves, Mapping):
+        named = {str(name): curve for name, curve in curves.items()}
+    else:
+        named = {}
+        for curve in curves:
+            if curve.name in named:
+                raise ValueError(f"two curves are named {curve.name!r}; pass a mapping of names")
+            named[curve.name] = curve
+    if not named:
+        raise ValueError("compare needs at least one curve")
+    classes = {curve.n_classes for curve in named.values()}
+    if len(classes) > 1:
+        raise ValueError(f"curves of one task must share n_classes; got {sorted(classes)}")
+    return named
+
+
+def _renamed(curve: LossDataCurve, name: str) -> LossDataCurve:
+    if curve.name == name:
+        return curve
+    return type(curve)(
+        name, curve.points, curve.n_classes, curve.pool_size, curve.n_test, curve.metadata
+    )
+
+
+def _sorted_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
+    values = list(sizes)
+    if not values:
+        raise ValueError("sizes must hold at least one size")
+    if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) for n in values):
+        raise ValueError(f"sizes must be integers; got {values!r}")
+    return tuple(sorted({int(n) for n in values}))
+
+
+def _text_row(cells: Sequence[str], widths: Sequence[int]) -> str:
+    first, label, *values = cells
+    parts = [first.rjust(widths[0]), label.ljust(widths[1])]
+    parts += [value.rjust(width) for value, width in zip(values, widths[2:], strict=True)]
+    return "  ".join(parts).rstrip()

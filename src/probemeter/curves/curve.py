@@ -1,0 +1,306 @@
+"""Loss-data curves: test loss of probes trained on nested subsets of growing size n.
+
+Whitney et al. §2.1 and Fig. 1: plot the loss L(A_φ, n) of the predictor learned from n points
+against n. Every measure of :mod:`probemeter.curves.measures` is a function of this curve: points at
+fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (SDL, εSC).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._device import resolve_device
+from probemeter._io import environment, write_json_atomic
+from probemeter._validation import is_integer
+from probemeter.data import ProbeData, nested_subset, seed_ids
+from probemeter.probes import MLP
+from probemeter.training.engine import TrainingConfig, fit_evaluate
+
+__all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
+
+#: per-probe columns of :meth:`LossDataCurve.to_frame`
+METRICS = ("loss", "loss_truncated", "accuracy")
+
+
+def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 10) -> np.ndarray:
+    """Log-uniform training-set sizes from ``smallest`` to the pool size, as distinct integers.
+
+    ``n_points`` defaults to 10 for pools up to 10³ points, growing linearly in log10(pool) to
+    20 for pools of 10⁶ and more (the papers use 10–20 sizes: Whitney et al., App. A and C).
+    Sizes are rounded, so none exceeds the pool, and the largest is always the full pool.
+    """
+    if pool_size < 1:
+        raise ValueError(f"pool_size must be >= 1; got {pool_size}")
+    smallest = min(smallest, pool_size)
+    if n_points is None:
+        n_points = int(np.clip(round(10 + (np.log10(pool_size) - 3) * 10 / 3), 10, 20))
+    sizes = np.unique(np.round(np.geomspace(smallest, pool_size, n_points)).astype(np.int64))
+    sizes = sizes[(sizes >= 1) & (sizes <= pool_size)]
+    return sizes
+
+
+@dataclass(frozen=True)
+class LossDataCurve:
+    """The loss-data curve of one representation: one row per trained probe.
+
+    Attributes:
+        name: the representation's name.
+        points: tidy table, one row per probe, columns ``n, seed, loss, loss_truncated,
+            accuracy``; ``loss`` is the mean test cross-entropy in **nats**, ``loss_truncated``
+            the mean of min(CE, 1 nat), ``accuracy`` the test accuracy.
+        n_classes: K, so the uniform code costs log K nats per label.
+        pool_size: size of the training pool (the largest n possible).
+        n_test: number of test examples each probe was evaluated on.
+        metadata: probe, training config (with its stopping rule), random state, device,
+            library versions, timings.
+    """
+
+    name: str
+    points: pd.DataFrame = field(repr=False)
+    n_classes: int
+    pool_size: int
+    n_test: int
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        missing = {"n", "seed", *METRICS} - set(self.points.columns)
+        if missing:
+            raise ValueError(f"points lacks column(s) {sorted(missing)}")
+        if self.points.empty:
+            raise ValueError("a loss-data curve needs at least one point")
+        points = self.points.sort_values(["n", "seed"], kind="stable").reset_index(drop=True)
+        object.__setattr__(self, "points", points)
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """The distinct training-set sizes n, ascending."""
+        return np.unique(self.points["n"].to_numpy())
+
+    @property
+    def n_seeds(self) -> int:
+        """The smallest number of seeds measured at any size."""
+        return int(self.points.groupby("n")["seed"].nunique().min())
+
+    def summary(self, metric: str = "loss") -> pd.DataFrame:
+        """Per size n: mean, standard deviation, min and max of ``metric`` over seeds."""
+        if metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+        grouped = self.points.groupby("n")[metric]
+        return pd.DataFrame(
+            {
+                "mean": grouped.mean(),
+                "std": grouped.std(ddof=1).fillna(0.0),
+                "min": grouped.min(),
+                "max": grouped.max(),
+                "seeds": grouped.size(),
+            }
+        )
+
+    def mean(self, metric: str = "loss") -> pd.Series:
+        """Mean of ``metric`` over seeds at each n (the estimate of L(A_φ, n))."""
+        return self.summary(metric)["mean"]
+
+    def truncate(self, n_max: int) -> LossDataCurve:
+        """The curve as it would be with data only up to ``n_max`` (sizes ≤ n_max)."""
+        kept = self.points[self.points["n"] <= n_max]
+        if kept.empty:
+            raise ValueError(
+                f"no measured size is <= {n_max}; the smallest is {int(self.sizes[0])}"
+            )
+        return LossDataCurve(
+            self.name, kept, self.n_classes, int(n_max), self.n_test, dict(self.metadata)
+        )
+
+    def merge(self, other: LossDataCurve) -> LossDataCurve:
+        """This curve with the points of ``other`` (same representation) added; a point
+        (n, seed) present in both is kept from ``other``."""
+        if (other.n_classes, other.pool_size, other.n_test) != (
+            self.n_classes,
+            self.pool_size,
+            self.n_test,
+        ):
+            raise ValueError("cannot merge curves of different data (classes, pool or test size)")
+        points = pd.concat([self.points, other.points]).drop_duplicates(["n", "seed"], keep="last")
+        return LossDataCurve(
+            self.name, points, self.n_classes, self.pool_size, self.n_test, dict(self.metadata)
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The tidy per-probe table, with the representation's name as a column."""
+        return self.points.assign(representation=self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly."""
+        return {
+            "name": self.name,
+            "unit": "nats",
+            "n_classes": self.n_classes,
+            "pool_size": self.pool_size,
+            "n_test": self.n_test,
+            "points": {column: self.points[column].tolist() for column in ("n", "seed", *METRICS)},
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> LossDataCurve:
+        if payload.get("unit", "nats") != "nats":
+            raise ValueError(f"curve losses must be stored in nats; got {payload['unit']!r}")
+        try:
+            points = pd.DataFrame(payload["points"])
+            return cls(
+                name=payload["name"],
+                points=points.astype({"n": "int64", "seed": "int64"}),
+                n_classes=int(payload["n_classes"]),
+                pool_size=int(payload["pool_size"]),
+                n_test=int(payload["n_test"]),
+                metadata=payload.get("metadata", {}),
+            )
+        except KeyError as missing:
+            raise ValueError(f"curve dictionary lacks the key {missing}") from None
+
+    def save(self, path: str | Path) -> None:
+        """Write the curve as JSON, atomically (temporary file, then rename)."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> LossDataCurve:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def plot(
+        self,
+        ax: Any = None,
+        *,
+        metric: str = "loss",
+        epsilon: float | None = None,
+        shade_sdl: bool = True,
+        label: str | None = None,
+        color: Any = None,
+    ) -> Any:
+        """Draw the mean curve against n (log x) with a min–max band over seeds.
+
+        With ``epsilon``, draw the line y = ε and (``shade_sdl``) shade the SDL area between the
+        curve and ε, as a left-edge step function (the Riemann sum of :func:`measures.sdl`).
+        Returns the matplotlib axes.
+        """
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        stats = self.summary(metric)
+        sizes = stats.index.to_numpy()
+        line = ax.plot(
+            sizes, stats["mean"], marker="o", ms=3, label=label or self.name, color=color
+        )
+        colour = line[0].get_color()
+        ax.fill_between(sizes, stats["min"], stats["max"], alpha=0.2, color=colour, lw=0)
+        if epsilon is not None:
+            ax.axhline(epsilon, color="0.3", ls="--", lw=1)
+            if shade_sdl:
+                edges = np.append(sizes, self.pool_size)
+                heights = np.append(stats["mean"].to_numpy(), stats["mean"].iloc[-1])
+                ax.fill_between(
+                    edges,
+                    np.maximum(heights, epsilon),
+                    epsilon,
+                    step="post",
+                    alpha=0.12,
+                    color=colour,
+                    lw=0,
+                )
+        ax.set_xscale("log")
+        ax.set_xlabel("training examples n")
+        ax.set_ylabel({"loss": "test loss (nats)", "accuracy": "test accuracy"}.get(metric, metric))
+        return ax
+
+
+def loss_data_curve(
+    data: ProbeData,
+    probe: MLP | None = None,
+    sizes: Sequence[int] | np.ndarray | None = None,
+    seeds: int | Sequence[int] = 4,
+    *,
+    steps: int = 1000,
+    batch_size: int = 256,
+    lr: float = 1e-4,
+    precision: str = "f32",
+    random_state: int = 0,
+    device: str = "auto",
+    n_jobs: int | None = -1,
+    max_memory: float = 2.0,
+    progress: bool = True,
+) -> LossDataCurve:
+    """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
+
+    Probe (n, s) trains on the first n points of seed s's permutation of the pool (subsets are
+    nested per seed), from initial weights drawn from the stream keyed by
+    (random_state, s, n), for exactly ``steps`` Adam updates; all probes are trained at once by
+    the engine and evaluated on the test set.
+
+    Args:
+        data: the representation's features and labels.
+        probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1).
+        sizes: training-set sizes n; default :func:`default_sizes` of the pool.
+        seeds: a count (seeds 0..seeds-1) or explicit seed ids.
+        steps, batch_size, lr, precision: see :class:`~probemeter.training.engine.TrainingConfig`.
+        random_state: global seed; results are a deterministic function of it.
+        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
+        n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.
+        max_memory: GiB budget per chunk of stacked probes.
+        progress: show a progress bar.
+    """
+    probe = MLP() if probe is None else probe
+    if not is_integer(random_state):
+        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
+    size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
+    seeds_used = seed_ids(seeds)
+    grid = [(int(n), seed) for seed in seeds_used for n in size_values]
+    subsets = [nested_subset(data.pool_size, n, random_state, seed) for n, seed in grid]
+    keys = [(random_state, seed, n) for n, seed in grid]
+    started = time.perf_counter()
+    evaluation = fit_evaluate(
+        data.X_train,
+        data.y_train,
+        data.X_test,
+        data.y_test,
+        data.n_classes,
+        subsets,
+        keys,
+        probe,
+        config,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+    )
+    seconds = time.perf_counter() - started
+    points = pd.DataFrame(
+        {
+            "n": [n for n, _ in grid],
+            "seed": [seed for _, seed in grid],
+            "loss": evaluation.loss,
+            "loss_truncated": evaluation.loss_truncated,
+            "accuracy": evaluation.accuracy,
+        }
+    )
+    metadata = {
+        "probe": probe.to_dict(),
+        "training": config.to_dict(),
+        "random_state": int(random_state),
+        "device": str(resolve_device(device)),
+        "data_fingerprint": data.fingerprint(),
+        "n_features": data.n_features,
+        "train_seconds": round(seconds, 3),
+        "versions": environment(),
+    }
+    return LossDataCurve(
+        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
+    )

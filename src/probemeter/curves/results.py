@@ -1,0 +1,81 @@
+"""The results file: every curve and the comparison of one run, as JSON.
+
+Schema ``probemeter.curves.results/1`` (documented in the README)::
+
+    {
+      "schema": "probemeter.curves.results/1",
+      "created": ISO-8601 time,
+      "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
+      "curves": [LossDataCurve.to_dict(), ...],      # losses in nats
+      "comparison": Comparison.to_dict() or null,    # measures at the chosen ε
+      "experiment": {...},                           # optional: the parsed experiment file
+      "timings": {name: {"key", "seconds", "loaded"}}  # optional: per unit of `probemeter run`
+    }
+
+``experiment`` (:meth:`Experiment.to_dict`, defaults filled in) and ``timings`` (each
+representation's unit key, the seconds its curve took, and whether it was loaded from the run's
+store rather than computed in this run) are written by ``probemeter run`` only; readers must
+not require them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from probemeter._io import environment, write_json_atomic
+from probemeter.curves.comparison import Comparison
+from probemeter.curves.curve import LossDataCurve
+
+__all__ = ["SCHEMA", "load_curves", "save_results"]
+
+SCHEMA = "probemeter.curves.results/1"
+
+
+def save_results(
+    path: str | Path,
+    curves: Sequence[LossDataCurve],
+    comparison: Comparison | None = None,
+    *,
+    experiment: Mapping[str, Any] | None = None,
+    timings: Mapping[str, Any] | None = None,
+) -> None:
+    """Write curves (and their comparison) to ``path`` atomically.
+
+    ``experiment`` and ``timings`` (JSON mappings) become the optional keys of the same name;
+    left out when not given.
+    """
+    payload: dict[str, Any] = {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": environment(),
+        "curves": [curve.to_dict() for curve in curves],
+        "comparison": None if comparison is None else comparison.to_dict(),
+    }
+    for key, value in (("experiment", experiment), ("timings", timings)):
+        if value is not None:
+            payload[key] = dict(value)
+    write_json_atomic(path, payload)
+
+
+def load_curves(path: str | Path) -> list[LossDataCurve]:
+    """Read the curves of a results file (or of a single saved curve).
+
+    Raises:
+        ValueError: the file is missing, not JSON, or not a probemeter results/curve file.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"results file {str(path)!r} does not exist")
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{str(path)!r} is not valid JSON: {error}") from None
+    if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
+        return [LossDataCurve.from_dict(curve) for curve in payload["curves"]]
+    if isinstance(payload, dict) and "points" in payload:
+        return [LossDataCurve.from_dict(payload)]
+    raise ValueError(f"{str(path)!r} is neither a {SCHEMA} file nor a saved loss-data curve")

@@ -1,0 +1,34 @@
+"""Minimum description length probing (Voita & Titov, *Information-Theoretic Probing with
+Minimum Description Length*): the online code (§2.2, eq. 4), the variational code with
+Bayesian-compression layers (§2.1, eq. 3), control tasks (§3.1) and the Table-2 layout.
+"""
+
+from probemeter._lazy import lazy_exports
+
+_EXPORTS = {
+    "BayesianMLP": ".bayesian",
+    "StackedBayesianMLP": ".bayesian",
+    "OrthonormalRandomEncoder": ".controls",
+    "control_task": ".controls",
+    "control_task_labels": ".controls",
+    "selectivity": ".controls",
+    "shuffled_labels": ".controls",
+    "BITS_PER_NAT": ".online",
+    "OnlineCode": ".online",
+    "PAPER_TIMESTEPS": ".online",
+    "SeedResults": ".online",
+    "block_ends": ".online",
+    "online_codelength": ".online",
+    "paper_training": ".online",
+    "uniform_codelength": ".online",
+    "MDLEntry": ".table",
+    "load_mdl_results": ".table",
+    "mdl_frame": ".table",
+    "mdl_table": ".table",
+    "plot_mdl": ".table",
+    "save_mdl_results": ".table",
+    "VariationalCode": ".variational",
+    "variational_codelength": ".variational",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,247 @@
+"""Tables and figures of MDL probing in the layout of Voita & Titov (2020).
+
+* :func:`mdl_table`: Table 2 — rows are representations (layers); columns accuracy, variational
+  codelength and compression, online codelength and compression, each cell a
+  "linguistic / control" pair; codelengths in kbits.
+* :func:`plot_mdl`: Fig. 2 a–c — data vs model code as stacked bars for the variational and the
+  online code, and the online-code learning curves (solid: task, dashed: control).
+* :func:`save_mdl_results` / :func:`load_mdl_results`: every code of a run as one JSON file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._io import environment, write_json_atomic
+from probemeter._tables import latex_escape, markdown_row
+from probemeter.mdl.online import OnlineCode
+from probemeter.mdl.variational import VariationalCode
+
+__all__ = [
+    "SCHEMA",
+    "MDLEntry",
+    "load_mdl_results",
+    "mdl_frame",
+    "mdl_table",
+    "plot_mdl",
+    "save_mdl_results",
+]
+
+SCHEMA = "probemeter.mdl.online/1"
+_FORMATS = ("markdown", "text", "latex")
+
+
+@dataclass(frozen=True)
+class MDLEntry:
+    """The codes of one representation for a task and (optionally) its control task."""
+
+    name: str
+    online: OnlineCode | None = None
+    control_online: OnlineCode | None = None
+    variational: VariationalCode | None = None
+    control_variational: VariationalCode | None = None
+
+    def codes(self) -> dict[str, OnlineCode | VariationalCode]:
+        """The codes present, by role."""
+        roles = ("online", "control_online", "variational", "control_variational")
+        return {role: getattr(self, role) for role in roles if getattr(self, role) is not None}
+
+
+def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
+    """One row per representation; means over seeds; codelengths in kbits.
+
+    Columns (NaN where a code is absent): ``accuracy`` and ``control_accuracy`` (test accuracy
+    of the standard probe trained on all data, from the online code; else of the variational
+    probe), ``selectivity``, and for ``code`` in (variational, online) and role in ("", control):
+    ``{role_}{code}_kbits``, ``{role_}{code}_kbits_std``, ``{role_}{code}_compression``,
+    ``{role_}{code}_model_kbits``, ``{role_}{code}_data_kbits``; ``architecture`` and
+    ``control_architecture`` (pruned variational probes, first seed).
+    """
+    rows = []
+    for entry in entries:
+        row: dict[str, Any] = {"representation": entry.name}
+        for prefix in ("", "control_"):
+            online = getattr(entry, f"{prefix}online")
+            variational = getattr(entry, f"{prefix}variational")
+            for kind, code, total in (
+                ("online", online, "online_bits"),
+                ("variational", variational, "codelength_bits"),
+            ):
+                present = code is not None
+                row[f"{prefix}{kind}_kbits"] = code.mean(total) / 1e3 if present else np.nan
+                row[f"{prefix}{kind}_kbits_std"] = code.std(total) / 1e3 if present else np.nan
+                row[f"{prefix}{kind}_compression"] = code.compression if present else np.nan
+                for part in ("model", "data"):
+                    value = code.mean(f"{part}_bits") / 1e3 if present else np.nan
+                    row[f"{prefix}{kind}_{part}_kbits"] = value
+            source = online if online is not None else variational
+            row[f"{prefix}accuracy"] = source.mean("accuracy") if source is not None else np.nan
+            row[f"{prefix}architecture"] = (
+                variational.seeds["architecture"].iloc[0] if variational is not None else ""
+            )
+        row["selectivity"] = row["accuracy"] - row["control_accuracy"]
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("representation")
+
+
+def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
+    """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits,
+    the online code's standard deviation over data orders (when there are several, Fig. 2d) and
+    the pruned variational probes.
+
+    Args:
+        fmt: ``"markdown"``, ``"text"`` (aligned plain text) or ``"latex"``.
+    """
+    if fmt not in _FORMATS:
+        raise ValueError(f"fmt must be one of {_FORMATS}; got {fmt!r}")
+    frame = mdl_frame(entries)
+
+    def pair(column: str, scale: float, digits: int) -> pd.Series:
+        def cell(task: float, control: float) -> str:
+            parts = [f"{v * scale:.{digits}f}" for v in (task, control) if not np.isnan(v)]
+            return " / ".join(parts) if parts else "-"
+
+        return pd.Series(
+            [cell(a, b) for a, b in zip(frame[column], frame[f"control_{column}"])],
+            index=frame.index,
+        )
+
+    table = pd.DataFrame(
+        {
+            "accuracy (%)": pair("accuracy", 100, 1),
+            "variational (kbits)": pair("variational_kbits", 1, 2),
+            "var. compression": pair("variational_compression", 1, 2),
+            "online (kbits)": pair("online_kbits", 1, 2),
+            "online compression": pair("online_compression", 1, 2),
+            "online s.d. over seeds (kbits)": pair("online_kbits_std", 1, 2),
+            "pruned probe": [
+                " / ".join(p for p in (a, b) if p)
+                for a, b in zip(frame["architecture"], frame["control_architecture"])
+            ],
+        }
+    )
+    spread = frame[["online_kbits_std", "control_online_kbits_std"]].fillna(0.0)
+    if not spread.to_numpy().any():  # one seed: no spread to show
+        table = table.drop(columns="online s.d. over seeds (kbits)")
+    table = table.loc[:, (table != "-").any() & (table != "").any()]
+    header = ["representation", *table.columns]
+    rows = [[str(name), *cells] for name, cells in zip(table.index, table.to_numpy().tolist())]
+    if fmt == "markdown":
+        rule = [":---"] + ["---:"] * len(table.columns)
+        return "\n".join(markdown_row(row) for row in [header, rule, *rows])
+    if fmt == "latex":
+        lines = [
+            rf"\begin{{tabular}}{{l{'r' * len(table.columns)}}}",
+            r"\toprule",
+            " & ".join(latex_escape(cell) for cell in header) + r" \\",
+            r"\midrule",
+            *(" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows),
+            r"\bottomrule",
+            r"\end{tabular}",
+        ]
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "\n".join(
+        "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in [header, *rows]
+    )
+
+
+def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any:
+    """Fig. 2 a–c: stacked data/model bars (variational, online; task then control bar per
+    representation) and online learning curves. Saves to ``path`` when given; returns the
+    figure."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = mdl_frame(entries)
+    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    positions = np.arange(len(frame))
+    for ax, kind in zip(axes[:2], ("variational", "online")):
+        for offset, prefix, hatch in ((-0.2, "", None), (0.2, "control_", "//")):
+            data = frame[f"{prefix}{kind}_data_kbits"].to_numpy()
+            model = frame[f"{prefix}{kind}_model_kbits"].to_numpy()
+            if np.all(np.isnan(data)):
+                continue
+            label = "control" if prefix else "task"
+            ax.bar(positions + offset, data, 0.38, color="C0", hatch=hatch, label=f"{label}: data")
+            ax.bar(
+                positions + offset,
+                model,
+                0.38,
+                bottom=data,
+                color="C1",
+                hatch=hatch,
+                label=f"{label}: model",
+            )
+        ax.set_xticks(positions, frame.index, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel("kbits")
+        ax.set_title(f"{kind} code: data + model")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
+        else:
+            ax.text(0.5, 0.5, f"no {kind} code computed", ha="center", transform=ax.transAxes)
+    for index, entry in enumerate(entries):
+        for code, style in ((entry.online, "-"), (entry.control_online, "--")):
+            if code is not None:
+                code.plot(
+                    axes[2],
+                    label=None if style == "--" else entry.name,
+                    color=f"C{index % 10}",
+                    ls=style,
+                )
+    axes[2].set_title("online learning curves (solid: task, dashed: control)")
+    axes[2].legend(fontsize=7)
+    figure.tight_layout()
+    if path is not None:
+        figure.savefig(path, dpi=120)
+        plt.close(figure)
+    return figure
+
+
+def save_mdl_results(
+    path: str | Path, entries: Sequence[MDLEntry], extra: dict[str, Any] | None = None
+) -> None:
+    """Write every code of ``entries`` to ``path`` as JSON (schema ``probemeter.mdl.online/1``,
+    all codelengths in bits), atomically; ``extra`` (JSON-ready) is stored under ``"run"``."""
+    payload = {
+        "schema": SCHEMA,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "versions": environment(),
+        "entries": [
+            {"name": entry.name, **{role: code.to_dict() for role, code in entry.codes().items()}}
+            for entry in entries
+        ],
+        "run": extra or {},
+    }
+    write_json_atomic(path, payload)
+
+
+def load_mdl_results(path: str | Path) -> list[MDLEntry]:
+    """Read the entries written by :func:`save_mdl_results`.
+
+    Raises:
+        ValueError: not a ``probemeter.mdl.online/1`` file.
+    """
+    payload = json.loads(Path(path).read_text())
+    if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
+        raise ValueError(f"{str(path)!r} is not a {SCHEMA} file")
+    entries = []
+    for item in payload["entries"]:
+        codes = {
+            role: (OnlineCode if "online" in role else VariationalCode).from_dict(item[role])
+            for role in ("online", "control_online", "variational", "control_variational")
+            if role in item
+        }
+        entries.append(MDLEntry(item["name"], **codes))
+    return entries

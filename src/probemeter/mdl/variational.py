@@ -1,0 +1,236 @@
+"""Variational description length of labels given representations (Voita & Titov 2020, §2.2.1).
+
+Eq. 3: with a prior α over probe parameters and a posterior β chosen to minimise it,
+
+    L_var(y_{1:n} | x_{1:n}) = KL(β ‖ α) − E_{θ~β} Σ_i log2 p_θ(y_i | x_i)   (bits).
+
+The first term is the **model** code, the second the **data** code. The probe is the
+group-sparse variational MLP of :mod:`probemeter.mdl.bayesian` (Louizos et al. 2017; prior,
+KL approximation and pruning threshold documented there). Training minimises eq. 3 divided by n
+(the negative ELBO per example) with Adam at a fixed learning rate for a fixed number of epochs,
+without annealing (§3.1: "we do not anneal learning rate and train probes for 200 epochs; long
+training is recommended to enable pruning"). The expectation of the data term is estimated with
+one draw per example of the local reparameterisation over the whole pool.
+
+Several seeds (initialisations and minibatch orders) are trained at once, stacked on a probe
+axis; every probe trains on the whole pool.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from probemeter._device import resolve_device, single_threaded
+from probemeter._io import environment
+from probemeter._validation import is_integer
+from probemeter.data import ProbeData, seed_ids
+from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
+from probemeter.mdl.online import BITS_PER_NAT, SeedResults, uniform_codelength
+
+__all__ = ["VariationalCode", "variational_codelength"]
+
+
+@dataclass(frozen=True)
+class VariationalCode(SeedResults):
+    """Variational codelength of one representation's labels, per seed.
+
+    Attributes:
+        name: the representation.
+        n_classes: K.
+        n: examples transmitted (the pool).
+        seeds: one row per seed: ``codelength_bits`` (eq. 3), ``model_bits`` (KL(β‖α)),
+            ``data_bits`` (expected cross-entropy on the pool), ``uniform_bits``,
+            ``compression``, ``accuracy`` (test accuracy of the pruned probe at the posterior
+            means) and ``architecture`` (kept groups per layer, e.g. ``"406-33-49"``).
+        metadata: probe, training settings, random state, versions, timings.
+    """
+
+    name: str
+    n_classes: int
+    n: int
+    seeds: pd.DataFrame = field(repr=False)
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def codelength_bits(self) -> float:
+        return self.mean("codelength_bits")
+
+    @property
+    def compression(self) -> float:
+        return self.mean("compression")
+
+    @property
+    def architecture(self) -> np.ndarray:
+        """(seeds, layers) kept input groups of each layer."""
+        return np.array([[int(v) for v in a.split("-")] for a in self.seeds["architecture"]])
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.seeds.assign(representation=self.name)
+
+    def __str__(self) -> str:
+        return (
+            f"variational code of {self.name}: {self.codelength_bits / 1e3:.2f} "
+            f"± {self.std('codelength_bits') / 1e3:.2f} kbits over {len(self.seeds)} seed(s), "
+            f"compression {self.compression:.2f}; data {self.mean('data_bits') / 1e3:.2f} + "
+            f"model {self.mean('model_bits') / 1e3:.2f} kbits; pruned architecture "
+            f"{', '.join(self.seeds['architecture'])}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "variational_code",
+            "unit": "bits",
+            "name": self.name,
+            "n_classes": self.n_classes,
+            "n": self.n,
+            "seeds": self.seeds.to_dict(orient="list"),
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> VariationalCode:
+        if payload.get("kind") != "variational_code" or payload.get("unit") != "bits":
+            raise ValueError("payload is not a variational code in bits")
+        return cls(
+            name=payload["name"],
+            n_classes=int(payload["n_classes"]),
+            n=int(payload["n"]),
+            seeds=pd.DataFrame(payload["seeds"]),
+            metadata=payload.get("metadata", {}),
+        )
+
+
+def variational_codelength(
+    data: ProbeData,
+    probe: BayesianMLP | None = None,
+    seeds: int | Sequence[int] = 1,
+    *,
+    epochs: int = 200,
+    batch_size: int = 256,
+    lr: float = 1e-3,
+    random_state: int = 0,
+    device: str = "auto",
+    progress: bool = False,
+) -> VariationalCode:
+    """Train group-sparse variational probes on the pool and report eq. 3 in bits.
+
+    Args:
+        data: the pool is transmitted; the test set gives the pruned probe's accuracy.
+        probe: default ``BayesianMLP((1000, 1000))`` (MLP-2, h = 1000, §3.1).
+        seeds: a count or explicit seed ids (initialisation, minibatch order and noise).
+        epochs: passes over the pool (200 in the paper).
+        batch_size: minibatch size; lr: Adam learning rate (1e-3, §3.1).
+        random_state: global seed; probe s draws from ``default_rng([random_state, s])``.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``.
+        progress: show a progress bar over epochs.
+
+    Raises:
+        ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state.
+    """
+    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
+        if not is_integer(value) or value < 1:
+            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    if (
+        isinstance(lr, bool)
+        or not isinstance(lr, (int, float))
+        or not (math.isfinite(lr) and lr > 0)
+    ):
+        raise ValueError(f"lr must be a positive finite number; got {lr!r}")
+    if not is_integer(random_state):
+        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    probe = BayesianMLP() if probe is None else probe
+    seeds_used = seed_ids(seeds)
+    torch_device = resolve_device(device)
+    rngs = [np.random.default_rng([random_state, seed]) for seed in seeds_used]
+    model = probe.stack(rngs, data.n_features, data.n_classes, torch_device)
+    generator = torch.Generator(device=torch_device).manual_seed(int(random_state))
+    pool_x = torch.as_tensor(data.X_train, device=torch_device)
+    pool_y = torch.as_tensor(data.y_train, device=torch_device)
+    n, n_probes = data.pool_size, len(seeds_used)
+    optimizer = torch.optim.Adam(model.parameters, lr=lr)
+    started = time.perf_counter()
+    with single_threaded(torch_device.type == "cpu"):  # small matmuls: threads only cost
+        _train(model, optimizer, pool_x, pool_y, rngs, epochs, batch_size, generator, progress)
+    seconds = time.perf_counter() - started
+    with torch.no_grad():
+        kl_bits = model.kl().cpu().numpy().astype(np.float64) * BITS_PER_NAT
+        data_bits = np.zeros(n_probes)
+        for start in range(0, n, 4096):
+            x = pool_x[start : start + 4096].expand(n_probes, -1, -1)
+            y = pool_y[start : start + 4096].expand(n_probes, -1)
+            nll = F.cross_entropy(
+                model.sample_logits(x, generator).transpose(1, 2), y, reduction="none"
+            )
+            data_bits += nll.sum(dim=1, dtype=torch.float64).cpu().numpy() * BITS_PER_NAT
+        test_x = torch.as_tensor(data.X_test, device=torch_device).expand(n_probes, -1, -1)
+        test_y = torch.as_tensor(data.y_test, device=torch_device)
+        accuracy = (model.pruned_logits(test_x).argmax(dim=2) == test_y).float().mean(dim=1)
+    uniform = uniform_codelength(n, data.n_classes)
+    codelength = kl_bits + data_bits
+    seeds_table = pd.DataFrame(
+        {
+            "seed": seeds_used,
+            "codelength_bits": codelength,
+            "model_bits": kl_bits,
+            "data_bits": data_bits,
+            "uniform_bits": uniform,
+            "compression": uniform / codelength,
+            "accuracy": accuracy.cpu().numpy().astype(np.float64),
+            "architecture": ["-".join(str(int(v)) for v in row) for row in model.architecture()],
+        }
+    )
+    metadata = {
+        "probe": probe.to_dict(),
+        "training": {
+            "optimizer": "adam",
+            "lr": float(lr),
+            "batch_size": int(batch_size),
+            "epochs": int(epochs),
+            "stopping": f"fixed {epochs} epochs, no lr annealing (Voita & Titov sec. 3.1)",
+            "loss": "KL(beta||alpha)/n + mean expected cross-entropy (eq. 3 / n)",
+        },
+        "random_state": int(random_state),
+        "device": str(torch_device),
+        "data_fingerprint": data.fingerprint(),
+        "n_test": len(data.y_test),
+        "train_seconds": round(seconds, 3),
+        "versions": environment(),
+    }
+    return VariationalCode(data.name, data.n_classes, n, seeds_table, metadata)
+
+
+def _train(
+    model: StackedBayesianMLP,
+    optimizer: torch.optim.Optimizer,
+    pool_x: torch.Tensor,
+    pool_y: torch.Tensor,
+    rngs: list[np.random.Generator],
+    epochs: int,
+    batch_size: int,
+    generator: torch.Generator,
+    progress: bool,
+) -> None:
+    """Minimise eq. 3 / n: epochs over the pool, each probe in its own order."""
+    n = pool_x.shape[0]
+    for _ in tqdm(range(epochs), disable=not progress, desc="variational probes", unit="epoch"):
+        orders = torch.as_tensor(
+            np.stack([rng.permutation(n) for rng in rngs]), device=pool_x.device
+        )
+        for start in range(0, n, batch_size):
+            index = orders[:, start : start + batch_size]
+            logits = model.sample_logits(pool_x[index], generator)
+            nll = F.cross_entropy(logits.transpose(1, 2), pool_y[index], reduction="none")
+            loss = (nll.mean(dim=1) + model.kl() / n).sum()
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            optimizer.step()

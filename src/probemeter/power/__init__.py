@@ -1,0 +1,40 @@
+"""Data requirements and statistical power of probing comparisons (Zhu et al., *On the data
+requirements of probing*): paired runs on stratified splits (§4.1), McNemar's test (§3.5), power by
+simulation, the generalisation bound and recommended training-set size (§3.4), collapse
+detection (§3.6) and the Table-2 report.
+"""
+
+from probemeter._lazy import lazy_exports
+
+_EXPORTS = {
+    "Recommendation": ".bounds",
+    "bound_multiplier": ".bounds",
+    "generalization_bound": ".bounds",
+    "log_function_class_size": ".bounds",
+    "recommend_train_size": ".bounds",
+    "required_train_size": ".bounds",
+    "total_data_size": ".bounds",
+    "CollapseVerdict": ".collapse",
+    "collapse_verdict": ".collapse",
+    "detect_collapse": ".collapse",
+    "McNemarResult": ".mcnemar",
+    "contingency_table": ".mcnemar",
+    "mcnemar": ".mcnemar",
+    "mcnemar_p_values": ".mcnemar",
+    "ConfigurationRuns": ".paired",
+    "PairedComparison": ".paired",
+    "paired_data": ".paired",
+    "run_configurations": ".paired",
+    "Split": ".sampling",
+    "pilot_splits": ".sampling",
+    "rotation_splits": ".sampling",
+    "stratified_split": ".sampling",
+    "stratified_splits": ".sampling",
+    "PowerCurve": ".simulation",
+    "check_alpha": ".simulation",
+    "simulate_power": ".simulation",
+    "PowerReport": ".table",
+    "power_report": ".table",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -1,0 +1,274 @@
+"""Generalisation bounds and the training data they ask for (Zhu et al., §3.3–3.4, App. B).
+
+The finite-function-class bound (Zhu et al., §3.4; Liang 2016, Thm. 7): with probability at
+least 1 − δ, the empirically optimal probe's risk is within
+
+    B(n, δ) = B · sqrt( 2 · ln(2|F| / δ) / n )
+
+of the best risk in the class F, for n i.i.d. training examples and a risk bounded by B
+(B = 1 for accuracy). Variants (``variant``):
+
+* ``"standard"`` — Eq. 1: accuracy, precision/recall/F1, cross-entropy with its bound B, and
+  variational MDL (Theorem 2: same bound as Eq. 1);
+* ``"control"`` — Theorem 1: a control-task difference (selectivity) is bounded by 2·B(n, δ);
+* ``"prequential"`` — Theorem 3: prequential MDL is bounded by (C·n / t₁)·B(n, δ), C a
+  user constant and t₁ the first block. We take t₁ as a *fraction* of n
+  (``first_block_fraction`` = t₁/n, 0.1 % in Voita & Titov): with t₁ a fixed count the factor
+  n/t₁ grows like n and the bound grows like √n, so no training size satisfies it.
+
+**Recommended N** (§3.2 steps 3–4, §3.4): set the bound equal to the target
+ε = |R₁ − R₂| / ``factor`` (``factor`` = 2, the paper's heuristic) and solve the closed form
+
+    N_train = ⌈ 2 · ln(2|F|/δ) · (m · B / ε)² ⌉,   m = 1, 2 or C/first_block_fraction,
+
+then the total data with train/dev/test sizes η:1:1 is ⌈(1 + 2/η) · N_train⌉.
+
+**How |F| is counted** (``counting``). The paper (§3.4) stores each of the D + 1 parameters of
+a logistic regression in 32 bits, "so each weight parameter takes 2^32 possible values", and
+writes |F| = 2^32 × (D + 1):
+
+* ``"paper"`` (default) — ln|F| = bits · ln 2 + ln(n_parameters), the product as printed. This
+  reading reproduces every number of the paper: the bound 0.039 at n = 65,536 for D = 4,096,
+  N ≈ 40k for a bound of 0.05 (it gives 39,690), and all five rows of Table 2 (D = 768).
+* ``"exact"`` — ln|F| = n_parameters · bits · ln 2: the real number of distinct parameter
+  vectors, (2^bits)^n_parameters. It is the count the finite-class theorem needs, but at
+  D = 4,096 it makes the bound 1.67 at n = 65,536 (vacuous for accuracy) and asks for
+  N ≈ 72.7 million for a bound of 0.05.
+
+The paper's text (a class of 2^32-valued parameters) and its numbers (the product) disagree;
+we follow the numbers by default so recommendations are comparable with the paper's tables,
+and offer the exact count for a bound that holds as stated. Logarithms are natural (nats):
+with log₂ the D = 4,096 example would give 0.047, not 0.039.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from probemeter._validation import check_delta, is_integer
+
+__all__ = [
+    "COUNTINGS",
+    "VARIANTS",
+    "Recommendation",
+    "bound_multiplier",
+    "generalization_bound",
+    "log_function_class_size",
+    "recommend_train_size",
+    "required_train_size",
+    "total_data_size",
+]
+
+COUNTINGS = ("paper", "exact")
+VARIANTS = ("standard", "control", "prequential")
+
+
+def _positive(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return float(value)
+
+
+def log_function_class_size(
+    n_parameters: int, bits_per_parameter: int = 32, counting: str = "paper"
+) -> float:
+    """ln|F| in nats for a probe with ``n_parameters`` parameters of ``bits_per_parameter``
+    bits each: ``"paper"`` → ln(2^bits · n_parameters), ``"exact"`` → n_parameters · bits · ln 2
+    (see the module docstring for why the two differ)."""
+    if not is_integer(n_parameters) or n_parameters < 1:
+        raise ValueError(f"n_parameters must be a positive integer; got {n_parameters!r}")
+    if not is_integer(bits_per_parameter) or bits_per_parameter < 1:
+        raise ValueError(
+            f"bits_per_parameter must be a positive integer; got {bits_per_parameter!r}"
+        )
+    if counting not in COUNTINGS:
+        raise ValueError(f"counting must be one of {COUNTINGS}; got {counting!r}")
+    if counting == "paper":
+        return bits_per_parameter * math.log(2) + math.log(n_parameters)
+    return n_parameters * bits_per_parameter * math.log(2)
+
+
+def bound_multiplier(
+    variant: str = "standard", *, C: float = 1.0, first_block_fraction: float = 0.001
+) -> float:
+    """m in m · B(n, δ): 1 (Eq. 1, Thm. 2), 2 (Thm. 1, control tasks) or C / (t₁/n)
+    (Thm. 3, prequential MDL)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    if variant == "standard":
+        return 1.0
+    if variant == "control":
+        return 2.0
+    C = _positive("C", C)
+    fraction = _positive("first_block_fraction", first_block_fraction)
+    if fraction > 1:
+        raise ValueError(f"first_block_fraction (t1/n) must be in (0, 1]; got {fraction!r}")
+    return C / fraction
+
+
+def generalization_bound(
+    n: float,
+    log_class_size: float,
+    *,
+    delta: float = 1e-8,
+    scale: float = 1.0,
+    variant: str = "standard",
+    C: float = 1.0,
+    first_block_fraction: float = 0.001,
+) -> float:
+    """m · scale · sqrt(2 · ln(2|F|/δ) / n) for ``log_class_size`` = ln|F| (nats); ``scale`` is
+    the bound B on the risk (1 for accuracy). See the module docstring."""
+    n = _positive("n", n)
+    delta = check_delta(delta)
+    scale = _positive("scale", scale)
+    log_size = float(log_class_size)
+    if not math.isfinite(log_size) or log_size < 0:
+        raise ValueError(f"log_class_size must be ln|F| >= 0; got {log_class_size!r}")
+    multiplier = bound_multiplier(variant, C=C, first_block_fraction=first_block_fraction)
+    return multiplier * scale * math.sqrt(2.0 * (math.log(2.0) + log_size - math.log(delta)) / n)
+
+
+def required_train_size(
+    target: float,
+    log_class_size: float,
+    *,
+    delta: float = 1e-8,
+    scale: float = 1.0,
+    variant: str = "standard",
+    C: float = 1.0,
+    first_block_fraction: float = 0.001,
+) -> int:
+    """The smallest n with :func:`generalization_bound` ≤ ``target``: the closed form
+    ⌈2 · ln(2|F|/δ) · (m · scale / target)²⌉."""
+    target = _positive("target", target)
+    delta = check_delta(delta)
+    scale = _positive("scale", scale)
+    multiplier = bound_multiplier(variant, C=C, first_block_fraction=first_block_fraction)
+    log_term = math.log(2.0) + float(log_class_size) - math.log(delta)
+    return max(1, math.ceil(2.0 * log_term * (multiplier * scale / target) ** 2))
+
+
+def total_data_size(n_train: int, eta: float = 4.0) -> int:
+    """Train + dev + test examples when their sizes are η:1:1 (Zhu et al., §3.2 step 4):
+    ⌈(1 + 2/η) · N_train⌉."""
+    if not is_integer(n_train) or n_train < 1:
+        raise ValueError(f"n_train must be a positive integer; got {n_train!r}")
+    eta = _positive("eta", eta)
+    return math.ceil(round((1.0 + 2.0 / eta) * n_train, 9))
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """A recommended data size for a comparison problem (Zhu et al., §3.2, §3.4).
+
+    Attributes:
+        gap: the pilot's |R₁ − R₂|.
+        factor: the bound is set to gap / factor (2 in the paper).
+        target: gap / factor.
+        n_train: recommended training examples N_train.
+        n_total: train + dev + test at η:1:1.
+        eta, delta, scale, variant, C, first_block_fraction: the bound's settings.
+        n_parameters, bits_per_parameter, counting, log_class_size: how |F| was counted.
+    """
+
+    gap: float
+    factor: float
+    target: float
+    n_train: int
+    n_total: int
+    eta: float
+    delta: float
+    scale: float
+    variant: str
+    C: float
+    first_block_fraction: float
+    n_parameters: int
+    bits_per_parameter: int
+    counting: str
+    log_class_size: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return (
+            f"|R1-R2| = {self.gap:.4g} -> bound {self.target:.4g} ({self.variant}, "
+            f"delta={self.delta:g}, |F| counted '{self.counting}' from {self.n_parameters} "
+            f"parameters x {self.bits_per_parameter} bits): N_train = {self.n_train:,}, "
+            f"total at {self.eta:g}:1:1 = {self.n_total:,}"
+        )
+
+
+def recommend_train_size(
+    gap: float,
+    n_parameters: int,
+    *,
+    factor: float = 2.0,
+    delta: float = 1e-8,
+    bits_per_parameter: int = 32,
+    counting: str = "paper",
+    scale: float = 1.0,
+    variant: str = "standard",
+    C: float = 1.0,
+    first_block_fraction: float = 0.001,
+    eta: float = 4.0,
+) -> Recommendation:
+    """Recommend N_train for a comparison whose pilot performances differ by ``gap`` = |R₁ − R₂|
+    (Zhu et al., §3.2 step 3): the N at which the bound equals gap / ``factor``.
+
+    For a comparison of two probe families pass the larger parameter count (the paper takes
+    the larger recommendation, §4.6).
+
+    Raises:
+        ValueError: a zero gap (the comparison may have collapsed: §3.6 — recommending data
+            for it is not meaningful, check it with
+            :func:`probemeter.power.collapse.detect_collapse`),
+            a negative or non-finite gap, δ outside (0, 1), non-positive factor, η, C, etc.
+    """
+    if isinstance(gap, bool) or not isinstance(gap, (int, float, np.integer, np.floating)):
+        raise ValueError(f"gap must be |R1 - R2|, a positive number; got {gap!r}")
+    if not math.isfinite(gap) or gap < 0:
+        raise ValueError(f"gap must be |R1 - R2|, a non-negative finite number; got {gap!r}")
+    if gap == 0:
+        raise ValueError(
+            "gap is 0: the two configurations performed identically, so the comparison may "
+            "have collapsed (Zhu et al. §3.6) and no amount of data separates them; the bound "
+            "would ask for infinitely many examples. Check for a collapse (detect_collapse) "
+            "instead of recommending a size"
+        )
+    factor = _positive("factor", factor)
+    delta = check_delta(delta)
+    log_size = log_function_class_size(n_parameters, bits_per_parameter, counting)
+    target = float(gap) / factor
+    n_train = required_train_size(
+        target,
+        log_size,
+        delta=delta,
+        scale=scale,
+        variant=variant,
+        C=C,
+        first_block_fraction=first_block_fraction,
+    )
+    return Recommendation(
+        gap=float(gap),
+        factor=factor,
+        target=target,
+        n_train=n_train,
+        n_total=total_data_size(n_train, eta),
+        eta=float(eta),
+        delta=delta,
+        scale=float(scale),
+        variant=variant,
+        C=float(C),
+        first_block_fraction=float(first_block_fraction),
+        n_parameters=int(n_parameters),
+        bits_per_parameter=int(bits_per_parameter),
+        counting=counting,
+        log_class_size=log_size,
+    )

@@ -1,0 +1,461 @@
+"""Comparison problems: two probing configurations run on the same splits and seeds.
+
+Zhu et al. (2022), "On the data requirements of probing", §3.1 Def. 2: a comparison problem
+pits two probing configurations — same task, different representation or different probe
+family — against each other. Here both are trained on the *same* splits with the *same* seeds
+(a probe's random stream is keyed by (random_state, seed, split), never by its configuration),
+so their test predictions are paired example by example (:func:`run_configurations`,
+:class:`PairedComparison`), ready for McNemar's test (§3.5, :mod:`probemeter.power.mcnemar`), power
+by simulation (:mod:`probemeter.power.simulation`), the Table-2 report
+(:mod:`probemeter.power.table`), the bound-vs-empirical margins of Fig. 2
+(:meth:`PairedComparison.plot_bounds`) and collapse detection (:mod:`probemeter.power.collapse`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._device import resolve_device
+from probemeter._io import environment, write_json_atomic
+from probemeter._validation import is_integer
+from probemeter.data import ProbeData, seed_ids
+from probemeter.power.bounds import generalization_bound, log_function_class_size
+from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
+from probemeter.power.sampling import Split
+from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
+from probemeter.probes import MLP
+from probemeter.training.engine import TrainingConfig, fit_evaluate
+
+__all__ = ["ConfigurationRuns", "PairedComparison", "paired_data", "run_configurations"]
+
+
+def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(X_a, X_b, y)`` of two representations of the same examples: each one's pool and test
+    set stacked (pool first), so comparison splits can be drawn from all of it.
+
+    Raises:
+        ValueError: the two do not describe the same examples (different lengths or labels of
+            pool or test set): their predictions could not be paired.
+    """
+    for part in ("train", "test"):
+        labels_a, labels_b = getattr(a, f"y_{part}"), getattr(b, f"y_{part}")
+        if labels_a.shape != labels_b.shape or not np.array_equal(labels_a, labels_b):
+            raise ValueError(
+                f"{a.name!r} and {b.name!r} have different {part} labels "
+                f"({labels_a.size} vs {labels_b.size} examples): a comparison needs both "
+                "configurations on the same examples so predictions are paired"
+            )
+    return (
+        np.concatenate([a.X_train, a.X_test]),
+        np.concatenate([b.X_train, b.X_test]),
+        np.concatenate([a.y_train, a.y_test]),
+    )
+
+
+def _check_configurations(
+    features: Mapping[str, np.ndarray], y: object, probes: MLP | Mapping[str, MLP]
+) -> tuple[dict[str, np.ndarray], np.ndarray, dict[str, MLP]]:
+    if len(features) < 1:
+        raise ValueError("features is empty: give at least one configuration")
+    labels = np.asarray(y)
+    if labels.ndim != 1 or not np.issubdtype(labels.dtype, np.integer) or labels.min() < 0:
+        raise ValueError("y must be a 1-D array of non-negative integer class labels")
+    arrays = {}
+    for name, X in features.items():
+        X = np.asarray(X, dtype=np.float32)
+        if X.ndim != 2 or X.shape[0] != labels.size:
+            raise ValueError(
+                f"features[{name!r}] has shape {X.shape} but y has {labels.size} labels: every "
+                "configuration must describe the same examples, one row each (paired)"
+            )
+        if not np.isfinite(X).all():
+            raise ValueError(f"features[{name!r}] contains NaN or inf")
+        arrays[name] = np.ascontiguousarray(X)
+    if isinstance(probes, MLP):
+        probes = dict.fromkeys(arrays, probes)
+    missing = set(arrays) - set(probes)
+    if missing:
+        raise ValueError(f"probes lacks an entry for configuration(s) {sorted(missing)}")
+    return arrays, labels.astype(np.int64), {name: probes[name] for name in arrays}
+
+
+def _check_splits(splits: Sequence[Split], n_examples: int) -> None:
+    if not splits:
+        raise ValueError("splits is empty")
+    for split in splits:
+        for role in ("train", "test"):
+            indices = getattr(split, role)
+            if len(indices) == 0:
+                raise ValueError(f"split {split.name!r} has an empty {role} set")
+            if np.min(indices) < 0 or np.max(indices) >= n_examples:
+                raise ValueError(
+                    f"split {split.name!r} indexes {role} examples outside the {n_examples} rows"
+                )
+        if np.intersect1d(split.train, split.test).size:
+            raise ValueError(f"split {split.name!r} tests on some of its training examples")
+
+
+@dataclass(frozen=True, eq=False)
+class ConfigurationRuns:
+    """Per-example correctness of several configurations on the same runs (split × seed).
+
+    Attributes:
+        names: configuration names.
+        splits: the splits; run r is (split ``runs.split[r]``, seed ``runs.seed[r]``).
+        runs: one row per run: ``split`` (position in ``splits``), ``seed``.
+        correct: name -> tuple over runs of boolean arrays aligned with that run's
+            ``splits[split].test``.
+        n_parameters: name -> trainable parameters of the configuration's probe.
+        metadata: probes, training config, random state, device, timings, versions.
+    """
+
+    names: tuple[str, ...]
+    splits: tuple[Split, ...]
+    runs: pd.DataFrame
+    correct: Mapping[str, tuple[np.ndarray, ...]] = field(repr=False)
+    n_parameters: Mapping[str, int]
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def pair(self, a: str, b: str) -> PairedComparison:
+        """The comparison problem (``a``, ``b``) on these runs."""
+        for name in (a, b):
+            if name not in self.names:
+                raise ValueError(f"no configuration {name!r}; have {list(self.names)}")
+        n_parameters = (self.n_parameters[a], self.n_parameters[b])
+        correct_a, correct_b = self.correct[a], self.correct[b]
+        return PairedComparison.build(
+            a, b, self.splits, self.runs, correct_a, correct_b, n_parameters, self.metadata
+        )
+
+
+def run_configurations(
+    features: Mapping[str, np.ndarray],
+    y: object,
+    splits: Sequence[Split],
+    seeds: int | Sequence[int] = 5,
+    *,
+    probes: MLP | Mapping[str, MLP] | None = None,
+    steps: int = 1000,
+    batch_size: int = 64,
+    lr: float = 1e-3,
+    standardize: bool = True,
+    random_state: int = 0,
+    device: str = "auto",
+    n_jobs: int | None = -1,
+    progress: bool = False,
+) -> ConfigurationRuns:
+    """Train every configuration on every (split, seed) and keep paired test correctness.
+
+    Each configuration is one call of the engine (all its runs at once). Probe (split j,
+    seed s) trains on ``splits[j].train`` from the random stream keyed by
+    (random_state, s, j) — the same for every configuration — for ``steps`` Adam updates,
+    and is scored on ``splits[j].test``. The dev sets are held out and unused: the stopping rule
+    is a fixed number of steps (recorded in the metadata).
+
+    Args:
+        features: name -> (n_examples, d) features; all rows describe the same examples.
+        y: (n_examples,) integer labels shared by all configurations.
+        splits: train/dev/test index sets (:mod:`probemeter.power.sampling`).
+        seeds: a count (0..seeds-1) or explicit seed ids.
+        probes: one probe for all configurations or name -> probe; default linear (logistic
+            regression, the paper's main probe).
+        standardize: z-score each configuration's features with statistics of all its rows
+            (an unsupervised transform; labels are never used).
+        steps, batch_size, lr, device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
+
+    Raises:
+        ValueError: features with different numbers of rows than y (unpaired), bad splits
+            (empty, out of range, tests on training examples), bad seeds.
+    """
+    arrays, labels, probe_map = _check_configurations(
+        features, y, MLP(()) if probes is None else probes
+    )
+    _check_splits(splits, labels.size)
+    seeds_used = seed_ids(seeds)
+    if not is_integer(random_state):
+        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
+    n_classes = int(labels.max()) + 1
+    grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
+    eval_index = np.unique(np.concatenate([split.test for split in splits]))
+    positions = [np.searchsorted(eval_index, split.test) for split in splits]
+    correct: dict[str, tuple[np.ndarray, ...]] = {}
+    seconds = {}
+    for name, X in arrays.items():
+        if standardize:
+            std = X.std(axis=0, dtype=np.float64)
+            std[std == 0] = 1.0
+            X = ((X - X.mean(axis=0, dtype=np.float64)) / std).astype(np.float32)
+        started = time.perf_counter()
+        evaluation = fit_evaluate(
+            X,
+            labels,
+            X[eval_index],
+            labels[eval_index],
+            n_classes,
+            [splits[j].train for j, _ in grid],
+            [(int(random_state), s, j) for j, s in grid],
+            probe_map[name],
+            config,
+            device=device,
+            n_jobs=n_jobs,
+            progress=progress,
+            per_example=True,
+        )
+        seconds[name] = round(time.perf_counter() - started, 3)
+        hits = evaluation.predictions == labels[eval_index][None, :]
+        correct[name] = tuple(hits[r, positions[j]] for r, (j, _) in enumerate(grid))
+    metadata = {
+        "probes": {name: probe.to_dict() for name, probe in probe_map.items()},
+        "training": config.to_dict(),
+        "dev_sets": "held out, unused (fixed number of steps)",
+        "standardize": bool(standardize),
+        "random_state": int(random_state),
+        "device": str(resolve_device(device)),
+        "train_seconds": seconds,
+        "versions": environment(),
+    }
+    return ConfigurationRuns(
+        names=tuple(arrays),
+        splits=tuple(splits),
+        runs=pd.DataFrame({"split": [j for j, _ in grid], "seed": [s for _, s in grid]}),
+        correct=correct,
+        n_parameters={
+            name: probe_map[name].parameter_count(X.shape[1], n_classes)
+            for name, X in arrays.items()
+        },
+        metadata=metadata,
+    )
+
+
+def _pack(values: np.ndarray) -> str:
+    return base64.b64encode(np.packbits(values.astype(bool)).tobytes()).decode("ascii")
+
+
+def _unpack(text: str, length: int) -> np.ndarray:
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))
+    return bits[:length].astype(bool)
+
+
+@dataclass(frozen=True, eq=False)
+class PairedComparison:
+    """A comparison problem (Zhu et al., Def. 2): two configurations, paired run by run.
+
+    Attributes:
+        name_a, name_b: the configurations.
+        runs: one row per (split, seed): ``split`` (name), ``split_index``, ``seed``,
+            ``n_train, n_dev, n_test``, ``accuracy_a, accuracy_b``, the contingency counts
+            ``n00, n01, n10, n11`` (Table 1) and McNemar's ``p_value``.
+        correct_a, correct_b: per run, per-example correctness on the run's test set.
+        n_parameters: trainable parameters of the two probes (for recommended N).
+        metadata: how the runs were trained.
+    """
+
+    name_a: str
+    name_b: str
+    runs: pd.DataFrame = field(repr=False)
+    correct_a: tuple[np.ndarray, ...] = field(repr=False)
+    correct_b: tuple[np.ndarray, ...] = field(repr=False)
+    n_parameters: tuple[int, int]
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def build(
+        cls,
+        name_a: str,
+        name_b: str,
+        splits: Sequence[Split],
+        runs: pd.DataFrame,
+        correct_a: Sequence[np.ndarray],
+        correct_b: Sequence[np.ndarray],
+        n_parameters: tuple[int, int],
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        method: str = "auto",
+        correction: bool = False,
+    ) -> PairedComparison:
+        """Tabulate paired runs: contingency tables and McNemar p-values per run."""
+        if not len(correct_a) == len(correct_b) == len(runs):
+            raise ValueError(
+                f"got {len(runs)} runs but {len(correct_a)} and {len(correct_b)} correctness "
+                "arrays: each run needs the predictions of both configurations"
+            )
+        rows = []
+        for r, (j, seed) in enumerate(zip(runs["split"], runs["seed"])):
+            try:
+                table = contingency_table(correct_a[r], correct_b[r])
+            except ValueError as error:
+                raise ValueError(f"run {r}: {error}") from None
+            n_train, n_dev, n_test = splits[j].sizes
+            if table.sum() != n_test:
+                raise ValueError(
+                    f"run {r}: {table.sum()} predictions but split {splits[j].name!r} tests "
+                    f"{n_test} examples: predictions must be paired with the split's test set"
+                )
+            rows.append(
+                {
+                    "split": splits[j].name,
+                    "split_index": int(j),
+                    "seed": int(seed),
+                    "n_train": n_train,
+                    "n_dev": n_dev,
+                    "n_test": n_test,
+                    "accuracy_a": table[1].sum() / n_test,
+                    "accuracy_b": table[:, 1].sum() / n_test,
+                    "n00": int(table[0, 0]),
+                    "n01": int(table[0, 1]),
+                    "n10": int(table[1, 0]),
+                    "n11": int(table[1, 1]),
+                }
+            )
+        frame = pd.DataFrame(rows)
+        frame["p_value"] = mcnemar_p_values(
+            frame["n01"], frame["n10"], method=method, correction=correction
+        )
+        return cls(
+            name_a,
+            name_b,
+            frame,
+            tuple(np.asarray(c, dtype=bool) for c in correct_a),
+            tuple(np.asarray(c, dtype=bool) for c in correct_b),
+            (int(n_parameters[0]), int(n_parameters[1])),
+            {**dict(metadata or {}), "mcnemar": {"method": method, "correction": correction}},
+        )
+
+    @property
+    def split_names(self) -> list[str]:
+        """Split names in order of first appearance."""
+        return list(dict.fromkeys(self.runs["split"]))
+
+    def seed_correctness(
+        self, splits: Sequence[str] | None = None
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Per seed, the correctness of A and B over the test sets of ``splits`` (default:
+        all) concatenated — e.g. the whole data set for a fold rotation."""
+        chosen = self.split_names if splits is None else list(splits)
+        unknown = set(chosen) - set(self.split_names)
+        if unknown:
+            raise ValueError(f"unknown split(s) {sorted(unknown)}; have {self.split_names}")
+        a, b = [], []
+        for seed in sorted(self.runs["seed"].unique()):
+            rows = np.flatnonzero(
+                (self.runs["seed"] == seed).to_numpy() & self.runs["split"].isin(chosen).to_numpy()
+            )
+            a.append(np.concatenate([self.correct_a[r] for r in rows]))
+            b.append(np.concatenate([self.correct_b[r] for r in rows]))
+        return a, b
+
+    def power_curve(
+        self,
+        splits: Sequence[str] | None = None,
+        test_sizes: Sequence[int] | None = None,
+        **options: Any,
+    ) -> PowerCurve:
+        """:func:`simulate_power` on the pooled test sets of ``splits`` (default: all)."""
+        return simulate_power(*self.seed_correctness(splits), test_sizes, **options)
+
+    def summary(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Per split: sizes, mean accuracies over seeds, mean |R₁ − R₂| over seeds (the
+        "Mean |R₁ − R₂|" of Table 2), mean signed difference (B − A), and the fraction of seeds
+        whose McNemar test rejected at ``alpha``."""
+        alpha = check_alpha(alpha)
+        grouped = self.runs.assign(
+            gap=(self.runs["accuracy_a"] - self.runs["accuracy_b"]).abs(),
+            difference=self.runs["accuracy_b"] - self.runs["accuracy_a"],
+            significant=self.runs["p_value"] < alpha,
+        ).groupby("split", sort=False)
+        return grouped.agg(
+            n_train=("n_train", "first"),
+            n_dev=("n_dev", "first"),
+            n_test=("n_test", "first"),
+            accuracy_a=("accuracy_a", "mean"),
+            accuracy_b=("accuracy_b", "mean"),
+            mean_gap=("gap", "mean"),
+            mean_difference=("difference", "mean"),
+            significant_fraction=("significant", "mean"),
+            seeds=("seed", "nunique"),
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-run table, with the configuration names as columns."""
+        return self.runs.assign(a=self.name_a, b=self.name_b)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, with per-example correctness bit-packed (base64) so
+        :meth:`from_dict` restores the comparison exactly."""
+        return {
+            "name_a": self.name_a,
+            "name_b": self.name_b,
+            "runs": self.runs.to_dict(orient="list"),
+            "correct_a": [_pack(c) for c in self.correct_a],
+            "correct_b": [_pack(c) for c in self.correct_b],
+            "n_parameters": list(self.n_parameters),
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> PairedComparison:
+        runs = pd.DataFrame(payload["runs"])
+        lengths = runs["n_test"].to_numpy()
+        return cls(
+            payload["name_a"],
+            payload["name_b"],
+            runs,
+            tuple(_unpack(t, n) for t, n in zip(payload["correct_a"], lengths)),
+            tuple(_unpack(t, n) for t, n in zip(payload["correct_b"], lengths)),
+            tuple(payload["n_parameters"]),
+            payload.get("metadata", {}),
+        )
+
+    def save(self, path: str | Path) -> None:
+        """Write as JSON, atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> PairedComparison:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def plot_bounds(
+        self,
+        ax: Any = None,
+        *,
+        delta: float = 1e-8,
+        counting: str = "paper",
+        bits_per_parameter: int = 32,
+    ) -> Any:
+        """Zhu et al., Fig. 2: per configuration, the empirical accuracy band (mean ± std over
+        seeds) and the theoretical margins, mean ± B(n_train, δ), against n_train."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        stats = self.runs.groupby("n_train")[["accuracy_a", "accuracy_b"]].agg(["mean", "std"])
+        sizes = stats.index.to_numpy()
+        for column, name, params in (
+            ("accuracy_a", self.name_a, self.n_parameters[0]),
+            ("accuracy_b", self.name_b, self.n_parameters[1]),
+        ):
+            mean = stats[(column, "mean")].to_numpy()
+            std = np.nan_to_num(stats[(column, "std")].to_numpy())
+            log_size = log_function_class_size(params, bits_per_parameter, counting)
+            margin = np.array([generalization_bound(n, log_size, delta=delta) for n in sizes])
+            line = ax.plot(sizes, mean, marker="o", ms=3, label=f"{name} (mean ± std)")
+            colour = line[0].get_color()
+            ax.fill_between(sizes, mean - std, mean + std, alpha=0.3, color=colour, lw=0)
+            ax.plot(sizes, mean - margin, ls="--", lw=1, color=colour)
+            ax.plot(sizes, mean + margin, ls="--", lw=1, color=colour, label=f"{name} ± bound")
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("training examples n")
+        ax.set_ylabel("test accuracy")
+        ax.legend(fontsize=7)
+        return ax

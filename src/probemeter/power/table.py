@@ -1,0 +1,184 @@
+"""The Table-2 report of a comparison problem, with simulated power (Zhu et al., §4.4).
+
+Per subsampled size: N_test, the mean |R₁ − R₂| over seeds, the N_train recommended by the
+finite-class bound (:mod:`probemeter.power.bounds`), and the power of McNemar's test at that size
+(:mod:`probemeter.power.simulation`) — the table of Zhu et al., Tables 2–7, next to the power
+curves of Figs. 3–5.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._io import write_json_atomic
+from probemeter.power.bounds import recommend_train_size
+from probemeter.power.paired import PairedComparison
+from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
+
+__all__ = ["PowerReport", "power_report"]
+
+
+@dataclass(frozen=True)
+class PowerReport:
+    """Zhu et al., Table 2 with power: one row per (comparison, subsampled size).
+
+    Attributes:
+        table: columns ``comparison, split, n_train, n_test, accuracy_a, accuracy_b,
+            mean_gap`` (mean |R₁ − R₂| over seeds), ``recommended_n_train`` (NaN where the gap
+            is 0: the comparison may have collapsed), ``power`` (simulated at the row's own
+            N_test, bootstrap, pooled over seeds), ``sufficient`` (power ≥ 0.8) and
+            ``recommendation_power``: the power at the smallest measured N_train ≥ the
+            recommendation (NaN when the recommendation lies beyond the measured sizes).
+        settings: alpha, simulations, bound settings.
+        metadata: training metadata and versions.
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    settings: dict[str, Any]
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        table = self.table.astype(object).where(self.table.notna(), None)
+        return {
+            "table": table.to_dict(orient="list"),
+            "settings": self.settings,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> PowerReport:
+        table = pd.DataFrame(payload["table"]).fillna(value=np.nan)
+        return cls(table.infer_objects(), payload["settings"], payload.get("metadata", {}))
+
+    def save(self, path: str | Path) -> None:
+        """Write as JSON, atomically."""
+        write_json_atomic(path, self.to_dict())
+
+    @classmethod
+    def load(cls, path: str | Path) -> PowerReport:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    def to_markdown(self) -> str:
+        """The table in Markdown, numbers rounded for reading."""
+        columns = [
+            "comparison", "n_train", "n_test", "accuracy_a", "accuracy_b", "mean_gap",
+            "recommended_n_train", "power", "recommendation_power",
+        ]  # fmt: skip
+        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for _, row in self.table.iterrows():
+            cells = []
+            for column in columns:
+                value = row[column]
+                if isinstance(value, str):
+                    cells.append(value)
+                elif pd.isna(value):
+                    cells.append("—")
+                elif column in ("n_train", "n_test", "recommended_n_train"):
+                    cells.append(f"{int(value):,}")
+                else:
+                    cells.append(f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}")
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.to_markdown()
+
+    def plot(self, ax: Any = None) -> Any:
+        """Power against N_test, one line per comparison, with the 0.8 line (Figs. 3–5)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        for name, rows in self.table.groupby("comparison", sort=False):
+            ax.plot(rows["n_test"], rows["power"], marker="o", ms=3, label=str(name))
+        ax.axhline(SUFFICIENT_POWER, color="0.3", ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("test examples N_test")
+        ax.set_ylabel(f"power (α = {self.settings['alpha']:g})")
+        ax.legend(fontsize=7)
+        return ax
+
+
+def power_report(
+    comparisons: Sequence[PairedComparison],
+    *,
+    alpha: float = 0.05,
+    n_simulations: int = 1000,
+    random_state: int = 0,
+    **bound: Any,
+) -> PowerReport:
+    """Table 2 of Zhu et al. (§4.4) for each comparison, with the simulated power per size.
+
+    For every split (a subsampled size): mean |R₁ − R₂| over seeds, the N_train recommended by
+    the bound (:func:`probemeter.power.bounds.recommend_train_size` with the larger of the two
+    probes' parameter counts, §4.6; ``bound`` passes its options: factor, delta, counting,
+    bits_per_parameter, variant, C, first_block_fraction, eta), and the power of McNemar's
+    test at the split's own N_test (bootstrap subsamples of its test set, pooled over seeds).
+    The last column checks the recommendation against the measurements: the power observed at
+    the smallest measured N_train at or above it.
+    """
+    alpha = check_alpha(alpha)
+    recommend_train_size(0.1, 1, **bound)  # invalid bound options fail before any simulation
+    rows = []
+    for comparison in comparisons:
+        summary = comparison.summary()
+        first = len(rows)
+        for split, stats in summary.iterrows():
+            curve = comparison.power_curve(
+                [split],
+                [int(stats["n_test"])],
+                alpha=alpha,
+                n_simulations=n_simulations,
+                replace=True,
+                random_state=random_state,
+            )
+            recommended = np.nan
+            if stats["mean_gap"] > 0:
+                recommended = recommend_train_size(
+                    float(stats["mean_gap"]), max(comparison.n_parameters), **bound
+                ).n_train
+            power = float(curve.table["power"].iloc[0])
+            rows.append(
+                {
+                    "comparison": f"{comparison.name_a} vs {comparison.name_b}",
+                    "split": split,
+                    "n_train": int(stats["n_train"]),
+                    "n_test": int(stats["n_test"]),
+                    "accuracy_a": float(stats["accuracy_a"]),
+                    "accuracy_b": float(stats["accuracy_b"]),
+                    "mean_gap": float(stats["mean_gap"]),
+                    "recommended_n_train": recommended,
+                    "power": power,
+                    "sufficient": power >= SUFFICIENT_POWER,
+                }
+            )
+        block = rows[first:]
+        for row in block:
+            covering = [r for r in block if r["n_train"] >= row["recommended_n_train"]]
+            row["recommendation_power"] = (
+                min(covering, key=lambda r: r["n_train"])["power"] if covering else np.nan
+            )
+    settings = {
+        "alpha": alpha,
+        "simulations": int(n_simulations),
+        "subsampling": "bootstrap at each split's own N_test, pooled over seeds",
+        "bound": {
+            key: value
+            for key, value in recommend_train_size(0.1, 1, **bound).to_dict().items()
+            if key not in ("gap", "target", "n_train", "n_total", "n_parameters", "log_class_size")
+        },
+        "random_state": int(random_state),
+    }
+    metadata = {"training": comparisons[0].metadata if comparisons else {}}
+    return PowerReport(pd.DataFrame(rows), settings, metadata)

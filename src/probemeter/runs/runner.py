@@ -1,0 +1,490 @@
+"""Running an experiment file (:mod:`probemeter.runs.config`) into a run folder.
+
+Each representation's loss-data curve is one unit of :func:`probemeter.runs.store.run_units`, keyed
+by everything that determines it (representation config, data fingerprint, task, probe,
+training settings, sizes, seeds, random state), so an interrupted run resumes and skips the
+finished curves. The run folder then holds::
+
+    RUN_DIR/experiment.toml   a copy of the experiment file
+    RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
+    RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
+    RUN_DIR/curves.png        loss and accuracy curves
+
+Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
+The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.runs.ray_backend`),
+with the same results, bit for bit, when a Ray task trains with as many worker processes as
+the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a curve
+independent of where it runs, and the worker count sets how the probe axis is chunked.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from probemeter.curves.comparison import Comparison, compare
+from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
+from probemeter.data import ProbeData, load_features
+from probemeter.datasets.conll import Treebank
+from probemeter.datasets.projections import project
+from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
+from probemeter.encoders.hf import minilm_path
+from probemeter.training.engine import TrainingConfig
+from probemeter.runs.config import (
+    WORD_KINDS,
+    CurveMethod,
+    Experiment,
+    ExperimentError,
+    Representation,
+    Task,
+)
+from probemeter.mdl.online import block_ends
+from probemeter.runs.methods import finish, power_pairs, unit_function
+from probemeter.curves.plotting import plot_curves
+from probemeter.probes import MLP
+from probemeter.curves.results import save_results
+from probemeter.runs.store import ResultStore, Unit, run_units
+
+if TYPE_CHECKING:
+    from probemeter.runs.ray_backend import RayOptions
+
+__all__ = ["FEATURE_CACHE", "ExperimentRun", "prepare_data", "run_experiment"]
+
+#: folder under ``--out`` caching encoded words and VAE/CNN features, shared by runs
+FEATURE_CACHE = ".probemeter-cache"
+
+# (X_train, y_train, X_test, y_test) of one input of a task
+_Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
+class ExperimentRun:
+    """The outcome of :func:`run_experiment`.
+
+    ``timings`` maps each unit (a representation; for ``power`` a pair) to ``{"key",
+    "seconds", "loaded"}``: its unit key, the seconds it took to compute (in an earlier run
+    when ``loaded``). ``table`` is the method's printable result table; ``curves`` and
+    ``comparison`` are set for the ``curve`` method only.
+    """
+
+    run_dir: Path
+    kind: str
+    table: str
+    timings: dict[str, dict[str, Any]]
+    files: tuple[Path, ...]
+    curves: tuple[LossDataCurve, ...] = ()
+    comparison: Comparison | None = None
+
+
+def run_experiment(
+    experiment: Experiment,
+    out: str | Path,
+    *,
+    fresh: bool = False,
+    n_jobs: int | None = -1,
+    max_memory: float = 2.0,
+    progress: bool = True,
+    ray: RayOptions | None = None,
+) -> ExperimentRun:
+    """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
+
+    All data are loaded and checked before anything is trained. With ``fresh`` the stored
+    curves of this experiment are recomputed.
+
+    Args:
+        n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
+            each curve trains with ``ray.cpus_per_unit`` worker processes instead.
+        max_memory: GiB budget of one chunk of stacked probes, per worker process (see
+            :func:`~probemeter.training.engine.fit_evaluate`).
+        ray: run the curves as Ray tasks with these options; None: in this process.
+
+    Raises:
+        ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
+            the pool of an ``npz`` file), listing every such problem.
+    """
+    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)):
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    if not 0 < max_memory < float("inf"):
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
+    method, random_state = experiment.method, experiment.run.random_state
+    run_dir = Path(out) / experiment.run.name
+    run_dir.mkdir(parents=True, exist_ok=True)
+    copy = run_dir / "experiment.toml"
+    if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
+        shutil.copyfile(experiment.path, copy)
+    backend = {
+        "random_state": random_state,
+        "device": experiment.run.device,
+        "n_jobs": n_jobs if ray is None else ray.cpus_per_unit,
+        "progress": progress and ray is None,
+    }
+    if method.kind == "curve":
+        labelled = _curve_units(experiment, datasets, backend, max_memory)
+    else:
+        labelled = _method_units(experiment, datasets, backend, max_memory)
+    labels, units = [label for label, _ in labelled], [unit for _, unit in labelled]
+    store = ResultStore(run_dir)
+    if ray is None:
+        pairs = [(unit.spec, unit.compute) for unit in units]
+        outcomes = run_units(pairs, store, fresh=fresh, progress=progress)
+    else:
+        from probemeter.runs.ray_backend import run_units_on_ray
+
+        outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
+    timings = {
+        label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
+        for label, outcome in zip(labels, outcomes)
+    }
+    if method.kind != "curve":
+        extra = {"experiment": experiment.to_dict(), "timings": timings}
+        finished = finish(method, outcomes, run_dir, extra)
+        return ExperimentRun(run_dir, method.kind, finished.table, timings, finished.files)
+    curves = tuple(LossDataCurve.from_dict(outcome.result) for outcome in outcomes)
+    comparison = compare(curves, method.epsilon, unit=method.unit)
+    save_results(
+        run_dir / "results.json",
+        curves,
+        comparison,
+        experiment=experiment.to_dict(),
+        timings=timings,
+    )
+    plot_curves(curves, method.epsilon if method.unit == "nats" else None, run_dir / "curves.png")
+    files = (run_dir / "results.json", run_dir / "curves.png")
+    return ExperimentRun(
+        run_dir, "curve", str(comparison), timings, files, curves=curves, comparison=comparison
+    )
+
+
+def _spec(experiment: Experiment, rep: Representation, data: ProbeData) -> dict[str, Any]:
+    """What every unit's key depends on, whatever the method."""
+    return {
+        "method": experiment.method.kind,
+        "task": _task_dict(experiment.task),
+        "representation": rep.to_dict(),
+        "data_fingerprint": data.fingerprint(),
+        "random_state": experiment.run.random_state,
+    }
+
+
+def _curve_units(
+    experiment: Experiment,
+    datasets: dict[str, ProbeData],
+    backend: dict[str, Any],
+    max_memory: float,
+) -> list[tuple[str, Unit]]:
+    """One loss-data curve per representation."""
+    method = experiment.method
+    units = []
+    for rep in experiment.representations:
+        data = datasets[rep.name]
+        sizes = [int(n) for n in (method.sizes or default_sizes(data.pool_size))]
+        spec = {
+            **_spec(experiment, rep, data),
+            "probe": MLP(method.probe).to_dict(),
+            "training": _training(method).to_dict(),
+            "sizes": sizes,
+            "seeds": list(range(method.seeds)),
+        }
+        options = {**backend, "method": method, "sizes": sizes, "max_memory": max_memory}
+        units.append((rep.name, Unit(spec, _curve, data, options)))
+    return units
+
+
+def _method_units(
+    experiment: Experiment,
+    datasets: dict[str, ProbeData],
+    backend: dict[str, Any],
+    max_memory: float,
+) -> list[tuple[str, Unit]]:
+    """Units of the ``mdl`` and ``pareto`` methods (one per representation) and of ``power``
+    (one per representation paired with the baseline); see :mod:`probemeter.runs.methods`."""
+    method = experiment.method
+    function = unit_function(method.kind)
+    reps = {rep.name: rep for rep in experiment.representations}
+    units = []
+    if method.kind == "power":
+        for label, pair in power_pairs(list(reps), method.baseline, datasets):
+            spec = {
+                **_spec(experiment, reps[pair[1].name], pair[1]),
+                "baseline": reps[method.baseline].to_dict(),
+                "baseline_fingerprint": pair[0].fingerprint(),
+                "settings": method.to_dict(),
+            }
+            options = {key: backend[key] for key in ("random_state", "device", "n_jobs")}
+            options.update(method=method, progress=backend["progress"])
+            units.append((label, Unit(spec, function, pair, options)))
+        return units
+    for name, rep in reps.items():
+        data = replace(datasets[name], name=name)
+        spec = {**_spec(experiment, rep, data), "settings": method.to_dict()}
+        if method.kind == "mdl":
+            options = {**backend, "method": method, "max_memory": max_memory}
+        else:
+            task = experiment.task.dataset if experiment.task else "task"
+            options = {
+                "method": method,
+                "task": task,
+                "random_state": backend["random_state"],
+                "device": backend["device"],
+            }
+        units.append((name, Unit(spec, function, data, options)))
+    return units
+
+
+def _training(method: CurveMethod) -> TrainingConfig:
+    return TrainingConfig(method.steps, method.batch_size, method.lr, method.precision)
+
+
+def _task_dict(task: Task | None) -> dict[str, Any] | None:
+    return None if task is None else {"dataset": task.dataset, **task.options}
+
+
+def _curve(
+    data: ProbeData,
+    *,
+    method: CurveMethod,
+    sizes: list[int],
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    max_memory: float,
+    progress: bool,
+) -> dict[str, Any]:
+    """One unit: the loss-data curve of ``data``, as a JSON dictionary."""
+    return loss_data_curve(
+        data,
+        MLP(method.probe),
+        sizes,
+        method.seeds,
+        steps=method.steps,
+        batch_size=method.batch_size,
+        lr=method.lr,
+        precision=method.precision,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+    ).to_dict()
+
+
+def prepare_data(
+    experiment: Experiment, cache_dir: str | Path | None = None
+) -> dict[str, ProbeData]:
+    """Every representation's :class:`ProbeData`, by name, checked against the method.
+
+    Args:
+        cache_dir: folder of a :class:`~probemeter.encoders.FeatureCache` for features that
+            are costly to make (encoded words, VAE/CNN features); None: no cache.
+
+    Raises:
+        ExperimentError: listing each representation whose files cannot be used, whose pool
+            is smaller than the largest size asked for, or whose first MDL block would hold
+            fewer examples than classes.
+    """
+    random_state = experiment.run.random_state
+    inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
+    cache = None if cache_dir is None else FeatureCache(cache_dir)
+    datasets, problems = {}, []
+    for index, rep in enumerate(experiment.representations):
+        where = f"representations[{index}]"
+        try:
+            data = _representation(rep, inputs, random_state, cache, experiment.run.device)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            continue
+        sizes = getattr(experiment.method, "sizes", None)
+        if sizes is not None and max(sizes) > data.pool_size:
+            problems.append(
+                f"method.sizes: {max(sizes)} exceeds the pool of {data.pool_size} examples "
+                f"of {where} ({rep.name!r})"
+            )
+        timesteps = getattr(experiment.method, "timesteps", None)
+        if timesteps is not None:
+            try:
+                block_ends(data.pool_size, data.n_classes, timesteps)
+            except ValueError as error:
+                problems.append(f"method.timesteps: {error} ({where}, {rep.name!r})")
+        datasets[rep.name] = data
+    if problems:
+        raise ExperimentError(experiment.path, problems)
+    return datasets
+
+
+@dataclass
+class _TaskInputs:
+    """A task's inputs: numeric views as arrays, or words; images held out from the pool."""
+
+    arrays: dict[str, _Arrays]
+    standardize: bool = True
+    task: Task | None = None
+    treebank: Treebank | None = None
+    #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
+    heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+    #: per (model, random_init), every layer's word features (one encoder pass for all)
+    layers: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict)
+
+
+def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
+    """The task's inputs (views), and whether to standardise features made of them."""
+    options = task.options
+    if task.dataset == "digits":
+        from sklearn.datasets import load_digits
+
+        from probemeter.datasets.digits import digits_split
+
+        images, labels = load_digits(return_X_y=True)
+        train, test = digits_split(options["n_test"], random_state)
+        pixels = (images[train], labels[train], images[test], labels[test])
+        return _TaskInputs({"pixels": pixels}, task=task)
+    if task.dataset == "fashion-mnist":
+        from probemeter.datasets.idx import fashion_mnist, fashion_mnist_heldout
+
+        data = fashion_mnist(
+            options["root"],
+            n_train=options["n_train"],
+            n_test=options["n_test"],
+            standardize=False,
+            random_state=random_state,
+        )
+
+        def heldout(n_fit: int) -> tuple[np.ndarray, np.ndarray]:
+            images, labels = fashion_mnist_heldout(
+                options["root"],
+                n_train=options["n_train"],
+                n_heldout=n_fit,
+                random_state=random_state,
+            )
+            return images.reshape(n_fit, -1).astype(np.float32) / np.float32(255.0), labels
+
+        return _TaskInputs({"pixels": _arrays(data)}, task=task, heldout=heldout)
+    if task.dataset == "ptb":
+        from probemeter.datasets.conll import annotate_text, ptb_sentences
+
+        sentences = ptb_sentences(options["n_sentences"], options["split"])
+        return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
+    from probemeter.datasets.parity import parity_representations
+
+    views = parity_representations(**options, random_state=random_state)
+    arrays = {name: _arrays(data) for name, data in views.items()}
+    return _TaskInputs(arrays, standardize=False, task=task)
+
+
+def _arrays(data: ProbeData) -> _Arrays:
+    return data.X_train, data.y_train, data.X_test, data.y_test
+
+
+def _representation(
+    rep: Representation,
+    inputs: _TaskInputs,
+    random_state: int,
+    cache: FeatureCache | None,
+    device: str,
+) -> ProbeData:
+    """Build one representation: read its files, encode the task's words, or transform a
+    task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
+    if rep.kind == "npz":
+        X, y = load_features(rep.train)
+        X_test, y_test = load_features(rep.test)
+        return ProbeData.from_arrays(X, y, X_test, y_test, name=rep.name)
+    if rep.kind in WORD_KINDS:
+        return _word_representation(rep, inputs, random_state, cache, device)
+    X, y, X_test, y_test = inputs.arrays[rep.view]
+    if rep.kind in ("pca", "random-projection"):
+        X, X_test = project(rep.kind, rep.n_components, X, X_test, random_state)
+    elif rep.kind in ("vae", "cnn"):
+        key = {
+            "kind": rep.kind,
+            "task": _task_dict(inputs.task),
+            "n_components": rep.n_components,
+            **rep.options,
+            "random_state": random_state,
+        }
+        features = _cached(cache, key, lambda: _fitted_features(rep, inputs, random_state, device))
+        X, X_test = features[: len(X)], features[len(X) :]
+    return ProbeData.from_arrays(
+        X, y, X_test, y_test, standardize=inputs.standardize, name=rep.name
+    )
+
+
+def _cached(
+    cache: FeatureCache | None, key: dict[str, Any], compute: Callable[[], np.ndarray]
+) -> np.ndarray:
+    """``compute()``, through ``cache`` when there is one (``key`` names the features)."""
+    if cache is None:
+        return compute()
+    return cache.features(key, "experiment-representation", lambda _: compute())
+
+
+def _fitted_features(
+    rep: Representation, inputs: _TaskInputs, random_state: int, device: str
+) -> np.ndarray:
+    """Train the VAE or CNN on ``n_fit`` held-out images; features of pool then test rows."""
+    from probemeter.encoders.image_models import train_cnn, train_vae
+
+    images, labels = inputs.heldout(rep.options["n_fit"])
+    settings = {"epochs": rep.options["epochs"], "scale": 1.0, "random_state": random_state}
+    if rep.kind == "vae":
+        encoder = train_vae(images, rep.n_components, **settings, device=device, progress=True)
+    else:
+        encoder = train_cnn(images, labels, **settings, device=device, progress=True)
+    X, _, X_test, _ = inputs.arrays[rep.view]
+    return encoder.encode(np.concatenate([X, X_test]))
+
+
+def _word_representation(
+    rep: Representation,
+    inputs: _TaskInputs,
+    random_state: int,
+    cache: FeatureCache | None,
+    device: str,
+) -> ProbeData:
+    """Encode the task's words (one row per word) and split them by sentence."""
+    from probemeter.datasets.conll import probe_data
+
+    treebank = inputs.treebank
+    sentences = [list(words) for words in treebank.sentences]
+    if rep.kind == "transformer":
+        model, random_init = rep.options["model"], rep.options["random_init"]
+        group = (model, random_init)
+        if group not in inputs.layers:
+            encoder = _transformer(model, random_init, random_state, device)
+            key = {**encoder.cache_key, "layer": "all"}
+            inputs.layers[group] = _cached(
+                cache, {**key, "sentences": sentences}, lambda: encoder.encode_all_layers(sentences)
+            )
+        layers = inputs.layers[group]
+        if rep.options["layer"] >= len(layers):
+            raise ValueError(
+                f"layer {rep.options['layer']} does not exist: the model has {len(layers)} "
+                f"hidden states (0..{len(layers) - 1})"
+            )
+        features = layers[rep.options["layer"]]
+    else:
+        encoder = glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors()
+        key = {**encoder.cache_key, "sentences": sentences}
+        features = _cached(cache, key, lambda: encoder.encode(sentences))
+    options = inputs.task.options
+    return probe_data(
+        treebank,
+        features,
+        options["label"],
+        test_size=float(options["test_size"]),
+        random_state=random_state,
+        name=rep.name,
+    )
+
+
+def _transformer(
+    model: str, random_init: bool, random_state: int, device: str
+) -> TransformerEncoder:
+    path = minilm_path() if model == "minilm" else Path(model)
+    return TransformerEncoder(
+        path, 0, pooling="words", device=device, random_init=random_init, random_state=random_state
+    )

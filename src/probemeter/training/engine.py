@@ -1,0 +1,542 @@
+"""The batched probe engine: train P probes at once, then evaluate them all.
+
+Every method of probemeter reduces to "train many small probes, each on its own subset with its
+own seed, then evaluate them". This module does that once, fast:
+
+* parameters of a chunk of probes are stacked on a leading probe axis, ``W`` of shape
+  (P, fan_in, fan_out); forward and backward passes are hand-written batched matmuls
+  (``baddbmm``/``bmm`` into preallocated buffers) and the update is one fused Adam step for all
+  probes — there is no Python loop over probes in the training loop;
+* each probe trains on exactly its own examples: minibatches are drawn *without* replacement,
+  epoch after epoch over the probe's own reshuffled subset. A probe whose subset is smaller than
+  the batch size trains full-batch on its n examples (effective batch ``min(n, batch_size)``);
+  probes are grouped by effective batch size so none is padded;
+* every probe takes the same number of Adam updates whatever its subset size (Whitney et al.,
+  App. C.1: "at each dataset size n we perform the same number of updates");
+* a probe's random stream (initial weights and minibatch order) is keyed by its own ``key``
+  tuple, never by its position, so results do not depend on chunking or on which other probes
+  are trained alongside it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from probemeter._device import resolve_device, single_threaded
+from probemeter._validation import is_integer
+from probemeter.probes import MLP
+from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
+from probemeter.training.early_stopping import train_with_dev_stopping
+
+__all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate"]
+
+_PRECISIONS = ("f32", "bf16")
+#: cost model of chunk planning (speed only): fixed cost of one training step of a chunk, and
+#: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
+_STEP_OVERHEAD_SECONDS = 4e-4
+_ROW_FLOPS_PER_SECOND = 5e10
+#: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
+_BF16_MIN_ROWS = 64
+#: below this much training arithmetic (a second or two of work) worker processes and intra-op
+#: threads cost more than they save: train in this process, on one thread
+_SMALL_WORK_FLOPS = 2e10
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How every probe is trained: a fixed number of Adam updates on minibatches (default), or
+    per-probe early stopping with learning-rate annealing (``early_stopping=True``).
+
+    Args:
+        steps: Adam updates per probe, the same at every subset size (stopping rule: fixed).
+        batch_size: minibatch size; a probe with n < batch_size trains full-batch on its n.
+        lr: Adam learning rate (1e-4 in Whitney et al., App. C.1).
+        precision: ``"f32"`` (default) or ``"bf16"``: bf16 matmuls with f32 master weights,
+            f32 Adam state and f32 loss, for probes whose minibatches have at least 64 rows
+            (narrower ones are bound by memory traffic, not arithmetic, and train in f32);
+            evaluation is always f32.
+        early_stopping: instead of ``steps`` fixed updates, the protocol of Voita & Titov §3.1
+            (Hewitt & Liang 2019), per probe, inside the batched run: ``dev_fraction`` of each
+            probe's subset is its development set; after every epoch on the rest, an epoch
+            without a new development minimum multiplies the probe's learning rate by
+            ``lr_decay``; ``patience`` such epochs in a row (or ``max_epochs``) stop it; its
+            best-development parameters are kept (:mod:`probemeter.training.early_stopping`). The
+            paper uses ``lr=1e-3``.
+        dev_fraction, lr_decay, patience, max_epochs: settings of ``early_stopping``.
+    """
+
+    steps: int = 1000
+    batch_size: int = 256
+    lr: float = 1e-4
+    precision: str = "f32"
+    early_stopping: bool = False
+    dev_fraction: float = 0.1
+    lr_decay: float = 0.5
+    patience: int = 4
+    max_epochs: int = 100
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size"):
+            value = getattr(self, name)
+            if not is_integer(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float, np.floating)):
+            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
+        object.__setattr__(self, "lr", float(self.lr))
+        if self.precision not in _PRECISIONS:
+            raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise ValueError(f"early_stopping must be a bool; got {self.early_stopping!r}")
+        for name in ("dev_fraction", "lr_decay"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
+                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+            if not 0.0 < value < 1.0:
+                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+            object.__setattr__(self, name, float(value))
+        for name in ("patience", "max_epochs"):
+            value = getattr(self, name)
+            if not is_integer(value) or value < 1:
+                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+            object.__setattr__(self, name, int(value))
+
+    def to_dict(self) -> dict:
+        """The settings, plus the stopping rule stated explicitly (the early-stopping settings
+        appear only when it is on, so fixed-steps configurations keep their old keys)."""
+        settings = asdict(self)
+        if not self.early_stopping:
+            for name in ("early_stopping", "dev_fraction", "lr_decay", "patience", "max_epochs"):
+                del settings[name]
+            return {**settings, "optimizer": "adam", "stopping": f"fixed {self.steps} steps"}
+        del settings["steps"]
+        stopping = (
+            f"early stopping per probe on a {self.dev_fraction:g} dev split of its subset: "
+            f"lr x{self.lr_decay:g} after an epoch without a new dev minimum, stop after "
+            f"{self.patience} such epochs in a row or {self.max_epochs} epochs; best-dev "
+            "parameters kept (Voita & Titov 2020, sec. 3.1)"
+        )
+        return {**settings, "optimizer": "adam (per-probe lr)", "stopping": stopping}
+
+
+@dataclass(frozen=True)
+class ProbeEvaluation:
+    """Per-probe test metrics, aligned with the probes passed to :func:`fit_evaluate`.
+
+    Attributes:
+        loss: mean cross-entropy on the evaluation set, in nats.
+        loss_truncated: mean of min(cross-entropy, 1 nat): the [0, 1]-bounded loss of
+            Whitney et al., App. A, for Hoeffding intervals.
+        accuracy: fraction of evaluation examples whose arg-max prediction is the label.
+        nll: only with ``per_example=True``: (P, n_eval) float32 cross-entropy of every
+            evaluation example, in nats (online codes sum it over blocks; paired tests need it).
+        predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions.
+        epochs: only with ``config.early_stopping``: (P,) epochs each probe trained.
+    """
+
+    loss: np.ndarray
+    loss_truncated: np.ndarray
+    accuracy: np.ndarray
+    nll: np.ndarray | None = None
+    predictions: np.ndarray | None = None
+    epochs: np.ndarray | None = None
+
+
+def fit_evaluate(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_eval: np.ndarray,
+    y_eval: np.ndarray,
+    n_classes: int,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+    probe: MLP,
+    config: TrainingConfig,
+    *,
+    device: str | torch.device = "auto",
+    n_jobs: int | None = -1,
+    max_memory: float = 2.0,
+    progress: bool = False,
+    per_example: bool = False,
+) -> ProbeEvaluation:
+    """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
+
+    Args:
+        X_train, y_train: the training pool, float32 (n_pool, d) and int64 (n_pool,).
+        X_eval, y_eval: the evaluation set shared by all probes.
+        n_classes: number of output logits K.
+        subsets: per probe, the indices into the pool of its training examples.
+        keys: per probe, a tuple of integers seeding its own random stream (initial weights
+            and minibatch order).
+        probe: the probe architecture.
+        config: optimisation settings.
+        device: ``"auto"``, ``"cpu"``, ``"cuda"``...
+        n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
+            (``-1``: one per core; ``None`` or ``1``: train in this process with torch's own
+            threads). On CUDA the probes train in this process. Results do not depend on it.
+        max_memory: GiB budget for one chunk of stacked probes (per worker); the probe axis is
+            split into chunks that fit it.
+        progress: show a progress bar over probe-updates.
+        per_example: also return every evaluation example's cross-entropy and prediction
+            (``nll`` and ``predictions``, P × n_eval each).
+    """
+    _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
+    if not max_memory > 0:
+        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    torch_device = resolve_device(device)
+    workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
+    n_probes = len(subsets)
+    result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
+    if per_example:
+        result["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
+        result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
+    if config.early_stopping:
+        result["epochs"] = np.empty(n_probes, dtype=np.int64)
+    if n_probes == 0:
+        return ProbeEvaluation(**result)
+    shapes = probe.layer_shapes(X_train.shape[1], n_classes)
+    small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
+    if small:
+        workers = 1
+    chunks = _plan_chunks(subsets, probe, shapes, config, max_memory, workers)
+    tasks = [
+        ([subsets[i] for i in members], [keys[i] for i in members], rows, per_example)
+        for members, rows in chunks
+    ]
+    arrays = (X_train, y_train, X_eval, y_eval)
+    bar = tqdm(
+        total=None if config.early_stopping else n_probes * config.steps,
+        disable=not progress,
+        unit="update",
+        unit_scale=True,
+        desc=f"training {n_probes} probes",
+    )
+    with bar:
+        if workers == 1 or len(tasks) == 1:
+            runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch_device, bar.update)
+            with single_threaded(small and torch_device.type == "cpu"):
+                outputs = [runner.run(*task) for task in tasks]
+        else:
+            outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
+    for (members, _), metrics in zip(chunks, outputs):
+        for name, values in metrics.items():
+            result[name][members] = values
+    return ProbeEvaluation(**result)
+
+
+def _check_engine_inputs(
+    X_train: np.ndarray,
+    y_train: np.ndarray,
+    X_eval: np.ndarray,
+    y_eval: np.ndarray,
+    n_classes: int,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+) -> None:
+    """Cheap checks that turn deep torch errors into clear ones (ProbeData validates the rest)."""
+    if len(subsets) != len(keys):
+        raise ValueError(f"got {len(subsets)} subsets but {len(keys)} keys")
+    if len(y_eval) == 0:
+        raise ValueError("the evaluation set X_eval/y_eval is empty")
+    for name, labels in (("y_train", y_train), ("y_eval", y_eval)):
+        if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
+            raise ValueError(f"{name} holds labels outside [0, n_classes={n_classes})")
+    for position, subset in enumerate(subsets):
+        if len(subset) == 0:
+            raise ValueError(f"subsets[{position}] is empty: a probe needs training examples")
+        if np.min(subset) < 0 or np.max(subset) >= len(X_train):
+            raise ValueError(
+                f"subsets[{position}] indexes outside the pool of {len(X_train)} examples"
+            )
+
+
+def _training_flops(
+    subsets: Sequence[np.ndarray],
+    probe: MLP,
+    shapes: list[tuple[int, int]],
+    config: TrainingConfig,
+) -> float:
+    """Arithmetic of training (forward + backward ≈ 3× forward per example)."""
+    examples = sum(min(len(s), config.batch_size) for s in subsets) * config.steps
+    return 3.0 * examples * probe.forward_flops(shapes[0][0], shapes[-1][1])
+
+
+def _worker_count(n_jobs: int | None) -> int:
+    cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -cores:
+        raise ValueError(f"n_jobs must be a non-zero integer >= -{cores} or None; got {n_jobs!r}")
+    return int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)
+
+
+def _plan_chunks(
+    subsets: Sequence[np.ndarray],
+    probe: MLP,
+    shapes: list[tuple[int, int]],
+    config: TrainingConfig,
+    max_memory: float,
+    workers: int,
+) -> list[tuple[np.ndarray, int]]:
+    """Chunks of probes as (members, rows), costliest first (longest-processing-time order).
+
+    Probes are grouped by effective batch ``min(n, batch_size)``. Neighbouring groups are merged
+    while padding the narrower probes with zero-weight rows costs less arithmetic than the
+    fixed per-step cost of another chunk saves (tiny probes are overhead-bound, large ones are
+    not, DESIGN "Engine notes"). Each chunk is then split to fit the memory budget and, with
+    several workers, so that none holds more than a worker's fair share of the work.
+    Chunking changes speed only: a probe's numbers are the same, up to float rounding,
+    whatever its companions.
+    """
+    effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
+    seconds_per_row = 3 * probe.forward_flops(shapes[0][0], shapes[-1][1]) / _ROW_FLOPS_PER_SECOND
+    groups: list[tuple[np.ndarray, int]] = []
+    for batch in np.unique(effective_batch):
+        members = np.flatnonzero(effective_batch == batch)
+        if groups:
+            merged, rows = groups[-1]
+            padding_cost = merged.size * (batch - rows) * seconds_per_row
+            if padding_cost < _STEP_OVERHEAD_SECONDS:
+                groups[-1] = (np.concatenate([merged, members]), int(batch))
+                continue
+        groups.append((members, int(batch)))
+    # no chunk should hold more than one worker's fair share of the rows to process
+    fair_share = sum(members.size * rows for members, rows in groups) / workers
+    chunks = []
+    for members, rows in groups:
+        size = min(
+            _chunk_size(shapes, rows, config, max_memory),
+            -(-members.size // math.ceil(members.size * rows / fair_share)),
+        )
+        chunks.extend((members[i : i + size], rows) for i in range(0, members.size, size))
+    return sorted(chunks, key=lambda chunk: -chunk[1] * chunk[0].size)
+
+
+def _chunk_size(
+    shapes: list[tuple[int, int]], batch: int, config: TrainingConfig, max_memory: float
+) -> int:
+    """How many probes fit the memory budget: parameters with gradient and two Adam moments
+    (16 bytes each, +2 for bf16 shadows), activations and gradients of one minibatch, the
+    probe's minibatch index stream, and the activations of one evaluation block (two layers'
+    outputs and the log-probabilities with their losses)."""
+    n_params = sum((fan_in + 1) * fan_out for fan_in, fan_out in shapes)
+    activations = batch * (shapes[0][0] + 3 * sum(fan_out for _, fan_out in shapes))
+    widest = max(fan_out for _, fan_out in shapes)
+    evaluation = EVAL_ROWS_PER_BLOCK * (2 * widest + 2 * shapes[-1][1])
+    per_probe = 18 * n_params + 4 * (activations + evaluation) + 8 * batch * config.steps
+    return max(1, int(max_memory * 2**30 // per_probe))
+
+
+@dataclass
+class _ChunkRunner:
+    """Trains and evaluates chunks of probes on tensors already on the device."""
+
+    pool_x: torch.Tensor
+    pool_y: torch.Tensor
+    eval_x: torch.Tensor
+    eval_y: torch.Tensor
+    n_classes: int
+    probe: MLP
+    config: TrainingConfig
+    report: Callable[[int], object]
+
+    @classmethod
+    def build(
+        cls,
+        arrays: tuple[np.ndarray, ...],
+        n_classes: int,
+        probe: MLP,
+        config: TrainingConfig,
+        device: torch.device,
+        report: Callable[[int], object],
+    ) -> _ChunkRunner:
+        X_train, y_train, X_eval, y_eval = arrays
+        with warnings.catch_warnings():
+            # worker processes receive large arrays as read-only shared memory maps; the
+            # engine only ever reads them, so sharing (not copying) them is safe
+            warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+            features = [
+                torch.as_tensor(a, dtype=torch.float32, device=device) for a in (X_train, X_eval)
+            ]
+            labels = [
+                torch.as_tensor(a, dtype=torch.int64, device=device) for a in (y_train, y_eval)
+            ]
+        return cls(
+            features[0],
+            labels[0],
+            features[1],
+            labels[1],
+            n_classes,
+            probe,
+            config,
+            report,
+        )
+
+    def run(
+        self,
+        subsets: list[np.ndarray],
+        keys: list[tuple[int, ...]],
+        rows: int,
+        per_example: bool = False,
+    ) -> dict[str, np.ndarray]:
+        """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them."""
+        rngs = [np.random.default_rng(list(key)) for key in keys]
+        # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
+        precision = self.config.precision if rows >= _BF16_MIN_ROWS else "f32"
+        model = self.probe.stack(
+            rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
+        )
+        if self.config.early_stopping:
+            epochs = _train_chunk_early_stopping(
+                model, self.pool_x, self.pool_y, subsets, rngs, rows, self.config, self.report
+            )
+            metrics = model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
+            return {**metrics, "epochs": epochs}
+        order, row_weights = _minibatch_order(
+            subsets, rngs, self.config.batch_size, rows, self.config.steps
+        )
+        _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report)
+        return model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
+
+
+def _run_task(
+    arrays: tuple[np.ndarray, ...],
+    n_classes: int,
+    probe: MLP,
+    config: TrainingConfig,
+    subsets: list[np.ndarray],
+    keys: list[tuple[int, ...]],
+    rows: int,
+    per_example: bool,
+) -> dict[str, np.ndarray]:
+    """One chunk in a worker process, single-threaded (DESIGN: parallelise over probes, not
+    inside matmuls)."""
+    torch.set_num_threads(1)
+    runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
+    return runner.run(subsets, keys, rows, per_example)
+
+
+def _ignore(_: int) -> None:
+    """Progress sink of worker processes (the parent reports progress per finished chunk)."""
+
+
+def _run_in_workers(
+    arrays: tuple[np.ndarray, ...],
+    n_classes: int,
+    probe: MLP,
+    config: TrainingConfig,
+    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int, bool]],
+    workers: int,
+    bar: tqdm,
+) -> list[dict[str, np.ndarray]]:
+    """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
+    as shared memory maps, not copies; scripts need no ``__main__`` guard."""
+    jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
+        delayed(_run_task)(arrays, n_classes, probe, config, *task) for task in tasks
+    )
+    outputs = []
+    for task, output in zip(tasks, jobs):
+        outputs.append(output)
+        bar.update(len(task[1]) * config.steps)
+    return outputs
+
+
+def _minibatch_order(
+    subsets: list[np.ndarray],
+    rngs: list[np.random.Generator],
+    batch_size: int,
+    rows: int,
+    steps: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pool indices of every minibatch, shape (P, steps * rows), and row weights (P, rows).
+
+    Probe i trains on batches of b_i = min(n_i, batch_size) examples: it walks through its own
+    subset in epochs, each epoch a fresh permutation drawn from its own stream (sampling
+    without replacement); consecutive epochs are concatenated and cut into batches of b_i, so
+    every example is seen once per epoch. A batch narrower than the chunk's ``rows`` is padded
+    with copies of its first row, which carry weight 0; real rows carry weight 1/b_i, so the
+    loss is each probe's mean cross-entropy over exactly its own batch.
+    """
+    order = np.empty((len(subsets), steps, rows), dtype=np.int64)
+    row_weights = np.zeros((len(subsets), rows), dtype=np.float32)
+    for row, (subset, rng) in enumerate(zip(subsets, rngs)):
+        subset = np.asarray(subset, dtype=np.int64)
+        batch = min(subset.size, batch_size)
+        needed = steps * batch
+        epochs = -(-needed // subset.size)
+        permutations = rng.random((epochs, subset.size)).argsort(axis=1)
+        order[row, :, :batch] = subset[permutations.reshape(-1)[:needed]].reshape(steps, batch)
+        order[row, :, batch:] = order[row, :, :1]
+        row_weights[row, :batch] = 1.0 / batch
+    return order.reshape(len(subsets), steps * rows), row_weights
+
+
+def _train_chunk(
+    model: StackedMLP,
+    pool_x: torch.Tensor,
+    pool_y: torch.Tensor,
+    order: np.ndarray,
+    row_weights: np.ndarray,
+    config: TrainingConfig,
+    report: Callable[[int], object],
+) -> None:
+    """Run ``config.steps`` Adam updates on all stacked probes, in place; ``report`` receives
+    the number of probe-updates done, every few steps."""
+    n_probes, rows = row_weights.shape
+    device = pool_x.device
+    optimizer = torch.optim.Adam(model.parameters, lr=config.lr, fused=True)
+    order_t = torch.from_numpy(order).to(device)
+    weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
+    x_batch = torch.empty(n_probes * rows, pool_x.shape[1], device=device)
+    report_every = max(1, config.steps // 50)
+    reported = 0
+    for step in range(config.steps):
+        idx = order_t[:, step * rows : (step + 1) * rows].reshape(-1)
+        torch.index_select(pool_x, 0, idx, out=x_batch)
+        labels = pool_y[idx].view(n_probes, rows, 1)
+        model.accumulate_gradients(x_batch.view(n_probes, rows, -1), labels, weights_t)
+        optimizer.step()
+        model.refresh()
+        if (step + 1) % report_every == 0 or step + 1 == config.steps:
+            report(n_probes * (step + 1 - reported))
+            reported = step + 1
+
+
+def _train_chunk_early_stopping(
+    model: StackedMLP,
+    pool_x: torch.Tensor,
+    pool_y: torch.Tensor,
+    subsets: list[np.ndarray],
+    rngs: list[np.random.Generator],
+    rows: int,
+    config: TrainingConfig,
+    report: Callable[[int], object],
+) -> np.ndarray:
+    """``config.early_stopping`` training of one chunk; the epochs each probe ran."""
+    return train_with_dev_stopping(
+        model,
+        pool_x,
+        pool_y,
+        subsets,
+        rngs,
+        rows,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        dev_fraction=config.dev_fraction,
+        lr_decay=config.lr_decay,
+        patience=config.patience,
+        max_epochs=config.max_epochs,
+        report=report,
+        compact=True,
+    )
