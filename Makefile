@@ -24,6 +24,7 @@ demo: venv
 test: venv
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 bench: venv

@@ -39,7 +39,7 @@ from probemeter.pareto.frontiers import (
     pareto_hypervolume,
 )
 
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / "pareto-probing"
+REFERENCE = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "pareto-probing"
 
 pytestmark = pytest.mark.skipif(
     not (REFERENCE / "compiled_pos_tag.tsv").exists(),

@@ -16,7 +16,7 @@ from probemeter.runs.config import CurveMethod, ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 from probemeter.runs.store import ResultStore
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 TINY = """
 [run]
