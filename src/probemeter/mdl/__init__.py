@@ -15,7 +15,7 @@ _EXPORTS = {
     "shuffled_labels": ".controls",
     "BITS_PER_NAT": ".online",
     "OnlineCode": ".online",
-    "PAPER_TIMESTEPS": ".online",
+    "PAPER_TIMESTEPS": ".method",
     "SeedResults": ".online",
     "block_ends": ".online",
     "online_codelength": ".online",

@@ -35,6 +35,7 @@ from probemeter._device import resolve_device
 from probemeter._io import environment, write_json_atomic
 from probemeter._validation import is_integer
 from probemeter.data import ProbeData, seed_ids, subset_permutation
+from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
 
@@ -49,8 +50,6 @@ __all__ = [
     "uniform_codelength",
 ]
 
-#: the timesteps of Voita & Titov (footnote 4): 0.1, 0.2, ... 50, 100 percent of the data
-PAPER_TIMESTEPS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
 #: one nat is 1/ln 2 bits
 BITS_PER_NAT = 1.0 / math.log(2.0)
 
