@@ -23,7 +23,7 @@ def test_demo_quick_writes_table_results_and_plot(tmp_path, capsys):
     for word in ("pixels", "pca-8", "random-proj-8", "VA", "MDL", "SDL, ε=0.1", "SC, ε=0.1"):
         assert word in printed
     payload = json.loads((out / "results.json").read_text())
-    assert payload["schema"] == "probemeter.curves.results/1"
+    assert payload["schema"] == "probemeter.results/1"
     assert [c["name"] for c in payload["curves"]] == ["pixels", "pca-8", "random-proj-8"]
     assert payload["comparison"]["epsilon"] == 0.1
     assert (out / "curves.png").stat().st_size > 10_000

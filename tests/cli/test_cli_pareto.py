@@ -19,8 +19,8 @@ def swept(tmp_path_factory):
     out = root / "out"
     code = main(
         ["pareto", "sweep", "--train", str(root / "pixels.npz"), "--train", str(root / "noise.npz"),
-         "--task", "digits", "--penalties", "3", "--mlps", "2", "--linear-steps", "40",
-         "--mlp-steps", "40", "--lr", "1e-2", "--out", str(out)]
+         "--task", "digits", "--penalties", "3", "--mlps", "2", "--steps", "40",
+         "--mlp-steps", "40", "--mlp-lr", "1e-2", "--out", str(out)]
     )  # fmt: skip
     assert code == 0
     return out

@@ -12,7 +12,8 @@ import pytest
 from subprocess_kill import kill_when
 
 from probemeter.cli.main import main
-from probemeter.runs.config import CurveMethod, ExperimentError, load_experiment
+from probemeter.curves.method import CurveMethod
+from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 from probemeter.runs.store import ResultStore
 
@@ -109,7 +110,7 @@ probe = [512, 0]
         "representations[1].kind: must be one of",
         "representations[2].train: file",
         "representations[2].test: missing (required)",
-        "method.epsilon: must be a positive finite number",
+        "method.epsilon: must be a number > 0; got -1",
         "method.probe: must be a list of positive integers",
     ]
     for start in expected:
@@ -182,7 +183,7 @@ def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
     for word in ("pixels", "pca-8", "SDL, ε=0.3", str(run_dir)):
         assert word in printed
     payload = _results(run_dir)
-    assert payload["schema"] == "probemeter.curves.results/1"
+    assert payload["schema"] == "probemeter.results/1"
     assert [curve["name"] for curve in payload["curves"]] == ["pixels", "pca-8"]
     assert payload["experiment"]["method"]["sizes"] == [20, 100, 400]
     assert not any(timing["loaded"] for timing in payload["timings"].values())

@@ -125,7 +125,7 @@ def test_method_problems_are_listed_together(tmp_path):
         load_experiment(path)
     problems = "\n".join(caught.value.problems)
     assert "method.baseline: 'nope' is none of the representations" in problems
-    assert "method.seeds: must be >= 1" in problems
+    assert "method.seeds: must be an integer >= 1; got 0" in problems
     assert "method.foo: unknown key" in problems
     path.write_text(DIGITS.format(name="bad", method='kind = "mdl"\ntimesteps = [0.5, 0.2]'))
     with pytest.raises(ExperimentError) as caught:

@@ -16,14 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from probemeter._io import write_text_atomic
-from probemeter.data import ProbeData, load_features
-from probemeter.mdl.bayesian import BayesianMLP
-from probemeter.mdl.controls import control_task
-from probemeter.mdl.online import PAPER_TIMESTEPS, online_codelength, paper_training
-from probemeter.mdl.table import MDLEntry, mdl_table, plot_mdl, save_mdl_results
-from probemeter.mdl.variational import variational_codelength
-from probemeter.probes import MLP
+from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.mdl.method import MDLMethod
 
 __all__ = ["add_mdl_command"]
 
@@ -36,23 +30,21 @@ def add_mdl_command(commands: Any) -> None:
     parser.add_argument(
         "--groups", help="word-type ids: an array name in each .npz or a .npy file (one file)"
     )
-    parser.add_argument("--hidden", type=int, nargs="*", default=[1000, 1000])
-    parser.add_argument("--seeds", type=int, default=3, help="data orders of the online code")
-    parser.add_argument("--timesteps", type=float, nargs="+", default=list(PAPER_TIMESTEPS))
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--max-epochs", type=int, default=100)
-    parser.add_argument("--variational", action="store_true", help="also the variational code")
-    parser.add_argument("--variational-epochs", type=int, default=200)
-    parser.add_argument("--test-size", type=float, default=0.2)
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--n-jobs", type=int, default=-1)
-    parser.add_argument("--random-state", type=int, default=0)
+    parser.add_argument(
+        "--test-size", type=float, default=0.2, help="test fraction of each file (default: 0.2)"
+    )
+    # the control task is coded when word types are given (--groups)
+    add_method_options(parser, MDLMethod, skip=("control",))
+    add_run_options(parser)
     parser.add_argument("--format", choices=("markdown", "text", "latex"), default="markdown")
     parser.add_argument("--out", type=Path, default=Path("mdl-results"))
     parser.set_defaults(handler=run_mdl)
 
 
-def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -> ProbeData:
+def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -> Any:
+
+    from probemeter.data import ProbeData, load_features
+
     X, y = load_features(path)
     group_ids = None
     if groups is not None:
@@ -79,38 +71,27 @@ def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -
 
 def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
+    from probemeter._io import write_text_atomic
+    from probemeter.mdl.method import entry_from_dict, mdl_unit
+    from probemeter.mdl.table import mdl_table, plot_mdl, save_mdl_results
+
     names = args.name or [path.stem for path in args.features]
     if len(names) != len(args.features):
         raise ValueError(f"give one --name per features file ({len(args.features)})")
-    config = paper_training(batch_size=args.batch_size, max_epochs=args.max_epochs)
-    probe = MLP(tuple(args.hidden))
+    method = method_from_args(MDLMethod, args, fixed={"control": args.groups is not None})
     entries = []
     for name, path in zip(names, args.features):
         data = _load(path, args.groups, args, name)
-        tasks = [("", data)]
-        if args.groups is not None:
-            tasks.append(("control_", control_task(data, random_state=args.random_state)))
-        codes = {}
-        for role, task in tasks:
-            codes[f"{role}online"] = online_codelength(
-                task,
-                probe,
-                args.timesteps,
-                args.seeds,
-                config=config,
-                random_state=args.random_state,
-                device=args.device,
-                n_jobs=args.n_jobs,
-            )
-            if args.variational:
-                codes[f"{role}variational"] = variational_codelength(
-                    task,
-                    BayesianMLP(tuple(args.hidden)),
-                    epochs=args.variational_epochs,
-                    random_state=args.random_state,
-                    device=args.device,
-                )
-        entries.append(MDLEntry(name, **codes))
+        result = mdl_unit(
+            data,
+            method=method,
+            random_state=args.random_state,
+            device=args.device,
+            n_jobs=args.n_jobs,
+            max_memory=2.0,
+            progress=not args.no_progress,
+        )
+        entries.append(entry_from_dict(result))
     table = mdl_table(entries, args.format)
     args.out.mkdir(parents=True, exist_ok=True)
     save_mdl_results(args.out / "mdl.json", entries, {"command": "probemeter mdl"})

@@ -15,19 +15,15 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
-import pandas as pd
-
-from probemeter.data import ProbeData, load_features
-from probemeter.pareto.families import random_mlp_family
-from probemeter.pareto.frontiers import LABEL_SHUFFLED, NUCLEAR_NORM, RANK, ParetoFrontiers
-from probemeter.pareto.linear_probes import nuclear_norm_penalties
-from probemeter.pareto.sweeps import linear_points, mlp_family_points
-from probemeter.training.engine import TrainingConfig
+from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.pareto.method import ParetoMethod
 
 __all__ = ["add_pareto_parser"]
 
-_MEASURES = {"nuclear-norm": NUCLEAR_NORM, "rank": RANK, "label-shuffled": LABEL_SHUFFLED}
+#: --measures choices -> the measure names of the points (pareto.frontiers)
+_MEASURES = {"nuclear-norm": "nuclear norm", "rank": "rank", "label-shuffled": "label-shuffled"}
 
 
 def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
@@ -46,14 +42,16 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument(
         "--measures", nargs="+", choices=sorted(_MEASURES), default=sorted(_MEASURES)
     )
-    sweep.add_argument("--penalties", type=int, default=50, help="λ values, λ = 0 included")
-    sweep.add_argument("--mlps", type=int, default=50, help="random MLP family size (App. A)")
-    sweep.add_argument("--linear-steps", type=int, default=2000)
-    sweep.add_argument("--mlp-steps", type=int, default=2000)
-    sweep.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate of the MLPs")
-    sweep.add_argument("--device", default="cpu")
-    sweep.add_argument("--n-jobs", type=int, default=1)
-    sweep.add_argument("--random-state", type=int, default=0)
+    add_method_options(sweep, ParetoMethod, title="linear probes (nuclear norm, rank)")
+    family = sweep.add_argument_group("random MLP family (label-shuffled complexity, App. A)")
+    family.add_argument("--mlps", type=int, default=50, help="family size (default: 50)")
+    family.add_argument(
+        "--mlp-steps", type=int, default=2000, help="Adam updates per MLP (default: 2000)"
+    )
+    family.add_argument(
+        "--mlp-lr", type=float, default=1e-3, help="Adam learning rate of the MLPs (default: 1e-3)"
+    )
+    add_run_options(sweep, progress=False)
     sweep.add_argument("--out", type=Path, default=Path("probemeter-results"))
     sweep.set_defaults(handler=_run_sweep)
 
@@ -69,12 +67,19 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    from probemeter.data import ProbeData, load_features
+    from probemeter.pareto.families import random_mlp_family
+    from probemeter.pareto.frontiers import LABEL_SHUFFLED, NUCLEAR_NORM, RANK, ParetoFrontiers
+    from probemeter.pareto.sweeps import linear_points, mlp_family_points
+    from probemeter.training import TrainingConfig
+
     names = args.name or [path.stem for path in args.train]
     if len(names) != len(args.train):
         raise ValueError(f"got {len(names)} --name for {len(args.train)} --train")
+    method = method_from_args(ParetoMethod, args)
     measures = {_MEASURES[m] for m in args.measures}
     family = random_mlp_family(args.mlps, random_state=args.random_state)
-    config = TrainingConfig(steps=args.mlp_steps, lr=args.lr)
+    config = TrainingConfig(steps=args.mlp_steps, lr=args.mlp_lr)
     frames = []
     for name, path in zip(names, args.train):
         started = time.perf_counter()
@@ -86,10 +91,11 @@ def _run_sweep(args: argparse.Namespace) -> int:
             frames.append(
                 linear_points(
                     data, args.task, name,
-                    penalties=nuclear_norm_penalties(args.penalties)
-                    if NUCLEAR_NORM in measures else (),
-                    ranks=None if RANK in measures else (),
-                    steps=args.linear_steps, random_state=args.random_state, device=args.device,
+                    penalties=method.penalty_values() if NUCLEAR_NORM in measures else (),
+                    ranks=None if RANK in measures and method.ranks else (),
+                    steps=method.steps, batch_size=method.batch_size, lr=method.lr,
+                    random_state=args.random_state,
+                    device="cpu" if args.device == "auto" else args.device,
                 )
             )  # fmt: skip
         if LABEL_SHUFFLED in measures:
@@ -100,6 +106,8 @@ def _run_sweep(args: argparse.Namespace) -> int:
                 )
             )  # fmt: skip
         print(f"{name}: {time.perf_counter() - started:.1f} s")
+    import pandas as pd
+
     points = pd.concat(frames, ignore_index=True)
     args.out.mkdir(parents=True, exist_ok=True)
     points.to_csv(args.out / "points.csv", index=False)
@@ -112,6 +120,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
 
 def _run_table(args: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from probemeter.pareto.frontiers import ParetoFrontiers
+
     path: Path = args.points
     if not path.is_file():
         raise ValueError(f"points file {str(path)!r} does not exist")
@@ -136,7 +148,7 @@ def _run_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_analysis(analysis: ParetoFrontiers, fmt: str) -> None:
+def _print_analysis(analysis: Any, fmt: str) -> None:
     table = analysis.hypervolume_table()
     print(
         {"text": str, "markdown": type(table).to_markdown, "latex": type(table).to_latex}[fmt](

@@ -16,18 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.power.bounds import COUNTINGS, VARIANTS
+from probemeter.power.method import PowerMethod
 
-from probemeter._io import write_json_atomic
-from probemeter.data import load_features
-from probemeter.power.bounds import COUNTINGS, VARIANTS, recommend_train_size
-from probemeter.power.collapse import collapse_verdict
-from probemeter.power.paired import run_configurations
-from probemeter.power.sampling import rotation_splits, stratified_splits
-from probemeter.power.table import power_report
-from probemeter.probes import MLP
-
-__all__ = ["add_power_commands", "default_per_class"]
+__all__ = ["add_power_commands"]
 
 
 def add_power_commands(commands: Any) -> None:
@@ -41,23 +34,17 @@ def add_power_commands(commands: Any) -> None:
     )
     power.add_argument("--name-a", default=None)
     power.add_argument("--name-b", default=None)
-    power.add_argument(
-        "--hidden-a", type=int, nargs="*", default=[], help="hidden widths of A's probe (linear)"
-    )
-    power.add_argument(
-        "--hidden-b", type=int, nargs="*", default=[], help="hidden widths of B's probe (linear)"
-    )
-    power.add_argument(
-        "--per-class",
-        type=int,
-        nargs="+",
-        help="training examples per class of each subset (default: 2^3, 2^4, ... that fit)",
-    )
-    power.add_argument("--seeds", type=int, default=5)
-    power.add_argument("--steps", type=int, default=1000)
-    power.add_argument("--batch-size", type=int, default=64)
-    power.add_argument("--lr", type=float, default=1e-3)
-    power.add_argument("--alpha", type=float, default=0.05)
+    probe = PowerMethod.option_named("probe")
+    for side in ("a", "b"):
+        power.add_argument(
+            f"--hidden-{side}",
+            type=int,
+            nargs="*",
+            default=list(probe.default),
+            help=f"hidden widths of {side.upper()}'s probe (default: none, linear)",
+        )
+    # --a is the baseline; each configuration has its own probe (--hidden-a/--hidden-b)
+    add_method_options(power, PowerMethod, skip=("baseline", "probe"))
     power.add_argument("--simulations", type=int, default=1000)
     _bound_options(power)
     power.add_argument(
@@ -67,9 +54,7 @@ def add_power_commands(commands: Any) -> None:
         help="also run the 6-fold rotation and give a collapse verdict (default: rotation)",
     )
     power.add_argument("--tolerance", type=float, default=0.01, help="collapse tolerance")
-    power.add_argument("--device", default="auto")
-    power.add_argument("--n-jobs", type=int, default=-1)
-    power.add_argument("--random-state", type=int, default=0)
+    add_run_options(power, progress=False)
     power.add_argument("--out", type=Path, default=Path("probemeter-power"))
     power.set_defaults(handler=_run_power)
 
@@ -111,18 +96,17 @@ def _bound_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def default_per_class(y: np.ndarray, ratio: tuple[int, int, int] = (4, 1, 1)) -> list[int]:
-    """Powers of two from 2^3 up to the largest whose 4:1:1 split fits the rarest class."""
-    smallest = int(np.bincount(y)[np.unique(y)].min())
-    sizes = [2**k for k in range(3, 40) if 2**k * sum(ratio) // ratio[0] <= smallest]
-    if not sizes:
-        raise ValueError(
-            f"the rarest class has {smallest} examples; a 4:1:1 subset needs at least 12"
-        )
-    return sizes
-
-
 def _run_power(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from probemeter.data import load_features
+    from probemeter.power.collapse import collapse_verdict
+    from probemeter.power.paired import run_configurations
+    from probemeter.power.sampling import rotation_splits, stratified_splits
+    from probemeter.power.table import power_report
+    from probemeter.probes import MLP
+
+    method = method_from_args(PowerMethod, args, fixed={"baseline": args.name_a or "a"})
     X_a, y = load_features(args.a)
     X_b, y_b = load_features(args.b) if args.b else (X_a, y)
     y, y_b = np.asarray(y).astype(np.int64), np.asarray(y_b).astype(np.int64)
@@ -141,25 +125,24 @@ def _run_power(args: argparse.Namespace) -> int:
             "--b not given and --hidden-a equals --hidden-b: the two configurations are "
             "identical (a collapsed comparison); give --b or different probes"
         )
-    per_class = args.per_class or default_per_class(y)
     training = {
         "probes": {name_a: probe_a, name_b: probe_b},
-        "steps": args.steps,
-        "batch_size": args.batch_size,
-        "lr": args.lr,
+        "steps": method.steps,
+        "batch_size": method.batch_size,
+        "lr": method.lr,
         "device": args.device,
         "n_jobs": args.n_jobs,
         "random_state": args.random_state,
     }
     features = {name_a: X_a, name_b: X_b}
     started = time.perf_counter()
-    splits = stratified_splits(y, per_class, random_state=args.random_state)
-    comparison = run_configurations(features, y, splits, args.seeds, **training).pair(
+    splits = stratified_splits(y, list(method.per_class), random_state=args.random_state)
+    comparison = run_configurations(features, y, splits, method.seeds, **training).pair(
         name_a, name_b
     )
     report = power_report(
         [comparison],
-        alpha=args.alpha,
+        alpha=method.alpha,
         n_simulations=args.simulations,
         random_state=args.random_state,
         factor=args.factor,
@@ -171,10 +154,10 @@ def _run_power(args: argparse.Namespace) -> int:
     verdict = None
     if args.collapse == "rotation":
         rotation = run_configurations(
-            features, y, rotation_splits(y, 6, random_state=args.random_state), args.seeds,
+            features, y, rotation_splits(y, 6, random_state=args.random_state), method.seeds,
             **training,
         ).pair(name_a, name_b)  # fmt: skip
-        verdict = collapse_verdict(rotation, alpha=args.alpha, tolerance=args.tolerance)
+        verdict = collapse_verdict(rotation, alpha=method.alpha, tolerance=args.tolerance)
         print(f"\ncollapse (6-fold rotation): {verdict}")
     print(f"\ntrained in {time.perf_counter() - started:.1f} s")
     _write_power_outputs(args.out, report, comparison, verdict)
@@ -183,6 +166,8 @@ def _run_power(args: argparse.Namespace) -> int:
 
 def _write_power_outputs(out: Path, report: Any, comparison: Any, verdict: Any) -> None:
     import matplotlib
+
+    from probemeter._io import write_json_atomic
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -202,6 +187,9 @@ def _write_power_outputs(out: Path, report: Any, comparison: Any, verdict: Any) 
 
 
 def _run_recommend(args: argparse.Namespace) -> int:
+    from probemeter.power.bounds import recommend_train_size
+    from probemeter.probes import MLP
+
     gap = args.gap if args.gap is not None else abs(args.r[0] - args.r[1])
     if args.parameters is not None:
         n_parameters = args.parameters

@@ -1,8 +1,182 @@
-"""The ``mdl`` method: its options, defaults and checks, its stored units and its run folder."""
+"""The ``mdl`` method: the online code (eq. 4) of each representation and of its control task
+(§3.1), optionally the variational code (eq. 3) — Voita & Titov, Table 2 and Fig. 2.
+
+One stored unit per representation; the run folder gets ``results.json`` (schema
+``probemeter.mdl/1``), ``table.md``/``table.tex`` (Table 2 layout, kbits) and ``mdl.png``.
+"""
 
 from __future__ import annotations
 
-__all__ = ["PAPER_TIMESTEPS"]
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probemeter import _validation as valid
+from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option, write_run_files
+from probemeter.data import ProbeData
+
+__all__ = ["PAPER_TIMESTEPS", "MDLMethod", "mdl_unit"]
 
 #: the timesteps of Voita & Titov (footnote 4): 0.1, 0.2, ... 50, 100 percent of the data
 PAPER_TIMESTEPS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
+
+
+def _timesteps(value: Any) -> str | None:
+    numbers = isinstance(value, (list, tuple)) and value and all(valid.is_number(t) for t in value)
+    if not numbers or not all(0 < t <= 1 for t in value) or value[-1] != 1:
+        return f"must be increasing fractions in (0, 1] ending at 1; got {value!r}"
+    if any(later <= earlier for earlier, later in itertools.pairwise(value)):
+        return f"must be strictly increasing; got {value!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class MDLMethod(Method):
+    """``[method] kind = "mdl"``: online (and variational) codes, Voita & Titov §2–3."""
+
+    probe: tuple[int, ...] = option(
+        (64, 64), check=valid.integer_list(), help="hidden widths of the MLP probe", flag="--hidden"
+    )
+    seeds: int = option(2, check=valid.integer(1), help="data orders of the online code")
+    timesteps: tuple[float, ...] = option(
+        PAPER_TIMESTEPS,
+        check=valid.Check(_timesteps),
+        help="block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
+    )
+    control: bool = option(
+        True, check=valid.boolean(), help="also code the control task (word types -> labels)"
+    )
+    variational: bool = option(
+        False, check=valid.boolean(), help="also the variational code (eq. 3; slow on CPU)"
+    )
+    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
+    lr: float = option(
+        1e-3, check=valid.number(0, None, "neither"), help="initial Adam learning rate"
+    )
+    max_epochs: int = option(
+        100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
+    )
+    variational_epochs: int = option(
+        30, check=valid.integer(1), help="epochs of the variational probe"
+    )
+    variational_lr: float = option(
+        1e-2, check=valid.number(0, None, "neither"), help="learning rate of the variational probe"
+    )
+
+    kind = "mdl"
+    summary = "Voita & Titov: online code of each representation and its control task, bits"
+
+    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        if self.control and task != "ptb":
+            message = (
+                "the control task maps word types to labels: it needs a text task (ptb); set "
+                "control = false"
+            )
+            return [("method.control", message)]
+        return []
+
+    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        if n_classes is None:
+            return []
+        from probemeter.mdl.online import block_ends
+
+        try:
+            block_ends(pool_size, n_classes, self.timesteps)
+        except ValueError as error:
+            return [("method.timesteps", str(error))]
+        return []
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        options = {
+            "method": self,
+            "random_state": context.random_state,
+            "device": context.device,
+            "n_jobs": context.n_jobs,
+            "max_memory": context.max_memory,
+            "progress": context.progress,
+        }
+        spec = {"settings": self.to_dict()}
+        return [
+            UnitPlan(name, (name,), spec, mdl_unit, data, options)
+            for name, data in datasets.items()
+        ]
+
+    def finish(
+        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+    ) -> MethodRun:
+        from probemeter.mdl.table import mdl_table, plot_mdl, save_mdl_results
+
+        entries = [entry_from_dict(result) for result in results]
+        save_mdl_results(run_dir / "results.json", entries, extra)
+        plot_mdl(entries, run_dir / "mdl.png")
+        tables = (mdl_table(entries, "text"), mdl_table(entries), mdl_table(entries, "latex"))
+        files = (run_dir / "results.json", run_dir / "mdl.png")
+        return write_run_files(self, run_dir, tables, files, extra)
+
+
+def entry_from_dict(result: Mapping[str, Any]) -> Any:
+    """The :class:`~probemeter.mdl.table.MDLEntry` of one unit's JSON result."""
+    from probemeter.mdl.online import OnlineCode
+    from probemeter.mdl.table import MDLEntry
+    from probemeter.mdl.variational import VariationalCode
+
+    codes = {
+        role: (VariationalCode if "variational" in role else OnlineCode).from_dict(payload)
+        for role, payload in result.items()
+        if role != "name"
+    }
+    return MDLEntry(result["name"], **codes)
+
+
+def mdl_unit(
+    data: ProbeData,
+    *,
+    method: MDLMethod,
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    max_memory: float,
+    progress: bool,
+) -> dict[str, Any]:
+    """Online (and variational) codes of ``data`` and, with ``method.control``, of its control
+    task, as the JSON of an :class:`~probemeter.mdl.table.MDLEntry`."""
+    from probemeter.mdl.bayesian import BayesianMLP
+    from probemeter.mdl.controls import control_task
+    from probemeter.mdl.online import online_codelength, paper_training
+    from probemeter.mdl.variational import variational_codelength
+    from probemeter.probes import MLP
+
+    config = paper_training(
+        batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
+    )
+    tasks = {"": data}
+    if method.control:
+        tasks["control_"] = control_task(data, random_state=random_state)
+    codes: dict[str, Any] = {"name": data.name}
+    for role, task in tasks.items():
+        codes[f"{role}online"] = online_codelength(
+            task,
+            MLP(method.probe),
+            method.timesteps,
+            seeds=method.seeds,
+            config=config,
+            random_state=random_state,
+            device=device,
+            n_jobs=n_jobs,
+            max_memory=max_memory,
+            progress=progress,
+        ).to_dict()
+        if method.variational:
+            codes[f"{role}variational"] = variational_codelength(
+                task,
+                BayesianMLP(method.probe),
+                seeds=1,
+                epochs=method.variational_epochs,
+                lr=method.variational_lr,
+                random_state=random_state,
+                device=device,
+                progress=progress,
+            ).to_dict()
+    return codes

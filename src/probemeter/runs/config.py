@@ -70,16 +70,16 @@ problem at once, each with its TOML location, in one :class:`ExperimentError`.
 
 from __future__ import annotations
 
-import itertools
-import math
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from probemeter import _validation as valid
+from probemeter._method import Method
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
-from probemeter.mdl.online import PAPER_TIMESTEPS
+from probemeter.runs.methods import METHODS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -93,13 +93,9 @@ __all__ = [
     "METHODS",
     "WORDS",
     "WORD_KINDS",
-    "CurveMethod",
     "Experiment",
     "ExperimentError",
-    "MDLMethod",
     "Method",
-    "ParetoMethod",
-    "PowerMethod",
     "Representation",
     "RunSettings",
     "Task",
@@ -139,62 +135,17 @@ class _Dataset:
 
 
 def _integer(low: int, high: int | None = None) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        if isinstance(value, bool) or not isinstance(value, int):
-            return f"must be an integer; got {value!r}"
-        if value < low or (high is not None and value > high):
-            bound = f">= {low}" if high is None else f"between {low} and {high}"
-            return f"must be {bound}; got {value}"
-        return None
-
-    return check
-
-
-def _positive_number(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return f"must be a number; got {value!r}"
-    if not (math.isfinite(value) and value > 0):
-        return f"must be a positive finite number; got {value!r}"
-    return None
-
-
-def _string(value: Any) -> str | None:
-    return (
-        None if isinstance(value, str) and value else f"must be a non-empty string; got {value!r}"
-    )
+    return valid.integer(low, high).problem
 
 
 def _one_of(*choices: str) -> Callable[[Any], str | None]:
-    def check(value: Any) -> str | None:
-        return None if value in choices else f"must be one of {list(choices)}; got {value!r}"
-
-    return check
+    return valid.one_of(*choices).problem
 
 
-def _alpha(value: Any) -> str | None:
-    problem = _positive_number(value)
-    return problem or (None if value < 0.5 else f"must be in (0, 0.5); got {value!r}")
-
-
-def _fraction(value: Any) -> str | None:
-    problem = _positive_number(value)
-    return problem or (None if value < 1 else f"must be in (0, 1); got {value!r}")
-
-
-def _boolean(value: Any) -> str | None:
-    return None if isinstance(value, bool) else f"must be true or false; got {value!r}"
-
-
-def _positive_integers(value: Any, distinct: bool = False) -> str | None:
-    if not isinstance(value, list) or any(_integer(1)(item) for item in value):
-        return f"must be a list of positive integers; got {value!r}"
-    if distinct and (not value or len(set(value)) != len(value)):
-        return f"must be a non-empty list of distinct positive integers; got {value!r}"
-    return None
-
-
-def _sizes(value: Any) -> str | None:
-    return None if value == "default" else _positive_integers(value, distinct=True)
+_string = valid.text().problem
+_boolean = valid.boolean().problem
+_alpha = valid.number(0, 0.5, "neither").problem
+_fraction = valid.number(0, 1, "neither").problem
 
 
 #: datasets of ``[task]``: their options (check, default), pool size and views
@@ -277,103 +228,6 @@ class Representation:
         entry["train"] = None if self.train is None else str(self.train)
         entry["test"] = None if self.test is None else str(self.test)
         return {**entry, **self.options}
-
-
-@dataclass(frozen=True)
-class CurveMethod:
-    """``[method]`` of kind ``"curve"``: loss-data curves, compared at tolerance ε."""
-
-    epsilon: float
-    unit: str = "nats"
-    probe: tuple[int, ...] = (512, 512)
-    seeds: int = 4
-    steps: int = 1000
-    lr: float = 1e-4
-    batch_size: int = 256
-    precision: str = "f32"
-    sizes: tuple[int, ...] | None = None  # None: default_sizes of each pool
-
-    kind = "curve"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "epsilon": self.epsilon,
-            "unit": self.unit,
-            "probe": list(self.probe),
-            "seeds": self.seeds,
-            "steps": self.steps,
-            "lr": self.lr,
-            "batch_size": self.batch_size,
-            "precision": self.precision,
-            "sizes": "default" if self.sizes is None else list(self.sizes),
-        }
-
-
-@dataclass(frozen=True)
-class MDLMethod:
-    """``[method]`` of kind ``"mdl"``: online (and variational) codes, Voita & Titov §2–3."""
-
-    probe: tuple[int, ...] = (64, 64)
-    seeds: int = 2
-    timesteps: tuple[float, ...] = PAPER_TIMESTEPS
-    control: bool = True
-    variational: bool = False
-    batch_size: int = 64
-    lr: float = 1e-3
-    max_epochs: int = 100
-    variational_epochs: int = 30
-    variational_lr: float = 1e-2
-
-    kind = "mdl"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **_plain(asdict(self))}
-
-
-@dataclass(frozen=True)
-class ParetoMethod:
-    """``[method]`` of kind ``"pareto"``: nuclear-norm and rank probes, Pimentel et al. §4."""
-
-    penalties: int = 20
-    ranks: bool = True
-    steps: int = 1000
-    batch_size: int = 256
-    lr: float = 1e-2
-
-    kind = "pareto"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **asdict(self)}
-
-
-@dataclass(frozen=True)
-class PowerMethod:
-    """``[method]`` of kind ``"power"``: paired comparisons with a baseline, Zhu et al. §3–4."""
-
-    baseline: str
-    per_class: tuple[int, ...] = (16, 64, 256)
-    seeds: int = 5
-    probe: tuple[int, ...] = ()
-    steps: int = 1000
-    batch_size: int = 64
-    lr: float = 1e-3
-    alpha: float = 0.05
-
-    kind = "power"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **_plain(asdict(self))}
-
-
-Method = CurveMethod | MDLMethod | ParetoMethod | PowerMethod
-
-
-def _plain(values: dict[str, Any]) -> dict[str, Any]:
-    """Tuples as lists, for JSON."""
-    return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in values.items()
-    }
 
 
 @dataclass(frozen=True)
@@ -489,22 +343,11 @@ def _check_method(
     reader: _Reader, method: Method | None, task: Task | None, reps: list[Representation]
 ) -> None:
     """Checks of the method against the task and the representations."""
-    if isinstance(method, MDLMethod) and method.control and (task is None or task.dataset != "ptb"):
-        reader.add(
-            "method.control",
-            "the control task maps word types to labels: it needs a text task (ptb); set "
-            "control = false",
-        )
-    if isinstance(method, ParetoMethod) and method.penalties == 0 and not method.ranks:
-        reader.add("method.penalties", "0 with ranks = false leaves no probe to train")
-    if isinstance(method, PowerMethod):
-        names = [rep.name for rep in reps]
-        if method.baseline not in names:
-            reader.add(
-                "method.baseline", f"{method.baseline!r} is none of the representations {names}"
-            )
-        elif len(names) < 2:
-            reader.add("representations", "a power comparison needs at least two representations")
+    if method is None:
+        return
+    names = [rep.name for rep in reps]
+    for where, message in method.check_setup(task.dataset if task else None, names):
+        reader.add(where, message)
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
@@ -614,109 +457,16 @@ def _read_file(
     return file
 
 
-def _timesteps(value: Any) -> str | None:
-    numbers = (
-        isinstance(value, list)
-        and value
-        and all(not isinstance(t, bool) and isinstance(t, (int, float)) for t in value)
-    )
-    if not numbers or not all(0 < t <= 1 for t in value) or value[-1] != 1:
-        return f"must be increasing fractions in (0, 1] ending at 1; got {value!r}"
-    if any(later <= earlier for earlier, later in itertools.pairwise(value)):
-        return f"must be strictly increasing; got {value!r}"
-    return None
-
-
-def _non_negative_integers(value: Any) -> str | None:
-    if not isinstance(value, list) or any(_integer(0)(item) for item in value):
-        return f"must be a list of non-negative integers; got {value!r}"
-    return None
-
-
-#: per method kind: its class and keys (check, default); ``_REQUIRED`` marks required keys
-METHODS: dict[str, tuple[type, dict[str, tuple[Callable[[Any], str | None], Any]]]] = {
-    "curve": (
-        CurveMethod,
-        {
-            "epsilon": (_positive_number, _REQUIRED),
-            "unit": (_one_of("nats", "bits"), "nats"),
-            "probe": (_positive_integers, [512, 512]),
-            "seeds": (_integer(1), 4),
-            "steps": (_integer(1), 1000),
-            "lr": (_positive_number, 1e-4),
-            "batch_size": (_integer(1), 256),
-            "precision": (_one_of("f32", "bf16"), "f32"),
-            "sizes": (_sizes, "default"),
-        },
-    ),
-    "mdl": (
-        MDLMethod,
-        {
-            "probe": (_positive_integers, [64, 64]),
-            "seeds": (_integer(1), 2),
-            "timesteps": (_timesteps, list(PAPER_TIMESTEPS)),
-            "control": (_boolean, True),
-            "variational": (_boolean, False),
-            "batch_size": (_integer(1), 64),
-            "lr": (_positive_number, 1e-3),
-            "max_epochs": (_integer(1), 100),
-            "variational_epochs": (_integer(1), 30),
-            "variational_lr": (_positive_number, 1e-2),
-        },
-    ),
-    "pareto": (
-        ParetoMethod,
-        {
-            "penalties": (_integer(0), 20),
-            "ranks": (_boolean, True),
-            "steps": (_integer(1), 1000),
-            "batch_size": (_integer(1), 256),
-            "lr": (_positive_number, 1e-2),
-        },
-    ),
-    "power": (
-        PowerMethod,
-        {
-            "baseline": (_string, _REQUIRED),
-            "per_class": (lambda v: _positive_integers(v, distinct=True), [16, 64, 256]),
-            "seeds": (_integer(1), 5),
-            "probe": (_non_negative_integers, []),
-            "steps": (_integer(1), 1000),
-            "batch_size": (_integer(1), 64),
-            "lr": (_positive_number, 1e-3),
-            "alpha": (_fraction, 0.05),
-        },
-    ),
-}
-_FLOATS = ("epsilon", "lr", "variational_lr", "alpha")
-#: stand-ins for required values that had a problem (the file is rejected anyway)
-_PLACEHOLDERS = {"epsilon": 0.1, "baseline": ""}
-
-
 def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
-    """The ``[method]`` table; None when its kind or a required key is unusable."""
-    where = "method"
-    kind = reader.get(where, table, "kind", _one_of(*METHODS), "curve")
+    """The ``[method]`` table; None when its kind or any option is unusable."""
+    kind = reader.get("method", table, "kind", _one_of(*METHODS), "curve")
     if kind is None:
         return None
-    cls, keys = METHODS[kind]
-    reader.unknown(where, table, {"kind", *keys})
-    values = {}
-    for key, (check, default) in keys.items():
-        value = reader.get(where, table, key, check, default)
-        # a value with a problem falls back to its default or a stand-in (the method is then
-        # never used), so that the valid ones can still be checked against the task
-        if value is None:
-            value = _PLACEHOLDERS[key] if default is _REQUIRED else default
-        values[key] = value
-    for key, value in values.items():
-        if key in _FLOATS:
-            values[key] = float(value)
-        elif isinstance(value, list):
-            values[key] = tuple(float(v) for v in value) if key == "timesteps" else tuple(value)
-    if kind == "curve":
-        values["sizes"] = None if values["sizes"] == "default" else values["sizes"]
-    return cls(**values)
+    cls = METHODS[kind]
+    reader.unknown("method", table, {"kind", *(opt.name for opt in cls.options())})
+    method, problems = cls.from_values(table)
+    reader.problems.extend(problems)  # with problems the file is rejected; the method is
+    return method  # still checked against the task, to report every problem at once
 
 
 def _check_against_task(
@@ -727,9 +477,9 @@ def _check_against_task(
     filled in."""
     spec = DATASETS[task.dataset]
     pool, views = task.pool_size, spec.views(task.options)
-    sizes = getattr(method, "sizes", None)
-    if pool is not None and sizes is not None and max(sizes) > pool:
-        reader.add("method.sizes", f"{max(sizes)} exceeds the pool of {pool} examples")
+    if pool is not None and method is not None:
+        for where, message in method.check_pool(pool):
+            reader.add(where, message)
     resolved = []
     for index, rep in enumerate(representations):
         where = f"representations[{index}]"

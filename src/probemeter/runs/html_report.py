@@ -1,6 +1,6 @@
 """A self-contained report of one run folder: HTML page, Markdown and LaTeX tables.
 
-:func:`write_report` reads ``run_dir/results.json`` (schema ``probemeter.curves.results/1``) and writes,
+:func:`write_report` reads ``run_dir/results.json`` (schema ``probemeter.results/1``) and writes,
 next to it:
 
 * ``report.html`` — one file with no external resources (inline CSS, figures as base64 PNG
@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from probemeter._io import write_text_atomic
+from probemeter._method import RUN_NAME
 from probemeter.curves.comparison import Comparison, compare
 from probemeter.curves.curve import LossDataCurve
-from probemeter.runs.methods import RUN_NAME
 from probemeter.curves.results import SCHEMA, load_curves
 
 __all__ = ["ReportFiles", "ranked", "write_report"]
@@ -97,7 +97,7 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
 
 def _method_report(run_dir: Path) -> ReportFiles:
     """``report.html`` of an ``mdl``, ``pareto`` or ``power`` run: its table (as written by
-    :func:`probemeter.runs.methods.finish`), its figure, the experiment and the timings."""
+    :meth:`probemeter._method.Method.finish`), its figure, the experiment and the timings."""
     run = json.loads((run_dir / RUN_NAME).read_text())
     files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
     image = base64.b64encode((run_dir / run["figure"]).read_bytes()).decode("ascii")

@@ -27,27 +27,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from probemeter.curves.comparison import Comparison, compare
-from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
+from probemeter._method import RunContext, UnitPlan
+from probemeter.curves.comparison import Comparison
+from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData, load_features
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
-from probemeter.training.engine import TrainingConfig
 from probemeter.runs.config import (
     WORD_KINDS,
-    CurveMethod,
     Experiment,
     ExperimentError,
     Representation,
     Task,
 )
-from probemeter.mdl.online import block_ends
-from probemeter.runs.methods import finish, power_pairs, unit_function
-from probemeter.curves.plotting import plot_curves
-from probemeter.probes import MLP
-from probemeter.curves.results import save_results
 from probemeter.runs.store import ResultStore, Unit, run_units
 
 if TYPE_CHECKING:
@@ -118,17 +112,21 @@ def run_experiment(
     copy = run_dir / "experiment.toml"
     if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
         shutil.copyfile(experiment.path, copy)
-    backend = {
-        "random_state": random_state,
-        "device": experiment.run.device,
-        "n_jobs": n_jobs if ray is None else ray.cpus_per_unit,
-        "progress": progress and ray is None,
-    }
-    if method.kind == "curve":
-        labelled = _curve_units(experiment, datasets, backend, max_memory)
-    else:
-        labelled = _method_units(experiment, datasets, backend, max_memory)
-    labels, units = [label for label, _ in labelled], [unit for _, unit in labelled]
+    context = RunContext(
+        random_state=random_state,
+        device=experiment.run.device,
+        n_jobs=n_jobs if ray is None else ray.cpus_per_unit,
+        max_memory=max_memory,
+        progress=progress and ray is None,
+        task=experiment.task.dataset if experiment.task else "task",
+    )
+    reps = {rep.name: rep for rep in experiment.representations}
+    named = {name: replace(datasets[name], name=name) for name in reps}
+    plans = method.units(named, context)
+    units = [
+        Unit(_spec(experiment, plan, reps, named), plan.function, plan.payload, plan.options)
+        for plan in plans
+    ]
     store = ResultStore(run_dir)
     if ray is None:
         pairs = [(unit.spec, unit.compute) for unit in units]
@@ -138,140 +136,46 @@ def run_experiment(
 
         outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
     timings = {
-        label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
-        for label, outcome in zip(labels, outcomes)
+        plan.label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
+        for plan, outcome in zip(plans, outcomes)
     }
-    if method.kind != "curve":
-        extra = {"experiment": experiment.to_dict(), "timings": timings}
-        finished = finish(method, outcomes, run_dir, extra)
-        return ExperimentRun(run_dir, method.kind, finished.table, timings, finished.files)
-    curves = tuple(LossDataCurve.from_dict(outcome.result) for outcome in outcomes)
-    comparison = compare(curves, method.epsilon, unit=method.unit)
-    save_results(
-        run_dir / "results.json",
-        curves,
-        comparison,
-        experiment=experiment.to_dict(),
-        timings=timings,
-    )
-    plot_curves(curves, method.epsilon if method.unit == "nats" else None, run_dir / "curves.png")
-    files = (run_dir / "results.json", run_dir / "curves.png")
+    extra = {"experiment": experiment.to_dict(), "timings": timings}
+    finished = method.finish([outcome.result for outcome in outcomes], run_dir, extra)
     return ExperimentRun(
-        run_dir, "curve", str(comparison), timings, files, curves=curves, comparison=comparison
+        run_dir,
+        method.kind,
+        finished.table,
+        timings,
+        finished.files,
+        curves=finished.curves,
+        comparison=finished.comparison,
     )
 
 
-def _spec(experiment: Experiment, rep: Representation, data: ProbeData) -> dict[str, Any]:
-    """What every unit's key depends on, whatever the method."""
-    return {
+def _spec(
+    experiment: Experiment,
+    plan: UnitPlan,
+    reps: dict[str, Representation],
+    datasets: dict[str, ProbeData],
+) -> dict[str, Any]:
+    """Everything a unit's key depends on: what its data are (the last of ``plan.names``,
+    after a paired comparison's baseline) and the method's part of the spec."""
+    *baseline, name = plan.names
+    spec = {
         "method": experiment.method.kind,
         "task": _task_dict(experiment.task),
-        "representation": rep.to_dict(),
-        "data_fingerprint": data.fingerprint(),
+        "representation": reps[name].to_dict(),
+        "data_fingerprint": datasets[name].fingerprint(),
         "random_state": experiment.run.random_state,
     }
-
-
-def _curve_units(
-    experiment: Experiment,
-    datasets: dict[str, ProbeData],
-    backend: dict[str, Any],
-    max_memory: float,
-) -> list[tuple[str, Unit]]:
-    """One loss-data curve per representation."""
-    method = experiment.method
-    units = []
-    for rep in experiment.representations:
-        data = datasets[rep.name]
-        sizes = [int(n) for n in (method.sizes or default_sizes(data.pool_size))]
-        spec = {
-            **_spec(experiment, rep, data),
-            "probe": MLP(method.probe).to_dict(),
-            "training": _training(method).to_dict(),
-            "sizes": sizes,
-            "seeds": list(range(method.seeds)),
-        }
-        options = {**backend, "method": method, "sizes": sizes, "max_memory": max_memory}
-        units.append((rep.name, Unit(spec, _curve, data, options)))
-    return units
-
-
-def _method_units(
-    experiment: Experiment,
-    datasets: dict[str, ProbeData],
-    backend: dict[str, Any],
-    max_memory: float,
-) -> list[tuple[str, Unit]]:
-    """Units of the ``mdl`` and ``pareto`` methods (one per representation) and of ``power``
-    (one per representation paired with the baseline); see :mod:`probemeter.runs.methods`."""
-    method = experiment.method
-    function = unit_function(method.kind)
-    reps = {rep.name: rep for rep in experiment.representations}
-    units = []
-    if method.kind == "power":
-        for label, pair in power_pairs(list(reps), method.baseline, datasets):
-            spec = {
-                **_spec(experiment, reps[pair[1].name], pair[1]),
-                "baseline": reps[method.baseline].to_dict(),
-                "baseline_fingerprint": pair[0].fingerprint(),
-                "settings": method.to_dict(),
-            }
-            options = {key: backend[key] for key in ("random_state", "device", "n_jobs")}
-            options.update(method=method, progress=backend["progress"])
-            units.append((label, Unit(spec, function, pair, options)))
-        return units
-    for name, rep in reps.items():
-        data = replace(datasets[name], name=name)
-        spec = {**_spec(experiment, rep, data), "settings": method.to_dict()}
-        if method.kind == "mdl":
-            options = {**backend, "method": method, "max_memory": max_memory}
-        else:
-            task = experiment.task.dataset if experiment.task else "task"
-            options = {
-                "method": method,
-                "task": task,
-                "random_state": backend["random_state"],
-                "device": backend["device"],
-            }
-        units.append((name, Unit(spec, function, data, options)))
-    return units
-
-
-def _training(method: CurveMethod) -> TrainingConfig:
-    return TrainingConfig(method.steps, method.batch_size, method.lr, method.precision)
+    for other in baseline:
+        spec["baseline"] = reps[other].to_dict()
+        spec["baseline_fingerprint"] = datasets[other].fingerprint()
+    return {**spec, **plan.spec}
 
 
 def _task_dict(task: Task | None) -> dict[str, Any] | None:
     return None if task is None else {"dataset": task.dataset, **task.options}
-
-
-def _curve(
-    data: ProbeData,
-    *,
-    method: CurveMethod,
-    sizes: list[int],
-    random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float,
-    progress: bool,
-) -> dict[str, Any]:
-    """One unit: the loss-data curve of ``data``, as a JSON dictionary."""
-    return loss_data_curve(
-        data,
-        MLP(method.probe),
-        sizes,
-        method.seeds,
-        steps=method.steps,
-        batch_size=method.batch_size,
-        lr=method.lr,
-        precision=method.precision,
-        random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
-    ).to_dict()
 
 
 def prepare_data(
@@ -299,18 +203,8 @@ def prepare_data(
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue
-        sizes = getattr(experiment.method, "sizes", None)
-        if sizes is not None and max(sizes) > data.pool_size:
-            problems.append(
-                f"method.sizes: {max(sizes)} exceeds the pool of {data.pool_size} examples "
-                f"of {where} ({rep.name!r})"
-            )
-        timesteps = getattr(experiment.method, "timesteps", None)
-        if timesteps is not None:
-            try:
-                block_ends(data.pool_size, data.n_classes, timesteps)
-            except ValueError as error:
-                problems.append(f"method.timesteps: {error} ({where}, {rep.name!r})")
+        for location, message in experiment.method.check_pool(data.pool_size, data.n_classes):
+            problems.append(f"{location}: {message} ({where}, {rep.name!r})")
         datasets[rep.name] = data
     if problems:
         raise ExperimentError(experiment.path, problems)

@@ -23,9 +23,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from probemeter._io import write_json_atomic
+from probemeter._io import environment, write_json_atomic
 from probemeter.curves.curve import LossDataCurve
-from probemeter._io import environment
 
 __all__ = [
     "RECORD_FIELDS",

@@ -1,0 +1,278 @@
+"""The method interface: one frozen dataclass per method, its options declared once.
+
+A method (``curves``, ``mdl``, ``power``, ``pareto``) is a frozen dataclass whose fields are its
+options. Each field is declared with :func:`option` — default, check and help text — and
+everything else is derived from that declaration: the experiment-file reader
+(:mod:`probemeter.runs.config`), the command-line flags (:mod:`probemeter.cli`) and the README's
+table of options. A method also says how it splits into stored units (:meth:`Method.units`) and
+how it finishes a run folder (:meth:`Method.finish`). See ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from probemeter._validation import Check
+
+if TYPE_CHECKING:
+    from probemeter.data import ProbeData
+
+__all__ = [
+    "REQUIRED",
+    "RUN_NAME",
+    "Method",
+    "MethodRun",
+    "Option",
+    "RunContext",
+    "UnitPlan",
+    "option",
+    "plain",
+    "write_run_files",
+]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+#: the default of an option that has none: the user must give it
+REQUIRED: Any = _Required()
+
+
+def option(
+    default: Any = REQUIRED,
+    *,
+    check: Check,
+    help: str,
+    flag: str | None = None,
+    parse: Callable[[Any], Any] | None = None,
+    show: Callable[[Any], Any] | None = None,
+) -> Any:
+    """A method option: a dataclass field carrying its check and help text.
+
+    Args:
+        default: the only default of this option anywhere; :data:`REQUIRED` for none.
+        check: what a valid value is (:mod:`probemeter._validation`), applied to the value as
+            written in a file or on the command line.
+        help: one line for ``--help``, the README and the docs.
+        flag: the command-line flag, when it is not ``--`` + the name with dashes.
+        parse: raw (TOML/CLI) value -> field value; default: lists become tuples.
+        show: field value -> the value as written in a file (for ``to_dict`` and the docs).
+    """
+    metadata = {"check": check, "help": help, "flag": flag, "parse": parse, "show": show}
+    if default is REQUIRED:
+        return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A read-only description of one option of a method (derived from its field)."""
+
+    name: str
+    default: Any
+    check: Check
+    help: str
+    annotation: str
+    flag: str
+    parse: Callable[[Any], Any]
+    show: Callable[[Any], Any]
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+    @property
+    def written_default(self) -> Any:
+        """The default as written in an experiment file (None when required)."""
+        return None if self.required else self.show(self.default)
+
+
+def plain(value: Any) -> Any:
+    """Tuples as lists, for JSON and TOML."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _parse(annotation: str) -> Callable[[Any], Any]:
+    """The default conversion of a checked raw value to the field's type."""
+    if annotation.startswith("tuple[float"):
+        return lambda value: tuple(float(item) for item in value)
+    if annotation.startswith("tuple"):
+        return lambda value: None if value is None else tuple(value)
+    if annotation == "float":
+        return float
+    return lambda value: value
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where and how units run: the run's seed, device, workers, memory budget, progress, and
+    the task's name (for tables and figures)."""
+
+    random_state: int = 0
+    device: str = "auto"
+    n_jobs: int | None = -1
+    max_memory: float = 2.0
+    progress: bool = True
+    task: str = "task"
+
+
+@dataclass(frozen=True)
+class UnitPlan:
+    """One stored unit of a method: ``function(payload, **options)`` returns its JSON result.
+
+    ``names`` are the representations it uses (one; for a paired comparison the baseline
+    first); ``spec`` is the method's part of the unit's key (the runner adds what the data
+    are). ``function`` is a module-level function, so it can run in a Ray task.
+    """
+
+    label: str
+    names: tuple[str, ...]
+    spec: dict[str, Any]
+    function: Callable[..., Mapping[str, Any]]
+    payload: Any
+    options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class MethodRun:
+    """What a method's ``finish`` wrote: the printable table and the files; for loss-data
+    curves also the curves and their comparison."""
+
+    table: str
+    files: tuple[Path, ...]
+    curves: tuple[Any, ...] = ()
+    comparison: Any = None
+
+
+class Method(ABC):
+    """Base of the method dataclasses (subclasses are ``@dataclass(frozen=True)``)."""
+
+    #: the method's name in experiment files (``[method] kind``) and on the command line
+    kind: ClassVar[str]
+    #: one line: what the method computes and from which paper
+    summary: ClassVar[str]
+
+    @classmethod
+    def options(cls) -> tuple[Option, ...]:
+        """The options, in declaration order."""
+        found = []
+        for item in dataclasses.fields(cls):  # type: ignore[arg-type]
+            meta = item.metadata
+            default = REQUIRED if item.default is dataclasses.MISSING else item.default
+            annotation = str(item.type)
+            found.append(
+                Option(
+                    name=item.name,
+                    default=default,
+                    check=meta["check"],
+                    help=meta["help"],
+                    annotation=annotation,
+                    flag=meta["flag"] or "--" + item.name.replace("_", "-"),
+                    parse=meta["parse"] or _parse(annotation),
+                    show=meta["show"] or plain,
+                )
+            )
+        return tuple(found)
+
+    @classmethod
+    def from_values(
+        cls, values: Mapping[str, Any], where: Callable[[Option], str] | None = None
+    ) -> tuple[Method, list[str]]:
+        """The method from raw option values (a ``[method]`` table, parsed flags), with
+        defaults filled in, and the problems found: ``"<where>: <problem>"`` per bad value
+        (``where`` names an option's location; default ``method.<name>``). Unknown keys are
+        the caller's to report.
+
+        With problems, the method returned is built from the valid values with defaults (or
+        :data:`REQUIRED`) in place of the bad ones — only to check it further against the
+        task and data, so that every problem is reported at once; never use it otherwise."""
+        locate = where or (lambda opt: f"method.{opt.name}")
+        problems, fields = [], {}
+        for opt in cls.options():
+            if opt.name not in values or (values[opt.name] is None and opt.required):
+                if opt.required:
+                    problems.append(f"{locate(opt)}: missing (required)")
+                continue
+            raw = values[opt.name]
+            problem = opt.check.problem(raw)
+            if problem:
+                problems.append(f"{locate(opt)}: {problem}")
+                continue
+            fields[opt.name] = opt.parse(raw)
+        stand_ins = {opt.name: REQUIRED for opt in cls.options() if opt.required}
+        method = cls(**{**stand_ins, **fields})
+        return method, problems + [f"{locate(opt)}: {p}" for opt, p in method.check_options()]
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        """Problems of option combinations (each option valid alone), as (option, text)."""
+        return []
+
+    def to_dict(self) -> dict[str, Any]:
+        """The method as written in a file: kind and every option (defaults filled in)."""
+        shown = {opt.name: opt.show(getattr(self, opt.name)) for opt in self.options()}
+        return {"kind": self.kind, **shown}
+
+    @classmethod
+    def option_named(cls, name: str) -> Option:
+        """The option ``name``."""
+        return next(opt for opt in cls.options() if opt.name == name)
+
+    # ---- orchestration hooks -------------------------------------------------------------
+
+    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        """Problems of this method with the task (its dataset name, None for files only) and
+        the representation ``names``, as (location, text); before any data are loaded."""
+        return []
+
+    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        """Problems of this method with a representation's pool (and its classes, once the
+        data are loaded), as (location, text)."""
+        return []
+
+    @abstractmethod
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        """The stored units of a run over ``datasets`` (by representation name, in order)."""
+
+    @abstractmethod
+    def finish(
+        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+    ) -> MethodRun:
+        """Write the run folder from the units' results (in :meth:`units` order); ``extra``
+        (the experiment and timings) goes into ``results.json``."""
+
+
+#: a method run's description next to its results: method, figure, experiment, timings
+RUN_NAME = "run.json"
+
+
+def write_run_files(
+    method: Method,
+    run_dir: Path,
+    tables: tuple[str, str, str],
+    files: tuple[Path, ...],
+    extra: dict[str, Any],
+) -> MethodRun:
+    """The files every method but ``curve`` writes beside its own: ``table.md``,
+    ``table.tex`` and ``run.json`` (method, figure, experiment, timings), which
+    :func:`probemeter.runs.html_report.write_report` turns into ``report.html``.
+
+    Args:
+        tables: the (text, Markdown, LaTeX) renderings of the method's table.
+        files: the method's own files; the first ``.png`` is its figure.
+    """
+    from probemeter._io import write_json_atomic, write_text_atomic
+
+    text, markdown, latex = tables
+    write_text_atomic(run_dir / "table.md", markdown + "\n")
+    write_text_atomic(run_dir / "table.tex", latex + "\n")
+    figure = next(path.name for path in files if path.suffix == ".png")
+    write_json_atomic(run_dir / RUN_NAME, {"method": method.kind, "figure": figure, **extra})
+    written = (*files, run_dir / "table.md", run_dir / "table.tex", run_dir / RUN_NAME)
+    return MethodRun(text, written)

@@ -1,0 +1,81 @@
+"""Command-line options derived from the method dataclasses, and the options every command
+shares (device, workers, seed, progress): each default is written once, on the dataclass or
+here, so ``probemeter <method>`` and ``probemeter run`` agree by construction."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from probemeter._method import Method, Option
+
+__all__ = ["add_method_options", "add_run_options", "method_from_args", "option_argument"]
+
+
+def option_argument(opt: Option) -> dict[str, Any]:
+    """The ``argparse.add_argument`` keywords of one method option (its type, arity, choices,
+    default and help, all read off the dataclass field)."""
+    shown = opt.written_default
+    if isinstance(shown, list):
+        shown = " ".join(str(item) for item in shown) or "none"
+    keywords: dict[str, Any] = {"dest": opt.name, "default": None if opt.required else opt.default}
+    annotation = opt.annotation
+    if annotation == "bool":
+        keywords["action"] = argparse.BooleanOptionalAction
+    elif annotation.startswith("tuple[int"):
+        keywords.update(type=int, nargs="*" if opt.flag == "--hidden" else "+", metavar="N")
+    elif annotation.startswith("tuple[float"):
+        keywords.update(type=float, nargs="+", metavar="X")
+    elif annotation in ("int", "float"):
+        keywords["type"] = int if annotation == "int" else float
+    elif opt.check.choices:
+        keywords["choices"] = opt.check.choices
+    suffix = " (required)" if opt.required else f" (default: {shown})"
+    keywords["help"] = opt.help.removesuffix(" (required)") + suffix
+    return keywords
+
+
+def add_method_options(
+    parser: argparse.ArgumentParser,
+    method: type[Method],
+    *,
+    skip: Iterable[str] = (),
+    title: str | None = None,
+) -> None:
+    """Add one flag per option of ``method`` (but ``skip``) to ``parser``."""
+    group = parser.add_argument_group(title or f"{method.kind} options")
+    skipped = set(skip)
+    for opt in method.options():
+        if opt.name not in skipped:
+            group.add_argument(opt.flag, **option_argument(opt))
+
+
+def method_from_args(
+    method: type[Method], args: argparse.Namespace, fixed: Mapping[str, Any] | None = None
+) -> Method:
+    """The method from parsed flags (and ``fixed`` values for options without a flag);
+    a ``ValueError`` naming the flag of each bad value."""
+    flags = {opt.name: opt.flag for opt in method.options()}
+    values = {name: getattr(args, name) for name in flags if hasattr(args, name)}
+    values.update(fixed or {})
+    values = {name: value for name, value in values.items() if value is not None}
+    built, problems = method.from_values(values, where=lambda opt: opt.flag)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return built
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, progress: bool = True) -> None:
+    """``--device``, ``--n-jobs``, ``--random-state`` (and ``--no-progress``): where and how a
+    command trains, the same defaults for every command."""
+    group = parser.add_argument_group("running")
+    group.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    group.add_argument(
+        "--n-jobs", type=int, default=-1, help="CPU worker processes (default: -1, all cores)"
+    )
+    group.add_argument(
+        "--random-state", type=int, default=0, help="seed of splits, subsets and inits (default: 0)"
+    )
+    if progress:
+        group.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -1,0 +1,133 @@
+"""``probemeter run``: a whole study from an experiment file (:mod:`probemeter.runs.config`),
+resumable, in this process or on a Ray cluster (``--backend ray``)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_run_command"]
+
+
+def add_run_command(commands: Any) -> None:
+    """Register ``run``."""
+    run = commands.add_parser("run", help="run an experiment file (TOML), resuming a stopped run")
+    run.add_argument("experiment", type=Path, help="the experiment file (see README)")
+    run.add_argument(
+        "--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name> (default: runs)"
+    )
+    run.add_argument("--fresh", action="store_true", help="recompute units already stored")
+    run.add_argument("--check", action="store_true", help="only validate the file, then exit")
+    run.add_argument(
+        "--n-jobs", type=int, help="CPU worker processes, --backend local (default -1: all)"
+    )
+    run.add_argument(
+        "--max-memory",
+        type=float,
+        default=2.0,
+        metavar="GIB",
+        help="GiB for one chunk of stacked probes, per worker process (default: 2)",
+    )
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    _ray_options(run)
+    run.set_defaults(handler=_run_experiment)
+
+
+#: the options of `probemeter run` that only the Ray backend takes (fields of RayOptions)
+_RAY_ONLY = ("address", "cpus_per_unit", "gpus_per_unit", "max_retries")
+
+
+def _ray_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("backend")
+    group.add_argument(
+        "--backend",
+        default="local",
+        metavar="{local,ray}",
+        help="local (this process, the default) or ray (one Ray task per unit)",
+    )
+    group.add_argument(
+        "--address", help="Ray cluster: auto or HOST:PORT (default: a new one for this run)"
+    )
+    group.add_argument(
+        "--cpus-per-unit",
+        type=int,
+        metavar="N",
+        help="CPUs (and worker processes) per Ray task (default 1)",
+    )
+    group.add_argument(
+        "--gpus-per-unit", type=float, metavar="G", help="GPUs per Ray task (default 0)"
+    )
+    group.add_argument(
+        "--max-retries",
+        type=int,
+        metavar="N",
+        help="Ray re-runs of a task whose worker died (default 3)",
+    )
+
+
+def _ray_settings(args: argparse.Namespace) -> Any:
+    """The Ray options of `probemeter run` (None for --backend local), checked."""
+    if args.backend not in ("local", "ray"):
+        raise ValueError(f"--backend must be 'local' or 'ray'; got {args.backend!r}")
+    if not (math.isfinite(args.max_memory) and args.max_memory > 0):
+        raise ValueError(f"--max-memory must be a positive number of GiB; got {args.max_memory}")
+    if args.backend == "local":
+        for name in _RAY_ONLY:
+            if getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag} needs --backend ray (the backend is local)")
+        return None
+    from probemeter.runs.ray_backend import RayOptions, import_ray
+
+    if args.n_jobs is not None:
+        raise ValueError("--n-jobs is for --backend local; on Ray use --cpus-per-unit")
+    import_ray()
+    given = {name: getattr(args, name) for name in _RAY_ONLY if getattr(args, name) is not None}
+    try:
+        return RayOptions(**given)
+    except ValueError as error:  # name the flag, not the field
+        message = str(error)
+        for name in _RAY_ONLY:
+            message = message.replace(name, "--" + name.replace("_", "-"), 1)
+        raise ValueError(message) from None
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    from probemeter.runs.config import load_experiment
+    from probemeter.runs.html_report import write_report
+    from probemeter.runs.runner import run_experiment
+
+    ray = _ray_settings(args)
+    experiment = load_experiment(args.experiment)
+    names = ", ".join(rep.name for rep in experiment.representations)
+    task = experiment.task.dataset if experiment.task else "npz features"
+    settings = ", ".join(f"{key} {value}" for key, value in experiment.method.to_dict().items())
+    print(f"{args.experiment}: {task}; representations {names}; method {settings}")
+    if args.check:
+        print("experiment file OK")
+        return 0
+    started = time.perf_counter()
+    run = run_experiment(
+        experiment,
+        args.out,
+        fresh=args.fresh,
+        n_jobs=-1 if args.n_jobs is None else args.n_jobs,
+        max_memory=args.max_memory,
+        progress=not args.no_progress,
+        ray=ray,
+    )
+    for name, timing in run.timings.items():
+        how = "loaded (computed earlier in" if timing["loaded"] else "computed in"
+        print(f"{name}: {how} {timing['seconds']:.1f} s" + (")" if timing["loaded"] else ""))
+    print()
+    print(run.table)
+    files = write_report(run.run_dir)
+    written = ", ".join(path.name for path in run.files)
+    print(
+        f"\nwrote {written}, experiment.toml and units/ to {run.run_dir} "
+        f"in {time.perf_counter() - started:.1f} s; report: {files.html}"
+    )
+    return 0

@@ -1,0 +1,144 @@
+"""The ``curve`` method: loss-data curves of every representation, compared at tolerance ε
+(Whitney et al., §3–4 and Table 1).
+
+One stored unit per representation (its whole curve); the run folder gets ``results.json``
+(curves, the Table-1 comparison, the experiment and timings) and ``curves.png``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probemeter import _validation as valid
+from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option
+from probemeter.data import ProbeData
+
+__all__ = ["CurveMethod", "curve_unit"]
+
+
+def _sizes(value: Any) -> str | None:
+    if value in ("default", None):
+        return None
+    return valid.integer_list(distinct=True).problem(value)
+
+
+@dataclass(frozen=True)
+class CurveMethod(Method):
+    """``[method] kind = "curve"``: a loss-data curve per representation, measures at ε."""
+
+    epsilon: float = option(
+        check=valid.number(0, None, "neither"),
+        help="loss tolerance ε of SDL and εSC, in `unit` (required)",
+    )
+    unit: str = option("nats", check=valid.one_of("nats", "bits"), help="unit of ε and losses")
+    probe: tuple[int, ...] = option(
+        (512, 512),
+        check=valid.integer_list(),
+        help="hidden widths of the MLP probe; none for a linear probe",
+        flag="--hidden",
+    )
+    seeds: int = option(4, check=valid.integer(1), help="probes (data orders) per size")
+    steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
+    lr: float = option(1e-4, check=valid.number(0, None, "neither"), help="Adam learning rate")
+    batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
+    precision: str = option(
+        "f32", check=valid.one_of("f32", "bf16"), help="matmul precision (bf16: faster on CPU)"
+    )
+    sizes: tuple[int, ...] | None = option(
+        None,
+        check=valid.Check(_sizes),
+        help='training-set sizes n ("default": log-spaced up to the pool)',
+        parse=lambda value: None if value in ("default", None) else tuple(value),
+        show=lambda value: "default" if value is None else list(value),
+    )
+
+    kind = "curve"
+    summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
+
+    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        if self.sizes is not None and max(self.sizes) > pool_size:
+            message = f"{max(self.sizes)} exceeds the pool of {pool_size} examples"
+            return [("method.sizes", message)]
+        return []
+
+    def training(self) -> Any:
+        """The :class:`~probemeter.training.TrainingConfig` of every probe."""
+        from probemeter.training import TrainingConfig
+
+        return TrainingConfig(self.steps, self.batch_size, self.lr, self.precision)
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        from probemeter.curves.curve import default_sizes
+        from probemeter.probes import MLP
+
+        plans = []
+        for name, data in datasets.items():
+            sizes = [int(n) for n in (self.sizes or default_sizes(data.pool_size))]
+            spec = {
+                "probe": MLP(self.probe).to_dict(),
+                "training": self.training().to_dict(),
+                "sizes": sizes,
+                "seeds": list(range(self.seeds)),
+            }
+            options = {
+                "method": self,
+                "sizes": sizes,
+                "random_state": context.random_state,
+                "device": context.device,
+                "n_jobs": context.n_jobs,
+                "max_memory": context.max_memory,
+                "progress": context.progress,
+            }
+            plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
+        return plans
+
+    def finish(
+        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+    ) -> MethodRun:
+        from probemeter.curves.comparison import compare
+        from probemeter.curves.curve import LossDataCurve
+        from probemeter.curves.plotting import plot_curves
+        from probemeter.curves.results import save_results
+
+        curves = tuple(LossDataCurve.from_dict(result) for result in results)
+        comparison = compare(curves, self.epsilon, unit=self.unit)
+        save_results(run_dir / "results.json", curves, comparison, **extra)
+        epsilon = self.epsilon if self.unit == "nats" else None
+        plot_curves(curves, epsilon, run_dir / "curves.png")
+        files = (run_dir / "results.json", run_dir / "curves.png")
+        return MethodRun(str(comparison), files, curves=curves, comparison=comparison)
+
+
+def curve_unit(
+    data: ProbeData,
+    *,
+    method: CurveMethod,
+    sizes: list[int],
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    max_memory: float,
+    progress: bool,
+) -> dict[str, Any]:
+    """One unit: the loss-data curve of ``data``, as a JSON dictionary."""
+    from probemeter.curves.curve import loss_data_curve
+    from probemeter.probes import MLP
+
+    return loss_data_curve(
+        data,
+        MLP(method.probe),
+        sizes,
+        method.seeds,
+        steps=method.steps,
+        batch_size=method.batch_size,
+        lr=method.lr,
+        precision=method.precision,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+    ).to_dict()

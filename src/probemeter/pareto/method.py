@@ -1,0 +1,119 @@
+"""The ``pareto`` method: nuclear-norm and rank linear probes of every representation and the
+Pareto hypervolumes of accuracy against complexity (Pimentel et al., §4.1, Tables 2–3).
+
+One stored unit per representation; the run folder gets ``results.json`` (the
+:class:`~probemeter.pareto.frontiers.ParetoFrontiers`), ``points.csv``,
+``table.md``/``table.tex`` (Table 3 layout) and ``frontiers.png`` (Figs. 2–3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probemeter import _validation as valid
+from probemeter._method import (
+    Method,
+    MethodRun,
+    Option,
+    RunContext,
+    UnitPlan,
+    option,
+    write_run_files,
+)
+from probemeter.data import ProbeData
+
+__all__ = ["ParetoMethod", "pareto_unit"]
+
+
+@dataclass(frozen=True)
+class ParetoMethod(Method):
+    """``[method] kind = "pareto"``: nuclear-norm and rank probes, Pimentel et al. §4."""
+
+    penalties: int = option(
+        20,
+        check=valid.integer(0),
+        help="nuclear-norm weights λ: 0 and log-spaced in [2^-10, 8] (0: none)",
+    )
+    ranks: bool = option(True, check=valid.boolean(), help="also the rank-constrained probes")
+    steps: int = option(1000, check=valid.integer(1), help="Adam updates of the linear probes")
+    batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
+    lr: float = option(
+        1e-2, check=valid.number(0, None, "neither"), help="Adam learning rate of linear probes"
+    )
+
+    kind = "pareto"
+    summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        if self.penalties == 0 and not self.ranks:
+            return [
+                (self.option_named("penalties"), "0 with ranks = false leaves no probe to train")
+            ]
+        return []
+
+    def penalty_values(self) -> tuple[float, ...]:
+        """The λ sweep: 0 followed by log-spaced values; fewer than two leaves 0 or nothing."""
+        from probemeter.pareto.linear_probes import nuclear_norm_penalties
+
+        if self.penalties >= 2:
+            return tuple(nuclear_norm_penalties(self.penalties))
+        return (0.0,)[: self.penalties]
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        options = {
+            "method": self,
+            "task": context.task,
+            "random_state": context.random_state,
+            "device": context.device,
+        }
+        spec = {"settings": self.to_dict()}
+        return [
+            UnitPlan(name, (name,), spec, pareto_unit, data, options)
+            for name, data in datasets.items()
+        ]
+
+    def finish(
+        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+    ) -> MethodRun:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        from probemeter._io import write_text_atomic
+        from probemeter.pareto.frontiers import ParetoFrontiers
+
+        frames = [pd.DataFrame(result["points"]) for result in results]
+        points = pd.concat(frames, ignore_index=True)
+        frontiers = ParetoFrontiers(points, metadata=extra)
+        frontiers.save(run_dir / "results.json")
+        write_text_atomic(run_dir / "points.csv", points.to_csv(index=False))
+        figure = frontiers.figure()
+        figure.savefig(run_dir / "frontiers.png", dpi=110)
+        plt.close(figure)
+        table = frontiers.hypervolume_table()
+        tables = (str(table), table.to_markdown(), table.to_latex())
+        files = (run_dir / "results.json", run_dir / "points.csv", run_dir / "frontiers.png")
+        return write_run_files(self, run_dir, tables, files, extra)
+
+
+def pareto_unit(
+    data: ProbeData, *, method: ParetoMethod, task: str, random_state: int, device: str
+) -> dict[str, Any]:
+    """Nuclear-norm and rank points of one representation (Pimentel et al. §4.1), as records."""
+    from probemeter.pareto.sweeps import linear_points
+
+    points = linear_points(
+        data,
+        task,
+        data.name,
+        penalties=method.penalty_values(),
+        ranks=None if method.ranks else (),
+        steps=method.steps,
+        batch_size=method.batch_size,
+        lr=method.lr,
+        random_state=random_state,
+        device="cpu" if device == "auto" else device,
+    )
+    return {"points": points.to_dict(orient="list")}

@@ -1,0 +1,148 @@
+"""The ``power`` method: every representation against a baseline on the same stratified 4:1:1
+splits and seeds, McNemar power and the recommended training size (Zhu et al., §3–4, Table 2).
+
+One stored unit per pair (baseline, representation); the run folder gets ``results.json`` (the
+:class:`~probemeter.power.table.PowerReport`), ``table.md``/``table.tex`` and ``power.png``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from probemeter import _validation as valid
+from probemeter._method import (
+    REQUIRED,
+    Method,
+    MethodRun,
+    RunContext,
+    UnitPlan,
+    option,
+    write_run_files,
+)
+from probemeter.data import ProbeData
+
+__all__ = ["PowerMethod", "power_unit"]
+
+
+@dataclass(frozen=True)
+class PowerMethod(Method):
+    """``[method] kind = "power"``: paired comparisons with a baseline, Zhu et al. §3–4."""
+
+    baseline: str = option(
+        check=valid.text(), help="the representation every other is paired with (required)"
+    )
+    per_class: tuple[int, ...] = option(
+        (16, 64, 256),
+        check=valid.integer_list(distinct=True),
+        help="training examples per class of each stratified 4:1:1 split",
+    )
+    seeds: int = option(5, check=valid.integer(1), help="seeds per split")
+    probe: tuple[int, ...] = option(
+        (),
+        check=valid.integer_list(),
+        help="hidden widths of the probe; none: linear",
+        flag="--hidden",
+    )
+    steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
+    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
+    lr: float = option(1e-3, check=valid.number(0, None, "neither"), help="Adam learning rate")
+    alpha: float = option(
+        0.05, check=valid.number(0, 1, "neither"), help="significance level of McNemar's test"
+    )
+
+    kind = "power"
+    summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
+
+    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        if self.baseline is REQUIRED:  # reported as missing already
+            return []
+        if self.baseline not in names:
+            return [
+                (
+                    "method.baseline",
+                    f"{self.baseline!r} is none of the representations {list(names)}",
+                )
+            ]
+        if len(names) < 2:
+            return [("representations", "a power comparison needs at least two representations")]
+        return []
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        options = {
+            "method": self,
+            "random_state": context.random_state,
+            "device": context.device,
+            "n_jobs": context.n_jobs,
+            "progress": context.progress,
+        }
+        spec = {"settings": self.to_dict()}
+        baseline = datasets[self.baseline]
+        return [
+            UnitPlan(
+                f"{self.baseline} vs {name}",
+                (self.baseline, name),
+                spec,
+                power_unit,
+                (baseline, data),
+                options,
+            )
+            for name, data in datasets.items()
+            if name != self.baseline
+        ]
+
+    def finish(
+        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+    ) -> MethodRun:
+        import matplotlib.pyplot as plt
+
+        from probemeter.power.paired import PairedComparison
+        from probemeter.power.table import power_report
+
+        comparisons = [PairedComparison.from_dict(result) for result in results]
+        report = power_report(comparisons, alpha=self.alpha)
+        report.save(run_dir / "results.json")
+        axes = report.plot()
+        axes.figure.savefig(run_dir / "power.png", dpi=110)
+        plt.close(axes.figure)
+        latex = report.to_frame().to_latex(index=False, float_format=lambda v: f"{v:.3g}")
+        tables = (str(report), report.to_markdown(), latex)
+        files = (run_dir / "results.json", run_dir / "power.png")
+        return write_run_files(self, run_dir, tables, files, extra)
+
+
+def power_unit(
+    pair: tuple[ProbeData, ProbeData],
+    *,
+    method: PowerMethod,
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    progress: bool,
+) -> dict[str, Any]:
+    """The paired comparison (baseline, representation) on stratified 4:1:1 splits with
+    ``per_class`` training examples per class (Zhu et al. §4.1), as JSON."""
+    from probemeter.power.paired import paired_data, run_configurations
+    from probemeter.power.sampling import stratified_splits
+    from probemeter.probes import MLP
+
+    baseline, other = pair
+    X_a, X_b, y = paired_data(baseline, other)
+    splits = stratified_splits(y, list(method.per_class), random_state=random_state)
+    runs = run_configurations(
+        {baseline.name: X_a, other.name: X_b},
+        y,
+        splits,
+        method.seeds,
+        probes=MLP(method.probe),
+        steps=method.steps,
+        batch_size=method.batch_size,
+        lr=method.lr,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        progress=progress,
+    )
+    return runs.pair(baseline.name, other.name).to_dict()
