@@ -35,31 +35,10 @@ Schema (every key not marked *required* has the default shown)::
     #   relative to the TOML file) -- features with their own labels, no [task] needed
 
     [method]
-    kind = "curve"              # "curve" | "mdl" | "pareto" | "power" (their keys below)
-    epsilon = 0.1               # required: loss tolerance of SDL and εSC, in `unit`
-    unit = "nats"               # "nats" | "bits"
-    probe = [512, 512]          # hidden widths; [] is a linear probe
-    seeds = 4
-    steps = 1000
-    lr = 1e-4
-    batch_size = 256
-    precision = "f32"           # "f32" | "bf16"
-    sizes = "default"           # or a list of distinct training-set sizes n
-
-    # kind = "mdl" (Voita & Titov): online code (eq. 4) of each representation, and of its
-    #   control task (word types of task "ptb"); all codelengths in bits
-    #   probe = [64, 64], seeds = 2 (data orders), timesteps = the paper's 0.001 ... 1.0,
-    #   control = true, variational = false (eq. 3, slow on CPU), batch_size = 64,
-    #   lr = 1e-3, max_epochs = 100 (§3.1 early stopping and annealing on a dev split),
-    #   variational_epochs = 30, variational_lr = 1e-2
-    # kind = "pareto" (Pimentel et al.): nuclear-norm and rank linear probes of every
-    #   representation, Pareto hypervolumes
-    #   penalties = 20 (λ = 0 and 19 log-spaced in [2^-10, 8]; 0: none), ranks = true,
-    #   steps = 1000, batch_size = 256, lr = 1e-2
-    # kind = "power" (Zhu et al.): each representation against `baseline` on the same
-    #   stratified 4:1:1 splits and seeds; McNemar power, recommended N (Table 2)
-    #   baseline (required: a representation name), per_class = [16, 64, 256], seeds = 5,
-    #   probe = [], steps = 1000, batch_size = 64, lr = 1e-3, alpha = 0.05
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"
+    # ... the method's options: each method's dataclass (probemeter.runs.methods.METHODS)
+    #     declares every option once, with its default, check and help; the README's table
+    #     is generated from them (python -m probemeter.runs.methods)
 
 PCA and random projections are fitted on the training pool only, VAE and CNN on images held
 out from it; features are standardised with pool statistics (parity features are kept as

@@ -1,0 +1,89 @@
+"""Each method's defaults are declared once, on its dataclass: the experiment-file reader and
+the command line must produce exactly the dataclass's defaults (Redesign: defaults written
+once)."""
+
+from pathlib import Path
+
+import pytest
+
+from probemeter.cli._options import method_from_args
+from probemeter.cli.main import _parser
+from probemeter.runs.config import load_experiment
+from probemeter.runs.methods import METHODS
+
+#: values for the options without a default, and the command line of each method
+REQUIRED = {"curve": {"epsilon": 0.25}, "mdl": {}, "pareto": {}, "power": {"baseline": "pixels"}}
+COMMANDS = {
+    "curve": ["curve", "--train", "a.npz", "--epsilon", "0.25"],
+    "mdl": ["mdl", "a.npz"],
+    "pareto": ["pareto", "sweep", "--train", "a.npz"],
+    "power": ["power", "--a", "a.npz"],
+}
+#: options a command sets from its own inputs instead of a flag
+FIXED = {"mdl": {"control": True}, "power": {"baseline": "pixels", "probe": ()}}
+
+EXPERIMENT = """
+[task]
+dataset = "{dataset}"
+[[representations]]
+name = "pixels"
+kind = "raw"
+[[representations]]
+name = "pca-8"
+kind = "pca"
+n_components = 8
+[method]
+kind = "{kind}"
+{required}
+"""
+
+
+def _toml(value):
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+@pytest.mark.parametrize("kind", sorted(METHODS))
+def test_experiment_file_defaults_are_the_dataclass_defaults(kind, tmp_path):
+    cls = METHODS[kind]
+    required = "\n".join(f"{key} = {_toml(value)}" for key, value in REQUIRED[kind].items())
+    control = "control = true" if kind == "mdl" else ""
+    dataset = "ptb" if kind == "mdl" else "digits"
+    path = tmp_path / f"{kind}.toml"
+    text = EXPERIMENT.format(dataset=dataset, kind=kind, required=required + "\n" + control)
+    if kind == "mdl":  # word representations of the text task
+        text = text.replace('kind = "raw"', 'kind = "glove"').replace(
+            'kind = "pca"\nn_components = 8', 'kind = "spacy"'
+        )
+    path.write_text(text)
+    method = load_experiment(path).method
+    assert method == cls(**REQUIRED[kind])
+    for opt in cls.options():
+        if not opt.required:
+            assert getattr(method, opt.name) == opt.default, opt.name
+
+
+@pytest.mark.parametrize("kind", sorted(METHODS))
+def test_command_line_defaults_are_the_dataclass_defaults(kind):
+    cls = METHODS[kind]
+    args = _parser().parse_args(COMMANDS[kind])
+    fixed = {**REQUIRED[kind], **FIXED.get(kind, {})}
+    assert method_from_args(cls, args, fixed=fixed) == cls(**REQUIRED[kind])
+    flags = {opt.name for opt in cls.options()} - set(fixed)
+    for name in flags:  # the flag exists and its default is the field's default
+        assert getattr(args, name) == cls.option_named(name).default, name
+
+
+def test_a_bad_flag_is_named_in_the_error(capsys):
+    from probemeter.cli.main import main
+
+    assert main(["pareto", "sweep", "--train", str(Path("a.npz")), "--penalties", "-1"]) == 2
+    assert "--penalties: must be an integer >= 0; got -1" in capsys.readouterr().err
+
+
+def test_readme_table_of_options_is_generated_from_the_dataclasses():
+    from probemeter.runs.methods import options_markdown
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    begin, end = "<!-- method-options:begin -->\n", "<!-- method-options:end -->"
+    section = readme[readme.index(begin) + len(begin) : readme.index(end)]
+    assert section == options_markdown()
