@@ -1,7 +1,7 @@
 """How fast is a loss-data curve, against the machine's peak and against a plain PyTorch loop?
 
 All figures come from ONE process, one after another, so their ratios are fair on a small, noisy
-machine (DESIGN.md, "Performance targets"):
+machine (the project's performance target):
 
 (a) **peak**: the measured matmul throughput (GFLOP/s) of one large square ``torch.mm``, best of
     repeats over a second or two, in f32 and — where the hardware does bf16 natively (CPU flags

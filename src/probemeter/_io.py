@@ -8,11 +8,33 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
-__all__ = ["environment", "save_npy_atomic", "write_json_atomic", "write_text_atomic"]
+__all__ = [
+    "JsonResult",
+    "environment",
+    "save_npy_atomic",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+_Result = TypeVar("_Result", bound="JsonResult")
+
+
+class JsonResult:
+    """Mixin of the result classes that define ``to_dict()`` and a ``from_dict(payload)``
+    classmethod: ``save`` writes ``to_dict()`` as JSON atomically, ``load`` reads it back."""
+
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_dict` as JSON to ``path``, atomically (see :func:`write_json_atomic`)."""
+        write_json_atomic(path, self.to_dict())  # type: ignore[attr-defined]
+
+    @classmethod
+    def load(cls: type[_Result], path: str | Path) -> _Result:
+        """The result that :meth:`save` wrote to ``path``, through ``from_dict``."""
+        return cls.from_dict(json.loads(Path(path).read_text()))  # type: ignore[attr-defined]
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
@@ -66,7 +88,7 @@ def _umask() -> int:
 
 
 def environment() -> dict[str, str]:
-    """Library versions recorded in every result (DESIGN: version drift)."""
+    """Library versions recorded in every result (results drift between versions)."""
     import platform
 
     import pandas as pd

@@ -1,10 +1,16 @@
-"""Table cells shared by every table of the package: Markdown rows and LaTeX escaping."""
+"""Tables of the package (the comparison of Whitney et al.'s Table 1, Voita & Titov's Table 2,
+Pimentel et al.'s Table 3, Zhu et al.'s power report) rendered one way: a header and rows of
+text cells as aligned plain text, Markdown, LaTeX (booktabs) or HTML."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import html
+from collections.abc import Collection, Sequence
 
-__all__ = ["latex_escape", "markdown_row"]
+__all__ = ["TABLE_FORMATS", "latex_escape", "markdown_row", "render_table"]
+
+#: the formats of :func:`render_table`
+TABLE_FORMATS = ("text", "markdown", "latex", "html")
 
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -28,3 +34,105 @@ def markdown_row(cells: Sequence[str]) -> str:
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped."""
     return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
+
+
+def render_table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    fmt: str = "markdown",
+    *,
+    align: str | None = None,
+    breaks: Collection[int] = (),
+    title: str | None = None,
+    escape: bool = True,
+    latex_head: Sequence[str] = (),
+) -> str:
+    """The table of ``header`` and ``rows`` (text cells) in ``fmt``, one of
+    :data:`TABLE_FORMATS`.
+
+    Args:
+        align: one letter per column, ``"l"`` (left) or ``"r"`` (right); default: the first
+            column left, the others right.
+        breaks: indices of the rows that start a new group: a blank line before them in
+            ``"text"``, a ``\\midrule`` in ``"latex"``.
+        title: a first line (``"text"``) or caption (``"html"``).
+        escape: escape LaTeX's special characters in the header and cells (off: the caller
+            wrote them as LaTeX).
+        latex_head: LaTeX lines between ``\\toprule`` and the header (a grouped header).
+    """
+    if fmt not in TABLE_FORMATS:
+        raise ValueError(f"fmt must be one of {list(TABLE_FORMATS)}; got {fmt!r}")
+    align = align or "l" + "r" * (len(header) - 1)
+    if fmt == "markdown":
+        rule = [":---" if side == "l" else "---:" for side in align]
+        return "\n".join(markdown_row(row) for row in [header, rule, *rows])
+    if fmt == "latex":
+        return _latex(header, rows, align, breaks, escape, latex_head)
+    if fmt == "html":
+        return _html(header, rows, align, title)
+    return _text(header, rows, align, breaks, title)
+
+
+def _text(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: str,
+    breaks: Collection[int],
+    title: str | None,
+) -> str:
+    """Columns padded to their widest cell, two spaces apart, a dashed rule under the header."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [
+            cell.ljust(width) if side == "l" else cell.rjust(width)
+            for cell, width, side in zip(cells, widths, align, strict=True)
+        ]
+        return "  ".join(padded).rstrip()
+
+    lines = [] if title is None else [title]
+    lines += [line(header), line(["-" * width for width in widths])]
+    for index, row in enumerate(rows):
+        if index and index in breaks:
+            lines.append("")
+        lines.append(line(row))
+    return "\n".join(lines)
+
+
+def _latex(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: str,
+    breaks: Collection[int],
+    escape: bool,
+    head: Sequence[str],
+) -> str:
+    """A booktabs ``tabular``: a ``\\midrule`` under the header and before each group."""
+
+    def line(cells: Sequence[str]) -> str:
+        return " & ".join(latex_escape(cell) if escape else cell for cell in cells) + r" \\"
+
+    lines = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", *head, line(header)]
+    for index, row in enumerate(rows):
+        if index == 0 or index in breaks:
+            lines.append(r"\midrule")
+        lines.append(line(row))
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines)
+
+
+def _html(
+    header: Sequence[str], rows: Sequence[Sequence[str]], align: str, title: str | None
+) -> str:
+    """A ``<table>`` with a header row; right-aligned columns get ``text-align: right``."""
+    styles = ["" if side == "l" else ' style="text-align: right"' for side in align]
+
+    def line(cells: Sequence[str], tag: str) -> str:
+        items = "".join(
+            f"<{tag}{style}>{html.escape(cell)}</{tag}>" for cell, style in zip(cells, styles)
+        )
+        return f"<tr>{items}</tr>"
+
+    caption = [] if title is None else [f"<caption>{html.escape(title)}</caption>"]
+    body = [line(row, "td") for row in rows]
+    return "\n".join(["<table>", *caption, line(header, "th"), *body, "</table>"])

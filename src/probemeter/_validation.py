@@ -51,6 +51,8 @@ class Check:
     """A constraint on one value: ``problem(value)`` says what is wrong with it (None: valid)."""
 
     describe: Callable[[Any], str | None]
+    #: the valid values, where they are a short list (``one_of``)
+    choices: tuple[Any, ...] | None = None
 
     def problem(self, value: Any) -> str | None:
         """What is wrong with ``value`` (``"must be ...; got ..."``), or None when valid."""
@@ -110,7 +112,10 @@ def number(low: float | None = None, high: float | None = None, closed: str = "b
 def one_of(*choices: Any) -> Check:
     """One of ``choices``."""
     return Check(
-        lambda value: None if value in choices else f"must be one of {list(choices)}; got {value!r}"
+        lambda value: (
+            None if value in choices else f"must be one of {list(choices)}; got {value!r}"
+        ),
+        choices=choices,
     )
 
 

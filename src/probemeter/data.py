@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar, integer_list, is_integer
 
 __all__ = [
     "ProbeData",
@@ -152,9 +152,7 @@ class ProbeData:
         inferred = int(max(y.max(), y_test.max())) + 1
         if n_classes is None:
             n_classes = inferred
-        elif not is_integer(n_classes):
-            raise ValueError(f"n_classes must be an integer; got {n_classes!r}")
-        elif n_classes < inferred:
+        elif check_scalar(n_classes, "n_classes", int) < inferred:
             raise ValueError(
                 f"n_classes={n_classes} but labels go up to {inferred - 1}; "
                 f"n_classes must be at least {inferred}"
@@ -271,8 +269,7 @@ def subset_permutation(pool_size: int, random_state: int, seed: int) -> np.ndarr
 
 def nested_subset(pool_size: int, n: int, random_state: int, seed: int) -> np.ndarray:
     """Indices of the size-``n`` training subset of ``seed``: a prefix of its permutation."""
-    if not 1 <= n <= pool_size:
-        raise ValueError(f"subset size n={n} must be in [1, {pool_size}]")
+    check_scalar(n, "n", int, min_val=1, max_val=pool_size)
     return subset_permutation(pool_size, random_state, seed)[:n]
 
 
@@ -308,13 +305,8 @@ def seed_ids(seeds: int | Sequence[int]) -> list[int]:
     """Seed ids from a count (0 … seeds−1) or an explicit sequence of distinct non-negative
     integers; raises a ValueError naming ``seeds`` otherwise."""
     if is_integer(seeds):
-        if seeds < 1:
-            raise ValueError(f"seeds must be >= 1; got {seeds}")
-        return list(range(int(seeds)))
+        return list(range(int(check_scalar(seeds, "seeds", int, min_val=1))))
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)):
         raise ValueError(f"seeds must be a count or a sequence of seed ids; got {seeds!r}")
-    if not seeds or not all(is_integer(s) and s >= 0 for s in seeds):
-        raise ValueError(f"seeds must be non-negative integers; got {seeds!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct; got {seeds!r}")
-    return [int(s) for s in seeds]
+    values = integer_list(0, distinct=True, non_empty=True)(list(seeds), "seeds")
+    return [int(s) for s in values]

@@ -16,6 +16,7 @@ def _write(path, n=300, d=5, seed=0):
     return path
 
 
+@pytest.mark.slow
 def test_demo_quick_writes_table_results_and_plot(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--steps", "50"]) == 0

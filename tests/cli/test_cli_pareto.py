@@ -7,6 +7,9 @@ from sklearn.datasets import load_digits
 
 from probemeter.cli.main import main
 
+#: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):

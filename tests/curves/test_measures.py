@@ -45,7 +45,8 @@ def curve() -> LossDataCurve:
 
 
 def right_edge_mdl(curve: LossDataCurve) -> float:
-    """The wrong Riemann sum (DESIGN, Pitfalls): block (n_{i-1}, n_i] charged with L(n_i)."""
+    """The wrong Riemann sum (an earlier implementation): block (n_{i-1}, n_i] charged with
+    L(n_i)."""
     losses = curve.mean("loss")
     sizes = [0, *losses.index]
     return sum((sizes[i + 1] - sizes[i]) * loss for i, loss in enumerate(losses))
@@ -310,7 +311,7 @@ def test_epsilon_must_be_finite_and_positive(curve, measure, epsilon):
 
 @pytest.mark.parametrize("measure", [sdl, sample_complexity])
 def test_epsilon_below_one_for_error(curve, measure):
-    with pytest.raises(ValueError, match="epsilon must be < 1"):
+    with pytest.raises(ValueError, match=r"epsilon must be a number in \(0, 1\)"):
         measure(curve, 1.0, metric="error")
 
 

@@ -40,6 +40,7 @@ def test_binary_entropy_closed_form_and_validation():
         pm.parity_representations(alpha=0.6)
 
 
+@pytest.mark.slow
 def test_va_ranking_flips_with_n(curves):
     small = pm.compare(curves, EPSILON, sizes=[20])
     large = pm.compare(curves, EPSILON, sizes=[2000])

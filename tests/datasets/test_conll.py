@@ -142,6 +142,7 @@ def test_treebank_validation() -> None:
         Treebank((), (), (), (), False, "x")
 
 
+@pytest.mark.slow
 def test_import_probemeter_leaves_optional_text_packages_unimported() -> None:
     optional = "{'spacy', 'conllu', 'treebank'}"
     code = f"import sys, probemeter.datasets; print(sorted({optional} & set(sys.modules)))"

@@ -13,6 +13,9 @@ pytest.importorskip(
 
 from probemeter.encoders import Encoder, FeatureCache, TransformerEncoder, minilm_path
 
+#: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
+pytestmark = pytest.mark.slow
+
 SENTENCES = [
     "The cat sat on the mat.",
     "Probing classifiers measure what a representation encodes, and how easily.",

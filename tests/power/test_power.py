@@ -80,7 +80,7 @@ def test_mcnemar_from_predictions_builds_table_1():
 
 @pytest.mark.parametrize("value", [True, False])
 def test_mcnemar_perfect_or_zero_accuracy_does_not_break(value):
-    """Both probes 100 % (or 0 %) correct: no discordant pair, p = 1 (DESIGN pitfall)."""
+    """Both probes 100 % (or 0 %) correct: no discordant pair, p = 1 (a known pitfall)."""
     same = np.full(50, value)
     result = mcnemar(same, same)
     assert result.p_value == 1.0 and result.statistic == 0.0

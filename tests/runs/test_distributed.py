@@ -23,6 +23,9 @@ from probemeter.runs.ray_backend import RayOptions, run_units_on_ray
 from probemeter.runs.runner import run_experiment
 from probemeter.runs.store import ResultStore, Unit
 
+#: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
+pytestmark = pytest.mark.slow
+
 EXPERIMENT = """
 [run]
 name = "{name}"

@@ -174,6 +174,7 @@ def _results(run_dir):
     return json.loads((run_dir / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
     path, out = _write(tmp_path), tmp_path / "runs"
     args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]
@@ -206,6 +207,7 @@ def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
     assert _results(run_dir)["curves"][0]["points"] == payload["curves"][0]["points"]
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     path, out = _write(tmp_path, steps=400, components=(4, 8, 16)), tmp_path / "runs"
     command = [sys.executable, "-m", "probemeter.cli.main", "run", str(path), "--out", str(out)]

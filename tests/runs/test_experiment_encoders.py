@@ -44,6 +44,7 @@ sizes = [20, 50]
 """
 
 
+@pytest.mark.slow
 def test_word_representations_line_up_with_the_silver_treebank(tmp_path):
     path = tmp_path / "text.toml"
     path.write_text(TEXT)
@@ -113,6 +114,7 @@ def test_vae_n_fit_must_fit_beside_the_pool(tmp_path):
     assert "representations[1].view: 'raw' needs a numeric input, one of ['pixels']" in problems
 
 
+@pytest.mark.slow
 def test_vae_and_cnn_features_are_fitted_on_held_out_images(tmp_path):
     root = Path("/usr/share/datasets/fashion-mnist")
     if not root.is_dir():

@@ -70,6 +70,7 @@ def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
     assert run["method"] == "power" and list(run["timings"]) == ["pixels vs pca-8"]
 
 
+@pytest.mark.slow
 def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
     pytest.importorskip("spacy")
     text = """

@@ -172,6 +172,7 @@ def test_experiment_and_timings_are_skipped_when_absent(run_dir):
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="headless browser test needs /usr/bin/chromium")
+@pytest.mark.slow
 def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     url = (run_dir / "report.html").resolve().as_uri()
     flags = [

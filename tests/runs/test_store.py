@@ -219,6 +219,7 @@ def test_run_units_rejects_duplicates_and_non_mapping_results(tmp_path):
     assert store.keys() == []
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     script = tmp_path / "run.py"
     script.write_text(SCRIPT.format(training=TRAINING))

@@ -210,6 +210,7 @@ def test_results_do_not_depend_on_chunking(task, probe):
         )
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_worker_processes(task, monkeypatch):
     """Chunks trained in worker processes give the same numbers as in this process."""
     config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)

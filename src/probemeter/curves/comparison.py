@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from probemeter._tables import latex_escape, markdown_row
+from probemeter._tables import latex_escape, render_table
+from probemeter._validation import one_of
 from probemeter.curves.measures import (
     MeasureResult,
     description_length,
@@ -73,8 +74,7 @@ class Comparison:
         largest size). Lower bounds rank after every tight value, ordered by their bound; their
         order among themselves is not established by the data."""
         n = self._size(n)
-        if measure not in MEASURES:
-            raise ValueError(f"measure must be one of {MEASURES}; got {measure!r}")
+        one_of(*MEASURES)(measure, "measure")
         results = [self.result(measure, n, name) for name in self.representations]
         ordered = sorted(results, key=lambda result: (result.lower_bound, result.value))
         return [result.representation for result in ordered]
@@ -130,42 +130,39 @@ class Comparison:
 
     def to_markdown(self, digits: int = 2) -> str:
         """A GitHub-flavoured Markdown table in the layout of Whitney et al., Table 1."""
-        header = ["n", "measure", *self.representations]
-        lines = [
-            markdown_row(header),
-            markdown_row(["---:", ":---"] + ["---:"] * len(self.representations)),
-        ]
-        lines += [markdown_row(row) for row in self.table_rows(digits)]
-        return "\n".join(lines)
+        return self._render("markdown", ["n", "measure"], self.table_rows(digits))
 
     def to_latex(self, digits: int = 2) -> str:
         """A LaTeX ``tabular`` (booktabs rules) in the layout of Whitney et al., Table 1."""
-        columns = "rl" + "r" * len(self.representations)
-        header = ["$n$", "Measure", *(latex_escape(name) for name in self.representations)]
-        lines = [rf"\begin{{tabular}}{{{columns}}}", r"\toprule", " & ".join(header) + r" \\"]
-        for index, row in enumerate(self.table_rows(digits)):
-            if index % len(MEASURES) == 0:
-                lines.append(r"\midrule")
-            label = re.sub(r"ε=(\S+)", r"$\\varepsilon=\1$", row[1])
-            cells = [row[0], label] + [cell.replace(">", "$>$") for cell in row[2:]]
-            lines.append(" & ".join(cells) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}"]
-        return "\n".join(lines)
+        rows = [
+            [n, re.sub(r"ε=(\S+)", r"$\\varepsilon=\1$", label)]
+            + [cell.replace(">", "$>$") for cell in values]
+            for n, label, *values in self.table_rows(digits)
+        ]
+        names = [latex_escape(name) for name in self.representations]
+        return self._render("latex", ["$n$", "Measure"], rows, names=names, escape=False)
 
     def __str__(self) -> str:
-        header = ["n", "measure", *self.representations]
-        rows = self.table_rows()
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
         title = (
             f"metric={self.metric}, unit={self.unit} (εSC in examples), rule={self.rule}; "
             "> x: lower bound"
         )
-        lines = [title, _text_row(header, widths), _text_row(["-" * w for w in widths], widths)]
-        for index, row in enumerate(rows):
-            if index and index % len(MEASURES) == 0:
-                lines.append("")
-            lines.append(_text_row(row, widths))
-        return "\n".join(lines)
+        return self._render("text", ["n", "measure"], self.table_rows(), title=title)
+
+    def _render(
+        self,
+        fmt: str,
+        labels: list[str],
+        rows: list[list[str]],
+        names: Sequence[str] | None = None,
+        **options: Any,
+    ) -> str:
+        """Table 1's layout in ``fmt``: size and measure columns, then one per representation
+        (``names``, default their names), a group of rows per size."""
+        header = [*labels, *(self.representations if names is None else names)]
+        breaks = range(0, len(rows), len(MEASURES))
+        align = "rl" + "r" * len(self.representations)
+        return render_table(header, rows, fmt, align=align, breaks=breaks, **options)
 
     def _size(self, n: int | None) -> int:
         if n is None:
@@ -282,10 +279,3 @@ def _sorted_sizes(sizes: Sequence[int]) -> tuple[int, ...]:
     if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) for n in values):
         raise ValueError(f"sizes must be integers; got {values!r}")
     return tuple(sorted({int(n) for n in values}))
-
-
-def _text_row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    first, label, *values = cells
-    parts = [first.rjust(widths[0]), label.ljust(widths[1])]
-    parts += [value.rjust(width) for value, width in zip(values, widths[2:], strict=True)]
-    return "  ".join(parts).rstrip()

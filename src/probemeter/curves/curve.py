@@ -7,22 +7,19 @@ fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._device import resolve_device
-from probemeter._io import environment, write_json_atomic
-from probemeter._validation import is_integer
-from probemeter.data import ProbeData, nested_subset, seed_ids
+from probemeter._io import JsonResult
+from probemeter._validation import check_scalar, one_of
+from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
 
 __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
 
@@ -37,8 +34,7 @@ def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 1
     20 for pools of 10⁶ and more (the papers use 10–20 sizes: Whitney et al., App. A and C).
     Sizes are rounded, so none exceeds the pool, and the largest is always the full pool.
     """
-    if pool_size < 1:
-        raise ValueError(f"pool_size must be >= 1; got {pool_size}")
+    check_scalar(pool_size, "pool_size", int, min_val=1)
     smallest = min(smallest, pool_size)
     if n_points is None:
         n_points = int(np.clip(round(10 + (np.log10(pool_size) - 3) * 10 / 3), 10, 20))
@@ -48,7 +44,7 @@ def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 1
 
 
 @dataclass(frozen=True)
-class LossDataCurve:
+class LossDataCurve(JsonResult):
     """The loss-data curve of one representation: one row per trained probe.
 
     Attributes:
@@ -91,8 +87,7 @@ class LossDataCurve:
 
     def summary(self, metric: str = "loss") -> pd.DataFrame:
         """Per size n: mean, standard deviation, min and max of ``metric`` over seeds."""
-        if metric not in METRICS:
-            raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+        one_of(*METRICS)(metric, "metric")
         grouped = self.points.groupby("n")[metric]
         return pd.DataFrame(
             {
@@ -165,14 +160,6 @@ class LossDataCurve:
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
-
-    def save(self, path: str | Path) -> None:
-        """Write the curve as JSON, atomically (temporary file, then rename)."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> LossDataCurve:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def plot(
         self,
@@ -257,50 +244,45 @@ def loss_data_curve(
         progress: show a progress bar.
     """
     probe = MLP() if probe is None else probe
-    if not is_integer(random_state):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    check_scalar(random_state, "random_state", int)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
-    seeds_used = seed_ids(seeds)
-    grid = [(int(n), seed) for seed in seeds_used for n in size_values]
-    subsets = [nested_subset(data.pool_size, n, random_state, seed) for n, seed in grid]
-    keys = [(random_state, seed, n) for n, seed in grid]
-    started = time.perf_counter()
-    evaluation = fit_evaluate(
-        data.X_train,
-        data.y_train,
-        data.X_test,
-        data.y_test,
-        data.n_classes,
-        subsets,
-        keys,
-        probe,
-        config,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
-    )
-    seconds = time.perf_counter() - started
+    _, grid, keys = seed_grid(seeds, size_values, random_state)
+    subsets = [nested_subset(data.pool_size, n, random_state, seed) for seed, n in grid]
+    with Stopwatch() as watch:
+        evaluation = fit_evaluate(
+            data.X_train,
+            data.y_train,
+            data.X_test,
+            data.y_test,
+            data.n_classes,
+            subsets,
+            keys,
+            probe,
+            config,
+            device=device,
+            n_jobs=n_jobs,
+            max_memory=max_memory,
+            progress=progress,
+        )
     points = pd.DataFrame(
         {
-            "n": [n for n, _ in grid],
-            "seed": [seed for _, seed in grid],
+            "n": [n for _, n in grid],
+            "seed": [seed for seed, _ in grid],
             "loss": evaluation.loss,
             "loss_truncated": evaluation.loss_truncated,
             "accuracy": evaluation.accuracy,
         }
     )
-    metadata = {
-        "probe": probe.to_dict(),
-        "training": config.to_dict(),
-        "random_state": int(random_state),
-        "device": str(resolve_device(device)),
-        "data_fingerprint": data.fingerprint(),
-        "n_features": data.n_features,
-        "train_seconds": round(seconds, 3),
-        "versions": environment(),
-    }
+    metadata = run_metadata(
+        probe,
+        config.to_dict(),
+        random_state=random_state,
+        device=device,
+        seconds=watch.seconds,
+        data=data,
+        data_fields={"n_features": data.n_features},
+    )
     return LossDataCurve(
         data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
     )

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from probemeter._validation import check_delta, is_number
+from probemeter._validation import check_delta, check_scalar, one_of
 
 if TYPE_CHECKING:
     from probemeter.curves.curve import LossDataCurve
@@ -273,8 +273,7 @@ def mutual_information(
                 f"label_entropy bounds I(Y; φ(X)) only through the cross-entropy; "
                 f"use metric='loss', not {metric!r}"
             )
-        if not (math.isfinite(label_entropy) and label_entropy >= 0):
-            raise ValueError(f"label_entropy must be finite and >= 0 nats; got {label_entropy}")
+        check_scalar(label_entropy, "label_entropy", float, min_val=0)
         entropy = label_entropy / scale
         information = entropy - value
     return MutualInformation(
@@ -358,7 +357,7 @@ def sdl(
     """
     unit, scale = _resolve_unit(metric, unit)
     epsilon = _check_epsilon(epsilon, metric)
-    _check_rule(rule)
+    one_of(*RULES)(rule, "rule")
     limited = _limit(curve, n)
     losses = _mean_losses(limited, metric, scale)
     cost = _first_block_cost(limited, metric, first_block) / scale
@@ -414,7 +413,7 @@ def sample_complexity(
     """
     loss_unit, scale = _resolve_unit(metric, unit)
     epsilon = _check_epsilon(epsilon, metric)
-    _check_rule(rule)
+    one_of(*RULES)(rule, "rule")
     limited = _limit(curve, n)
     losses = _mean_losses(limited, metric, scale)
     reached = [size for size, loss in losses.items() if _reached(loss, epsilon, rule)]
@@ -437,8 +436,7 @@ def sample_complexity_for_accuracy(
 ) -> SampleComplexity:
     """εSC for a target accuracy a: ``sample_complexity`` of the 0–1 loss with ε = 1 − a
     (Whitney et al., §4.2, "objectives other than negative log-likelihood")."""
-    if not (is_number(accuracy) and 0.0 < accuracy < 1.0):
-        raise ValueError(f"accuracy must be a number in (0, 1); got {accuracy!r}")
+    check_scalar(accuracy, "accuracy", float, min_val=0, max_val=1, include_boundaries="neither")
     return sample_complexity(curve, 1.0 - accuracy, n, rule=rule, metric="error")
 
 
@@ -451,9 +449,12 @@ def hoeffding_half_width(n_total: int, n_estimates: int, n_samples: int, delta: 
     measured (N = G = M) this is the paper's M·sqrt(log(2M/δ)/(2K)).
     """
     delta = check_delta(delta)
-    _check_count("n_total", n_total)
-    _check_count("n_estimates", n_estimates)
-    _check_count("n_samples", n_samples)
+    for name, count in (
+        ("n_total", n_total),
+        ("n_estimates", n_estimates),
+        ("n_samples", n_samples),
+    ):
+        check_scalar(count, name, int, min_val=1)
     return n_total * math.sqrt(math.log(2 * n_estimates / delta) / (2 * n_samples))
 
 
@@ -466,18 +467,15 @@ def hoeffding_draws(epsilon: float, delta: float, rounds: int) -> int:
     """
     epsilon = _check_epsilon(epsilon, "error")
     delta = check_delta(delta)
-    _check_count("rounds", rounds)
+    check_scalar(rounds, "rounds", int, min_val=1)
     return math.ceil(2 * math.log(20 * rounds / delta) / epsilon**2)
 
 
 def _resolve_unit(metric: str, unit: str | None) -> tuple[str, float]:
     """The output unit for ``metric`` and the divisor that converts the curve's values to it."""
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {METRICS}; got {metric!r}")
+    one_of(*METRICS)(metric, "metric")
     allowed = ("errors",) if metric == "error" else ("nats", "bits")
-    unit = allowed[0] if unit is None else unit
-    if unit not in allowed:
-        raise ValueError(f"unit for metric {metric!r} must be one of {allowed}; got {unit!r}")
+    unit = one_of(*allowed)(allowed[0] if unit is None else unit, f"unit for metric {metric!r}")
     return unit, _UNIT_SCALES[unit]
 
 
@@ -492,8 +490,7 @@ def _limit(curve: LossDataCurve, n: int | None) -> LossDataCurve:
     """The curve restricted to the first n pool points (sizes ≤ n), with n checked."""
     if n is None:
         return curve
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise ValueError(f"n must be an integer; got {n!r}")
+    check_scalar(n, "n", int)
     smallest = int(curve.sizes[0])
     if n < smallest:
         raise ValueError(f"n={n} is below the smallest measured size {smallest}")
@@ -528,35 +525,18 @@ def _first_block_cost(curve: LossDataCurve, metric: str, first_block: str | floa
             "error": 1.0 - 1.0 / curve.n_classes,
         }
         return uniform[metric]
-    cost = float(first_block)
-    upper = 1.0 if metric in _BOUNDED_METRICS else math.inf
-    if not (0.0 <= cost <= upper and math.isfinite(cost)):
-        raise ValueError(
-            f"first_block must be a finite cost in [0, {upper}] for metric {metric!r}; "
-            f"got {first_block!r}"
-        )
-    return cost
+    upper = 1 if metric in _BOUNDED_METRICS else None
+    return float(check_scalar(first_block, "first_block", float, min_val=0, max_val=upper))
 
 
 def _check_epsilon(epsilon: float, metric: str) -> float:
-    if not is_number(epsilon):
-        raise ValueError(f"epsilon must be a number; got {epsilon!r}")
-    epsilon = float(epsilon)
-    if not (math.isfinite(epsilon) and epsilon > 0):
-        raise ValueError(f"epsilon must be finite and > 0; got {epsilon}")
-    if metric == "error" and epsilon >= 1:
-        raise ValueError(f"epsilon must be < 1 for a 0–1 loss; got {epsilon}")
-    return epsilon
-
-
-def _check_count(name: str, count: int) -> None:
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ValueError(f"{name} must be an integer >= 1; got {count!r}")
-
-
-def _check_rule(rule: str) -> None:
-    if rule not in RULES:
-        raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
+    """ε as a float > 0, and < 1 for the 0–1 loss (``metric="error"``)."""
+    upper = 1 if metric == "error" else None
+    return float(
+        check_scalar(
+            epsilon, "epsilon", float, min_val=0, max_val=upper, include_boundaries="neither"
+        )
+    )
 
 
 def _reached(loss: float, epsilon: float, rule: str) -> bool:

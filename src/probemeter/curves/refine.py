@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from probemeter._validation import check_scalar
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.measures import SampleComplexity, sample_complexity
 from probemeter.data import ProbeData
@@ -77,10 +78,8 @@ def refine_sample_complexity(
         ValueError: the curve was not made from ``data`` (different fingerprint), or bad
             ``rounds``/``points``.
     """
-    if not isinstance(rounds, (int, np.integer)) or rounds < 1:
-        raise ValueError(f"rounds must be a positive integer; got {rounds!r}")
-    if not isinstance(points, (int, np.integer)) or points < 2:
-        raise ValueError(f"points must be an integer >= 2; got {points!r}")
+    check_scalar(rounds, "rounds", int, min_val=1)
+    check_scalar(points, "points", int, min_val=2)
     settings = _curve_settings(data, curve)
     rounds_run = 0
     for _ in range(rounds):

@@ -1,9 +1,9 @@
 """The results file: every curve and the comparison of one run, as JSON.
 
-Schema ``probemeter.curves.results/1`` (documented in the README)::
+Schema ``probemeter.results/1`` (documented in the README)::
 
     {
-      "schema": "probemeter.curves.results/1",
+      "schema": "probemeter.results/1",
       "created": ISO-8601 time,
       "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
       "curves": [LossDataCurve.to_dict(), ...],      # losses in nats
@@ -32,7 +32,7 @@ from probemeter.curves.curve import LossDataCurve
 
 __all__ = ["SCHEMA", "load_curves", "save_results"]
 
-SCHEMA = "probemeter.curves.results/1"
+SCHEMA = "probemeter.results/1"
 
 
 def save_results(

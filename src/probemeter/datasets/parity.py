@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData
 
 __all__ = ["binary_entropy", "parity_representations"]
@@ -25,8 +26,7 @@ __all__ = ["binary_entropy", "parity_representations"]
 
 def binary_entropy(alpha: float) -> float:
     """H(α) = −α ln α − (1−α) ln(1−α), in nats: the loss floor of the noisy-label bit."""
-    if not 0.0 < alpha < 0.5:
-        raise ValueError(f"alpha must be in (0, 0.5); got {alpha!r}")
+    check_scalar(alpha, "alpha", float, min_val=0, max_val=0.5, include_boundaries="neither")
     return float(-alpha * np.log(alpha) - (1 - alpha) * np.log(1 - alpha))
 
 
@@ -47,10 +47,9 @@ def parity_representations(
         random_state: seed of x, s and the noise.
     """
     binary_entropy(alpha)  # validates alpha
-    if n_bits < 1:
-        raise ValueError(f"n_bits must be >= 1; got {n_bits}")
-    if n_train < 2 or n_test < 1:
-        raise ValueError(f"need n_train >= 2 and n_test >= 1; got {n_train}, {n_test}")
+    check_scalar(n_bits, "n_bits", int, min_val=1)
+    check_scalar(n_train, "n_train", int, min_val=2)
+    check_scalar(n_test, "n_test", int, min_val=1)
     rng = np.random.default_rng(random_state)
     secret = rng.integers(0, 2, size=n_bits)
     if not secret.any():

@@ -7,6 +7,8 @@ import numpy as np
 from sklearn.decomposition import PCA
 from sklearn.random_projection import GaussianRandomProjection
 
+from probemeter._validation import one_of
+
 __all__ = ["PROJECTIONS", "project"]
 
 PROJECTIONS = ("pca", "random-projection")
@@ -17,8 +19,7 @@ def project(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit a ``kind`` projection to ``n_components`` dimensions on ``pool``; return the
     projected pool and test features."""
-    if kind not in PROJECTIONS:
-        raise ValueError(f"kind must be one of {PROJECTIONS}; got {kind!r}")
+    one_of(*PROJECTIONS)(kind, "kind")
     transform = (
         PCA(n_components, random_state=random_state)
         if kind == "pca"

@@ -13,6 +13,8 @@ import numpy as np
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from probemeter._validation import check_scalar, text
+
 __all__ = ["CallableEncoder", "SklearnEncoder"]
 
 
@@ -40,12 +42,6 @@ def _check_features(output: Any, n_inputs: int, dimension: int | None, name: str
     return features.astype(np.float32, copy=False)
 
 
-def _check_name(name: object) -> str:
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"name must be a non-empty string; got {name!r}")
-    return name
-
-
 class CallableEncoder:
     """Wraps ``function(inputs) -> (len(inputs), dimension)`` array as an Encoder.
 
@@ -61,14 +57,10 @@ class CallableEncoder:
     ) -> None:
         if not callable(function):
             raise ValueError(f"function must be callable; got {type(function).__name__}")
-        if dimension is not None and (
-            isinstance(dimension, bool) or not isinstance(dimension, int | np.integer)
-        ):
-            raise ValueError(f"dimension must be a positive integer or None; got {dimension!r}")
-        if dimension is not None and dimension < 1:
-            raise ValueError(f"dimension must be a positive integer or None; got {dimension!r}")
+        if dimension is not None:
+            check_scalar(dimension, "dimension", int, min_val=1)
         self.function = function
-        self.name = _check_name(name)
+        self.name = text()(name, "name")
         self.dimension = None if dimension is None else int(dimension)
 
     def encode(self, inputs: Any) -> np.ndarray:
@@ -103,7 +95,7 @@ class SklearnEncoder:
                 f"{type(transformer).__name__}.fit(...) first"
             ) from error
         self.transformer = transformer
-        self.name = _check_name(name)
+        self.name = text()(name, "name")
         self.dimension = self._output_dimension(transformer)
 
     @staticmethod

@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar, one_of
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
@@ -108,20 +108,15 @@ class TransformerEncoder:
             raise ValueError(
                 f"model_path must be a local model folder with config.json; got {path}"
             )
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}; got {pooling!r}")
-        if not is_integer(batch_size) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
-        if not is_integer(random_state):
-            raise ValueError(f"random_state must be an integer; got {random_state!r}")
+        one_of(*POOLINGS)(pooling, "pooling")
+        check_scalar(batch_size, "batch_size", int, min_val=1)
+        check_scalar(random_state, "random_state", int)
         transformers = _import_transformers()
         config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
         n_layers = int(config.num_hidden_layers) + 1
-        if not is_integer(layer) or not -n_layers <= layer < n_layers:
-            raise ValueError(
-                f"layer must be an integer in [0, {n_layers}) (or negative from the end) for "
-                f"{path.name}, which has {n_layers} hidden states; got {layer!r}"
-            )
+        check_scalar(
+            layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
+        )
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
         if pooling == "words" and not self.tokenizer.is_fast:
             raise ValueError("pooling='words' needs a fast tokenizer (for word_ids()); none found")
@@ -131,8 +126,10 @@ class TransformerEncoder:
         )
         if max_length is None:
             max_length = limit
-        elif not is_integer(max_length) or not 2 < max_length <= limit:
-            raise ValueError(f"max_length must be an integer in (2, {limit}]; got {max_length!r}")
+        else:
+            check_scalar(
+                max_length, "max_length", int, min_val=2, max_val=limit, include_boundaries="right"
+            )
         self.device = resolve_device(device)
         if random_init:
             with torch.random.fork_rng(devices=[]):

@@ -28,7 +28,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 
 __all__ = ["TrainedImageEncoder", "train_cnn", "train_vae"]
 
@@ -154,7 +154,7 @@ def train_vae(
     x = _flat_images(images, "images") / scale
     if x.min() < 0 or x.max() > 1:
         raise ValueError(f"images must lie in [0, scale={scale}]")
-    _check_positive(latent_dim=latent_dim)
+    check_scalar(latent_dim, "latent_dim", int, min_val=1)
 
     def build() -> nn.Module:
         return _VAE(x.shape[1], int(latent_dim))
@@ -212,12 +212,6 @@ def _flat_images(images: object, argument: str) -> np.ndarray:
     return x
 
 
-def _check_positive(**values: object) -> None:
-    for name, value in values.items():
-        if not is_integer(value) or value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-
-
 def _train(
     build: Callable[[], nn.Module],
     x: np.ndarray,
@@ -234,9 +228,9 @@ def _train(
 ) -> TrainedImageEncoder:
     """Build the network and run Adam on its ``loss`` over shuffled minibatches, all seeded by
     ``random_state`` inside a forked torch RNG."""
-    _check_positive(epochs=epochs, batch_size=batch_size)
-    if not (isinstance(lr, (int, float)) and lr > 0):
-        raise ValueError(f"lr must be a positive number; got {lr!r}")
+    check_scalar(epochs, "epochs", int, min_val=1)
+    check_scalar(batch_size, "batch_size", int, min_val=1)
+    check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")
     torch_device = resolve_device(device)
     losses: list[float] = []
     with torch.random.fork_rng(devices=[]):

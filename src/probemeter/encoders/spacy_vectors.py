@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 
 __all__ = ["SpacyTokenVectors"]
 
@@ -46,8 +46,7 @@ class SpacyTokenVectors:
         progress: bool = True,
         name: str | None = None,
     ) -> None:
-        if not is_integer(batch_size) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        check_scalar(batch_size, "batch_size", int, min_val=1)
         try:
             import spacy
         except ImportError as error:

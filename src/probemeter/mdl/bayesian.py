@@ -39,6 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from probemeter._validation import check_scalar, integer_list
+
 __all__ = ["BayesianMLP", "StackedBayesianMLP"]
 
 _K1, _K2, _K3 = 0.63576, 1.87320, 1.48695
@@ -57,14 +59,9 @@ class BayesianMLP:
     threshold: float = 3.0
 
     def __post_init__(self) -> None:
-        hidden = tuple(self.hidden)
-        if any(
-            isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 1 for w in hidden
-        ):
-            raise ValueError(f"hidden widths must be positive integers; got {self.hidden!r}")
+        hidden = integer_list(1)(tuple(self.hidden), "hidden")
         object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
-        if not np.isfinite(self.threshold):
-            raise ValueError(f"threshold must be a finite number; got {self.threshold!r}")
+        check_scalar(self.threshold, "threshold", float)
 
     @property
     def name(self) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData
 from probemeter.encoders.hf import TransformerEncoder
 
@@ -141,8 +141,7 @@ class OrthonormalRandomEncoder(TransformerEncoder):
         random_state: int = 0,
         **kwargs: Any,
     ) -> None:
-        if not is_integer(random_state):
-            raise ValueError(f"random_state must be an integer; got {random_state!r}")
+        check_scalar(random_state, "random_state", int)
         if kwargs.get("random_init"):
             raise ValueError("random_init must be False: the embeddings are kept pre-trained")
         super().__init__(model_path, layer, **kwargs)

@@ -20,24 +20,21 @@ converted to bits once, here, and every result field names its unit.
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._device import resolve_device
-from probemeter._io import environment, write_json_atomic
-from probemeter._validation import is_integer
-from probemeter.data import ProbeData, seed_ids, subset_permutation
+from probemeter._io import JsonResult
+from probemeter._validation import check_scalar, one_of
+from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
 
 __all__ = [
     "BITS_PER_NAT",
@@ -106,7 +103,7 @@ def _columns(frame: pd.DataFrame) -> dict[str, list[Any]]:
     return frame.astype(object).where(frame.notna(), None).to_dict(orient="list")
 
 
-class SeedResults:
+class SeedResults(JsonResult):
     """Shared behaviour of code results holding a per-seed table ``seeds`` (mixin)."""
 
     seeds: pd.DataFrame
@@ -130,14 +127,6 @@ class SeedResults:
                 "max": columns.max(),
             }
         )
-
-    def save(self, path: str | Path) -> None:
-        """Write :meth:`to_dict` as JSON atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> Any:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
 
 @dataclass(frozen=True)
@@ -238,8 +227,7 @@ class OnlineCode(SeedResults):
         the data it was trained on (log x); band: min–max over seeds."""
         import matplotlib.pyplot as plt
 
-        if metric not in ("accuracy", "bits_per_label"):
-            raise ValueError(f"metric must be 'accuracy' or 'bits_per_label'; got {metric!r}")
+        one_of("accuracy", "bits_per_label")(metric, "metric")
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
         trained = self.blocks[self.blocks["train_size"] > 0]
@@ -286,37 +274,33 @@ def online_codelength(
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), seeds or random_state.
     """
-    if not is_integer(random_state):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    check_scalar(random_state, "random_state", int)
     probe = MLP((1000, 1000)) if probe is None else probe
     config = paper_training() if config is None else config
     ends = block_ends(data.pool_size, data.n_classes, timesteps)
-    seeds_used = seed_ids(seeds)
-    orders = {seed: subset_permutation(data.pool_size, random_state, seed) for seed in seeds_used}
     # per seed: probes trained on the first t_1, ..., t_{S-1} examples (blocks) and on all n
-    grid = [(seed, int(t)) for seed in seeds_used for t in ends]
+    seeds_used, grid, keys = seed_grid(seeds, ends, random_state)
+    orders = {seed: subset_permutation(data.pool_size, random_state, seed) for seed in seeds_used}
     subsets = [orders[seed][:t] for seed, t in grid]
-    keys = [(random_state, seed, t) for seed, t in grid]
     evaluation_x = np.concatenate([data.X_train, data.X_test])
     evaluation_y = np.concatenate([data.y_train, data.y_test])
-    started = time.perf_counter()
-    evaluation = fit_evaluate(
-        data.X_train,
-        data.y_train,
-        evaluation_x,
-        evaluation_y,
-        data.n_classes,
-        subsets,
-        keys,
-        probe,
-        config,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
-        per_example=True,
-    )
-    seconds = time.perf_counter() - started
+    with Stopwatch() as watch:
+        evaluation = fit_evaluate(
+            data.X_train,
+            data.y_train,
+            evaluation_x,
+            evaluation_y,
+            data.n_classes,
+            subsets,
+            keys,
+            probe,
+            config,
+            device=device,
+            n_jobs=n_jobs,
+            max_memory=max_memory,
+            progress=progress,
+            per_example=True,
+        )
     n = data.pool_size
     pool_bits = evaluation.nll[:, :n].astype(np.float64) * BITS_PER_NAT
     pool_correct = evaluation.predictions[:, :n] == data.y_train[None, :]
@@ -359,17 +343,16 @@ def online_codelength(
                 "epochs": np.nan if evaluation.epochs is None else float(evaluation.epochs[full]),
             }
         )
-    metadata = {
-        "probe": probe.to_dict(),
-        "training": config.to_dict(),
-        "timesteps": [float(t) for t in timesteps],
-        "random_state": int(random_state),
-        "device": str(resolve_device(device)),
-        "data_fingerprint": data.fingerprint(),
-        "n_test": len(data.y_test),
-        "train_seconds": round(seconds, 3),
-        "versions": environment(),
-    }
+    metadata = run_metadata(
+        probe,
+        config.to_dict(),
+        random_state=random_state,
+        device=device,
+        seconds=watch.seconds,
+        data=data,
+        settings={"timesteps": [float(t) for t in timesteps]},
+        data_fields={"n_test": len(data.y_test)},
+    )
     return OnlineCode(
         name=data.name,
         n_classes=data.n_classes,

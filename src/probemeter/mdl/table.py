@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import environment, write_json_atomic
-from probemeter._tables import latex_escape, markdown_row
+from probemeter._tables import render_table
+from probemeter._validation import one_of
 from probemeter.mdl.online import OnlineCode
 from probemeter.mdl.variational import VariationalCode
 
@@ -35,7 +36,7 @@ __all__ = [
     "save_mdl_results",
 ]
 
-SCHEMA = "probemeter.mdl.online/1"
+SCHEMA = "probemeter.mdl/1"
 _FORMATS = ("markdown", "text", "latex")
 
 
@@ -100,8 +101,7 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     Args:
         fmt: ``"markdown"``, ``"text"`` (aligned plain text) or ``"latex"``.
     """
-    if fmt not in _FORMATS:
-        raise ValueError(f"fmt must be one of {_FORMATS}; got {fmt!r}")
+    one_of(*_FORMATS)(fmt, "fmt")
     frame = mdl_frame(entries)
 
     def pair(column: str, scale: float, digits: int) -> pd.Series:
@@ -134,24 +134,7 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     table = table.loc[:, (table != "-").any() & (table != "").any()]
     header = ["representation", *table.columns]
     rows = [[str(name), *cells] for name, cells in zip(table.index, table.to_numpy().tolist())]
-    if fmt == "markdown":
-        rule = [":---"] + ["---:"] * len(table.columns)
-        return "\n".join(markdown_row(row) for row in [header, rule, *rows])
-    if fmt == "latex":
-        lines = [
-            rf"\begin{{tabular}}{{l{'r' * len(table.columns)}}}",
-            r"\toprule",
-            " & ".join(latex_escape(cell) for cell in header) + r" \\",
-            r"\midrule",
-            *(" & ".join(latex_escape(cell) for cell in row) + r" \\" for row in rows),
-            r"\bottomrule",
-            r"\end{tabular}",
-        ]
-        return "\n".join(lines)
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-    return "\n".join(
-        "  ".join(cell.rjust(width) for cell, width in zip(row, widths)) for row in [header, *rows]
-    )
+    return render_table(header, rows, fmt)
 
 
 def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any:
@@ -212,7 +195,7 @@ def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any
 def save_mdl_results(
     path: str | Path, entries: Sequence[MDLEntry], extra: dict[str, Any] | None = None
 ) -> None:
-    """Write every code of ``entries`` to ``path`` as JSON (schema ``probemeter.mdl.online/1``,
+    """Write every code of ``entries`` to ``path`` as JSON (schema ``probemeter.mdl/1``,
     all codelengths in bits), atomically; ``extra`` (JSON-ready) is stored under ``"run"``."""
     payload = {
         "schema": SCHEMA,
@@ -231,7 +214,7 @@ def load_mdl_results(path: str | Path) -> list[MDLEntry]:
     """Read the entries written by :func:`save_mdl_results`.
 
     Raises:
-        ValueError: not a ``probemeter.mdl.online/1`` file.
+        ValueError: not a ``probemeter.mdl/1`` file.
     """
     payload = json.loads(Path(path).read_text())
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:

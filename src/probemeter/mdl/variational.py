@@ -18,8 +18,6 @@ axis; every probe trains on the whole pool.
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +29,11 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
-from probemeter._io import environment
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
 from probemeter.mdl.online import BITS_PER_NAT, SeedResults, uniform_codelength
+from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["VariationalCode", "variational_codelength"]
 
@@ -137,17 +135,10 @@ def variational_codelength(
     Raises:
         ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state.
     """
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if not is_integer(value) or value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    if (
-        isinstance(lr, bool)
-        or not isinstance(lr, (int, float))
-        or not (math.isfinite(lr) and lr > 0)
-    ):
-        raise ValueError(f"lr must be a positive finite number; got {lr!r}")
-    if not is_integer(random_state):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    check_scalar(epochs, "epochs", int, min_val=1)
+    check_scalar(batch_size, "batch_size", int, min_val=1)
+    check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")
+    check_scalar(random_state, "random_state", int)
     probe = BayesianMLP() if probe is None else probe
     seeds_used = seed_ids(seeds)
     torch_device = resolve_device(device)
@@ -158,10 +149,9 @@ def variational_codelength(
     pool_y = torch.as_tensor(data.y_train, device=torch_device)
     n, n_probes = data.pool_size, len(seeds_used)
     optimizer = torch.optim.Adam(model.parameters, lr=lr)
-    started = time.perf_counter()
-    with single_threaded(torch_device.type == "cpu"):  # small matmuls: threads only cost
+    with Stopwatch() as watch, single_threaded(torch_device.type == "cpu"):
+        # small matmuls: threads only cost
         _train(model, optimizer, pool_x, pool_y, rngs, epochs, batch_size, generator, progress)
-    seconds = time.perf_counter() - started
     with torch.no_grad():
         kl_bits = model.kl().cpu().numpy().astype(np.float64) * BITS_PER_NAT
         data_bits = np.zeros(n_probes)
@@ -189,23 +179,23 @@ def variational_codelength(
             "architecture": ["-".join(str(int(v)) for v in row) for row in model.architecture()],
         }
     )
-    metadata = {
-        "probe": probe.to_dict(),
-        "training": {
-            "optimizer": "adam",
-            "lr": float(lr),
-            "batch_size": int(batch_size),
-            "epochs": int(epochs),
-            "stopping": f"fixed {epochs} epochs, no lr annealing (Voita & Titov sec. 3.1)",
-            "loss": "KL(beta||alpha)/n + mean expected cross-entropy (eq. 3 / n)",
-        },
-        "random_state": int(random_state),
-        "device": str(torch_device),
-        "data_fingerprint": data.fingerprint(),
-        "n_test": len(data.y_test),
-        "train_seconds": round(seconds, 3),
-        "versions": environment(),
+    training = {
+        "optimizer": "adam",
+        "lr": float(lr),
+        "batch_size": int(batch_size),
+        "epochs": int(epochs),
+        "stopping": f"fixed {epochs} epochs, no lr annealing (Voita & Titov sec. 3.1)",
+        "loss": "KL(beta||alpha)/n + mean expected cross-entropy (eq. 3 / n)",
     }
+    metadata = run_metadata(
+        probe,
+        training,
+        random_state=random_state,
+        device=torch_device,
+        seconds=watch.seconds,
+        data=data,
+        data_fields={"n_test": len(data.y_test)},
+    )
     return VariationalCode(data.name, data.n_classes, n, seeds_table, metadata)
 
 

@@ -18,7 +18,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar
 
 __all__ = ["lookup_arc_labels", "lookup_labels", "one_hot_features", "random_features"]
 
@@ -52,8 +52,8 @@ def one_hot_features(
     """
     train = _type_ids("types_train", types_train)
     test = _type_ids("types_test", types_test)
-    if max_types is not None and (not is_integer(max_types) or max_types < 1):
-        raise ValueError(f"max_types must be a positive integer or None; got {max_types!r}")
+    if max_types is not None:
+        check_scalar(max_types, "max_types", int, min_val=1)
     kinds, counts = np.unique(train, return_counts=True)
     order = np.lexsort((kinds, -counts))
     vocabulary = kinds[order[:max_types]] if max_types else kinds[order]
@@ -78,8 +78,7 @@ def random_features(types: object, dim: int, random_state: int = 0) -> np.ndarra
         ValueError: bad ``types`` or ``dim`` < 1.
     """
     ids = _type_ids("types", types)
-    if not is_integer(dim) or dim < 1:
-        raise ValueError(f"dim must be a positive integer; got {dim!r}")
+    check_scalar(dim, "dim", int, min_val=1)
     kinds, inverse = np.unique(ids, return_inverse=True)
     table = np.stack(
         [np.random.default_rng([random_state, int(t), 0x4A4D]).standard_normal(dim) for t in kinds]

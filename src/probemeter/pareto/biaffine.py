@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from probemeter._device import resolve_device
+from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.parsing import check_parse, mst_heads, sentence_offsets
 from probemeter.probes.mlp import MLP
 
@@ -172,11 +173,9 @@ def fit_biaffine_parsers(
     """
     if len(keys) == 0:
         raise ValueError("keys is empty: give one key per parser to train")
-    if decode not in _DECODERS:
-        raise ValueError(f"decode must be one of {_DECODERS}; got {decode!r}")
-    for name, value in (("steps", steps), ("batch_sentences", batch_sentences)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
+    one_of(*_DECODERS)(decode, "decode")
+    check_scalar(steps, "steps", int, min_val=1)
+    check_scalar(batch_sentences, "batch_sentences", int, min_val=1)
     torch_device = resolve_device(device)
     train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device)
     evaluations = [

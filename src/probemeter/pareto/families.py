@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar, is_integer
 from probemeter.probes.mlp import MLP
 
 __all__ = ["random_mlp_family"]
@@ -33,10 +33,8 @@ def random_mlp_family(
     Raises:
         ValueError: ``n_probes`` < 1, ``max_layers`` < 0, or bad ranges.
     """
-    if not is_integer(n_probes) or n_probes < 1:
-        raise ValueError(f"n_probes must be a positive integer; got {n_probes!r}")
-    if not is_integer(max_layers) or max_layers < 0:
-        raise ValueError(f"max_layers must be an integer >= 0; got {max_layers!r}")
+    check_scalar(n_probes, "n_probes", int, min_val=1)
+    check_scalar(max_layers, "max_layers", int, min_val=0)
     low, high = dropout
     if not 0.0 <= low <= high < 1.0:
         raise ValueError(f"dropout must be a range within [0, 1); got {dropout!r}")

@@ -33,16 +33,15 @@ POSL where the paper prints 0.91 (the shared-maximum rule gives 0.907).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._io import write_json_atomic
+from probemeter._io import JsonResult
+from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.table import HypervolumeTable
 
 __all__ = [
@@ -68,7 +67,7 @@ FULLY_SHUFFLED = "fully shuffled"
 #: required columns of :attr:`ParetoFrontiers.points`
 POINT_COLUMNS = ("task", "measure", "representation", "complexity", "accuracy")
 
-SCHEMA = "probemeter.pareto.frontiers/1"
+SCHEMA = "probemeter.pareto/1"
 
 
 def pareto_frontier(
@@ -186,8 +185,7 @@ def memorisation_points(
             ``missing="drop"`` drops such probes instead.
     """
     keys = [on] if isinstance(on, str) else list(on)
-    if missing not in ("raise", "drop"):
-        raise ValueError(f"missing must be 'raise' or 'drop'; got {missing!r}")
+    one_of("raise", "drop")(missing, "missing")
     for name, frame, column in (("true", true, accuracy), ("shuffled", shuffled, train_accuracy)):
         absent = [key for key in [*keys, column] if key not in frame.columns]
         if absent:
@@ -235,17 +233,12 @@ def _vector(values: Any, name: str) -> np.ndarray:
 
 
 def _cap(cap: Any) -> float:
-    try:
-        value = float(cap)
-    except (TypeError, ValueError):
-        raise ValueError(f"cap must be a positive number; got {cap!r}") from None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"cap must be a positive finite number; got {cap!r}")
-    return value
+    """The complexity cap of a hypervolume as a float > 0."""
+    return float(check_scalar(cap, "cap", float, min_val=0, include_boundaries="neither"))
 
 
 @dataclass(frozen=True)
-class ParetoFrontiers:
+class ParetoFrontiers(JsonResult):
     """Probes of several representations, tasks and complexity measures, with their Pareto
     frontiers and hypervolumes (Pimentel et al., §3, Figs. 2–5, Tables 2–3).
 
@@ -440,14 +433,6 @@ class ParetoFrontiers:
         except KeyError:
             raise ValueError("Pareto dictionary lacks the key 'points'") from None
         return cls(points, dict(payload.get("caps", {})), dict(payload.get("metadata", {})))
-
-    def save(self, path: str | Path) -> None:
-        """Write the analysis as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> ParetoFrontiers:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def plot(
         self,

@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from probemeter._device import resolve_device
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar, is_integer
 
 __all__ = [
     "LinearComplexityResult",
@@ -89,10 +89,9 @@ def nuclear_norm_penalties(
     Raises:
         ValueError: ``n_probes`` < 2 or not 0 < low < high.
     """
-    if not is_integer(n_probes) or n_probes < 2:
-        raise ValueError(f"n_probes must be an integer >= 2; got {n_probes!r}")
-    if not 0 < low < high:
-        raise ValueError(f"need 0 < low < high; got low={low!r}, high={high!r}")
+    check_scalar(n_probes, "n_probes", int, min_val=2)
+    check_scalar(low, "low", float, min_val=0, include_boundaries="neither")
+    check_scalar(high, "high", float, min_val=low, include_boundaries="neither")
     return np.concatenate([[0.0], np.geomspace(low, high, int(n_probes) - 1)])
 
 
@@ -317,11 +316,10 @@ def _fit(
     device: str | torch.device,
 ) -> LinearComplexityResult:
     X_train, y_train, X_eval, y_eval, n_classes = arrays
-    for name, value in (("steps", steps), ("batch_size", batch_size)):
-        if not is_integer(value) or value < 1:
-            raise ValueError(f"{name} must be a positive integer; got {value!r}")
-    if learned_input is not None and (not is_integer(learned_input) or learned_input < 1):
-        raise ValueError(f"learned_input must be a positive integer or None; got {learned_input!r}")
+    check_scalar(steps, "steps", int, min_val=1)
+    check_scalar(batch_size, "batch_size", int, min_val=1)
+    if learned_input is not None:
+        check_scalar(learned_input, "learned_input", int, min_val=1)
     X_train, y_train = _check_xy("X_train", X_train, "y_train", y_train, n_classes)
     X_eval, y_eval = _check_xy("X_eval", X_eval, "y_eval", y_eval, n_classes)
     if X_eval.shape[1] != X_train.shape[1]:
@@ -408,7 +406,7 @@ def _check_xy(
 
 def _minibatches(n: int, batch_size: int, steps: int, random_state: int) -> np.ndarray:
     """(steps, b) pool indices, b = min(n, batch_size): epochs of fresh permutations, sampled
-    without replacement (DESIGN "Subsets")."""
+    without replacement: a probe sees exactly its own n examples."""
     batch = min(n, batch_size)
     rng = np.random.default_rng([random_state, 0xBA7C])
     epochs = -(-steps * batch // n)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter._tables import latex_escape, markdown_row
+from probemeter._tables import latex_escape, render_table
 
 __all__ = ["HypervolumeTable"]
 
@@ -93,55 +93,37 @@ class HypervolumeTable:
 
     def to_markdown(self, digits: int = 2) -> str:
         """A GitHub-flavoured Markdown table."""
-        lines = [
-            markdown_row(["measure", "representation", *self.tasks]),
-            markdown_row([":---", ":---"] + ["---:"] * len(self.tasks)),
-        ]
-        lines += [markdown_row(row) for row in self.table_rows(digits)]
-        return "\n".join(lines)
+        return self._render("markdown", ["measure", "representation"], self.tasks, digits)
 
     def to_latex(self, digits: int = 2) -> str:
         """A LaTeX ``tabular`` (booktabs), a rule between measures; tasks named
         ``"group/name"`` get a two-level header (``\\multicolumn`` per group)."""
-        lines = [rf"\begin{{tabular}}{{ll{'r' * len(self.tasks)}}}", r"\toprule"]
         split = [task.split("/", 1) for task in self.tasks]
-        if all(len(parts) == 2 for parts in split):
-            groups = [(group, len(list(items))) for group, items in groupby(p[0] for p in split)]
-            cells = [
-                rf"\multicolumn{{{count}}}{{c}}{{{latex_escape(group)}}}" for group, count in groups
-            ]
-            lines.append(" & ".join(["", "", *cells]) + r" \\")
-            names = [parts[1] for parts in split]
-        else:
-            names = list(self.tasks)
-        header = ["Metric", "Representation", *(latex_escape(name) for name in names)]
-        lines.append(" & ".join(header) + r" \\")
-        previous = None
-        for row in self.table_rows(digits):
-            if row[0] != previous:
-                lines.append(r"\midrule")
-                previous = row[0]
-            lines.append(" & ".join(latex_escape(cell) for cell in row) + r" \\")
-        lines += [r"\bottomrule", r"\end{tabular}"]
-        return "\n".join(lines)
+        if not all(len(parts) == 2 for parts in split):
+            return self._render("latex", ["Metric", "Representation"], self.tasks, digits)
+        groups = [(group, len(list(items))) for group, items in groupby(p[0] for p in split)]
+        cells = [
+            rf"\multicolumn{{{count}}}{{c}}{{{latex_escape(group)}}}" for group, count in groups
+        ]
+        head = [" & ".join(["", "", *cells]) + r" \\"]
+        names = [parts[1] for parts in split]
+        return self._render("latex", ["Metric", "Representation"], names, digits, latex_head=head)
 
     def __str__(self) -> str:
-        header = ["measure", "representation", *self.tasks]
-        rows = self.table_rows()
-        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
-        lines = ["Pareto hypervolume (complexity in [0, cap], divided by cap)"]
-        lines.append(_text_row(header, widths))
-        lines.append(_text_row(["-" * width for width in widths], widths))
-        previous = None
-        for row in rows:
-            if previous is not None and row[0] != previous:
-                lines.append("")
-            previous = row[0]
-            lines.append(_text_row(row, widths))
-        return "\n".join(lines)
+        title = "Pareto hypervolume (complexity in [0, cap], divided by cap)"
+        return self._render("text", ["measure", "representation"], self.tasks, title=title)
 
-
-def _text_row(cells: Sequence[str], widths: Sequence[int]) -> str:
-    labels = [cell.ljust(width) for cell, width in zip(cells[:2], widths[:2])]
-    values = [cell.rjust(width) for cell, width in zip(cells[2:], widths[2:])]
-    return "  ".join(labels + values).rstrip()
+    def _render(
+        self,
+        fmt: str,
+        labels: list[str],
+        tasks: Sequence[str],
+        digits: int = 2,
+        **options: Any,
+    ) -> str:
+        """Table 3's layout in ``fmt``: measure and representation columns, then one per
+        task, a group of rows per measure."""
+        rows = self.table_rows(digits)
+        breaks = [i for i, row in enumerate(rows) if i and row[0] != rows[i - 1][0]]
+        align = "ll" + "r" * len(tasks)
+        return render_table([*labels, *tasks], rows, fmt, align=align, breaks=breaks, **options)

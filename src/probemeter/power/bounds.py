@@ -47,9 +47,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
-from probemeter._validation import check_delta, is_integer
+from probemeter._validation import check_delta, check_scalar, one_of
 
 __all__ = [
     "COUNTINGS",
@@ -68,11 +66,8 @@ VARIANTS = ("standard", "control", "prequential")
 
 
 def _positive(name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name} must be a positive number; got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
+    """``value`` as a float, or a ValueError naming ``name`` unless it is finite and > 0."""
+    return float(check_scalar(value, name, float, min_val=0, include_boundaries="neither"))
 
 
 def log_function_class_size(
@@ -81,14 +76,9 @@ def log_function_class_size(
     """ln|F| in nats for a probe with ``n_parameters`` parameters of ``bits_per_parameter``
     bits each: ``"paper"`` → ln(2^bits · n_parameters), ``"exact"`` → n_parameters · bits · ln 2
     (see the module docstring for why the two differ)."""
-    if not is_integer(n_parameters) or n_parameters < 1:
-        raise ValueError(f"n_parameters must be a positive integer; got {n_parameters!r}")
-    if not is_integer(bits_per_parameter) or bits_per_parameter < 1:
-        raise ValueError(
-            f"bits_per_parameter must be a positive integer; got {bits_per_parameter!r}"
-        )
-    if counting not in COUNTINGS:
-        raise ValueError(f"counting must be one of {COUNTINGS}; got {counting!r}")
+    check_scalar(n_parameters, "n_parameters", int, min_val=1)
+    check_scalar(bits_per_parameter, "bits_per_parameter", int, min_val=1)
+    one_of(*COUNTINGS)(counting, "counting")
     if counting == "paper":
         return bits_per_parameter * math.log(2) + math.log(n_parameters)
     return n_parameters * bits_per_parameter * math.log(2)
@@ -99,16 +89,22 @@ def bound_multiplier(
 ) -> float:
     """m in m · B(n, δ): 1 (Eq. 1, Thm. 2), 2 (Thm. 1, control tasks) or C / (t₁/n)
     (Thm. 3, prequential MDL)."""
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}; got {variant!r}")
+    one_of(*VARIANTS)(variant, "variant")
     if variant == "standard":
         return 1.0
     if variant == "control":
         return 2.0
     C = _positive("C", C)
-    fraction = _positive("first_block_fraction", first_block_fraction)
-    if fraction > 1:
-        raise ValueError(f"first_block_fraction (t1/n) must be in (0, 1]; got {fraction!r}")
+    fraction = float(
+        check_scalar(
+            first_block_fraction,
+            "first_block_fraction",
+            float,
+            min_val=0,
+            max_val=1,
+            include_boundaries="right",
+        )
+    )
     return C / fraction
 
 
@@ -127,9 +123,7 @@ def generalization_bound(
     n = _positive("n", n)
     delta = check_delta(delta)
     scale = _positive("scale", scale)
-    log_size = float(log_class_size)
-    if not math.isfinite(log_size) or log_size < 0:
-        raise ValueError(f"log_class_size must be ln|F| >= 0; got {log_class_size!r}")
+    log_size = float(check_scalar(log_class_size, "log_class_size", float, min_val=0))
     multiplier = bound_multiplier(variant, C=C, first_block_fraction=first_block_fraction)
     return multiplier * scale * math.sqrt(2.0 * (math.log(2.0) + log_size - math.log(delta)) / n)
 
@@ -157,8 +151,7 @@ def required_train_size(
 def total_data_size(n_train: int, eta: float = 4.0) -> int:
     """Train + dev + test examples when their sizes are η:1:1 (Zhu et al., §3.2 step 4):
     ⌈(1 + 2/η) · N_train⌉."""
-    if not is_integer(n_train) or n_train < 1:
-        raise ValueError(f"n_train must be a positive integer; got {n_train!r}")
+    check_scalar(n_train, "n_train", int, min_val=1)
     eta = _positive("eta", eta)
     return math.ceil(round((1.0 + 2.0 / eta) * n_train, 9))
 
@@ -231,10 +224,7 @@ def recommend_train_size(
             :func:`probemeter.power.collapse.detect_collapse`),
             a negative or non-finite gap, δ outside (0, 1), non-positive factor, η, C, etc.
     """
-    if isinstance(gap, bool) or not isinstance(gap, (int, float, np.integer, np.floating)):
-        raise ValueError(f"gap must be |R1 - R2|, a positive number; got {gap!r}")
-    if not math.isfinite(gap) or gap < 0:
-        raise ValueError(f"gap must be |R1 - R2|, a non-negative finite number; got {gap!r}")
+    check_scalar(gap, "gap", float, min_val=0)
     if gap == 0:
         raise ValueError(
             "gap is 0: the two configurations performed identically, so the comparison may "

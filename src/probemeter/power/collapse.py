@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from probemeter._validation import check_scalar, one_of
 from probemeter.power.paired import PairedComparison, run_configurations
 from probemeter.power.sampling import pilot_splits, rotation_splits
 from probemeter.probes import MLP
@@ -99,10 +100,8 @@ def collapse_verdict(
     Raises:
         ValueError: fewer than two splits, alpha outside (0, 1), negative tolerance.
     """
-    if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
-    if not (math.isfinite(tolerance) and tolerance >= 0):
-        raise ValueError(f"tolerance must be a non-negative accuracy difference; got {tolerance!r}")
+    check_scalar(alpha, "alpha", float, min_val=0, max_val=1, include_boundaries="neither")
+    check_scalar(tolerance, "tolerance", float, min_val=0)
     runs = comparison.runs
     per_split = (
         (runs["accuracy_b"] - runs["accuracy_a"]).groupby(runs["split_index"]).mean().to_numpy()
@@ -176,12 +175,11 @@ def detect_collapse(
         training: passed to :func:`probemeter.power.paired.run_configurations` (steps, lr,
         n_jobs...).
     """
+    one_of("rotation", "pilots")(method, "method")
     if method == "rotation":
         splits = rotation_splits(y, n_folds, random_state=random_state)
-    elif method == "pilots":
-        splits = pilot_splits(y, per_class, n_pilots, random_state=random_state)
     else:
-        raise ValueError(f"method must be 'rotation' or 'pilots'; got {method!r}")
+        splits = pilot_splits(y, per_class, n_pilots, random_state=random_state)
     linear = MLP(())
     runs = run_configurations(
         {"A": X_a, "B": X_b},

@@ -16,8 +16,8 @@ configurations are equally accurate) b ~ Binomial(b + c, 1/2). Two versions:
 
 ``method="auto"`` uses the exact test when b + c < 25 (the usual rule: the χ² approximation
 needs enough discordant pairs) and χ² otherwise. With no discordant pair at all (b + c = 0 —
-e.g. both probes 100 % or 0 % correct, DESIGN "pitfalls") there is no evidence of a
-difference: p = 1, statistic 0. The table is always built as 2×2 from counts, so it never
+e.g. both probes 100 % or 0 % correct, a pitfall of earlier implementations) there is no evidence
+of a difference: p = 1, statistic 0. The table is always built as 2×2 from counts, so it never
 degenerates when a row or column is empty.
 """
 
@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 from scipy import stats
+
+from probemeter._validation import one_of
 
 __all__ = ["METHODS", "McNemarResult", "contingency_table", "mcnemar", "mcnemar_p_values"]
 
@@ -106,8 +108,7 @@ def mcnemar_p_values(
     The formulas are in the module docstring; this is what power simulations call on
     thousands of tables at once.
     """
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}; got {method!r}")
+    one_of(*METHODS)(method, "method")
     b = np.asarray(b, dtype=np.int64)
     c = np.asarray(c, dtype=np.int64)
     if np.any(b < 0) or np.any(c < 0):

@@ -14,19 +14,15 @@ by simulation (:mod:`probemeter.power.simulation`), the Table-2 report
 from __future__ import annotations
 
 import base64
-import json
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._device import resolve_device
-from probemeter._io import environment, write_json_atomic
-from probemeter._validation import is_integer
+from probemeter._io import JsonResult
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
 from probemeter.power.bounds import generalization_bound, log_function_class_size
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
@@ -34,6 +30,7 @@ from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["ConfigurationRuns", "PairedComparison", "paired_data", "run_configurations"]
 
@@ -181,8 +178,7 @@ def run_configurations(
     )
     _check_splits(splits, labels.size)
     seeds_used = seed_ids(seeds)
-    if not is_integer(random_state):
-        raise ValueError(f"random_state must be an integer; got {random_state!r}")
+    check_scalar(random_state, "random_state", int)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
     n_classes = int(labels.max()) + 1
     grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
@@ -195,35 +191,36 @@ def run_configurations(
             std = X.std(axis=0, dtype=np.float64)
             std[std == 0] = 1.0
             X = ((X - X.mean(axis=0, dtype=np.float64)) / std).astype(np.float32)
-        started = time.perf_counter()
-        evaluation = fit_evaluate(
-            X,
-            labels,
-            X[eval_index],
-            labels[eval_index],
-            n_classes,
-            [splits[j].train for j, _ in grid],
-            [(int(random_state), s, j) for j, s in grid],
-            probe_map[name],
-            config,
-            device=device,
-            n_jobs=n_jobs,
-            progress=progress,
-            per_example=True,
-        )
-        seconds[name] = round(time.perf_counter() - started, 3)
+        with Stopwatch() as watch:
+            evaluation = fit_evaluate(
+                X,
+                labels,
+                X[eval_index],
+                labels[eval_index],
+                n_classes,
+                [splits[j].train for j, _ in grid],
+                [(int(random_state), s, j) for j, s in grid],
+                probe_map[name],
+                config,
+                device=device,
+                n_jobs=n_jobs,
+                progress=progress,
+                per_example=True,
+            )
+        seconds[name] = watch.seconds
         hits = evaluation.predictions == labels[eval_index][None, :]
         correct[name] = tuple(hits[r, positions[j]] for r, (j, _) in enumerate(grid))
-    metadata = {
-        "probes": {name: probe.to_dict() for name, probe in probe_map.items()},
-        "training": config.to_dict(),
-        "dev_sets": "held out, unused (fixed number of steps)",
-        "standardize": bool(standardize),
-        "random_state": int(random_state),
-        "device": str(resolve_device(device)),
-        "train_seconds": seconds,
-        "versions": environment(),
-    }
+    metadata = run_metadata(
+        probe_map,
+        config.to_dict(),
+        random_state=random_state,
+        device=device,
+        seconds=seconds,
+        settings={
+            "dev_sets": "held out, unused (fixed number of steps)",
+            "standardize": bool(standardize),
+        },
+    )
     return ConfigurationRuns(
         names=tuple(arrays),
         splits=tuple(splits),
@@ -247,7 +244,7 @@ def _unpack(text: str, length: int) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class PairedComparison:
+class PairedComparison(JsonResult):
     """A comparison problem (Zhu et al., Def. 2): two configurations, paired run by run.
 
     Attributes:
@@ -415,14 +412,6 @@ class PairedComparison:
             tuple(payload["n_parameters"]),
             payload.get("metadata", {}),
         )
-
-    def save(self, path: str | Path) -> None:
-        """Write as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> PairedComparison:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def plot_bounds(
         self,

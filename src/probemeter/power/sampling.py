@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probemeter._validation import is_integer
+from probemeter._validation import check_scalar, is_integer
 
 __all__ = [
     "Split",
@@ -65,8 +65,7 @@ def _labels(y: object) -> np.ndarray:
 def _role_sizes(per_class: int, ratio: Sequence[int]) -> tuple[int, int, int]:
     """Per-class (train, dev, test) counts for ``per_class`` training examples and η:1:1-style
     ``ratio`` (train, dev, test); dev and test counts must come out whole."""
-    if not is_integer(per_class) or per_class < 1:
-        raise ValueError(f"per_class must be a positive integer; got {per_class!r}")
+    check_scalar(per_class, "per_class", int, min_val=1)
     if len(ratio) != 3 or not all(is_integer(r) and r >= 0 for r in ratio) or ratio[0] < 1:
         raise ValueError(
             "ratio must be three non-negative integers (train, dev, test) with a positive "
@@ -166,8 +165,7 @@ def pilot_splits(
     Pilots may share examples with each other (each is a fresh draw from the whole data set);
     within a pilot, train, dev and test are disjoint.
     """
-    if not is_integer(n_pilots) or n_pilots < 2:
-        raise ValueError(f"n_pilots must be an integer >= 2; got {n_pilots!r}")
+    check_scalar(n_pilots, "n_pilots", int, min_val=2)
     labels = _labels(y)
     splits = []
     for pilot in range(int(n_pilots)):
@@ -189,8 +187,7 @@ def rotation_splits(y: object, n_folds: int = 6, *, random_state: int = 0) -> li
             than examples.
     """
     labels = _labels(y)
-    if not is_integer(n_folds) or n_folds < 3:
-        raise ValueError(f"n_folds must be an integer >= 3; got {n_folds!r}")
+    check_scalar(n_folds, "n_folds", int, min_val=3)
     if n_folds > labels.size:
         raise ValueError(f"n_folds={n_folds} exceeds the {labels.size} examples")
     rng = np.random.default_rng([int(random_state), 0xF01D])

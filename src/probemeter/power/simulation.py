@@ -14,17 +14,15 @@ distribution of building the table from subsampled examples, thousands of times 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._io import environment, write_json_atomic
-from probemeter._validation import is_integer
+from probemeter._io import JsonResult, environment
+from probemeter._validation import check_scalar, integer_list
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
 
 __all__ = ["SUFFICIENT_POWER", "PowerCurve", "check_alpha", "simulate_power"]
@@ -35,11 +33,9 @@ SUFFICIENT_POWER = 0.8
 
 def check_alpha(alpha: float) -> float:
     """``alpha`` as a float, or a ValueError when it is not a level in (0, 1)."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.floating)):
-        raise ValueError(f"alpha must be a significance level in (0, 1); got {alpha!r}")
-    if not 0.0 < float(alpha) < 1.0:
-        raise ValueError(f"alpha must be a significance level in (0, 1); got {alpha!r}")
-    return float(alpha)
+    return float(
+        check_scalar(alpha, "alpha", float, min_val=0, max_val=1, include_boundaries="neither")
+    )
 
 
 def _paired_seeds(
@@ -73,7 +69,7 @@ def _draw_discordant(
 
 
 @dataclass(frozen=True)
-class PowerCurve:
+class PowerCurve(JsonResult):
     """Simulated power of McNemar's test against test-set size (Zhu et al., §3.5, Figs. 3–5).
 
     Attributes:
@@ -114,14 +110,6 @@ class PowerCurve:
             bool(payload["replace"]),
             payload.get("metadata", {}),
         )
-
-    def save(self, path: str | Path) -> None:
-        """Write as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> PowerCurve:
-        return cls.from_dict(json.loads(Path(path).read_text()))
 
     def plot(self, ax: Any = None, *, label: str | None = None) -> Any:
         """Power against test size (log x) with the min–max band over seeds and the 0.8 line."""
@@ -178,15 +166,13 @@ def simulate_power(
             sizes < 1, or sizes larger than a seed's test set without ``replace``.
     """
     alpha = check_alpha(alpha)
-    if not is_integer(n_simulations) or n_simulations < 1:
-        raise ValueError(f"n_simulations must be a positive integer; got {n_simulations!r}")
+    check_scalar(n_simulations, "n_simulations", int, min_val=1)
     seeds = _paired_seeds(correct_a, correct_b)
     smallest = min(n for n, _, _ in seeds)
     if test_sizes is None:
         sizes = [2**k for k in range(4, 64) if 2**k < smallest] + [smallest]
     else:
-        if not len(test_sizes) or not all(is_integer(m) and m >= 1 for m in test_sizes):
-            raise ValueError(f"test_sizes must be positive integers; got {list(test_sizes)!r}")
+        integer_list(1, non_empty=True)(list(test_sizes), "test_sizes")
         sizes = sorted({int(m) for m in test_sizes})
         if not replace and sizes[-1] > smallest:
             raise ValueError(

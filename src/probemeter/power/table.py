@@ -8,16 +8,15 @@ curves of Figs. 3–5.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._io import write_json_atomic
+from probemeter._io import JsonResult
+from probemeter._tables import render_table
 from probemeter.power.bounds import recommend_train_size
 from probemeter.power.paired import PairedComparison
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
@@ -26,7 +25,7 @@ __all__ = ["PowerReport", "power_report"]
 
 
 @dataclass(frozen=True)
-class PowerReport:
+class PowerReport(JsonResult):
     """Zhu et al., Table 2 with power: one row per (comparison, subsampled size).
 
     Attributes:
@@ -60,35 +59,16 @@ class PowerReport:
         table = pd.DataFrame(payload["table"]).fillna(value=np.nan)
         return cls(table.infer_objects(), payload["settings"], payload.get("metadata", {}))
 
-    def save(self, path: str | Path) -> None:
-        """Write as JSON, atomically."""
-        write_json_atomic(path, self.to_dict())
-
-    @classmethod
-    def load(cls, path: str | Path) -> PowerReport:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
     def to_markdown(self) -> str:
         """The table in Markdown, numbers rounded for reading."""
         columns = [
             "comparison", "n_train", "n_test", "accuracy_a", "accuracy_b", "mean_gap",
             "recommended_n_train", "power", "recommendation_power",
         ]  # fmt: skip
-        lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        for _, row in self.table.iterrows():
-            cells = []
-            for column in columns:
-                value = row[column]
-                if isinstance(value, str):
-                    cells.append(value)
-                elif pd.isna(value):
-                    cells.append("—")
-                elif column in ("n_train", "n_test", "recommended_n_train"):
-                    cells.append(f"{int(value):,}")
-                else:
-                    cells.append(f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}")
-            lines.append("| " + " | ".join(cells) + " |")
-        return "\n".join(lines)
+        rows = [
+            [_cell(column, row[column]) for column in columns] for _, row in self.table.iterrows()
+        ]
+        return render_table(columns, rows, "markdown")
 
     def __str__(self) -> str:
         return self.to_markdown()
@@ -182,3 +162,15 @@ def power_report(
     }
     metadata = {"training": comparisons[0].metadata if comparisons else {}}
     return PowerReport(pd.DataFrame(rows), settings, metadata)
+
+
+def _cell(column: str, value: Any) -> str:
+    """A report cell for reading: counts with thousands separators, gaps to 4 decimals, other
+    numbers to 3, "—" where missing."""
+    if isinstance(value, str):
+        return value
+    if pd.isna(value):
+        return "—"
+    if column in ("n_train", "n_test", "recommended_n_train"):
+        return f"{int(value):,}"
+    return f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}"

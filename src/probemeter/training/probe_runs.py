@@ -1,0 +1,88 @@
+"""What every method that trains probes shares around the engine: the seed-major grid of probes
+and their keys, the wall-clock time of the training, and the metadata recorded in its result
+(the probe, training settings, random state, device, data fingerprint, library versions)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import torch
+
+from probemeter._device import resolve_device
+from probemeter._io import environment
+from probemeter.data import ProbeData, seed_ids
+
+__all__ = ["Stopwatch", "run_metadata", "seed_grid"]
+
+
+def seed_grid(
+    seeds: int | Sequence[int], values: Sequence[int] | Any, random_state: int
+) -> tuple[list[int], list[tuple[int, int]], list[tuple[int, int, int]]]:
+    """The probes of a seeded sweep over ``values`` (subset sizes, block ends), seed-major.
+
+    Returns:
+        The seed ids (:func:`probemeter.data.seed_ids`), the (seed, value) pair of each probe,
+        and each probe's engine key ``(random_state, seed, value)``.
+    """
+    seeds_used = seed_ids(seeds)
+    grid = [(seed, int(value)) for seed in seeds_used for value in values]
+    keys = [(random_state, seed, value) for seed, value in grid]
+    return seeds_used, grid, keys
+
+
+class Stopwatch:
+    """Wall-clock seconds of a ``with`` block, rounded to milliseconds as results record them
+    (``train_seconds``)."""
+
+    seconds: float = 0.0
+
+    def __enter__(self) -> Stopwatch:
+        self._started = time.perf_counter()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.seconds = round(time.perf_counter() - self._started, 3)
+
+
+def run_metadata(
+    probe: Any,
+    training: Mapping[str, Any],
+    *,
+    random_state: int,
+    device: str | torch.device,
+    seconds: float | Mapping[str, float],
+    data: ProbeData | None = None,
+    settings: Mapping[str, Any] | None = None,
+    data_fields: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The metadata of a result trained by probes, in the order results record it.
+
+    Keys: ``probe`` (its ``to_dict()``; or ``probes``, name -> ``to_dict()``, when ``probe``
+    is a mapping of probes), ``training``, then ``settings``, ``random_state``, ``device``
+    (resolved), ``data_fingerprint`` (when ``data`` is given), then ``data_fields``,
+    ``train_seconds`` and ``versions`` (:func:`probemeter._io.environment`).
+    """
+    if isinstance(probe, Mapping):
+        probes: dict[str, Any] = {"probes": {name: p.to_dict() for name, p in probe.items()}}
+    else:
+        probes = {"probe": probe.to_dict()}
+    fingerprint = {} if data is None else {"data_fingerprint": data.fingerprint()}
+    return {
+        **probes,
+        "training": dict(training),
+        **(settings or {}),
+        "random_state": int(random_state),
+        "device": str(resolve_device(device)),
+        **fingerprint,
+        **(data_fields or {}),
+        "train_seconds": seconds,
+        "versions": environment(),
+    }
