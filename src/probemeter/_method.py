@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from probemeter.data import ProbeData
 
 __all__ = [
+    "ENGINE_KEYWORDS",
     "REQUIRED",
     "RUN_NAME",
     "Method",
@@ -110,6 +111,10 @@ def _parse(annotation: str) -> Callable[[Any], Any]:
     return lambda value: value
 
 
+#: the context fields a unit function that trains with the engine takes
+ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
+
+
 @dataclass(frozen=True)
 class RunContext:
     """Where and how units run: the run's seed, device, workers, memory budget, progress, and
@@ -121,6 +126,10 @@ class RunContext:
     max_memory: float = 2.0
     progress: bool = True
     task: str = "task"
+
+    def keywords(self, *names: str) -> dict[str, Any]:
+        """The fields ``names`` as keyword arguments of a unit function."""
+        return {name: getattr(self, name) for name in names}
 
 
 @dataclass(frozen=True)
@@ -235,6 +244,21 @@ class Method(ABC):
         """Problems of this method with a representation's pool (and its classes, once the
         data are loaded), as (location, text)."""
         return []
+
+    def per_representation(
+        self,
+        datasets: Mapping[str, ProbeData],
+        function: Callable[..., Mapping[str, Any]],
+        options: dict[str, Any],
+    ) -> list[UnitPlan]:
+        """One unit per representation: ``function(data, method=self, **options)``, keyed by
+        the method's settings."""
+        spec = {"settings": self.to_dict()}
+        options = {"method": self, **options}
+        return [
+            UnitPlan(name, (name,), spec, function, data, options)
+            for name, data in datasets.items()
+        ]
 
     @abstractmethod
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:

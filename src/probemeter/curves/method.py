@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
-from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option
+from probemeter._method import ENGINE_KEYWORDS, Method, MethodRun, RunContext, UnitPlan, option
 from probemeter.data import ProbeData
 
 __all__ = ["CurveMethod", "curve_unit"]
@@ -83,15 +83,8 @@ class CurveMethod(Method):
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
             }
-            options = {
-                "method": self,
-                "sizes": sizes,
-                "random_state": context.random_state,
-                "device": context.device,
-                "n_jobs": context.n_jobs,
-                "max_memory": context.max_memory,
-                "progress": context.progress,
-            }
+            keywords = context.keywords(*ENGINE_KEYWORDS)
+            options = {"method": self, "sizes": sizes, **keywords}
             plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
         return plans
 

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
-from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option, write_run_files
+from probemeter._method import (
+    ENGINE_KEYWORDS,
+    Method,
+    MethodRun,
+    RunContext,
+    UnitPlan,
+    option,
+    write_run_files,
+)
 from probemeter.data import ProbeData
 
 __all__ = ["PAPER_TIMESTEPS", "MDLMethod", "mdl_unit"]
@@ -89,19 +97,8 @@ class MDLMethod(Method):
         return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        options = {
-            "method": self,
-            "random_state": context.random_state,
-            "device": context.device,
-            "n_jobs": context.n_jobs,
-            "max_memory": context.max_memory,
-            "progress": context.progress,
-        }
-        spec = {"settings": self.to_dict()}
-        return [
-            UnitPlan(name, (name,), spec, mdl_unit, data, options)
-            for name, data in datasets.items()
-        ]
+        options = context.keywords(*ENGINE_KEYWORDS)
+        return self.per_representation(datasets, mdl_unit, options)
 
     def finish(
         self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]

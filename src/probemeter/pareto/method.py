@@ -63,17 +63,8 @@ class ParetoMethod(Method):
         return (0.0,)[: self.penalties]
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        options = {
-            "method": self,
-            "task": context.task,
-            "random_state": context.random_state,
-            "device": context.device,
-        }
-        spec = {"settings": self.to_dict()}
-        return [
-            UnitPlan(name, (name,), spec, pareto_unit, data, options)
-            for name, data in datasets.items()
-        ]
+        options = context.keywords("task", "random_state", "device")
+        return self.per_representation(datasets, pareto_unit, options)
 
     def finish(
         self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]

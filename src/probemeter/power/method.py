@@ -71,13 +71,8 @@ class PowerMethod(Method):
         return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        options = {
-            "method": self,
-            "random_state": context.random_state,
-            "device": context.device,
-            "n_jobs": context.n_jobs,
-            "progress": context.progress,
-        }
+        keywords = context.keywords("random_state", "device", "n_jobs", "progress")
+        options = {"method": self, **keywords}
         spec = {"settings": self.to_dict()}
         baseline = datasets[self.baseline]
         return [
