@@ -344,3 +344,9 @@ def test_frontier_agrees_with_the_pairwise_definition_on_random_points() -> None
             if c[j] <= c[i] and a[j] >= a[i] and (c[j] < c[i] or a[j] > a[i] or j < i)
         }
         assert sorted(pareto_frontier(c, a).tolist()) == sorted(set(range(12)) - dominated)
+
+
+@pytest.mark.parametrize("accuracy", [1.7, -0.1])
+def test_hypervolume_refuses_accuracies_outside_zero_one(accuracy):
+    with pytest.raises(ValueError, match=r"accuracy must be in \[0, 1\]"):
+        pareto_hypervolume([1.0, 2.0], [0.5, accuracy], cap=4.0)

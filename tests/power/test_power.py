@@ -390,3 +390,33 @@ def test_power_report_marks_zero_gaps_and_checks_bound_options():
         PairedComparison.build("a", "b", splits, runs, correct, [c[:-1] for c in correct], (1, 1))
     with pytest.raises(ValueError, match="paired with the split"):
         PairedComparison.build("a", "b", splits, runs, correct[::-1], correct[::-1], (1, 1))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--gap", "2", "--features", "768"], "--gap must be in (0, 1]"),
+        (["--r", "0.9", "1.3", "--features", "768"], "--r takes two accuracies in [0, 1]; got 1.3"),
+        (["--gap", "0.1", "--features", "0"], "--features must be an integer >= 1; got 0"),
+        (["--gap", "0.1", "--parameters", "0"], "--parameters must be an integer >= 1; got 0"),
+    ],
+)
+def test_cli_recommend_refuses_impossible_gaps_and_counts(argv, message, capsys):
+    from probemeter.cli.main import main
+
+    assert main(["recommend", *argv]) == 2
+    error = capsys.readouterr()
+    assert message in error.err and "Traceback" not in error.err and "N_train" not in error.out
+
+
+def test_recommend_train_size_refuses_a_gap_above_one():
+    with pytest.raises(ValueError, match=r"gap must be a number in \[0, 1\]; got 2"):
+        recommend_train_size(2, n_parameters=769)
+    assert recommend_train_size(1, n_parameters=769).n_train > 0  # the largest possible gap
+
+
+def test_mcnemar_refuses_empty_results():
+    with pytest.raises(ValueError, match="no test examples"):
+        mcnemar(np.array([], dtype=bool), np.array([], dtype=bool))
+    with pytest.raises(ValueError, match="no test examples"):
+        mcnemar(table=[[0, 0], [0, 0]])

@@ -190,7 +190,17 @@ def _run_recommend(args: argparse.Namespace) -> int:
     from probemeter.power.bounds import recommend_train_size
     from probemeter.probes import MLP
 
+    for value in args.r or ():
+        if not 0 <= value <= 1:
+            raise ValueError(f"--r takes two accuracies in [0, 1]; got {value}")
+    for flag in ("parameters", "features", "classes"):
+        value = getattr(args, flag)
+        if value is not None and value < (2 if flag == "classes" else 1):
+            least = 2 if flag == "classes" else 1
+            raise ValueError(f"--{flag} must be an integer >= {least}; got {value}")
     gap = args.gap if args.gap is not None else abs(args.r[0] - args.r[1])
+    if gap > 1:  # a zero or negative gap gets the bound's own message
+        raise ValueError(f"--gap must be in (0, 1] (|R1 - R2| of two accuracies); got {gap}")
     if args.parameters is not None:
         n_parameters = args.parameters
     elif args.features is not None:

@@ -115,7 +115,7 @@ def pareto_hypervolume(
 
     Raises:
         ValueError: cap ≤ 0 or not finite, empty inputs, lengths that differ, NaN/inf or
-            negative complexities, NaN/inf accuracies.
+            negative complexities, NaN/inf accuracies or accuracies outside [0, 1].
     """
     cap = _cap(cap)
     c, a = _points(complexity, accuracy)
@@ -215,6 +215,9 @@ def _points(complexity: Any, accuracy: Any) -> tuple[np.ndarray, np.ndarray]:
         )
     if np.any(c < 0):
         raise ValueError(f"complexity must be >= 0; got {c[c < 0][0]}")
+    outside = (a < 0) | (a > 1)
+    if np.any(outside):
+        raise ValueError(f"accuracy must be in [0, 1] (a fraction); got {a[outside][0]}")
     return c, a
 
 

@@ -222,9 +222,10 @@ def recommend_train_size(
         ValueError: a zero gap (the comparison may have collapsed: §3.6 — recommending data
             for it is not meaningful, check it with
             :func:`probemeter.power.collapse.detect_collapse`),
-            a negative or non-finite gap, δ outside (0, 1), non-positive factor, η, C, etc.
+            a gap outside (0, 1] (a difference of two accuracies), δ outside (0, 1),
+            non-positive factor, η, C, etc.
     """
-    check_scalar(gap, "gap", float, min_val=0)
+    check_scalar(gap, "gap", float, min_val=0, max_val=1)  # |R1 - R2| of two accuracies
     if gap == 0:
         raise ValueError(
             "gap is 0: the two configurations performed identically, so the comparison may "

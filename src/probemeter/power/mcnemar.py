@@ -151,8 +151,8 @@ def mcnemar(
         correction: subtract 1 from |b − c| in χ² (Edwards); the paper's formula has none.
 
     Raises:
-        ValueError: both or neither of (arrays, table); unpaired arrays; a table that is not
-            2×2 non-negative integers; an unknown method.
+        ValueError: both or neither of (arrays, table); unpaired or empty arrays; a table
+            that is not 2×2 non-negative integers, or counts no example; an unknown method.
     """
     if table is None:
         if correct_a is None or correct_b is None:
@@ -170,6 +170,11 @@ def mcnemar(
         ):
             raise ValueError(f"table must be a 2x2 array of non-negative counts; got {table!r}")
         counts = counts.astype(np.int64)
+    if counts.sum() == 0:
+        raise ValueError(
+            "no test examples: McNemar's test needs the two probes' results on at least one "
+            "shared test example"
+        )
     b, c = int(counts[0, 1]), int(counts[1, 0])
     p_value = float(mcnemar_p_values(b, c, method=method, correction=correction))
     chosen = "exact" if method == "exact" or (method == "auto" and b + c < EXACT_BELOW) else "chi2"
