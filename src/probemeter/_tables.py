@@ -27,8 +27,14 @@ _LATEX_SPECIALS = {
 
 
 def markdown_row(cells: Sequence[str]) -> str:
-    """One markdown table row, ``|`` in cells escaped (shared by every table of the package)."""
-    return "| " + " | ".join(cell.replace("|", r"\|") for cell in cells) + " |"
+    """One markdown table row (shared by every table of the package). ``|`` in cells is
+    escaped, and so are ``&`` and ``<``: Markdown viewers render raw HTML, so a representation
+    named ``<script>`` must reach them as text."""
+    return "| " + " | ".join(_markdown_cell(cell) for cell in cells) + " |"
+
+
+def _markdown_cell(cell: str) -> str:
+    return cell.replace("&", "&amp;").replace("<", "&lt;").replace("|", r"\|")
 
 
 def latex_escape(text: str) -> str:
