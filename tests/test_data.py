@@ -418,3 +418,9 @@ def test_non_integer_n_classes_raises():
     y = np.arange(20) % 3
     with pytest.raises(ValueError, match="n_classes must be an integer"):
         ProbeData.from_arrays(X, y, n_classes=3.7)
+
+
+def test_a_negative_random_state_is_refused_by_name():
+    X, y = np.zeros((10, 2)), np.arange(10) % 2
+    with pytest.raises(ValueError, match="random_state must be an integer >= 0; got -1"):
+        ProbeData.from_arrays(X, y, random_state=-1)

@@ -121,8 +121,10 @@ class ProbeData:
 
         Raises:
             ValueError: non-2-D or empty features, NaN/inf, length mismatches, non-integer or
-                negative labels, fewer than two classes, a bad ``test_size`` or ``n_classes``.
+                negative labels, fewer than two classes, a bad ``test_size``, ``n_classes`` or
+                ``random_state`` (a non-negative integer).
         """
+        check_scalar(random_state, "random_state", int, min_val=0)
         X = _as_features("X", X)
         y = _as_labels("y", y, X.shape[0], "X")
         group_ids = None if groups is None else _as_labels("groups", groups, X.shape[0], "X")

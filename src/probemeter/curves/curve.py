@@ -244,7 +244,7 @@ def loss_data_curve(
         progress: show a progress bar.
     """
     probe = MLP() if probe is None else probe
-    check_scalar(random_state, "random_state", int)
+    check_scalar(random_state, "random_state", int, min_val=0)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
     _, grid, keys = seed_grid(seeds, size_values, random_state)

@@ -110,7 +110,7 @@ class TransformerEncoder:
             )
         one_of(*POOLINGS)(pooling, "pooling")
         check_scalar(batch_size, "batch_size", int, min_val=1)
-        check_scalar(random_state, "random_state", int)
+        check_scalar(random_state, "random_state", int, min_val=0)
         transformers = _import_transformers()
         config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
         n_layers = int(config.num_hidden_layers) + 1

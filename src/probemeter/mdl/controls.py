@@ -141,7 +141,7 @@ class OrthonormalRandomEncoder(TransformerEncoder):
         random_state: int = 0,
         **kwargs: Any,
     ) -> None:
-        check_scalar(random_state, "random_state", int)
+        check_scalar(random_state, "random_state", int, min_val=0)
         if kwargs.get("random_init"):
             raise ValueError("random_init must be False: the embeddings are kept pre-trained")
         super().__init__(model_path, layer, **kwargs)

@@ -274,7 +274,7 @@ def online_codelength(
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), seeds or random_state.
     """
-    check_scalar(random_state, "random_state", int)
+    check_scalar(random_state, "random_state", int, min_val=0)
     probe = MLP((1000, 1000)) if probe is None else probe
     config = paper_training() if config is None else config
     ends = block_ends(data.pool_size, data.n_classes, timesteps)

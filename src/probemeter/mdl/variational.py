@@ -138,7 +138,7 @@ def variational_codelength(
     check_scalar(epochs, "epochs", int, min_val=1)
     check_scalar(batch_size, "batch_size", int, min_val=1)
     check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")
-    check_scalar(random_state, "random_state", int)
+    check_scalar(random_state, "random_state", int, min_val=0)
     probe = BayesianMLP() if probe is None else probe
     seeds_used = seed_ids(seeds)
     torch_device = resolve_device(device)

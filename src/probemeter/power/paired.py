@@ -178,7 +178,7 @@ def run_configurations(
     )
     _check_splits(splits, labels.size)
     seeds_used = seed_ids(seeds)
-    check_scalar(random_state, "random_state", int)
+    check_scalar(random_state, "random_state", int, min_val=0)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
     n_classes = int(labels.max()) + 1
     grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
