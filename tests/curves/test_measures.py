@@ -327,9 +327,23 @@ def test_metric_and_unit_are_checked(curve):
 
 
 def test_curve_measured_beyond_its_pool_is_rejected(curve):
-    broken = LossDataCurve("rep", curve.points, n_classes=10, pool_size=80, n_test=500)
-    with pytest.raises(ValueError, match="beyond its pool size"):
-        description_length(broken)
+    with pytest.raises(ValueError, match=r"points.n must be in \[1, 80\]; got 100"):
+        LossDataCurve("rep", curve.points, n_classes=10, pool_size=80, n_test=500)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "message"),
+    [
+        ("loss", -5.0, r"points.loss must be >= 0 \(nats\); got -5.0"),
+        ("accuracy", 1.5, r"points.accuracy must be in \[0, 1\]; got 1.5"),
+        ("loss_truncated", -0.1, r"points.loss_truncated must be in \[0, 1\]; got -0.1"),
+    ],
+)
+def test_an_edited_results_file_with_impossible_values_is_refused(curve, column, value, message):
+    payload = curve.to_dict()
+    payload["points"][column][0] = value
+    with pytest.raises(ValueError, match=message):
+        LossDataCurve.from_dict(payload)
 
 
 # helpers

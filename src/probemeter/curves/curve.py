@@ -72,6 +72,7 @@ class LossDataCurve(JsonResult):
             raise ValueError(f"points lacks column(s) {sorted(missing)}")
         if self.points.empty:
             raise ValueError("a loss-data curve needs at least one point")
+        _check_points(self.points, self.pool_size)
         points = self.points.sort_values(["n", "seed"], kind="stable").reset_index(drop=True)
         object.__setattr__(self, "points", points)
 
@@ -206,6 +207,22 @@ class LossDataCurve(JsonResult):
         ax.set_xlabel("training examples n")
         ax.set_ylabel({"loss": "test loss (nats)", "accuracy": "test accuracy"}.get(metric, metric))
         return ax
+
+
+def _check_points(points: pd.DataFrame, pool_size: int) -> None:
+    """Values no probe can produce (an edited or corrupted results file): a negative loss, an
+    accuracy or truncated loss outside [0, 1], a size outside [1, pool_size]."""
+    problems = {
+        "loss": points["loss"] < 0,
+        "loss_truncated": (points["loss_truncated"] < 0) | (points["loss_truncated"] > 1),
+        "accuracy": (points["accuracy"] < 0) | (points["accuracy"] > 1),
+        "n": (points["n"] < 1) | (points["n"] > pool_size),
+    }
+    for column, bad in problems.items():
+        if bad.any():
+            value = points.loc[bad, column].iloc[0]
+            valid = {"loss": ">= 0 (nats)", "n": f"in [1, {pool_size}]"}.get(column, "in [0, 1]")
+            raise ValueError(f"points.{column} must be {valid}; got {value}")
 
 
 def loss_data_curve(

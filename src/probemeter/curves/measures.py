@@ -505,10 +505,6 @@ def _blocks(
     """Block lengths n_1, n_2 − n_1, …, N − n_G and their left-edge heights c_1, L̂(n_1), …,
     L̂(n_G) (Whitney et al., App. C)."""
     sizes = losses.index.to_numpy()
-    if sizes[-1] > curve.pool_size:
-        raise ValueError(
-            f"the curve measures n={int(sizes[-1])} beyond its pool size {curve.pool_size}"
-        )
     lengths = np.diff(np.concatenate([[0], sizes, [curve.pool_size]])).astype(float)
     heights = np.concatenate([[first_cost], losses.to_numpy(dtype=float)])
     return lengths, heights
