@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINE_KEYWORDS",
+    "MAX_MEMORY_GIB",
     "REQUIRED",
     "RUN_NAME",
     "Method",
@@ -111,6 +112,10 @@ def _parse(annotation: str) -> Callable[[Any], Any]:
     return lambda value: value
 
 
+#: the default GiB budget of one chunk of stacked probes per worker process: the engine's,
+#: experiment runs' and every command's (light to import, unlike the engine)
+MAX_MEMORY_GIB = 2.0
+
 #: the context fields a unit function that trains with the engine takes
 ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
 
@@ -120,12 +125,12 @@ class RunContext:
     """Where and how units run: the run's seed, device, workers, memory budget, progress, and
     the task's name (for tables and figures)."""
 
-    random_state: int = 0
-    device: str = "auto"
-    n_jobs: int | None = -1
-    max_memory: float = 2.0
-    progress: bool = True
-    task: str = "task"
+    random_state: int
+    device: str
+    n_jobs: int | None
+    max_memory: float
+    progress: bool
+    task: str
 
     def keywords(self, *names: str) -> dict[str, Any]:
         """The fields ``names`` as keyword arguments of a unit function."""
@@ -205,11 +210,11 @@ class Method(ABC):
         locate = where or (lambda opt: f"method.{opt.name}")
         problems, fields = [], {}
         for opt in cls.options():
-            if opt.name not in values or (values[opt.name] is None and opt.required):
+            raw = values.get(opt.name)
+            if raw is None:  # not given: the default, or a problem when there is none
                 if opt.required:
                     problems.append(f"{locate(opt)}: missing (required)")
                 continue
-            raw = values[opt.name]
             problem = opt.check.problem(raw)
             if problem:
                 problems.append(f"{locate(opt)}: {problem}")

@@ -54,12 +54,12 @@ def add_method_options(
 def method_from_args(
     method: type[Method], args: argparse.Namespace, fixed: Mapping[str, Any] | None = None
 ) -> Method:
-    """The method from parsed flags (and ``fixed`` values for options without a flag);
-    a ``ValueError`` naming the flag of each bad value."""
+    """The method from parsed flags (and ``fixed`` values for options without a flag; a
+    value of None is an option not given); a ``ValueError`` naming the flag of each bad
+    value."""
     flags = {opt.name: opt.flag for opt in method.options()}
     values = {name: getattr(args, name) for name in flags if hasattr(args, name)}
     values.update(fixed or {})
-    values = {name: value for name, value in values.items() if value is not None}
     built, problems = method.from_values(values, where=lambda opt: opt.flag)
     if problems:
         raise ValueError("; ".join(problems))

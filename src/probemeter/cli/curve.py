@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_method_options, add_run_options
+from probemeter._method import MAX_MEMORY_GIB
+from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.curves.method import CurveMethod
 
 __all__ = ["add_curve_commands"]
@@ -99,7 +100,6 @@ def _measure_options(
 
 
 def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[Any]:
-    from probemeter.cli._options import method_from_args
     from probemeter.curves.curve import LossDataCurve
     from probemeter.curves.method import curve_unit
 
@@ -116,7 +116,7 @@ def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[An
             random_state=args.random_state,
             device=args.device,
             n_jobs=args.n_jobs,
-            max_memory=2.0,
+            max_memory=MAX_MEMORY_GIB,
             progress=not args.no_progress,
         )
         curves.append(LossDataCurve.from_dict(result))

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from probemeter._method import MAX_MEMORY_GIB
 from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.mdl.method import MDLMethod
 
@@ -88,7 +89,7 @@ def run_mdl(args: argparse.Namespace) -> int:
             random_state=args.random_state,
             device=args.device,
             n_jobs=args.n_jobs,
-            max_memory=2.0,
+            max_memory=MAX_MEMORY_GIB,
             progress=not args.no_progress,
         )
         entries.append(entry_from_dict(result))

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probemeter._method import MAX_MEMORY_GIB
+
 __all__ = ["add_run_command"]
 
 
@@ -27,9 +29,9 @@ def add_run_command(commands: Any) -> None:
     run.add_argument(
         "--max-memory",
         type=float,
-        default=2.0,
+        default=MAX_MEMORY_GIB,
         metavar="GIB",
-        help="GiB for one chunk of stacked probes, per worker process (default: 2)",
+        help=f"GiB for one chunk of stacked probes, per worker process (default: {MAX_MEMORY_GIB})",
     )
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     _ray_options(run)

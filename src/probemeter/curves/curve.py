@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult
+from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import MLP
@@ -238,7 +239,7 @@ def loss_data_curve(
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = 2.0,
+    max_memory: float = MAX_MEMORY_GIB,
     progress: bool = True,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).

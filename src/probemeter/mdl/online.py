@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult
+from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
@@ -255,7 +256,7 @@ def online_codelength(
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = 2.0,
+    max_memory: float = MAX_MEMORY_GIB,
     progress: bool = False,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from probemeter._method import RunContext, UnitPlan
+from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
+from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData, load_features
@@ -81,7 +82,7 @@ def run_experiment(
     *,
     fresh: bool = False,
     n_jobs: int | None = -1,
-    max_memory: float = 2.0,
+    max_memory: float = MAX_MEMORY_GIB,
     progress: bool = True,
     ray: RayOptions | None = None,
 ) -> ExperimentRun:
@@ -101,10 +102,7 @@ def run_experiment(
         ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
             the pool of an ``npz`` file), listing every such problem.
     """
-    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)):
-        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
-    if not 0 < max_memory < float("inf"):
-        raise ValueError(f"max_memory must be a positive number of GiB; got {max_memory!r}")
+    check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
     datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
     method, random_state = experiment.method, experiment.run.random_state
     run_dir = Path(out) / experiment.run.name

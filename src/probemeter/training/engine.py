@@ -32,6 +32,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
+from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import boolean, check_scalar, number, one_of
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
@@ -152,7 +153,7 @@ def fit_evaluate(
     *,
     device: str | torch.device = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = 2.0,
+    max_memory: float = MAX_MEMORY_GIB,
     progress: bool = False,
     per_example: bool = False,
 ) -> ProbeEvaluation:
