@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 
-from probemeter.data import ProbeData, load_features, nested_subset, subset_permutation
+from probemeter.data import ProbeData, nested_subset, subset_permutation
 
 
 def _xy(rows: int = 40, features: int = 3, classes: int = 3, seed: int = 0):
@@ -353,64 +353,6 @@ def test_nested_subsets_are_deterministic():
 def test_nested_subset_rejects_bad_sizes(n):
     with pytest.raises(ValueError, match=r"\bn\b"):
         nested_subset(300, n, random_state=0, seed=0)
-
-
-# ---------------------------------------------------------------------------------------------
-# loading features from files
-# ---------------------------------------------------------------------------------------------
-
-
-def test_load_npz(tmp_path):
-    x, y = _xy()
-    path = tmp_path / "features.npz"
-    np.savez(path, X=x, y=y)
-    loaded_x, loaded_y = load_features(path)
-    np.testing.assert_array_equal(loaded_x, x)
-    np.testing.assert_array_equal(loaded_y, y)
-    loaded_x, _ = load_features(str(path))  # a string path works too
-    np.testing.assert_array_equal(loaded_x, x)
-
-
-def test_load_npy_pair(tmp_path):
-    x, y = _xy()
-    np.save(tmp_path / "layer.3.npy", x)
-    np.save(tmp_path / "layer.3.labels.npy", y)
-    loaded_x, loaded_y = load_features(tmp_path / "layer.3.npy")
-    np.testing.assert_array_equal(loaded_x, x)
-    np.testing.assert_array_equal(loaded_y, y)
-
-
-def test_load_missing_file_names_the_path(tmp_path):
-    path = tmp_path / "nothing.npz"
-    with pytest.raises(ValueError, match=r"nothing\.npz.*does not exist"):
-        load_features(path)
-
-
-def test_load_npz_missing_arrays(tmp_path):
-    path = tmp_path / "bad.npz"
-    np.savez(path, features=np.zeros((3, 2)), y=np.zeros(3))
-    with pytest.raises(ValueError, match=r"bad\.npz.*lacks.*'X'.*features"):
-        load_features(path)
-
-
-def test_load_npy_without_labels(tmp_path):
-    np.save(tmp_path / "alone.npy", np.zeros((3, 2)))
-    with pytest.raises(ValueError, match=r"alone\.labels\.npy"):
-        load_features(tmp_path / "alone.npy")
-
-
-def test_load_wrong_suffix(tmp_path):
-    path = tmp_path / "features.csv"
-    path.write_text("1,2\n")
-    with pytest.raises(ValueError, match=r"features\.csv.*must be \.npz or \.npy"):
-        load_features(path)
-
-
-def test_loaded_features_feed_from_arrays(tmp_path):
-    x, y = _xy()
-    np.savez(tmp_path / "f.npz", X=x, y=y)
-    data = ProbeData.from_arrays(*load_features(tmp_path / "f.npz"), test_size=0.25)
-    assert data.pool_size == 30 and data.y_test.size == 10
 
 
 def test_non_integer_n_classes_raises():

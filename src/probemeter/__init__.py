@@ -30,7 +30,7 @@ _EXPORTS = {
     "runs": ".runs",
     # data and probes
     "ProbeData": ".data",
-    "load_features": ".data",
+    "load_features": ".feature_files",
     "MLP": ".probes",
     "Linear": ".probes",
     "TrainingConfig": ".training",

@@ -15,7 +15,9 @@ import numpy as np
 __all__ = [
     "JsonResult",
     "environment",
+    "read_json",
     "save_npy_atomic",
+    "writable_folder",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -33,8 +35,33 @@ class JsonResult:
 
     @classmethod
     def load(cls: type[_Result], path: str | Path) -> _Result:
-        """The result that :meth:`save` wrote to ``path``, through ``from_dict``."""
-        return cls.from_dict(json.loads(Path(path).read_text()))  # type: ignore[attr-defined]
+        """The result that :meth:`save` wrote to ``path``, through ``from_dict``.
+
+        Raises:
+            ValueError: naming ``path``, when it is missing, not JSON, or not such a result.
+        """
+        payload = read_json(path, f"{cls.__name__} file")
+        try:
+            return cls.from_dict(payload)  # type: ignore[attr-defined]
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{str(path)!r} is no valid {cls.__name__} file: {error}") from None
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """The JSON document in ``path``, a ``what`` (e.g. "results file") for messages.
+
+    Raises:
+        ValueError: naming the path, when it is missing, a folder, or not UTF-8 JSON.
+    """
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder; give the file")
+    if not path.exists():
+        raise ValueError(f"{what} {str(path)!r} does not exist")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{what} {str(path)!r} is not valid JSON: {error}") from None
 
 
 def write_json_atomic(path: str | Path, payload: Any) -> None:
@@ -57,6 +84,28 @@ def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:
         os.fsync(stream.fileno())
 
     _write_atomic(path, write, binary=True)
+
+
+def writable_folder(folder: str | Path, argument: str) -> Path:
+    """Create ``folder`` (with parents) and prove it can be written, before any work that
+    would write there: a file is created in it and removed.
+
+    Raises:
+        ValueError: ``folder`` is an existing file (naming ``argument``).
+        OSError: the folder cannot be created or written (permissions, a read-only or full
+            disk), with the folder as ``filename``.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"{argument} {str(folder)!r} is a file; give a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        handle, probe = tempfile.mkstemp(dir=folder, prefix=".probemeter-write-test.")
+    except OSError as error:
+        raise OSError(error.errno, error.strerror, str(folder)) from None
+    os.close(handle)
+    os.unlink(probe)
+    return folder
 
 
 def _write_atomic(path: str | Path, write: Callable[[IO[Any]], Any], binary: bool = False) -> None:

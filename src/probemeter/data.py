@@ -11,7 +11,6 @@ import hashlib
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from probemeter._validation import check_scalar, integer_list, is_integer
 
 __all__ = [
     "ProbeData",
-    "load_features",
+    "check_probe_data",
     "nested_subset",
     "seed_ids",
     "subset_permutation",
@@ -232,6 +231,18 @@ class ProbeData:
         return np.unique(values)
 
 
+def check_probe_data(data: object, argument: str = "data") -> ProbeData:
+    """``data`` itself when it is a :class:`ProbeData`; otherwise a ValueError naming
+    ``argument`` and how to build one (arrays are not accepted silently: the pool/test split
+    and the standardisation are choices ``ProbeData.from_arrays`` makes explicit)."""
+    if not isinstance(data, ProbeData):
+        raise ValueError(
+            f"{argument} must be a ProbeData; got {type(data).__name__}. Build one from arrays "
+            "with ProbeData.from_arrays(X, y) (or X_test, y_test for a given test set)"
+        )
+    return data
+
+
 def _shuffle_split(
     X: np.ndarray,
     y: np.ndarray,
@@ -273,34 +284,6 @@ def nested_subset(pool_size: int, n: int, random_state: int, seed: int) -> np.nd
     """Indices of the size-``n`` training subset of ``seed``: a prefix of its permutation."""
     check_scalar(n, "n", int, min_val=1, max_val=pool_size)
     return subset_permutation(pool_size, random_state, seed)[:n]
-
-
-def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Load ``(X, y)`` from a ``.npz`` (arrays ``X`` and ``y``) or a ``.npy`` pair.
-
-    ``.npy`` input is ``features.npy`` with labels in ``features.labels.npy`` beside it.
-
-    Raises:
-        ValueError: a missing file, an unknown suffix or missing arrays, naming the path.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"feature file {str(path)!r} does not exist")
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            missing = [key for key in ("X", "y") if key not in archive.files]
-            if missing:
-                raise ValueError(
-                    f"{str(path)!r} lacks array(s) {missing}; it holds {archive.files}. Save "
-                    "features as X and labels as y: np.savez(path, X=features, y=labels)"
-                )
-            return archive["X"], archive["y"]
-    if path.suffix == ".npy":
-        label_path = path.with_suffix(".labels.npy")
-        if not label_path.exists():
-            raise ValueError(f"labels for {str(path)!r} expected in {str(label_path)!r}")
-        return np.load(path, allow_pickle=False), np.load(label_path, allow_pickle=False)
-    raise ValueError(f"feature file {str(path)!r} must be .npz or .npy")
 
 
 def seed_ids(seeds: int | Sequence[int]) -> list[int]:

@@ -155,7 +155,7 @@ def test_parity_views(tmp_path):
     assert data["bits"].pool_size == 50 and len(data["noisy"].y_test) == 20
 
 
-def test_npz_representation_needs_no_task_and_checks_its_pool(tmp_path, capsys):
+def test_npz_representation_needs_no_task_and_checks_its_pool_up_front(tmp_path, capsys):
     rng = np.random.default_rng(0)
     for name, n in (("a.npz", 60), ("a_test.npz", 30)):
         np.savez(tmp_path / name, X=rng.normal(size=(n, 3)), y=np.arange(n) % 2)
@@ -164,9 +164,12 @@ def test_npz_representation_needs_no_task_and_checks_its_pool(tmp_path, capsys):
         '[[representations]]\nname = "a"\nkind = "npz"\ntrain = "a.npz"\ntest = "a_test.npz"\n'
         "[method]\nepsilon = 0.1\nprobe = []\nsteps = 5\nsizes = [10, 100]\n"
     )
-    assert load_experiment(path).task is None
+    with pytest.raises(ExperimentError, match=r"method.sizes: 100 exceeds the pool of 60 .*'a'"):
+        load_experiment(path)  # the file's header gives the pool: checked without loading it
     assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
     assert "method.sizes: 100 exceeds the pool of 60" in capsys.readouterr().err
+    path.write_text(path.read_text().replace("sizes = [10, 100]", "sizes = [10, 60]"))
+    assert load_experiment(path).task is None
     assert not (tmp_path / "runs").exists()  # checked before anything was written or trained
 
 

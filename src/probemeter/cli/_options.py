@@ -32,7 +32,8 @@ def option_argument(opt: Option) -> dict[str, Any]:
     elif opt.check.choices:
         keywords["choices"] = opt.check.choices
     suffix = " (required)" if opt.required else f" (default: {shown})"
-    keywords["help"] = opt.help.removesuffix(" (required)") + suffix
+    # argparse %-formats help strings: a literal "%" (e.g. "0.1 %") must be doubled
+    keywords["help"] = (opt.help.removesuffix(" (required)") + suffix).replace("%", "%%")
     return keywords
 
 

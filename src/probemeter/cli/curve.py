@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probemeter._io import writable_folder
 from probemeter._method import MAX_MEMORY_GIB
+from probemeter._validation import check_scalar
 from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.curves.method import CurveMethod
 
@@ -57,7 +59,9 @@ def add_curve_commands(commands: Any) -> None:
     curve.set_defaults(handler=_run_curve)
 
     measures = commands.add_parser("measures", help="recompute measures from a results file")
-    measures.add_argument("results", type=Path, help="a results.json written by demo/curve")
+    measures.add_argument(
+        "results", type=Path, help="a results.json written by demo/curve, or its folder"
+    )
     _measure_options(measures, epsilon=None, required=True)
     measures.add_argument(
         "--format", choices=("text", "markdown", "latex"), default="text", help="table format"
@@ -124,23 +128,35 @@ def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[An
     return curves
 
 
-def _report(curves: list[Any], args: argparse.Namespace, out: Path | None) -> None:
+def _check_before_training(datasets: dict[str, Any], args: argparse.Namespace) -> None:
+    """Everything that could fail after training, checked before it: ε, the --at sizes
+    against every pool, and that --out can be written."""
+    if args.epsilon is not None:
+        check_scalar(args.epsilon, "--epsilon", float, min_val=0, include_boundaries="neither")
+    if args.at is not None:
+        for data in datasets.values():
+            data.check_sizes(args.at, "--at")
+    writable_folder(args.out, "--out")
+
+
+def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
+    """Save the curves first (a failure after training loses nothing), then compare them at ε
+    and save again with the comparison, and plot."""
     from probemeter.curves.comparison import compare
     from probemeter.curves.plotting import plot_curves
     from probemeter.curves.results import save_results
 
+    save_results(out / "results.json", curves, None)
     comparison = None
     if args.epsilon is not None:
         unit = None if args.metric == "error" else args.unit
         comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
         print()
         print(comparison)
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
         save_results(out / "results.json", curves, comparison)
-        epsilon = args.epsilon if args.metric == "loss" and args.unit == "nats" else None
-        plot_curves(curves, epsilon, out / "curves.png")
-        print(f"\nwrote {out / 'results.json'} and {out / 'curves.png'}")
+    epsilon = args.epsilon if args.metric == "loss" and args.unit == "nats" else None
+    plot_curves(curves, epsilon, out / "curves.png")
+    print(f"\nwrote {out / 'results.json'} and {out / 'curves.png'}")
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -150,6 +166,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         for name, value in QUICK.items():
             setattr(args, name, value)
     datasets = digits_representations(random_state=args.random_state)
+    _check_before_training(datasets, args)
     first = next(iter(datasets.values()))
     print(
         f"digits (scikit-learn): pool {first.pool_size}, test {len(first.y_test)}; probe "
@@ -162,7 +179,8 @@ def _run_demo(args: argparse.Namespace) -> int:
 
 
 def _run_curve(args: argparse.Namespace) -> int:
-    from probemeter.data import ProbeData, load_features
+    from probemeter.data import ProbeData
+    from probemeter.feature_files import load_features
 
     tests = args.test or []
     names = args.name or [path.stem for path in args.train]
@@ -185,6 +203,7 @@ def _run_curve(args: argparse.Namespace) -> int:
             name=name,
             random_state=args.random_state,
         )
+    _check_before_training(datasets, args)
     curves = _train_curves(datasets, args)
     _report(curves, args, args.out)
     return 0
@@ -194,7 +213,8 @@ def _run_measures(args: argparse.Namespace) -> int:
     from probemeter.curves.comparison import compare
     from probemeter.curves.results import load_curves
 
-    curves = load_curves(args.results)
+    path = args.results / "results.json" if args.results.is_dir() else args.results
+    curves = load_curves(path)
     unit = None if args.metric == "error" else args.unit
     comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
     rendered = {

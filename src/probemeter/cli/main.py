@@ -8,6 +8,7 @@
   a comparison problem (Zhu et al.; :mod:`probemeter.cli.power`);
 * ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli.pareto`).
 
+Failures are one line on stderr with a distinct exit status (:mod:`probemeter.cli._errors`).
 Each method's flags are derived from its dataclass (:mod:`probemeter.cli._options`). Modules
 are imported lazily: ``probemeter --help`` loads neither torch nor pandas.
 """
@@ -15,9 +16,9 @@ are imported lazily: ``probemeter --help`` loads neither torch nor pandas.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
+from probemeter.cli._errors import EXIT_CODES, guarded
 from probemeter.cli.curve import add_curve_commands
 from probemeter.cli.mdl import add_mdl_command
 from probemeter.cli.pareto import add_pareto_parser
@@ -31,11 +32,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        return args.handler(args)
-    except ValueError as error:  # bad input: one clear line, no stack trace
-        print(f"probemeter: error: {error}", file=sys.stderr)
-        return 2
+    return guarded(lambda: args.handler(args))
 
 
 def _version() -> str:
@@ -49,6 +46,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="probemeter",
         description="Evaluate representations by probing: loss-data curves, VA, MI, MDL, "
         "SDL and epsilon sample complexity; MDL probing; power analysis; Pareto probing.",
+        epilog="exit status: "
+        + "; ".join(f"{code} {meaning}" for code, meaning in EXIT_CODES.items()),
     )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)

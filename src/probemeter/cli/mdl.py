@@ -14,8 +14,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.mdl.method import MDLMethod
@@ -44,18 +42,16 @@ def add_mdl_command(commands: Any) -> None:
 
 def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -> Any:
 
-    from probemeter.data import ProbeData, load_features
+    from probemeter.data import ProbeData
+    from probemeter.feature_files import load_array, load_features
 
     X, y = load_features(path)
     group_ids = None
     if groups is not None:
-        if groups.endswith(".npy"):
-            group_ids = np.load(groups, allow_pickle=False)
-        else:
-            with np.load(path, allow_pickle=False) as archive:
-                if groups not in archive.files:
-                    raise ValueError(f"--groups {groups!r}: no such array in {str(path)!r}")
-                group_ids = archive[groups]
+        try:
+            group_ids = load_array(groups) if groups.endswith(".npy") else load_array(path, groups)
+        except ValueError as error:
+            raise ValueError(f"--groups {groups!r}: {error}") from None
         if len(group_ids) != len(y):
             raise ValueError(
                 f"--groups has {len(group_ids)} ids but {str(path)!r} has {len(y)} rows"

@@ -67,7 +67,8 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
-    from probemeter.data import ProbeData, load_features
+    from probemeter.data import ProbeData
+    from probemeter.feature_files import load_features
     from probemeter.pareto.families import random_mlp_family
     from probemeter.pareto.frontiers import LABEL_SHUFFLED, NUCLEAR_NORM, RANK, ParetoFrontiers
     from probemeter.pareto.sweeps import linear_points, mlp_family_points
@@ -138,7 +139,10 @@ def _run_table(args: argparse.Namespace) -> int:
         loaded = ParetoFrontiers.load(path)
         analysis = ParetoFrontiers(loaded.points, {**loaded.caps, **caps}, loaded.metadata)
     elif path.suffix == ".csv":
-        analysis = ParetoFrontiers(pd.read_csv(path), caps)
+        try:  # pandas' parse errors are ValueErrors that do not name the file
+            analysis = ParetoFrontiers(pd.read_csv(path), caps)
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ValueError(f"points file {str(path)!r}: {error}") from None
     else:
         raise ValueError(f"points file {str(path)!r} must be .csv or .json")
     _print_analysis(analysis, args.format)

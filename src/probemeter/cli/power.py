@@ -69,8 +69,9 @@ def add_power_commands(commands: Any) -> None:
     recommend.add_argument(
         "--classes",
         type=int,
-        help="K, to count parameters; default: a binary logistic regression with D + 1 "
-        "parameters (the paper's count)",
+        help="K, to count parameters (default 2); a binary probe has one logit, so D + 1 "
+        "parameters for logistic regression and (D + 1)H + H + 1 with one hidden layer "
+        "(Zhu et al. §3.4, fn. 6); K > 2: K logits",
     )
     recommend.add_argument("--hidden", type=int, nargs="*", default=[], help="MLP widths")
     _bound_options(recommend)
@@ -99,7 +100,7 @@ def _bound_options(parser: argparse.ArgumentParser) -> None:
 def _run_power(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from probemeter.data import load_features
+    from probemeter.feature_files import load_features
     from probemeter.power.collapse import collapse_verdict
     from probemeter.power.paired import run_configurations
     from probemeter.power.sampling import rotation_splits, stratified_splits
@@ -187,8 +188,7 @@ def _write_power_outputs(out: Path, report: Any, comparison: Any, verdict: Any) 
 
 
 def _run_recommend(args: argparse.Namespace) -> int:
-    from probemeter.power.bounds import recommend_train_size
-    from probemeter.probes import MLP
+    from probemeter.power.bounds import probe_parameter_count, recommend_train_size
 
     for value in args.r or ():
         if not 0 <= value <= 1:
@@ -204,10 +204,8 @@ def _run_recommend(args: argparse.Namespace) -> int:
     if args.parameters is not None:
         n_parameters = args.parameters
     elif args.features is not None:
-        if args.classes is None and not args.hidden:
-            n_parameters = args.features + 1  # logistic regression, as counted in §3.4
-        else:
-            n_parameters = MLP(tuple(args.hidden)).parameter_count(args.features, args.classes or 2)
+        # Zhu et al. §3.4 fn. 6: one logit for a binary task, D + 1 or (D + 1)H + H + 1
+        n_parameters = probe_parameter_count(args.features, args.classes or 2, args.hidden)
     else:
         raise ValueError("give --parameters, or --features (with --classes/--hidden)")
     recommendation = recommend_train_size(

@@ -17,7 +17,7 @@ import pandas as pd
 from probemeter._io import JsonResult
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
-from probemeter.data import ProbeData, nested_subset
+from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
@@ -262,6 +262,7 @@ def loss_data_curve(
         progress: show a progress bar.
     """
     probe = MLP() if probe is None else probe
+    check_probe_data(data)
     check_scalar(random_state, "random_state", int, min_val=0)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)

@@ -21,12 +21,11 @@ not require them.
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from probemeter._io import environment, write_json_atomic
+from probemeter._io import environment, read_json, write_json_atomic
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 
@@ -67,15 +66,12 @@ def load_curves(path: str | Path) -> list[LossDataCurve]:
     Raises:
         ValueError: the file is missing, not JSON, or not a probemeter results/curve file.
     """
-    path = Path(path)
-    if not path.exists():
-        raise ValueError(f"results file {str(path)!r} does not exist")
+    payload = read_json(path, "results file")
     try:
-        payload = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{str(path)!r} is not valid JSON: {error}") from None
-    if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
-        return [LossDataCurve.from_dict(curve) for curve in payload["curves"]]
-    if isinstance(payload, dict) and "points" in payload:
-        return [LossDataCurve.from_dict(payload)]
+        if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
+            return [LossDataCurve.from_dict(curve) for curve in payload["curves"]]
+        if isinstance(payload, dict) and "points" in payload:
+            return [LossDataCurve.from_dict(payload)]
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(f"results file {str(path)!r} is damaged: {error}") from None
     raise ValueError(f"{str(path)!r} is neither a {SCHEMA} file nor a saved loss-data curve")

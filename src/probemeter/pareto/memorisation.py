@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, check_probe_data
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
 
@@ -93,6 +93,7 @@ def memorisation_complexity(
     Raises:
         ValueError: no probes, or ``shuffled_inputs`` of the wrong shape.
     """
+    check_probe_data(data)
     probes = tuple(probes)
     if not probes:
         raise ValueError("probes is empty: give at least one probe architecture")

@@ -55,9 +55,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.feature_files import inspect_features
 from probemeter.runs.methods import METHODS
 
 if sys.version_info >= (3, 11):
@@ -313,6 +316,7 @@ def load_experiment(path: str | Path) -> Experiment:
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
+    _check_feature_files(reader, method, representations)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
@@ -329,6 +333,34 @@ def _check_method(
         reader.add(where, message)
 
 
+def _check_feature_files(
+    reader: _Reader, method: Method | None, representations: list[Representation]
+) -> None:
+    """Headers of the ``npz`` representations' files (no data are loaded): arrays ``X`` and
+    ``y`` readable and of matching shapes, as many features in test as in train, and the
+    method's sizes within the training file's rows (its pool)."""
+    for index, rep in enumerate(representations):
+        if rep.kind != "npz" or rep.train is None or rep.test is None:
+            continue
+        where = f"representations[{index}]"
+        infos = {}
+        for key in ("train", "test"):
+            try:
+                infos[key] = inspect_features(getattr(rep, key))
+            except ValueError as error:
+                reader.add(f"{where}.{key}", str(error))
+        if len(infos) < 2:
+            continue
+        train, test = infos["train"], infos["test"]
+        if train.n_features != test.n_features:
+            reader.add(
+                f"{where}.test",
+                f"has {test.n_features} features but train has {train.n_features}",
+            )
+        for location, message in method.check_pool(train.n_rows) if method else ():
+            reader.add(location, f"{message} (pool of {rep.name!r}: {train.n_rows} rows)")
+
+
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
     reader.unknown("run", table, {"name", "random_state", "device"})
     name = reader.get("run", table, "name", _string, path.stem)
@@ -336,6 +368,8 @@ def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings
         reader.add("run.name", f"must be a plain folder name; got {name!r}")
     random_state = reader.get("run", table, "random_state", _integer(0), 0)
     device = reader.get("run", table, "device", _one_of("auto", "cpu", "cuda"), "auto")
+    if device == "cuda" and not torch.cuda.is_available():
+        reader.add("run.device", "'cuda' but CUDA is not available here; use 'auto' or 'cpu'")
     return RunSettings(name or path.stem, random_state or 0, device or "auto")
 
 

@@ -25,7 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
-from probemeter._io import write_text_atomic
+from probemeter._io import read_json, write_text_atomic
 from probemeter._method import RUN_NAME
 from probemeter.curves.comparison import Comparison, compare
 from probemeter.curves.curve import LossDataCurve
@@ -84,7 +84,7 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
         return _method_report(run_dir)
     path = run_dir / RESULTS_NAME
     curves = load_curves(path)
-    payload = json.loads(path.read_text())
+    payload = read_json(path, "results file")
     if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
         raise ValueError(f"{str(path)!r} is a single saved curve, not a {SCHEMA} file")
     comparison = ranked(_comparison(curves, payload.get("comparison"), epsilon, path))
@@ -98,7 +98,7 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
 def _method_report(run_dir: Path) -> ReportFiles:
     """``report.html`` of an ``mdl``, ``pareto`` or ``power`` run: its table (as written by
     :meth:`probemeter._method.Method.finish`), its figure, the experiment and the timings."""
-    run = json.loads((run_dir / RUN_NAME).read_text())
+    run = read_json(run_dir / RUN_NAME, "run file")
     files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
     image = base64.b64encode((run_dir / run["figure"]).read_bytes()).decode("ascii")
     title = f"probemeter {run['method']} report: {run_dir.name}"

@@ -31,11 +31,12 @@ from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
-from probemeter.data import ProbeData, load_features
+from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
+from probemeter.feature_files import load_features
 from probemeter.runs.config import (
     WORD_KINDS,
     Experiment,

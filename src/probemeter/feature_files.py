@@ -1,0 +1,205 @@
+"""Feature files on disk: ``.npz`` archives with arrays ``X`` and ``y``, or ``.npy`` pairs.
+
+Every problem a file can have — missing, a folder, truncated or not an archive, arrays of
+Python objects (which would need pickle, never loaded), missing arrays, shapes that do not
+fit together — is a :class:`ValueError` naming the file and what a valid one holds.
+:func:`inspect_features` reads only the arrays' headers, so an experiment's ``--check`` can
+validate files of any size without loading them.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FeatureFileInfo", "inspect_features", "load_array", "load_features"]
+
+#: how to write a file every loader here accepts
+_HOW_TO_SAVE = "Save features as X and labels as y: np.savez(path, X=features, y=labels)"
+
+
+@dataclass(frozen=True)
+class FeatureFileInfo:
+    """What a feature file holds, read from the array headers only.
+
+    Attributes:
+        path: the file.
+        n_rows: examples (rows of ``X`` and entries of ``y``).
+        n_features: columns of ``X``.
+        feature_dtype: dtype of ``X`` as stored.
+        label_dtype: dtype of ``y`` as stored.
+    """
+
+    path: Path
+    n_rows: int
+    n_features: int
+    feature_dtype: np.dtype
+    label_dtype: np.dtype
+
+
+def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """Load ``(X, y)`` from a ``.npz`` (arrays ``X`` and ``y``) or a ``.npy`` pair.
+
+    ``.npy`` input is ``features.npy`` with labels in ``features.labels.npy`` beside it. The
+    shapes are checked as by :func:`inspect_features` before the arrays are read.
+
+    Raises:
+        ValueError: naming the path — see :func:`inspect_features`.
+    """
+    path = Path(path)
+    inspect_features(path)
+    if path.suffix == ".npz":
+        with _open_npz(path) as archive:
+            return _read(archive, "X", path), _read(archive, "y", path)
+    return _load_npy(path), _load_npy(_label_path(path))
+
+
+def load_array(path: str | Path, name: str | None = None) -> np.ndarray:
+    """One array: a ``.npy`` file, or the array ``name`` of a ``.npz`` archive.
+
+    Raises:
+        ValueError: the file is missing, unreadable or holds Python objects; ``name`` is not
+            in the archive (naming the arrays it holds); a ``.npz`` without ``name``.
+    """
+    path = _existing_file(Path(path))
+    if path.suffix == ".npy":
+        return _load_npy(path)
+    if path.suffix != ".npz":
+        raise ValueError(f"array file {str(path)!r} must be .npy or .npz")
+    if name is None:
+        raise ValueError(f"{str(path)!r} is an archive: name the array to read from it")
+    with _open_npz(path) as archive:
+        if name not in archive.files:
+            raise ValueError(f"{str(path)!r} has no array {name!r}; it holds {archive.files}")
+        return _read(archive, name, path)
+
+
+def inspect_features(path: str | Path) -> FeatureFileInfo:
+    """Shapes and dtypes of a feature file, from its array headers (no data are read).
+
+    Raises:
+        ValueError: naming the path, when the file is missing or a folder, has another suffix
+            than ``.npz``/``.npy``, is truncated or no ``.npz`` archive, lacks ``X`` or ``y``
+            (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` not
+            2-D or ``y`` not 1-D, or row counts that differ.
+    """
+    path = _existing_file(Path(path))
+    if path.suffix == ".npz":
+        (x_shape, x_dtype), (y_shape, y_dtype) = _npz_headers(path, ("X", "y"))
+    elif path.suffix == ".npy":
+        label_path = _label_path(path)
+        if not label_path.is_file():
+            raise ValueError(f"labels for {str(path)!r} expected in {str(label_path)!r}")
+        (x_shape, x_dtype), (y_shape, y_dtype) = (_npy_header(p) for p in (path, label_path))
+    else:
+        raise ValueError(f"feature file {str(path)!r} must be .npz or .npy")
+    if len(x_shape) != 2:
+        raise ValueError(f"{str(path)!r}: X must be 2-D (examples, features); got shape {x_shape}")
+    if len(y_shape) == 2 and y_shape[1] == 1:
+        y_shape = y_shape[:1]
+    if len(y_shape) != 1:
+        raise ValueError(f"{str(path)!r}: y must be 1-D (one label per row); got shape {y_shape}")
+    if x_shape[0] != y_shape[0]:
+        raise ValueError(f"{str(path)!r}: X has {x_shape[0]} rows but y has {y_shape[0]} labels")
+    return FeatureFileInfo(path, int(x_shape[0]), int(x_shape[1]), x_dtype, y_dtype)
+
+
+def _existing_file(path: Path) -> Path:
+    if path.is_dir():
+        raise ValueError(f"{str(path)!r} is a folder; give a feature file (.npz or .npy)")
+    if not path.exists():
+        raise ValueError(f"file {str(path)!r} does not exist")
+    return path
+
+
+def _label_path(path: Path) -> Path:
+    return path.with_suffix(".labels.npy")
+
+
+@contextmanager
+def _open_npz(path: Path) -> Iterator[np.lib.npyio.NpzFile]:
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+        raise _not_an_archive(path, error) from None
+    with archive:
+        yield archive
+
+
+def _read(archive: np.lib.npyio.NpzFile, name: str, path: Path) -> np.ndarray:
+    try:
+        return archive[name]
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+        raise _unreadable(path, name, error) from None
+
+
+def _load_npy(path: Path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (EOFError, ValueError, OSError) as error:
+        raise _unreadable(path, None, error) from None
+
+
+def _npy_header(path: Path) -> tuple[tuple[int, ...], np.dtype]:
+    try:
+        with path.open("rb") as stream:
+            return _header(stream)
+    except (EOFError, ValueError, OSError) as error:
+        raise _unreadable(path, None, error) from None
+
+
+def _npz_headers(path: Path, names: tuple[str, ...]) -> list[tuple[tuple[int, ...], np.dtype]]:
+    """Shapes and dtypes of arrays ``names`` of an ``.npz``, read from the zip directly."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            files = [name.removesuffix(".npy") for name in archive.namelist()]
+            missing = [name for name in names if name not in files]
+            if missing:
+                raise ValueError(
+                    f"{str(path)!r} lacks array(s) {missing}; it holds {files}. " + _HOW_TO_SAVE
+                )
+            headers = []
+            for name in names:
+                try:
+                    with archive.open(f"{name}.npy") as stream:
+                        headers.append(_header(stream))
+                except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+                    raise _unreadable(path, name, error) from None
+            return headers
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise _not_an_archive(path, error) from None
+
+
+def _header(stream) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from an ``.npy`` header; refuses arrays of Python objects."""
+    version = np.lib.format.read_magic(stream)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(stream)
+    else:
+        shape, _, dtype = np.lib.format.read_array_header_2_0(stream)
+    if dtype.hasobject:
+        raise ValueError("it holds Python objects, which would need pickle to load")
+    return shape, dtype
+
+
+def _not_an_archive(path: Path, error: BaseException) -> ValueError:
+    return ValueError(
+        f"{str(path)!r} is not a readable .npz archive ({error}); it may be truncated or "
+        "another format. " + _HOW_TO_SAVE
+    )
+
+
+def _unreadable(path: Path, name: str | None, error: BaseException) -> ValueError:
+    array = f" (array {name!r})" if name else ""
+    reason = str(error) or type(error).__name__
+    if "Object arrays" in reason:
+        reason = "it holds Python objects, which would need pickle to load"
+    return ValueError(
+        f"{str(path)!r}{array} cannot be read: {reason}. Numeric arrays are expected. "
+        + _HOW_TO_SAVE
+    )
