@@ -78,6 +78,22 @@ CASES = {
     ),
     "--groups missing": (["mdl", "{d}/ok.npz", "--groups", "{d}/none.npy"], 2, "--groups"),
     "--groups not in npz": (["mdl", "{d}/ok.npz", "--groups", "words"], 2, "no array 'words'"),
+    "mdl: second file broken": (["mdl", "{d}/ok.npz", "{d}/truncated.npz"], 2, "truncated.npz"),
+    "mdl: --out under a file": (
+        ["mdl", "{d}/ok.npz", "--out", "{d}/ok.npz/sub"],
+        3,
+        "a part of the path is a file",
+    ),
+    "pareto sweep: --out is a file": (
+        ["pareto", "sweep", "--train", "{d}/ok.npz", "--out", "{d}/ok.npz"],
+        2,
+        "--out",
+    ),
+    "pareto sweep: second file broken": (
+        ["pareto", "sweep", "--train", "{d}/ok.npz", "--train", "{d}/noy.npz"],
+        2,
+        "noy.npz",
+    ),
     "measures: folder without results": (
         ["measures", "{d}/folder", "--epsilon", "0.1"],
         2,
@@ -99,7 +115,9 @@ def test_bad_input_is_one_line_before_training(case, files, no_training, capsys)
     if argv[0] == "curve":
         argv += TINY if "--out" in argv else [*TINY, "--out", str(files / "out")]
     if argv[0] == "mdl":
-        argv += ["--n-jobs", "1", "--no-progress", "--out", str(files / "out")]
+        argv += ["--n-jobs", "1", "--no-progress"]
+    if (argv[0] == "mdl" or argv[:2] == ["pareto", "sweep"]) and "--out" not in argv:
+        argv += ["--out", str(files / "out")]
     assert main(argv) == status
     _one_line_error(capsys, pattern)
 

@@ -68,7 +68,7 @@ def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -
 
 def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
-    from probemeter._io import write_text_atomic
+    from probemeter._io import writable_folder, write_text_atomic
     from probemeter.mdl.method import entry_from_dict, mdl_unit
     from probemeter.mdl.table import mdl_table, plot_mdl, save_mdl_results
 
@@ -76,9 +76,11 @@ def run_mdl(args: argparse.Namespace) -> int:
     if len(names) != len(args.features):
         raise ValueError(f"give one --name per features file ({len(args.features)})")
     method = method_from_args(MDLMethod, args, fixed={"control": args.groups is not None})
+    # every file is read and the output folder proven writable before any probe is trained
+    datasets = [_load(path, args.groups, args, name) for name, path in zip(names, args.features)]
+    writable_folder(args.out, "--out")
     entries = []
-    for name, path in zip(names, args.features):
-        data = _load(path, args.groups, args, name)
+    for data in datasets:
         result = mdl_unit(
             data,
             method=method,
@@ -90,7 +92,6 @@ def run_mdl(args: argparse.Namespace) -> int:
         )
         entries.append(entry_from_dict(result))
     table = mdl_table(entries, args.format)
-    args.out.mkdir(parents=True, exist_ok=True)
     save_mdl_results(args.out / "mdl.json", entries, {"command": "probemeter mdl"})
     write_text_atomic(args.out / "mdl.md", mdl_table(entries, "markdown") + "\n")
     plot_mdl(entries, args.out / "mdl.png")

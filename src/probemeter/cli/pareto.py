@@ -67,6 +67,7 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    from probemeter._io import writable_folder
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_features
     from probemeter.pareto.families import random_mlp_family
@@ -81,13 +82,18 @@ def _run_sweep(args: argparse.Namespace) -> int:
     measures = {_MEASURES[m] for m in args.measures}
     family = random_mlp_family(args.mlps, random_state=args.random_state)
     config = TrainingConfig(steps=args.mlp_steps, lr=args.mlp_lr)
-    frames = []
-    for name, path in zip(names, args.train):
-        started = time.perf_counter()
-        X, y = load_features(path)
-        data = ProbeData.from_arrays(
-            X, y, test_size=args.test_size, name=name, random_state=args.random_state
+    # every file is read and the output folder proven writable before any probe is trained
+    datasets = {
+        name: ProbeData.from_arrays(
+            *load_features(path), test_size=args.test_size, name=name,
+            random_state=args.random_state,
         )
+        for name, path in zip(names, args.train)
+    }  # fmt: skip
+    writable_folder(args.out, "--out")
+    frames = []
+    for name, data in datasets.items():
+        started = time.perf_counter()
         if measures & {NUCLEAR_NORM, RANK}:
             frames.append(
                 linear_points(
@@ -110,7 +116,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
     import pandas as pd
 
     points = pd.concat(frames, ignore_index=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     points.to_csv(args.out / "points.csv", index=False)
     analysis = ParetoFrontiers(points, metadata={"command": "probemeter pareto sweep"})
     analysis.save(args.out / "pareto.json")
