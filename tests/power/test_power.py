@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import norm
 from sklearn.datasets import load_digits
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
@@ -20,6 +21,7 @@ from probemeter.data import ProbeData
 from probemeter.power.bounds import (
     generalization_bound,
     log_function_class_size,
+    probe_parameter_count,
     recommend_train_size,
     required_train_size,
     total_data_size,
@@ -35,6 +37,7 @@ from probemeter.power.sampling import (
 )
 from probemeter.power.simulation import simulate_power
 from probemeter.power.table import PowerReport, power_report
+from probemeter.probes import MLP
 
 TABLES = [
     [[10, 3], [12, 40]],  # b + c = 15: exact
@@ -117,6 +120,35 @@ def test_paper_table_2_reproduced(printed_gap, printed_n):
     assert round(implied_gap, 4) == printed_gap
     ours = recommend_train_size(printed_gap, 769).n_train
     assert abs(ours - printed_n) / printed_n < 2 * 0.00005 / printed_gap + 1e-6
+
+
+def test_parameter_counts_follow_zhu_et_al_footnote_6():
+    """§3.4 and fn. 6: a binary probe has one logit. LogReg: D + 1; MLP with one hidden layer
+    of H units: (D + 1)H + H + 1, printed as 15,401 for D = 768 (BERT), H = 20 (§4.6). The
+    footnote's "D + 1 = 799" is a misprint: 15,401 = 769·20 + 20 + 1, and Table 2 is
+    reproduced with 769 (test_paper_table_2_reproduced)."""
+    assert probe_parameter_count(768) == 769
+    assert probe_parameter_count(4096) == 4097  # the §3.4 InferSent example
+    assert probe_parameter_count(768, 2, (20,)) == 15_401 == (768 + 1) * 20 + 20 + 1
+    assert probe_parameter_count(300, 2, (20,)) == 301 * 20 + 21  # GloVe
+    # K > 2 (the paper gives no count): K logits, K(D + 1) and (D + 1)H + (H + 1)K
+    assert probe_parameter_count(768, 6) == 6 * 769
+    assert probe_parameter_count(64, 10, (32,)) == 65 * 32 + 33 * 10
+    # two hidden layers, binary: (D + 1)H1 + (H1 + 1)H2 + H2 + 1
+    assert probe_parameter_count(10, 2, (4, 3)) == 11 * 4 + 5 * 3 + 3 + 1
+    for bad, name in (((0,), "n_features"), ((10, 1), "n_classes"), ((10, 2, (0,)), "hidden")):
+        with pytest.raises(ValueError, match=name):
+            probe_parameter_count(*bad)
+
+
+def test_paper_table_2_row_reproduced_from_the_counted_parameters():
+    """Table 2, first row (BERT, D = 768, LogReg, mean gap .1313): N_train 22,263 within the
+    rounding of the printed gap, from the counted D + 1 parameters — K(D + 1) = 1,538 would
+    give 22,568, outside it."""
+    ours = recommend_train_size(0.1313, probe_parameter_count(768, 2)).n_train
+    assert abs(ours - 22_263) / 22_263 < 2 * 0.00005 / 0.1313
+    doubled = recommend_train_size(0.1313, 2 * 769).n_train
+    assert abs(doubled - 22_263) / 22_263 > 2 * 0.00005 / 0.1313
 
 
 def test_exact_count_makes_the_papers_example_vacuous():
@@ -235,6 +267,51 @@ def test_power_is_alpha_under_a_true_null_and_one_for_a_large_difference():
     assert same.table["power"].iloc[0] == 0.0
 
 
+def _balanced_null(n=20_000, discordant=1500, seeds=3):
+    """Two classifiers whose disagreement is exchangeable: on each seed's test set exactly
+    ``discordant`` examples are right only for A and as many only for B (b = c), placed at
+    random, plus 3,000 examples both get wrong."""
+    rng = np.random.default_rng(13)
+    correct_a, correct_b = [], []
+    for _ in range(seeds):
+        a, b = np.ones(n, bool), np.ones(n, bool)
+        order = rng.permutation(n)
+        b[order[:discordant]] = False
+        a[order[discordant : 2 * discordant]] = False
+        a[order[2 * discordant : 2 * discordant + 3000]] = False
+        b[order[2 * discordant : 2 * discordant + 3000]] = False
+        correct_a.append(a)
+        correct_b.append(b)
+    return correct_a, correct_b
+
+
+def test_bootstrap_keeps_the_null_rejection_rate_at_alpha_up_to_and_beyond_the_test_size():
+    """Zhu et al. §3.5 (Card et al., 2020): resample the test set with replacement. Under a
+    true null (b = c on a test set of n = 20,000) the bootstrap rejects at ≈ α at every m, also
+    m ≥ n; without replacement the rate falls as m → n, following the finite-population
+    correction 2·Φ(−z_{α/2}·sqrt((n − 1)/(n − m))), to exactly 0 at m = n (every subsample is
+    the observed, balanced table). Measured (3 seeds × 4,000 simulations): with replacement
+    0.047, 0.054, 0.050, 0.048, 0.050, 0.055, 0.053 at m = 1,024 … 40,000; without 0.043, 0.029,
+    0.008, 0.000, 0.000, 0.000."""
+    n, alpha = 20_000, 0.05
+    correct_a, correct_b = _balanced_null(n)
+    sizes = [1024, 4096, 8192, 16_384, 19_000, 20_000, 40_000]
+    boot = simulate_power(correct_a, correct_b, sizes, n_simulations=4000).table
+    assert (boot["test_size"] == sizes).all()
+    # binomial standard error of a rate of 0.05 over 12,000 simulations is 0.002
+    assert np.all(np.abs(boot["power"] - alpha) < 0.012), boot["power"].tolist()
+    without = simulate_power(
+        correct_a, correct_b, sizes[:-1], n_simulations=4000, replace=False
+    ).table.set_index("test_size")["power"]
+    for m in (1024, 4096, 8192, 16_384, 19_000):
+        predicted = 2 * norm.sf(norm.isf(alpha / 2) * np.sqrt((n - 1) / (n - m)))
+        assert abs(without[m] - predicted) < 0.012, (m, without[m], predicted)
+    assert without[4096] < 0.035 and without[16_384] < 0.002 and without[20_000] == 0.0
+    assert boot.set_index("test_size")["power"][16_384] > 0.04  # the bootstrap does not collapse
+    defaults = simulate_power(correct_a, correct_b, [20_000], n_simulations=500)
+    assert defaults.replace is True and defaults.table["power"].iloc[0] > 0.02
+
+
 def test_power_pools_seeds_explicitly():
     """Power = significant simulations summed over seeds / (seeds × simulations)."""
     strong = [np.r_[np.ones(500, bool), np.zeros(500, bool)]]
@@ -251,8 +328,10 @@ def test_power_rejects_bad_input():
     with pytest.raises(ValueError, match="paired"):
         simulate_power(a, [np.ones(90, bool)])
     with pytest.raises(ValueError, match="larger than the data"):
-        simulate_power(a, a, [200])
-    assert simulate_power(a, a, [200], replace=True).table["test_size"].iloc[0] == 200
+        simulate_power(a, a, [200], replace=False)
+    assert simulate_power(a, a, [200]).table["test_size"].iloc[0] == 200  # bootstrap default
+    with pytest.raises(ValueError, match="replace must be true or false"):
+        simulate_power(a, a, [50], replace="no")
     with pytest.raises(ValueError, match="alpha"):
         simulate_power(a, a, [50], alpha=1.5)
 
@@ -407,6 +486,43 @@ def test_cli_recommend_refuses_impossible_gaps_and_counts(argv, message, capsys)
     assert main(["recommend", *argv]) == 2
     error = capsys.readouterr()
     assert message in error.err and "Traceback" not in error.err and "N_train" not in error.out
+
+
+def test_cli_recommend_counts_a_binary_probe_as_the_paper_does(capsys):
+    """--features D: D + 1 parameters for LogReg (also with --classes 2), (D + 1)H + H + 1
+    with --hidden H (Zhu et al. §3.4, fn. 6), K(D + 1) for K > 2."""
+    from probemeter.cli.main import main
+
+    for argv, parameters in (
+        (["--features", "768"], 769),
+        (["--features", "768", "--classes", "2"], 769),
+        (["--features", "768", "--hidden", "20"], 15_401),
+        (["--features", "768", "--classes", "6"], 6 * 769),
+    ):
+        assert main(["recommend", "--gap", "0.022", *argv]) == 0
+        printed = capsys.readouterr().out
+        assert f"from {parameters} parameters" in printed
+        n_train = recommend_train_size(0.022, parameters).n_train
+        assert f"N_train = {n_train:,}" in printed
+
+
+def test_binary_comparisons_count_one_logit(digits):
+    """run_configurations records the bound's count: D + 1 for a binary linear probe and
+    (D + 1)H + H + 1 for one hidden layer, not the 2(D + 1) weights of a two-logit softmax."""
+    X, y = digits
+    binary = y < 2
+    X2, y2 = X[binary], y[binary]
+    splits = stratified_splits(y2, [8])
+    runs = run_configurations(
+        {"a": X2, "b": X2[:, ::-1].copy()},
+        y2,
+        splits,
+        1,
+        probes={"a": MLP(()), "b": MLP((5,))},
+        **TRAIN,
+    )
+    assert runs.n_parameters == {"a": 65, "b": 65 * 5 + 5 + 1}
+    assert runs.pair("a", "b").n_parameters == (65, 331)
 
 
 def test_recommend_train_size_refuses_a_gap_above_one():

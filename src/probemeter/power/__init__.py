@@ -11,6 +11,7 @@ _EXPORTS = {
     "bound_multiplier": ".bounds",
     "generalization_bound": ".bounds",
     "log_function_class_size": ".bounds",
+    "probe_parameter_count": ".bounds",
     "recommend_train_size": ".bounds",
     "required_train_size": ".bounds",
     "total_data_size": ".bounds",

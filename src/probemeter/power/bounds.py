@@ -39,15 +39,26 @@ The paper's text (a class of 2^32-valued parameters) and its numbers (the produc
 we follow the numbers by default so recommendations are comparable with the paper's tables,
 and offer the exact count for a bound that holds as stated. Logarithms are natural (nats):
 with log₂ the D = 4,096 example would give 0.047, not 0.039.
+
+**How parameters are counted** (:func:`probe_parameter_count`). Zhu et al. count a binary
+probe's output as a *single* logit: "the D + 1 weight parameters" of the logistic regressor
+(§3.4) and, §4.6 footnote 6, "the LogReg has D + 1 [...] parameters, while the MLP has
+(D + 1)H + H + 1 = 15,401" (one hidden layer, H = 20, D = 768: 769·20 + 20 + 1 = 15,401; the
+footnote's "D + 1 = 799" is a misprint of 769, which also reproduces Table 2). A softmax
+probe trained with K = 2 outputs has 2(D + 1) weights, but two logits carry one free log-odds,
+so the function class is that of D + 1 parameters. For K > 2 classes the paper gives no count;
+we count the multinomial output layer, K logits: K(D + 1) for a linear probe.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from probemeter._validation import check_delta, check_scalar, one_of
+from probemeter._validation import check_delta, check_scalar, integer_list, one_of
 
 __all__ = [
     "COUNTINGS",
@@ -56,6 +67,7 @@ __all__ = [
     "bound_multiplier",
     "generalization_bound",
     "log_function_class_size",
+    "probe_parameter_count",
     "recommend_train_size",
     "required_train_size",
     "total_data_size",
@@ -68,6 +80,34 @@ VARIANTS = ("standard", "control", "prequential")
 def _positive(name: str, value: object) -> float:
     """``value`` as a float, or a ValueError naming ``name`` unless it is finite and > 0."""
     return float(check_scalar(value, name, float, min_val=0, include_boundaries="neither"))
+
+
+def probe_parameter_count(n_features: int, n_classes: int = 2, hidden: Sequence[int] = ()) -> int:
+    """Parameters of a probe as Zhu et al. count them for the bound (§3.4; §4.6, footnote 6).
+
+    A ReLU MLP ``D → H₁ → … → H_L → out`` has Σ (fan_in + 1)·fan_out weights and biases, with
+    out = 1 logit for a binary task (K = 2) and out = K logits for K > 2 (the paper is silent
+    on K > 2; we count the multinomial output layer). Hence, for a binary task:
+
+    * linear probe (logistic regression, ``hidden=()``): D + 1 (§3.4: 769 at D = 768);
+    * one hidden layer of H units: (D + 1)·H + H + 1 (fn. 6: 15,401 at D = 768, H = 20);
+
+    and K(D + 1), (D + 1)·H + (H + 1)·K for K > 2.
+
+    Args:
+        n_features: D, the representation's dimension.
+        n_classes: K ≥ 2, the number of classes.
+        hidden: widths of the hidden layers; ``()`` for a linear probe.
+
+    Raises:
+        ValueError: D < 1, K < 2, or widths that are not positive integers.
+    """
+    check_scalar(n_features, "n_features", int, min_val=1)
+    check_scalar(n_classes, "n_classes", int, min_val=2)
+    widths = integer_list(1)(list(hidden), "hidden")
+    outputs = 1 if n_classes == 2 else int(n_classes)
+    layers = [int(n_features), *(int(w) for w in widths), outputs]
+    return sum((fan_in + 1) * fan_out for fan_in, fan_out in itertools.pairwise(layers))
 
 
 def log_function_class_size(
@@ -216,7 +256,9 @@ def recommend_train_size(
     (Zhu et al., §3.2 step 3): the N at which the bound equals gap / ``factor``.
 
     For a comparison of two probe families pass the larger parameter count (the paper takes
-    the larger recommendation, §4.6).
+    the larger recommendation, §4.6). Count a probe's parameters with
+    :func:`probe_parameter_count` (a binary probe has one logit: D + 1 for logistic
+    regression, as in the paper).
 
     Raises:
         ValueError: a zero gap (the comparison may have collapsed: §3.6 — recommending data

@@ -24,7 +24,11 @@ import pandas as pd
 from probemeter._io import JsonResult
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
-from probemeter.power.bounds import generalization_bound, log_function_class_size
+from probemeter.power.bounds import (
+    generalization_bound,
+    log_function_class_size,
+    probe_parameter_count,
+)
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
 from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
@@ -111,7 +115,9 @@ class ConfigurationRuns:
         runs: one row per run: ``split`` (position in ``splits``), ``seed``.
         correct: name -> tuple over runs of boolean arrays aligned with that run's
             ``splits[split].test``.
-        n_parameters: name -> trainable parameters of the configuration's probe.
+        n_parameters: name -> parameters of the configuration's probe as the bound counts them
+            (:func:`~probemeter.power.bounds.probe_parameter_count`, Zhu et al. §3.4 fn. 6:
+            one logit for a binary task, so D + 1 for logistic regression).
         metadata: probes, training config, random state, device, timings, versions.
     """
 
@@ -227,7 +233,7 @@ def run_configurations(
         runs=pd.DataFrame({"split": [j for j, _ in grid], "seed": [s for _, s in grid]}),
         correct=correct,
         n_parameters={
-            name: probe_map[name].parameter_count(X.shape[1], n_classes)
+            name: probe_parameter_count(X.shape[1], max(n_classes, 2), probe_map[name].hidden)
             for name, X in arrays.items()
         },
         metadata=metadata,
@@ -253,7 +259,8 @@ class PairedComparison(JsonResult):
             ``n_train, n_dev, n_test``, ``accuracy_a, accuracy_b``, the contingency counts
             ``n00, n01, n10, n11`` (Table 1) and McNemar's ``p_value``.
         correct_a, correct_b: per run, per-example correctness on the run's test set.
-        n_parameters: trainable parameters of the two probes (for recommended N).
+        n_parameters: parameters of the two probes as the bound counts them (for recommended N;
+            :func:`~probemeter.power.bounds.probe_parameter_count`).
         metadata: how the runs were trained.
     """
 
