@@ -9,6 +9,7 @@ finished curves. The run folder then holds::
     RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
     RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
     RUN_DIR/curves.png        loss and accuracy curves
+    RUN_DIR/run.lock          while a run is going: its PID, host and start (runs.lock)
 
 Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
 The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.runs.ray_backend`),
@@ -44,6 +45,7 @@ from probemeter.runs.config import (
     Representation,
     Task,
 )
+from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
 
 if TYPE_CHECKING:
@@ -92,6 +94,13 @@ def run_experiment(
     All data are loaded and checked before anything is trained. With ``fresh`` the stored
     curves of this experiment are recomputed.
 
+    The run folder is locked (:class:`~probemeter.runs.lock.RunLock`, the file
+    ``RUN_DIR/run.lock``) from before the data are loaded until the results are written, also
+    when the run fails or is interrupted: a second run into the same folder fails at once, and
+    a lock left by a killed run is taken over with a
+    :class:`~probemeter.runs.lock.StaleLockWarning`. ``probemeter run --check`` does not call
+    this function and takes no lock.
+
     Args:
         n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
             each curve trains with ``ray.cpus_per_unit`` worker processes instead.
@@ -102,44 +111,46 @@ def run_experiment(
     Raises:
         ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
             the pool of an ``npz`` file), listing every such problem.
+        RunLockedError: another run, still going, holds the run folder (a ValueError naming
+            the folder, the holder's PID and the lock file).
     """
     check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
-    datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
-    method, random_state = experiment.method, experiment.run.random_state
     run_dir = Path(out) / experiment.run.name
-    run_dir.mkdir(parents=True, exist_ok=True)
-    copy = run_dir / "experiment.toml"
-    if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
-        shutil.copyfile(experiment.path, copy)
-    context = RunContext(
-        random_state=random_state,
-        device=experiment.run.device,
-        n_jobs=n_jobs if ray is None else ray.cpus_per_unit,
-        max_memory=max_memory,
-        progress=progress and ray is None,
-        task=experiment.task.dataset if experiment.task else "task",
-    )
-    reps = {rep.name: rep for rep in experiment.representations}
-    named = {name: replace(datasets[name], name=name) for name in reps}
-    plans = method.units(named, context)
-    units = [
-        Unit(_spec(experiment, plan, reps, named), plan.function, plan.payload, plan.options)
-        for plan in plans
-    ]
-    store = ResultStore(run_dir)
-    if ray is None:
-        pairs = [(unit.spec, unit.compute) for unit in units]
-        outcomes = run_units(pairs, store, fresh=fresh, progress=progress)
-    else:
-        from probemeter.runs.ray_backend import run_units_on_ray
+    with RunLock(run_dir):  # before loading data: a second run fails at once
+        datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
+        method, random_state = experiment.method, experiment.run.random_state
+        copy = run_dir / "experiment.toml"
+        if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
+            shutil.copyfile(experiment.path, copy)
+        context = RunContext(
+            random_state=random_state,
+            device=experiment.run.device,
+            n_jobs=n_jobs if ray is None else ray.cpus_per_unit,
+            max_memory=max_memory,
+            progress=progress and ray is None,
+            task=experiment.task.dataset if experiment.task else "task",
+        )
+        reps = {rep.name: rep for rep in experiment.representations}
+        named = {name: replace(datasets[name], name=name) for name in reps}
+        plans = method.units(named, context)
+        units = [
+            Unit(_spec(experiment, plan, reps, named), plan.function, plan.payload, plan.options)
+            for plan in plans
+        ]
+        store = ResultStore(run_dir)
+        if ray is None:
+            pairs = [(unit.spec, unit.compute) for unit in units]
+            outcomes = run_units(pairs, store, fresh=fresh, progress=progress)
+        else:
+            from probemeter.runs.ray_backend import run_units_on_ray
 
-        outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
-    timings = {
-        plan.label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
-        for plan, outcome in zip(plans, outcomes)
-    }
-    extra = {"experiment": experiment.to_dict(), "timings": timings}
-    finished = method.finish([outcome.result for outcome in outcomes], run_dir, extra)
+            outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
+        timings = {
+            plan.label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
+            for plan, outcome in zip(plans, outcomes)
+        }
+        extra = {"experiment": experiment.to_dict(), "timings": timings}
+        finished = method.finish([outcome.result for outcome in outcomes], run_dir, extra)
     return ExperimentRun(
         run_dir,
         method.kind,
