@@ -25,12 +25,14 @@ def _data(n=400, d=4, k=3, noise=0.0, seed=0, random_labels=False):
 
 
 def test_online_codelength_equals_hand_computation(monkeypatch):
-    """Fake engine: probe p gives every example cross-entropy 0.1·(p+1) nats."""
+    """Fake engine: probe p gives every example cross-entropy 0.1·(p+1) nats. Probes stop on
+    their own prefix here, so the whole pool is sent (the held-out development set of the
+    default is in test_online_paper_details.py)."""
     data = _data(n=50, k=2)  # pool of 40
     seen = {}
 
     def fake_fit_evaluate(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, *a, **kw):
-        seen["subsets"], seen["keys"] = subsets, keys
+        seen["subsets"], seen["keys"], seen["dev_set"] = subsets, keys, kw["dev_set"]
         per_seed = len(subsets) // 2
         rank = np.array([i % per_seed for i in range(len(subsets))])
         nll = np.repeat(0.1 * (rank[:, None] + 1), len(y_eval), axis=1).astype(np.float32)
@@ -41,8 +43,11 @@ def test_online_codelength_equals_hand_computation(monkeypatch):
     monkeypatch.setattr(
         importlib.import_module("probemeter.mdl.online"), "fit_evaluate", fake_fit_evaluate
     )
-    code = online_codelength(data, Linear(), timesteps=(0.25, 0.5, 1.0), seeds=2, random_state=3)
+    code = online_codelength(
+        data, Linear(), (0.25, 0.5, 1.0), seeds=2, stopping_set="prefix", random_state=3
+    )
     assert code.ends == (10, 20, 40)
+    assert code.stopping_set == "prefix" and code.n_dev == 0 and seen["dev_set"] is None
     expected = 10 * math.log2(2) + 10 * 0.1 / math.log(2) + 20 * 0.2 / math.log(2)
     np.testing.assert_allclose(code.seeds["online_bits"], expected, rtol=1e-6)
     np.testing.assert_allclose(code.seeds["data_bits"], 40 * 0.3 / math.log(2), rtol=1e-6)
@@ -66,7 +71,7 @@ def test_online_codelength_matches_direct_engine_computation():
         data, Linear(), timesteps, seeds=1, config=config, random_state=1, device="cpu", n_jobs=1
     )
     n = data.pool_size
-    ends = block_ends(n, data.n_classes, timesteps)
+    ends = block_ends(n, timesteps)
     order = subset_permutation(n, 1, 0)
     result = fit_evaluate(
         data.X_train,
@@ -139,7 +144,8 @@ def test_round_trip_and_plot(tmp_path):
         ((0.5, 1.5), r"\(0, 1\]"),
         ((0.5, 0.9), "end at 1"),
         ((), "non-empty"),
-        ((0.001, 1.0), "number of classes"),
+        ((0.001, 1.0), "first block holds 0"),
+        ((0.01, 1.0), "first block holds 1"),
         ((0.1, 0.101, 1.0), "empty"),
     ],
 )
@@ -148,6 +154,9 @@ def test_bad_timesteps_are_rejected(timesteps, message):
         online_codelength(_data(n=100), Linear(), timesteps, config=TrainingConfig(steps=1))
 
 
-def test_first_block_smaller_than_classes_is_named():
-    with pytest.raises(ValueError, match="timesteps"):
-        block_ends(100, 17, (0.1, 1.0))
+def test_first_block_of_one_example_is_named():
+    """Eq. 4's 1 = t_0 < t_1: the first block holds at least 2 examples (a first block smaller
+    than K is allowed: test_online_paper_details.py)."""
+    with pytest.raises(ValueError, match=r"timesteps\[0\]=0.01 of n=100"):
+        block_ends(100, (0.01, 1.0))
+    assert block_ends(100, (0.02, 1.0)).tolist() == [2, 100]

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from probemeter.cli.main import main
+from probemeter.mdl.online import BITS_PER_KBIT
 from probemeter.mdl.table import load_mdl_results, mdl_frame, mdl_table
 
 
@@ -55,7 +56,9 @@ def test_cli_mdl_writes_json_markdown_and_png(tmp_path, capsys):
     assert entry.name == "rep" and entry.control_online is not None
     assert entry.control_variational is not None
     frame = mdl_frame([entry])
-    assert frame.loc["rep", "online_kbits"] == pytest.approx(entry.online.codelength_bits / 1e3)
+    kbits = entry.online.codelength_bits / BITS_PER_KBIT
+    assert frame.loc["rep", "online_kbits"] == pytest.approx(kbits)
+    assert frame.loc["rep", "stopping_set"] == entry.online.stopping_set == "dev"
     assert frame.loc["rep", "selectivity"] == pytest.approx(
         entry.online.mean("accuracy") - entry.control_online.mean("accuracy")
     )
@@ -81,3 +84,19 @@ def test_cli_mdl_rejects_bad_timesteps(tmp_path, capsys):
     status = main(["mdl", str(features), "--timesteps", "0.5", "0.2", "1.0", "--device", "cpu"])
     assert status == 2
     assert "increasing" in capsys.readouterr().err
+
+
+def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
+    """``--stopping-set`` comes from the option declaration: checked, and recorded per code."""
+    features = _npz(tmp_path / "rep.npz")
+    with pytest.raises(SystemExit) as caught:  # argparse's choices, from the option's check
+        main(["mdl", str(features), "--stopping-set", "sideways", "--device", "cpu"])
+    assert caught.value.code == 2
+    assert "--stopping-set" in capsys.readouterr().err
+    out = tmp_path / "out"
+    arguments = ["mdl", str(features), "--hidden", "4", "--seeds", "1", "--timesteps", "0.1"]
+    arguments += ["1.0", "--max-epochs", "2", "--stopping-set", "prefix", "--n-jobs", "1"]
+    status = main([*arguments, "--device", "cpu", "--no-progress", "--out", str(out)])
+    assert status == 0
+    (entry,) = load_mdl_results(out / "mdl.json")
+    assert (entry.online.stopping_set, entry.online.n, entry.online.n_dev) == ("prefix", 240, 0)

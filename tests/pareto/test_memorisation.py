@@ -95,7 +95,9 @@ def test_label_shuffled_training_accuracy_grows_with_width(digits):
     result = memorisation_complexity(digits, probes, config, device="cpu")
     assert np.all(np.diff(result.complexity) > 0), result.complexity
     assert result.complexity[0] < 0.35 and result.complexity[-1] > 0.8
-    assert np.all(result.accuracy > 0.5)  # trained on real labels, the task is learnt
+    # trained on real labels the task is learnt: far above chance (1/10) even through a
+    # 2-unit bottleneck (0.48-0.62 over random states), near-perfect for the wide probes
+    assert np.all(result.accuracy > 3 / digits.n_classes) and result.accuracy[-1] > 0.9
     frame = result.to_frame()
     assert frame["hidden"].tolist() == [2, 16, 256] and result.kind == "label_shuffled"
 

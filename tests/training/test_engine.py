@@ -201,9 +201,17 @@ def test_results_do_not_depend_on_companion_probes(task, probe):
 @pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
 def test_results_do_not_depend_on_chunking(task, probe):
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
-    one_chunk = _run(task, [*SIZES_SEEDS, (45, 5), (150, 6)], probe, config, max_memory=4.0)
-    # a budget of a few bytes forces one probe per chunk
-    one_per_chunk = _run(task, [*SIZES_SEEDS, (45, 5), (150, 6)], probe, config, max_memory=1e-9)
+    sizes_seeds = [*SIZES_SEEDS, (45, 5), (150, 6)]
+    one_chunk = _run(task, sizes_seeds, probe, config, max_memory=4.0)
+    # a budget that holds the largest probe alone, and no two probes, forces one per chunk
+    alone = engine.estimate_memory(
+        probe, N_FEATURES, N_CLASSES, config, rows=32, n_train=POOL, n_eval=N_EVAL
+    ).chunk_bytes(1)
+    subsets = [_subset(n, seed) for n, seed in sizes_seeds]
+    shapes = probe.layer_shapes(N_FEATURES, N_CLASSES)
+    chunks = engine._plan_chunks(subsets, probe, shapes, config, alone / 2**30, 1, n_eval=N_EVAL)
+    assert sorted(len(members) for members, _ in chunks) == [1] * len(sizes_seeds)
+    one_per_chunk = _run(task, sizes_seeds, probe, config, max_memory=alone / 2**30)
     for name in ("loss", "loss_truncated", "accuracy"):
         np.testing.assert_allclose(
             getattr(one_per_chunk, name), getattr(one_chunk, name), rtol=1e-6, atol=1e-7

@@ -2,7 +2,8 @@
 (§3.1), optionally the variational code (eq. 3) — Voita & Titov, Table 2 and Fig. 2.
 
 One stored unit per representation; the run folder gets ``results.json`` (schema
-``probemeter.mdl/1``), ``table.md``/``table.tex`` (Table 2 layout, kbits) and ``mdl.png``.
+``probemeter.mdl/1``; every online code records its ``stopping_set``), ``table.md``/``table.tex``
+(Table 2 layout, kbits of 1024 bits as in the paper) and ``mdl.png``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ class MDLMethod(Method):
     max_epochs: int = option(
         100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
     )
+    stopping_set: str = option(
+        "dev",
+        check=valid.one_of("dev", "prefix"),
+        help=(
+            'where probes early-stop (§3.1): "dev", 10 % of the pool held out and not '
+            "transmitted (the paper's); \"prefix\", 10 % of each block probe's own prefix"
+        ),
+    )
     variational_epochs: int = option(
         30, check=valid.integer(1), help="epochs of the variational probe"
     )
@@ -86,12 +95,15 @@ class MDLMethod(Method):
         return []
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        """The blocks of the online code over the examples transmitted from a pool of
+        ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
         if n_classes is None:
             return []
-        from probemeter.mdl.online import block_ends
+        from probemeter.mdl.online import block_ends, paper_training, transmitted_size
 
         try:
-            block_ends(pool_size, n_classes, self.timesteps)
+            n = transmitted_size(pool_size, self.stopping_set, paper_training().dev_fraction)
+            block_ends(n, self.timesteps)
         except ValueError as error:
             return [("method.timesteps", str(error))]
         return []
@@ -159,6 +171,7 @@ def mdl_unit(
             method.timesteps,
             seeds=method.seeds,
             config=config,
+            stopping_set=method.stopping_set,
             random_state=random_state,
             device=device,
             n_jobs=n_jobs,

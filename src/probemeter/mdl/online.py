@@ -9,7 +9,26 @@ the first ``t_i`` examples encodes the block ``y_{t_i+1 : t_{i+1}}`` at its cros
 Compression is ``n log2 K / L_online`` (§2.1). §2.3 splits the code: the *data* code is the
 cross-entropy of the probe trained on all n examples, ``−Σ_j log2 p_{θ_S}(y_j | x_j)``, and the
 *model* code is the rest, ``L_online − data``. The order in which data are sent is a seeded
-permutation of the pool; several seeds give the mean and spread of Fig. 2d.
+permutation of the transmitted examples; several seeds give the mean and spread of Fig. 2d.
+
+Early stopping of the block probes (``stopping_set``). §3.1 trains every probe with the protocol
+of Hewitt & Liang (2019): the learning rate is annealed and training stopped by the loss "on the
+development set" — the Penn Treebank development split (Table 1: 40 117 targets), which is not
+part of the 950 028 transmitted training targets, and is the same for every block probe
+(footnote 6: "the development set is used for stopping criteria"). ``stopping_set="dev"`` (the
+default) does the same with the pool: a seeded ``dev_fraction`` share of it (the training
+config's, 0.1 by default; keyed by ``random_state`` only, so the same for every seed and block)
+is held out once, is never transmitted, and every probe trains on its whole prefix and stops on
+that shared development set; n is then the rest of the pool. Like the paper's, this development
+set is side information both Alice and Bob hold: its labels are not counted in the codelength.
+``stopping_set="prefix"`` keeps everything inside the code: each block probe stops on a seeded
+``dev_fraction`` of its own prefix ``1..t_i`` (what the receiver already has) and trains on the
+rest, and the whole pool is transmitted. With fixed-steps training (no early stopping) there is
+no stopping set (recorded as ``"none"``) and the whole pool is transmitted.
+
+Units: codes are in bits; tables and printouts give kbits, 1024 bits each
+(:data:`BITS_PER_KBIT`), as the paper's tables do — n·log2 K ÷ (compression × codelength) over
+the cells of its Tables 2 and 6 is 1021–1025, not 1000.
 
 All block probes (S−1 per seed) and the full-data probe of every seed are trained at once by
 :func:`probemeter.training.engine.fit_evaluate`, each evaluated on the whole pool
@@ -38,18 +57,36 @@ from probemeter.training.engine import TrainingConfig, fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
 
 __all__ = [
+    "BITS_PER_KBIT",
     "BITS_PER_NAT",
     "PAPER_TIMESTEPS",
+    "STOPPING_SETS",
     "OnlineCode",
     "SeedResults",
     "block_ends",
+    "development_size",
+    "development_split",
     "online_codelength",
     "paper_training",
+    "transmitted_size",
     "uniform_codelength",
 ]
 
 #: one nat is 1/ln 2 bits
 BITS_PER_NAT = 1.0 / math.log(2.0)
+
+#: one kbit of Voita & Titov's tables is 1024 bits: n·log2 K ÷ (compression × codelength in
+#: kbits) over the cells of their Tables 2 and 6 has per-task medians of 1021–1025 (e.g. Table 2,
+#: LAYER 2, control task, online code: 950 028·log2 45 ÷ (7.11 × 717) = 1023.4)
+BITS_PER_KBIT = 1024
+
+#: where online-code block probes early-stop (§3.1): ``"dev"``, a development set held out of
+#: the pool and not transmitted (the paper's protocol), or ``"prefix"``, a share of each probe's
+#: own prefix of the transmitted data
+STOPPING_SETS = ("dev", "prefix")
+
+#: the random stream of the held-out development split (keyed with ``random_state``)
+_DEV_STREAM = 0xDE7
 
 
 def uniform_codelength(n: int, n_classes: int) -> float:
@@ -65,13 +102,19 @@ def paper_training(**overrides: Any) -> TrainingConfig:
     return TrainingConfig(**{**settings, **overrides})
 
 
-def block_ends(n: int, n_classes: int, timesteps: Sequence[float] = PAPER_TIMESTEPS) -> np.ndarray:
+def block_ends(n: int, timesteps: Sequence[float] = PAPER_TIMESTEPS) -> np.ndarray:
     """The block boundaries ``t_1 < ... < t_S = n`` as integers: ``round(t · n)``.
+
+    Eq. 4 (§2.2.2) asks only ``1 = t_0 < t_1 < ... < t_S = n``: the first block ``y_{1:t_1}`` is
+    sent with the uniform code, which costs ``t_1 · log2 K`` bits whatever ``t_1`` is, so a
+    first block smaller than the number of classes K is allowed (with the paper's timesteps,
+    K = 45 and n = 10 000 it holds 10 examples).
 
     Raises:
         ValueError: ``timesteps`` empty, not strictly increasing, outside (0, 1], or not ending
             at 1; two timesteps rounding to the same count (n too small for them); or a first
-            block ``t_1`` smaller than the number of classes ``n_classes``.
+            block of fewer than 2 examples (eq. 4's ``t_0 = 1 < t_1``: the first block probe
+            needs data to train on).
     """
     fractions = np.asarray(timesteps, dtype=np.float64)
     if fractions.ndim != 1 or fractions.size == 0:
@@ -90,12 +133,50 @@ def block_ends(n: int, n_classes: int, timesteps: Sequence[float] = PAPER_TIMEST
             f"timesteps {fractions.tolist()} give block ends {ends.tolist()} for n={n}: two "
             "blocks would be empty; use fewer timesteps or more data"
         )
-    if ends[0] < n_classes:
+    if ends[0] < 2:
         raise ValueError(
-            f"the first block holds {ends[0]} examples (timesteps[0]={fractions[0]} of n={n}), "
-            f"fewer than the number of classes {n_classes}; raise timesteps[0]"
+            f"the first block holds {ends[0]} example(s) (timesteps[0]={fractions[0]} of n={n}); "
+            "eq. 4 needs 1 = t_0 < t_1, at least 2 examples; raise timesteps[0] or use more data"
         )
     return ends
+
+
+def development_size(pool_size: int, dev_fraction: float) -> int:
+    """Examples held out of a pool of ``pool_size`` as the development set of
+    ``stopping_set="dev"``: ``round(dev_fraction · pool_size)``, at least 1 and leaving at least
+    1 to transmit (the rule of the engine's per-probe split,
+    :func:`probemeter.training.early_stopping.dev_split`).
+
+    Raises:
+        ValueError: a pool of fewer than 2 examples, or ``dev_fraction`` outside (0, 1).
+    """
+    check_scalar(pool_size, "pool_size", int, min_val=2)
+    check_scalar(
+        dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="neither"
+    )
+    return min(max(1, round(dev_fraction * pool_size)), pool_size - 1)
+
+
+def development_split(
+    pool_size: int, dev_fraction: float, random_state: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pool indices (sorted) of the transmitted examples and of the held-out development set
+    of ``stopping_set="dev"`` (§3.1: a development set apart from the transmitted data, the same
+    for every block probe and every data order): a seeded draw keyed by ``random_state`` only.
+    """
+    check_scalar(random_state, "random_state", int, min_val=0)
+    n_dev = development_size(pool_size, dev_fraction)
+    order = np.random.default_rng([random_state, _DEV_STREAM]).permutation(pool_size)
+    return np.sort(order[n_dev:]), np.sort(order[:n_dev])
+
+
+def transmitted_size(pool_size: int, stopping_set: str, dev_fraction: float) -> int:
+    """n, the examples the online code transmits from a pool of ``pool_size``: the whole pool
+    with ``stopping_set="prefix"``, the pool less its development set with ``"dev"``."""
+    one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
+    if stopping_set == "prefix":
+        return pool_size
+    return pool_size - development_size(pool_size, dev_fraction)
 
 
 def _columns(frame: pd.DataFrame) -> dict[str, list[Any]]:
@@ -146,6 +227,13 @@ class OnlineCode(SeedResults):
             model_bits, accuracy`` (test accuracy of the probe trained on all data) and
             ``epochs`` (its training epochs; NaN with fixed steps).
         metadata: probe, training (with its stopping rule), random state, versions, timings.
+        stopping_set: where the probes early-stopped (§3.1): ``"dev"`` (a development set held
+            out of the pool, not transmitted: the paper's protocol), ``"prefix"`` (a share of
+            each probe's own prefix) or ``"none"`` (fixed-steps training). Results written
+            before this was recorded load as ``"prefix"`` (or ``"none"`` for fixed steps), the
+            only rule there was.
+        n_dev: examples of the held-out development set (0 unless ``stopping_set="dev"``);
+            the pool held ``n + n_dev``.
     """
 
     name: str
@@ -155,6 +243,8 @@ class OnlineCode(SeedResults):
     blocks: pd.DataFrame = field(repr=False)
     seeds: pd.DataFrame = field(repr=False)
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    stopping_set: str = "prefix"
+    n_dev: int = 0
 
     @property
     def uniform_bits(self) -> float:
@@ -183,13 +273,27 @@ class OnlineCode(SeedResults):
         """The per-(seed, block) table with the representation's name as a column."""
         return self.blocks.assign(representation=self.name)
 
+    def stopping(self) -> str:
+        """Where the probes early-stopped, in words (:attr:`stopping_set`)."""
+        if self.stopping_set == "dev":
+            return (
+                f"early stopping on a held-out development set of {self.n_dev} examples, "
+                "not transmitted (Voita & Titov sec. 3.1)"
+            )
+        if self.stopping_set == "prefix":
+            return "early stopping on a share of each block probe's own prefix"
+        return "no early stopping (fixed steps)"
+
     def __str__(self) -> str:
+        kbits = BITS_PER_KBIT
         return (
-            f"online code of {self.name}: {self.codelength_bits / 1e3:.2f} "
-            f"± {self.std('online_bits') / 1e3:.2f} kbits over {len(self.seeds)} seed(s), "
-            f"compression {self.compression:.2f} (uniform {self.uniform_bits / 1e3:.2f} kbits); "
-            f"data {self.mean('data_bits') / 1e3:.2f} + model {self.mean('model_bits') / 1e3:.2f} "
-            "kbits\n" + self.block_table().to_string(float_format=lambda v: f"{v:.3f}")
+            f"online code of {self.name}: {self.codelength_bits / kbits:.2f} "
+            f"± {self.std('online_bits') / kbits:.2f} kbits over {len(self.seeds)} seed(s), "
+            f"compression {self.compression:.2f} (uniform {self.uniform_bits / kbits:.2f} kbits); "
+            f"data {self.mean('data_bits') / kbits:.2f} + model "
+            f"{self.mean('model_bits') / kbits:.2f} kbits (1 kbit = {kbits} bits); "
+            f"n = {self.n}, {self.stopping()}\n"
+            + self.block_table().to_string(float_format=lambda v: f"{v:.3f}")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -200,6 +304,8 @@ class OnlineCode(SeedResults):
             "name": self.name,
             "n_classes": self.n_classes,
             "n": self.n,
+            "stopping_set": self.stopping_set,
+            "n_dev": self.n_dev,
             "ends": list(self.ends),
             "blocks": _columns(self.blocks),
             "seeds": _columns(self.seeds),
@@ -208,8 +314,17 @@ class OnlineCode(SeedResults):
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> OnlineCode:
+        """The code :meth:`to_dict` wrote. A payload without ``stopping_set`` (written before
+        it was recorded) early-stopped on each probe's prefix, the only rule then: it loads as
+        ``"prefix"``, or ``"none"`` when its training was fixed steps."""
         if payload.get("kind") != "online_code" or payload.get("unit") != "bits":
             raise ValueError("payload is not an online code in bits")
+        metadata = payload.get("metadata", {})
+        stopping_set = payload.get("stopping_set")
+        if stopping_set is None:
+            stopping = str(metadata.get("training", {}).get("stopping", ""))
+            stopping_set = "none" if stopping.startswith("fixed") else "prefix"
+        one_of(*STOPPING_SETS, "none")(stopping_set, "stopping_set")
         return cls(
             name=payload["name"],
             n_classes=int(payload["n_classes"]),
@@ -217,7 +332,9 @@ class OnlineCode(SeedResults):
             ends=tuple(int(e) for e in payload["ends"]),
             blocks=pd.DataFrame(payload["blocks"]),
             seeds=pd.DataFrame(payload["seeds"]),
-            metadata=payload.get("metadata", {}),
+            metadata=metadata,
+            stopping_set=stopping_set,
+            n_dev=int(payload.get("n_dev", 0)),
         )
 
     def plot(
@@ -253,6 +370,7 @@ def online_codelength(
     seeds: int | Sequence[int] = 3,
     *,
     config: TrainingConfig | None = None,
+    stopping_set: str = "dev",
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
@@ -262,26 +380,41 @@ def online_codelength(
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
     Args:
-        data: features and labels; the pool (``X_train, y_train``) is what is transmitted; the
-            test set gives the accuracy of the probe trained on all data.
+        data: features and labels; the pool (``X_train, y_train``) is what is transmitted
+            (less the development set with ``stopping_set="dev"``); the test set gives the
+            accuracy of the probe trained on all data.
         probe: the probe; default MLP-2 with h = 1000 (§3.1, Hewitt & Liang's default).
-        timesteps: block ends as fractions of the pool, strictly increasing in (0, 1], ending
-            at 1 (default: the paper's, footnote 4).
+        timesteps: block ends as fractions of the transmitted data, strictly increasing in
+            (0, 1], ending at 1 (default: the paper's, footnote 4).
         seeds: a count or explicit seed ids; each seed is one data order (and probe seeds).
         config: how probes train; default :func:`paper_training` (§3.1 early stopping).
+        stopping_set: with early stopping, where probes stop (§3.1): ``"dev"`` (default, the
+            paper's protocol): ``config.dev_fraction`` of the pool is held out once
+            (:func:`development_split`), never transmitted, and is the development set of
+            every probe, which trains on its whole prefix; ``"prefix"``: each probe stops on
+            ``config.dev_fraction`` of its own prefix and trains on the rest, the whole pool is
+            transmitted. Ignored with fixed-steps training (recorded as ``"none"``).
         random_state: global seed; probe (seed, t) is keyed by ``(random_state, seed, t)``.
         device, n_jobs, max_memory, progress: passed to the engine.
 
     Raises:
-        ValueError: bad timesteps (see :func:`block_ends`), seeds or random_state.
+        ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
+            random_state.
     """
     check_scalar(random_state, "random_state", int, min_val=0)
+    one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
     probe = MLP((1000, 1000)) if probe is None else probe
     config = paper_training() if config is None else config
-    ends = block_ends(data.pool_size, data.n_classes, timesteps)
+    used = stopping_set if config.early_stopping else "none"
+    if used == "dev":
+        transmitted, dev = development_split(data.pool_size, config.dev_fraction, random_state)
+    else:
+        transmitted, dev = np.arange(data.pool_size), np.empty(0, dtype=np.int64)
+    n = transmitted.size
+    ends = block_ends(n, timesteps)
     # per seed: probes trained on the first t_1, ..., t_{S-1} examples (blocks) and on all n
     seeds_used, grid, keys = seed_grid(seeds, ends, random_state)
-    orders = {seed: subset_permutation(data.pool_size, random_state, seed) for seed in seeds_used}
+    orders = {seed: transmitted[subset_permutation(n, random_state, seed)] for seed in seeds_used}
     subsets = [orders[seed][:t] for seed, t in grid]
     evaluation_x = np.concatenate([data.X_train, data.X_test])
     evaluation_y = np.concatenate([data.y_train, data.y_test])
@@ -301,11 +434,12 @@ def online_codelength(
             max_memory=max_memory,
             progress=progress,
             per_example=True,
+            dev_set=dev if used == "dev" else None,
         )
-    n = data.pool_size
-    pool_bits = evaluation.nll[:, :n].astype(np.float64) * BITS_PER_NAT
-    pool_correct = evaluation.predictions[:, :n] == data.y_train[None, :]
-    test_correct = evaluation.predictions[:, n:] == data.y_test[None, :]
+    pool = data.pool_size
+    pool_bits = evaluation.nll[:, :pool].astype(np.float64) * BITS_PER_NAT
+    pool_correct = evaluation.predictions[:, :pool] == data.y_train[None, :]
+    test_correct = evaluation.predictions[:, pool:] == data.y_test[None, :]
     block_rows, seed_rows = [], []
     for seed in seeds_used:
         order = orders[seed]
@@ -330,7 +464,7 @@ def online_codelength(
                 )
             )
         full = rows[-1]  # trained on all n examples
-        data_bits = float(pool_bits[full].sum())
+        data_bits = float(pool_bits[full, transmitted].sum())
         uniform = uniform_codelength(n, data.n_classes)
         seed_rows.append(
             {
@@ -344,14 +478,28 @@ def online_codelength(
                 "epochs": np.nan if evaluation.epochs is None else float(evaluation.epochs[full]),
             }
         )
+    training = config.to_dict()
+    if used == "dev":
+        training["stopping"] = (
+            f"early stopping per probe on a development set of {dev.size} pool examples "
+            f"({config.dev_fraction:g} of the pool) held out of the transmitted data, the same "
+            f"for every probe, which trains on its whole prefix: lr x{config.lr_decay:g} after "
+            f"an epoch without a new dev minimum, stop after {config.patience} such epochs in "
+            f"a row or {config.max_epochs} epochs; best-dev parameters kept (Voita & Titov "
+            "2020, sec. 3.1)"
+        )
     metadata = run_metadata(
         probe,
-        config.to_dict(),
+        training,
         random_state=random_state,
         device=device,
         seconds=watch.seconds,
         data=data,
-        settings={"timesteps": [float(t) for t in timesteps]},
+        settings={
+            "timesteps": [float(t) for t in timesteps],
+            "stopping_set": used,
+            "n_dev": int(dev.size),
+        },
         data_fields={"n_test": len(data.y_test)},
     )
     return OnlineCode(
@@ -362,6 +510,8 @@ def online_codelength(
         blocks=pd.DataFrame(block_rows),
         seeds=pd.DataFrame(seed_rows),
         metadata=metadata,
+        stopping_set=used,
+        n_dev=int(dev.size),
     )
 
 

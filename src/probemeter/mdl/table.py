@@ -2,7 +2,9 @@
 
 * :func:`mdl_table`: Table 2 — rows are representations (layers); columns accuracy, variational
   codelength and compression, online codelength and compression, each cell a
-  "linguistic / control" pair; codelengths in kbits.
+  "linguistic / control" pair; codelengths in kbits of 1024 bits
+  (:data:`~probemeter.mdl.online.BITS_PER_KBIT`), the paper's unit (n·log2 K ÷ (compression ×
+  codelength) over the cells of its Tables 2 and 6 is 1021–1025).
 * :func:`plot_mdl`: Fig. 2 a–c — data vs model code as stacked bars for the variational and the
   online code, and the online-code learning curves (solid: task, dashed: control).
 * :func:`save_mdl_results` / :func:`load_mdl_results`: every code of a run as one JSON file.
@@ -23,7 +25,7 @@ import pandas as pd
 from probemeter._io import environment, write_json_atomic
 from probemeter._tables import render_table
 from probemeter._validation import one_of
-from probemeter.mdl.online import OnlineCode
+from probemeter.mdl.online import BITS_PER_KBIT, OnlineCode
 from probemeter.mdl.variational import VariationalCode
 
 __all__ = [
@@ -57,15 +59,19 @@ class MDLEntry:
 
 
 def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
-    """One row per representation; means over seeds; codelengths in kbits.
+    """One row per representation; means over seeds; codelengths in kbits (1024 bits,
+    :data:`~probemeter.mdl.online.BITS_PER_KBIT`, as in the paper's Table 2).
 
     Columns (NaN where a code is absent): ``accuracy`` and ``control_accuracy`` (test accuracy
     of the standard probe trained on all data, from the online code; else of the variational
     probe), ``selectivity``, and for ``code`` in (variational, online) and role in ("", control):
     ``{role_}{code}_kbits``, ``{role_}{code}_kbits_std``, ``{role_}{code}_compression``,
     ``{role_}{code}_model_kbits``, ``{role_}{code}_data_kbits``; ``architecture`` and
-    ``control_architecture`` (pruned variational probes, first seed).
+    ``control_architecture`` (pruned variational probes, first seed); ``stopping_set`` and
+    ``control_stopping_set`` (where the online code's probes early-stopped:
+    :attr:`OnlineCode.stopping_set`; empty without an online code).
     """
+    kbits = BITS_PER_KBIT
     rows = []
     for entry in entries:
         row: dict[str, Any] = {"representation": entry.name}
@@ -77,26 +83,27 @@ def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
                 ("variational", variational, "codelength_bits"),
             ):
                 present = code is not None
-                row[f"{prefix}{kind}_kbits"] = code.mean(total) / 1e3 if present else np.nan
-                row[f"{prefix}{kind}_kbits_std"] = code.std(total) / 1e3 if present else np.nan
+                row[f"{prefix}{kind}_kbits"] = code.mean(total) / kbits if present else np.nan
+                row[f"{prefix}{kind}_kbits_std"] = code.std(total) / kbits if present else np.nan
                 row[f"{prefix}{kind}_compression"] = code.compression if present else np.nan
                 for part in ("model", "data"):
-                    value = code.mean(f"{part}_bits") / 1e3 if present else np.nan
+                    value = code.mean(f"{part}_bits") / kbits if present else np.nan
                     row[f"{prefix}{kind}_{part}_kbits"] = value
             source = online if online is not None else variational
             row[f"{prefix}accuracy"] = source.mean("accuracy") if source is not None else np.nan
             row[f"{prefix}architecture"] = (
                 variational.seeds["architecture"].iloc[0] if variational is not None else ""
             )
+            row[f"{prefix}stopping_set"] = online.stopping_set if online is not None else ""
         row["selectivity"] = row["accuracy"] - row["control_accuracy"]
         rows.append(row)
     return pd.DataFrame(rows).set_index("representation")
 
 
 def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
-    """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits,
-    the online code's standard deviation over data orders (when there are several, Fig. 2d) and
-    the pruned variational probes.
+    """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits
+    (1024 bits, the paper's unit), the online code's standard deviation over data orders (when
+    there are several, Fig. 2d) and the pruned variational probes.
 
     Args:
         fmt: ``"markdown"``, ``"text"`` (aligned plain text) or ``"latex"``.
@@ -196,7 +203,8 @@ def save_mdl_results(
     path: str | Path, entries: Sequence[MDLEntry], extra: dict[str, Any] | None = None
 ) -> None:
     """Write every code of ``entries`` to ``path`` as JSON (schema ``probemeter.mdl/1``,
-    all codelengths in bits), atomically; ``extra`` (JSON-ready) is stored under ``"run"``."""
+    all codelengths in bits), atomically; ``extra`` (JSON-ready) is stored under ``"run"``.
+    Every online code records its ``stopping_set`` (and ``n_dev``)."""
     payload = {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

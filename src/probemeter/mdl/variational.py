@@ -32,7 +32,7 @@ from probemeter._device import resolve_device, single_threaded
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
-from probemeter.mdl.online import BITS_PER_NAT, SeedResults, uniform_codelength
+from probemeter.mdl.online import BITS_PER_KBIT, BITS_PER_NAT, SeedResults, uniform_codelength
 from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["VariationalCode", "variational_codelength"]
@@ -76,12 +76,15 @@ class VariationalCode(SeedResults):
         return self.seeds.assign(representation=self.name)
 
     def __str__(self) -> str:
+        """Codelengths in kbits of 1024 bits (:data:`~probemeter.mdl.online.BITS_PER_KBIT`),
+        the unit of the paper's tables."""
+        kbits = BITS_PER_KBIT
         return (
-            f"variational code of {self.name}: {self.codelength_bits / 1e3:.2f} "
-            f"± {self.std('codelength_bits') / 1e3:.2f} kbits over {len(self.seeds)} seed(s), "
-            f"compression {self.compression:.2f}; data {self.mean('data_bits') / 1e3:.2f} + "
-            f"model {self.mean('model_bits') / 1e3:.2f} kbits; pruned architecture "
-            f"{', '.join(self.seeds['architecture'])}"
+            f"variational code of {self.name}: {self.codelength_bits / kbits:.2f} "
+            f"± {self.std('codelength_bits') / kbits:.2f} kbits over {len(self.seeds)} seed(s), "
+            f"compression {self.compression:.2f}; data {self.mean('data_bits') / kbits:.2f} + "
+            f"model {self.mean('model_bits') / kbits:.2f} kbits (1 kbit = {kbits} bits); "
+            f"pruned architecture {', '.join(self.seeds['architecture'])}"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -14,7 +14,7 @@ import torch
 from probemeter._validation import check_scalar, integer_list
 from probemeter.probes.stacked_mlp import StackedMLP
 
-__all__ = ["MLP", "Linear"]
+__all__ = ["MLP", "Linear", "fill_uniform"]
 
 
 @dataclass(frozen=True)
@@ -66,12 +66,14 @@ class MLP:
         self, rng: np.random.Generator, n_features: int, n_classes: int
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per-layer ``(W, b)`` with ``W`` of shape (fan_in, fan_out), PyTorch's ``nn.Linear``
-        default: both drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+        default: both drawn from U(-1/sqrt(fan_in), 1/sqrt(fan_in)), in float32 directly
+        (:func:`fill_uniform`), layer after layer, W before b."""
         layers = []
         for fan_in, fan_out in self.layer_shapes(n_features, n_classes):
-            bound = 1.0 / np.sqrt(fan_in)
-            weight = rng.uniform(-bound, bound, size=(fan_in, fan_out)).astype(np.float32)
-            bias = rng.uniform(-bound, bound, size=fan_out).astype(np.float32)
+            weight = np.empty((fan_in, fan_out), dtype=np.float32)
+            bias = np.empty(fan_out, dtype=np.float32)
+            fill_uniform(rng, weight, fan_in)
+            fill_uniform(rng, bias, fan_in)
             layers.append((weight, bias))
         return layers
 
@@ -87,16 +89,30 @@ class MLP:
         """P probes of this architecture, probe i initialised from ``rngs[i]`` alone (so its
         weights do not depend on its companions), stacked for batched training.
 
+        Probe i's parameters are exactly :meth:`initial_parameters` of ``rngs[i]`` (the same
+        draws in the same order), written straight into the stacked float32 arrays: nothing
+        is drawn in float64 and no per-probe copy is made, so initialisation holds the
+        parameters once (on an accelerator, once on the host and once on the device).
+
         With dropout, probe i's masks come from a torch stream seeded by a draw from
         ``rngs[i]``, so they too do not depend on its companions."""
-        per_probe = [self.initial_parameters(rng, n_features, n_classes) for rng in rngs]
-        layers = []
-        for layer in range(len(per_probe[0])):
-            weights = np.stack([parameters[layer][0] for parameters in per_probe])
-            biases = np.stack([parameters[layer][1] for parameters in per_probe])[:, None, :]
-            layers.append(
-                (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
+        shapes = self.layer_shapes(n_features, n_classes)
+        stacked = [
+            (
+                np.empty((len(rngs), fan_in, fan_out), dtype=np.float32),
+                np.empty((len(rngs), 1, fan_out), dtype=np.float32),
             )
+            for fan_in, fan_out in shapes
+        ]
+        for probe, rng in enumerate(rngs):
+            for (fan_in, _), (weights, biases) in zip(shapes, stacked):
+                fill_uniform(rng, weights[probe], fan_in)
+                fill_uniform(rng, biases[probe, 0], fan_in)
+        layers = [
+            (torch.from_numpy(weights).to(device), torch.from_numpy(biases).to(device))
+            for weights, biases in stacked
+        ]
+        del stacked
         generators = None
         if self.dropout and self.hidden:
             generators = [
@@ -114,6 +130,21 @@ class MLP:
         if spec.get("family") != "mlp":
             raise ValueError(f"not an MLP probe specification: {spec!r}")
         return MLP(hidden=tuple(spec["hidden"]), dropout=float(spec.get("dropout", 0.0)))
+
+
+def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None:
+    """Fill the float32 array ``out`` in place with U(-1/sqrt(fan_in), 1/sqrt(fan_in)) draws.
+
+    The draws are made in float32 (``rng.random(dtype=np.float32)``: u = k / 2**24, k uniform
+    on 0 .. 2**24 - 1, one 32-bit draw each) and mapped in place to ``(2u - 1) · bound``
+    (``2u - 1`` is exact in float32; the product is rounded once), so no float64 array is ever
+    made and the values lie in [-bound, bound), the support of ``nn.Linear``'s default
+    ``uniform_``. ``out`` must be C-contiguous.
+    """
+    rng.random(out=out, dtype=np.float32)
+    out *= np.float32(2.0)
+    out -= np.float32(1.0)
+    out *= np.float32(1.0 / np.sqrt(fan_in))
 
 
 def Linear() -> MLP:

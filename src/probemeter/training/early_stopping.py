@@ -9,6 +9,8 @@ Here every probe of a stacked chunk follows this rule on its own:
 
 * its development set is a seeded ``dev_fraction`` of *its own* training subset (the rest is what
   it trains on), so an online-code block probe never looks at data the receiver does not have;
+  or, given ``dev_set``, one development set shared by every probe, apart from their subsets
+  (each then trains on its whole subset), as §3.1 stops on the treebank's development split;
 * its epochs have their own length, ``ceil(n_train / b)`` steps of its batch size
   ``b = min(n_train, batch_size)`` (the last batch of an epoch may be narrower: its rows carry
   weight ``1/len(batch)``), each epoch a fresh permutation from the probe's own random stream;
@@ -178,6 +180,7 @@ def train_with_dev_stopping(
     max_epochs: int,
     report: Callable[[int], object],
     compact: bool = False,
+    dev_set: np.ndarray | None = None,
 ) -> np.ndarray:
     """Train a stacked chunk with per-probe early stopping (§3.1); return epochs run per probe.
 
@@ -191,24 +194,38 @@ def train_with_dev_stopping(
     :meth:`StackedMLP.select`), whenever half the probes of the current stack have stopped they
     are dropped from it, with their Adam state (measured on a 2-core CPU: this cut training to a
     third of the work); a probe's numbers do not depend on it beyond float rounding.
+
+    With ``dev_set`` (pool indices), every probe stops on that one development set and trains
+    on its whole subset (``dev_fraction`` is then unused); its features are gathered once, not
+    once per probe.
     """
     n_probes = len(subsets)
     device = pool_x.device
-    splits = [dev_split(subset, dev_fraction, rng) for subset, rng in zip(subsets, rngs)]
-    train = [split[0] for split in splits]
+    if dev_set is None:
+        splits = [dev_split(subset, dev_fraction, rng) for subset, rng in zip(subsets, rngs)]
+        train = [split[0] for split in splits]
+    else:
+        train = [np.asarray(subset, dtype=np.int64) for subset in subsets]
     if max(min(len(t), batch_size) for t in train) > rows:
         raise ValueError(f"rows={rows} is narrower than a probe's batch")
     streams = _EpochStreams(train, rngs, batch_size)
-    dev_rows = max(len(split[1]) for split in splits)
-    dev_index = np.zeros((n_probes, dev_rows), dtype=np.int64)
-    dev_weight = np.zeros((n_probes, dev_rows), dtype=np.float32)
-    for probe, (_, dev) in enumerate(splits):
-        dev_index[probe, : len(dev)] = dev
-        dev_weight[probe, : len(dev)] = 1.0 / len(dev)
-    dev_index_t = torch.from_numpy(dev_index).to(device)
-    dev_x = pool_x[dev_index_t.view(-1)].view(n_probes, dev_rows, -1)
-    dev_y = pool_y[dev_index_t]
-    dev_w = torch.from_numpy(dev_weight).to(device)
+    if dev_set is None:
+        dev_rows = max(len(split[1]) for split in splits)
+        dev_index = np.zeros((n_probes, dev_rows), dtype=np.int64)
+        dev_weight = np.zeros((n_probes, dev_rows), dtype=np.float32)
+        for probe, (_, dev) in enumerate(splits):
+            dev_index[probe, : len(dev)] = dev
+            dev_weight[probe, : len(dev)] = 1.0 / len(dev)
+        dev_index_t = torch.from_numpy(dev_index).to(device)
+        dev_x = pool_x[dev_index_t.view(-1)].view(n_probes, dev_rows, -1)
+        dev_y = pool_y[dev_index_t]
+        dev_w = torch.from_numpy(dev_weight).to(device)
+    else:  # one shared set: probe axis of stride 0
+        shared = torch.as_tensor(np.asarray(dev_set, dtype=np.int64), device=device)
+        dev_x = pool_x[shared].unsqueeze(0).expand(n_probes, -1, -1)
+        dev_y = pool_y[shared].unsqueeze(0).expand(n_probes, -1)
+        dev_w = torch.full((1, shared.numel()), 1.0 / shared.numel(), device=device)
+        dev_w = dev_w.expand(n_probes, -1)
 
     best = [p.detach().clone() for p in model.parameters]
     best_loss = np.full(n_probes, np.inf)
@@ -248,11 +265,13 @@ def train_with_dev_stopping(
             continue
         chosen = torch.as_tensor(ending, device=device)
         originals = torch.as_tensor(alive[ending], device=device)
+        # a shared set is the same for every probe: slice its stride-0 view, copy nothing
+        pick = originals if dev_set is None else slice(len(ending))
         losses = stacked_losses(
             [p[chosen] for p in stack.parameters],
-            dev_x[originals],
-            dev_y[originals],
-            dev_w[originals],
+            dev_x[pick],
+            dev_y[pick],
+            dev_w[pick],
         ).cpu()
         for position, row in enumerate(ending):
             probe = alive[row]
