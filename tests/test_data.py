@@ -366,3 +366,36 @@ def test_a_negative_random_state_is_refused_by_name():
     X, y = np.zeros((10, 2)), np.arange(10) % 2
     with pytest.raises(ValueError, match="random_state must be an integer >= 0; got -1"):
         ProbeData.from_arrays(X, y, random_state=-1)
+
+
+def _entry_points():
+    import probemeter.curves.curve as curve
+    import probemeter.mdl.controls as controls
+    import probemeter.mdl.online as online
+    import probemeter.mdl.variational as variational
+    import probemeter.pareto.memorisation as memorisation
+    import probemeter.pareto.sweeps as sweeps
+    import probemeter.power.paired as paired
+    from probemeter.probes import MLP
+
+    return {
+        "loss_data_curve": lambda data: curve.loss_data_curve(data),
+        "online_codelength": lambda data: online.online_codelength(data),
+        "variational_codelength": lambda data: variational.variational_codelength(data),
+        "control_task": lambda data: controls.control_task(data),
+        "shuffled_labels": lambda data: controls.shuffled_labels(data),
+        "memorisation_complexity": lambda data: memorisation.memorisation_complexity(
+            data, [MLP((4,))]
+        ),
+        "linear_points": lambda data: sweeps.linear_points(data, "task", "rep"),
+        "paired_data": lambda data: paired.paired_data(data, data),
+    }
+
+
+@pytest.mark.parametrize("entry", list(_entry_points()))
+def test_arrays_where_probe_data_is_expected_are_refused_by_name(entry):
+    X, y = _xy()
+    with pytest.raises(ValueError, match=r"must be a ProbeData; got ndarray\. .*from_arrays"):
+        _entry_points()[entry](X)
+    with pytest.raises(ValueError, match=r"must be a ProbeData; got tuple"):
+        _entry_points()[entry]((X, y))

@@ -232,3 +232,10 @@ def test_check_refuses_cuda_without_cuda(files, capsys):
     path = _experiment(files, "[run]\ndevice = 'cuda'", "ok.npz")
     assert main(["run", str(path), "--check"]) == 2
     assert "run.device: 'cuda' but CUDA is not available" in capsys.readouterr().err
+
+
+def test_warnings_are_one_line(files, capsys):
+    argv = ["curve", "--train", str(files / "ok.npz"), "--out", str(files / "out"), *TINY]
+    assert main([*argv, "--lr", "1e6"]) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("probemeter: warning: ") and "diverged" in err and "\n" not in err

@@ -156,6 +156,15 @@ def test_full_pool_training_learns_the_task(task):
     assert result.accuracy[0] > 0.75
 
 
+def test_a_diverging_step_size_is_flagged_and_a_sane_one_is_not(task, recwarn):
+    """lr=1e6 sends every probe's test loss far past ln K: the engine says so, naming lr."""
+    _run(task, [(150, 0)], Linear(), TrainingConfig(steps=30, batch_size=32, lr=1e-2))
+    assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
+    with pytest.warns(RuntimeWarning, match=r"2 of 2 probes diverged: .*lr=1e\+06 is likely"):
+        result = _run(task, [(150, 0), (45, 1)], Linear(), TrainingConfig(steps=30, lr=1e6))
+    assert np.all(result.loss > engine.DIVERGED_FACTOR * math.log(N_CLASSES))
+
+
 def test_probe_depends_on_the_pool_only_through_its_subset(task):
     """Scrambling every pool row outside a probe's subset (features and labels) leaves its
     result bit-identical: the probe never reads an example it was not given."""

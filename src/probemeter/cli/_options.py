@@ -8,9 +8,15 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from probemeter._method import Method, Option
+from probemeter._method import MAX_MEMORY_GIB, Method, Option
 
-__all__ = ["add_method_options", "add_run_options", "method_from_args", "option_argument"]
+__all__ = [
+    "add_max_memory_option",
+    "add_method_options",
+    "add_run_options",
+    "method_from_args",
+    "option_argument",
+]
 
 
 def option_argument(opt: Option) -> dict[str, Any]:
@@ -67,10 +73,26 @@ def method_from_args(
     return built
 
 
-def add_run_options(parser: argparse.ArgumentParser, *, progress: bool = True) -> None:
-    """``--device``, ``--n-jobs``, ``--random-state`` (and ``--no-progress``): where and how a
-    command trains, the same defaults for every command."""
+def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:
+    """``--max-memory GIB``: the engine's budget for one chunk of stacked probes."""
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        default=MAX_MEMORY_GIB,
+        metavar="GIB",
+        help="GiB for one chunk of stacked probes, per worker process; a probe that cannot fit "
+        f"is refused before training (default: {MAX_MEMORY_GIB})",
+    )
+
+
+def add_run_options(
+    parser: argparse.ArgumentParser, *, progress: bool = True, memory: bool = False
+) -> None:
+    """``--device``, ``--n-jobs``, ``--random-state`` (and ``--no-progress``, ``--max-memory``):
+    where and how a command trains, the same defaults for every command."""
     group = parser.add_argument_group("running")
+    if memory:
+        add_max_memory_option(group)
     group.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
     group.add_argument(
         "--n-jobs", type=int, default=-1, help="CPU worker processes (default: -1, all cores)"

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from probemeter._io import writable_folder
-from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar
 from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.curves.method import CurveMethod
@@ -76,7 +75,7 @@ def add_curve_commands(commands: Any) -> None:
 
 def _training_options(parser: argparse.ArgumentParser) -> None:
     add_method_options(parser, CurveMethod, skip=("epsilon", "unit"), title="probe training")
-    add_run_options(parser)
+    add_run_options(parser, memory=True)
 
 
 def _measure_options(
@@ -120,7 +119,7 @@ def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[An
             random_state=args.random_state,
             device=args.device,
             n_jobs=args.n_jobs,
-            max_memory=MAX_MEMORY_GIB,
+            max_memory=args.max_memory,
             progress=not args.no_progress,
         )
         curves.append(LossDataCurve.from_dict(result))

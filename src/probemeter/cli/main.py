@@ -16,7 +16,10 @@ are imported lazily: ``probemeter --help`` loads neither torch nor pandas.
 from __future__ import annotations
 
 import argparse
+import sys
+import warnings
 from collections.abc import Sequence
+from typing import TextIO
 
 from probemeter.cli._errors import EXIT_CODES, guarded
 from probemeter.cli.curve import add_curve_commands
@@ -32,7 +35,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
     parser = _parser()
     args = parser.parse_args(argv)
-    return guarded(lambda: args.handler(args))
+    with warnings.catch_warnings():  # restores the library's warning display on return
+        warnings.showwarning = _one_line_warning
+        return guarded(lambda: args.handler(args))
+
+
+def _one_line_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """Warnings as ``probemeter: warning: …`` lines, without the source location."""
+    print(f"probemeter: warning: {message}", file=sys.stderr if file is None else file)
 
 
 def _version() -> str:

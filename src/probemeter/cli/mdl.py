@@ -14,7 +14,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from probemeter._method import MAX_MEMORY_GIB
 from probemeter.cli._options import add_method_options, add_run_options, method_from_args
 from probemeter.mdl.method import MDLMethod
 
@@ -34,7 +33,7 @@ def add_mdl_command(commands: Any) -> None:
     )
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
-    add_run_options(parser)
+    add_run_options(parser, memory=True)
     parser.add_argument("--format", choices=("markdown", "text", "latex"), default="markdown")
     parser.add_argument("--out", type=Path, default=Path("mdl-results"))
     parser.set_defaults(handler=run_mdl)
@@ -87,7 +86,7 @@ def run_mdl(args: argparse.Namespace) -> int:
             random_state=args.random_state,
             device=args.device,
             n_jobs=args.n_jobs,
-            max_memory=MAX_MEMORY_GIB,
+            max_memory=args.max_memory,
             progress=not args.no_progress,
         )
         entries.append(entry_from_dict(result))

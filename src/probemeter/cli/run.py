@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probemeter._method import MAX_MEMORY_GIB
+from probemeter.cli._options import add_max_memory_option
 
 __all__ = ["add_run_command"]
 
@@ -26,13 +26,7 @@ def add_run_command(commands: Any) -> None:
     run.add_argument(
         "--n-jobs", type=int, help="CPU worker processes, --backend local (default -1: all)"
     )
-    run.add_argument(
-        "--max-memory",
-        type=float,
-        default=MAX_MEMORY_GIB,
-        metavar="GIB",
-        help=f"GiB for one chunk of stacked probes, per worker process (default: {MAX_MEMORY_GIB})",
-    )
+    add_max_memory_option(run)
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
     _ray_options(run)
     run.set_defaults(handler=_run_experiment)

@@ -54,7 +54,7 @@ from probemeter.curves.measures import (
     _resolve_unit,
     sample_complexity,
 )
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, check_probe_data
 from probemeter.probes import MLP
 
 __all__ = [
@@ -248,7 +248,7 @@ def refine_sample_complexity(
         ValueError: the curve was not made from ``data`` (different fingerprint), or any bad
             argument (named), before anything is trained.
     """
-    settings = _curve_settings(data, curve)
+    settings = _curve_settings(check_probe_data(data), curve)
     del settings["seeds"]
 
     def evaluate(sizes: np.ndarray, seeds: list[int]) -> LossDataCurve:

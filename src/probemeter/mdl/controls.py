@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from probemeter._validation import check_scalar
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, check_probe_data
 from probemeter.encoders.hf import TransformerEncoder
 
 __all__ = [
@@ -79,7 +79,7 @@ def control_task(data: ProbeData, *, random_state: int = 0) -> ProbeData:
     Raises:
         ValueError: ``data`` has no ``groups_train``/``groups_test``.
     """
-    if data.groups_train is None or data.groups_test is None:
+    if check_probe_data(data).groups_train is None or data.groups_test is None:
         raise ValueError(
             "the control task needs word types: build ProbeData with groups (and groups_test)"
         )
@@ -103,6 +103,7 @@ def _type_labels(
 
 def shuffled_labels(data: ProbeData, *, random_state: int = 0) -> ProbeData:
     """``data`` with the pool's and the test set's labels each randomly permuted."""
+    check_probe_data(data)
     rng = np.random.default_rng(random_state)
     return dataclasses.replace(
         data,

@@ -50,7 +50,7 @@ import pandas as pd
 from probemeter._io import JsonResult
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
-from probemeter.data import ProbeData, subset_permutation
+from probemeter.data import ProbeData, check_probe_data, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
 from probemeter.training.engine import TrainingConfig, fit_evaluate
@@ -401,6 +401,7 @@ def online_codelength(
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
             random_state.
     """
+    check_probe_data(data)
     check_scalar(random_state, "random_state", int, min_val=0)
     one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
     probe = MLP((1000, 1000)) if probe is None else probe

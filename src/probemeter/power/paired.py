@@ -23,7 +23,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult
 from probemeter._validation import check_scalar
-from probemeter.data import ProbeData, seed_ids
+from probemeter.data import ProbeData, check_probe_data, seed_ids
 from probemeter.power.bounds import (
     generalization_bound,
     log_function_class_size,
@@ -47,6 +47,8 @@ def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.
         ValueError: the two do not describe the same examples (different lengths or labels of
             pool or test set): their predictions could not be paired.
     """
+    check_probe_data(a, "a")
+    check_probe_data(b, "b")
     for part in ("train", "test"):
         labels_a, labels_b = getattr(a, f"y_{part}"), getattr(b, f"y_{part}")
         if labels_a.shape != labels_b.shape or not np.array_equal(labels_a, labels_b):

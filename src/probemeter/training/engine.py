@@ -55,6 +55,8 @@ _POSITIVE = number(0, closed="neither")
 #: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
 _STEP_OVERHEAD_SECONDS = 4e-4
 _ROW_FLOPS_PER_SECOND = 5e10
+#: a probe whose test loss exceeds this many times ln K nats (the uniform code) has diverged
+DIVERGED_FACTOR = 100
 #: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
 _BF16_MIN_ROWS = 64
 #: below this much training arithmetic (a second or two of work) worker processes and intra-op
@@ -260,7 +262,28 @@ def fit_evaluate(
     for (members, _), metrics in zip(chunks, outputs):
         for name, values in metrics.items():
             result[name][members] = values
+    _warn_if_diverged(result["loss"], subsets, n_classes, config.lr)
     return ProbeEvaluation(**result)
+
+
+def _warn_if_diverged(
+    losses: np.ndarray, subsets: Sequence[np.ndarray], n_classes: int, lr: float
+) -> None:
+    """Warn when probes ended with a non-finite test loss, or one over ``DIVERGED_FACTOR``
+    times the uniform code's ln K nats: no probe that learnt anything ends there, even one
+    that overfits a handful of examples — it is a step size too large for Adam."""
+    limit = DIVERGED_FACTOR * math.log(max(n_classes, 2))
+    diverged = np.flatnonzero(~np.isfinite(losses) | (losses > limit))
+    if diverged.size:
+        first = diverged[0]
+        warnings.warn(
+            f"{diverged.size} of {len(losses)} probes diverged: test loss "
+            f"{losses[first]:.3g} nats (n={len(subsets[first])}) against ln K = "
+            f"{math.log(max(n_classes, 2)):.3g} for guessing uniformly; lr={lr:g} is likely too "
+            "large (Adam usually needs 1e-4 to 1e-2). Their numbers are not meaningful",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _check_engine_inputs(
