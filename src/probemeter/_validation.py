@@ -96,11 +96,19 @@ def integer(low: int | None = None, high: int | None = None, closed: str = "both
     return Check(describe)
 
 
+def _finite(value: Any) -> bool:
+    """Finite and representable as a float (an integer beyond ~1.8e308 is not)."""
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
 def number(low: float | None = None, high: float | None = None, closed: str = "both") -> Check:
     """A finite real number (not a bool) within the bounds."""
 
     def describe(value: Any) -> str | None:
-        if not is_number(value) or not math.isfinite(value):
+        if not is_number(value) or not _finite(value):
             return f"must be a finite number; got {value!r}"
         if not _inside(value, low, high, closed):
             return f"must be a number {_bounds(low, high, closed)}; got {value!r}"
@@ -127,14 +135,16 @@ def boolean() -> Check:
 
 
 def text() -> Check:
-    """A non-empty string."""
-    return Check(
-        lambda value: (
-            None
-            if isinstance(value, str) and value
-            else f"must be a non-empty string; got {value!r}"
-        )
-    )
+    """A non-empty string without NUL characters (no path, name or option holds one)."""
+
+    def describe(value: Any) -> str | None:
+        if not isinstance(value, str) or not value:
+            return f"must be a non-empty string; got {value!r}"
+        if "\x00" in value:
+            return f"must not contain NUL characters; got {value!r}"
+        return None
+
+    return Check(describe)
 
 
 def integer_list(low: int = 1, *, distinct: bool = False, non_empty: bool = False) -> Check:

@@ -255,7 +255,7 @@ class _Reader:
                 self.add(key, "missing (a required table)")
             return {}
         if not isinstance(value, dict):
-            self.add(key, f"must be a table; got {value!r}")
+            self.add(_join("", key), f"must be a table; got {value!r}")
             return {}
         return value
 
@@ -287,7 +287,10 @@ class _Reader:
 
 
 def _join(where: str, key: str) -> str:
-    return f"{where}.{key}" if where else key
+    """``where.key``; a key that is not plain printable text is quoted (a line break in a key
+    must not split its problem over two lines)."""
+    shown = key if key.isprintable() and key.strip() == key and key else repr(key)
+    return f"{where}.{shown}" if where else shown
 
 
 def load_experiment(path: str | Path) -> Experiment:
