@@ -1,6 +1,6 @@
 """Is the engine's memory estimate honest? Estimate against measured peak, case by case.
 
-:func:`probemeter.training.engine.estimate_memory` predicts, from the architecture alone, the
+:func:`probemeter.training.memory.estimate_memory` predicts, from the architecture alone, the
 bytes a chunk of stacked probes allocates (parameters, gradients, Adam moments, bf16 shadows,
 minibatch activations, the minibatch index stream, early-stopping copies, the evaluation
 block); ``fit_evaluate`` splits probes into chunks that fit ``max_memory`` by it and refuses a
@@ -61,8 +61,8 @@ class Case:
     shared_dev: int = 0  # with early stopping: rows of one development set shared by all probes
 
     def config(self) -> Any:
-        """The case's :class:`~probemeter.training.engine.TrainingConfig`."""
-        from probemeter.training.engine import TrainingConfig
+        """The case's :class:`~probemeter.training.config.TrainingConfig`."""
+        from probemeter.training.config import TrainingConfig
 
         settings: dict[str, Any] = {"batch_size": self.batch_size, "lr": 1e-3}
         if self.early_stopping:  # a few epochs: enough to reach every phase of the loop
@@ -72,9 +72,9 @@ class Case:
         return TrainingConfig(**settings)
 
     def estimate(self) -> Any:
-        """The engine's :class:`~probemeter.training.engine.MemoryEstimate` of one probe."""
+        """The engine's :class:`~probemeter.training.memory.MemoryEstimate` of one probe."""
         from probemeter.probes import MLP
-        from probemeter.training.engine import estimate_memory
+        from probemeter.training.memory import estimate_memory
 
         return estimate_memory(
             MLP(self.hidden, dropout=self.dropout),
@@ -99,7 +99,8 @@ def measure(case: Case) -> dict[str, Any]:
     import torch
 
     from probemeter.probes import MLP
-    from probemeter.training.engine import TrainingConfig, fit_evaluate
+    from probemeter.training.config import TrainingConfig
+    from probemeter.training.engine import fit_evaluate
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)

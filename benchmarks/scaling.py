@@ -87,7 +87,8 @@ def measure(case: Case) -> dict[str, Any]:
     import torch
 
     from probemeter.probes import MLP
-    from probemeter.training.engine import TrainingConfig, fit_evaluate
+    from probemeter.training.config import TrainingConfig
+    from probemeter.training.engine import fit_evaluate
 
     torch.set_num_threads(1)
     rng = np.random.default_rng(0)

@@ -46,7 +46,7 @@ from probemeter.pareto.sweeps import (
     parser_points,
     treebank_tasks,
 )
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ from probemeter._io import environment
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import MLP, Linear
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
 
 SIZES = [10, 40, 160, 640]
 STEPS = 150

@@ -9,7 +9,7 @@ from probemeter.data import ProbeData
 from probemeter.pareto.families import random_mlp_family
 from probemeter.pareto.memorisation import memorisation_complexity, shuffle_within_sentences
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from probemeter.pareto.sweeps import (
     treebank_tasks,
 )
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 
 COLUMNS = ["task", "measure", "representation", "complexity", "accuracy"]
 

@@ -15,7 +15,7 @@ from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
 from probemeter.probes import Linear
 from probemeter.runs.store import RECORD_FIELDS, ResultStore, run_units, unit_key
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 
 TRAINING = {"steps": 20, "batch_size": 16, "lr": 1e-2}
 
@@ -39,7 +39,7 @@ import numpy as np
 from probemeter.runs.store import ResultStore, run_units, unit_key
 from probemeter.curves.curve import loss_data_curve
 from probemeter.data import ProbeData
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 from probemeter.probes import Linear
 
 run_dir, log = sys.argv[1], sys.argv[2]

@@ -16,8 +16,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from probemeter.probes import MLP
+from probemeter.training.config import TrainingConfig
 from probemeter.training.early_stopping import IMPROVEMENT_NATS, BatchedAdam
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.engine import fit_evaluate
 
 D, K = 5, 3
 

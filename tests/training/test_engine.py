@@ -20,7 +20,9 @@ from torch import nn
 from probemeter.data import nested_subset
 from probemeter.probes import MLP, Linear
 from probemeter.training import engine
-from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import ProbeEvaluation, fit_evaluate
+from probemeter.training.memory import estimate_memory
 
 N_FEATURES = 6
 N_CLASSES = 3
@@ -213,7 +215,7 @@ def test_results_do_not_depend_on_chunking(task, probe):
     sizes_seeds = [*SIZES_SEEDS, (45, 5), (150, 6)]
     one_chunk = _run(task, sizes_seeds, probe, config, max_memory=4.0)
     # a budget that holds the largest probe alone, and no two probes, forces one per chunk
-    alone = engine.estimate_memory(
+    alone = estimate_memory(
         probe, N_FEATURES, N_CLASSES, config, rows=32, n_train=POOL, n_eval=N_EVAL
     ).chunk_bytes(1)
     subsets = [_subset(n, seed) for n, seed in sizes_seeds]

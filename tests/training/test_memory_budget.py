@@ -15,16 +15,12 @@ from probemeter.cli.main import main as cli_main
 from probemeter.probes import MLP
 from probemeter.probes.mlp import fill_uniform
 from probemeter.training import engine
-from probemeter.training.engine import (
-    MemoryEstimate,
-    TrainingConfig,
-    check_memory_budget,
-    estimate_memory,
-    fit_evaluate,
-)
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
+from probemeter.training.memory import MemoryEstimate, check_memory_budget, estimate_memory
 
 MiB = 2**20
-WORKSPACE = 8 * MiB  # engine._WORKSPACE_BYTES: matmul packing buffers, once per chunk
+WORKSPACE = 8 * MiB  # memory._WORKSPACE_BYTES: matmul packing buffers, once per chunk
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +246,10 @@ def test_the_curve_command_refuses_a_huge_probe_in_one_line(tmp_path, monkeypatc
 
 
 def test_memory_estimate_is_public():
-    assert {"MemoryEstimate", "estimate_memory", "check_memory_budget"} <= set(engine.__all__)
+    import probemeter.training as training
+
+    names = {"MemoryEstimate", "estimate_memory", "check_memory_budget"}
+    assert names <= set(training.__all__) and all(getattr(training, name) for name in names)
     assert isinstance(estimate_memory(MLP(), 10, 2, TrainingConfig()), MemoryEstimate)
 
 

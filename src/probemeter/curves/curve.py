@@ -19,7 +19,8 @@ from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
 
 __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
@@ -254,7 +255,7 @@ def loss_data_curve(
         probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1).
         sizes: training-set sizes n; default :func:`default_sizes` of the pool.
         seeds: a count (seeds 0..seeds-1) or explicit seed ids.
-        steps, batch_size, lr, precision: see :class:`~probemeter.training.engine.TrainingConfig`.
+        steps, batch_size, lr, precision: see :class:`~probemeter.training.config.TrainingConfig`.
         random_state: global seed; results are a deterministic function of it.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.

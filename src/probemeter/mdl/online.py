@@ -53,7 +53,8 @@ from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
 
 __all__ = [

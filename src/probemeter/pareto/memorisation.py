@@ -27,7 +27,8 @@ import torch
 
 from probemeter.data import ProbeData, check_probe_data
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
 
 __all__ = ["MemorisationResult", "memorisation_complexity", "shuffle_within_sentences"]
 

@@ -34,7 +34,7 @@ from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, fit_rank_pr
 from probemeter.pareto.memorisation import memorisation_complexity
 from probemeter.pareto.parsing import arc_pairs, check_parse, shuffle_heads
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig
+from probemeter.training.config import TrainingConfig
 
 __all__ = [
     "FULLY_SHUFFLED",

@@ -33,7 +33,8 @@ from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
 from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
-from probemeter.training.engine import TrainingConfig, fit_evaluate
+from probemeter.training.config import TrainingConfig
+from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["ConfigurationRuns", "PairedComparison", "paired_data", "run_configurations"]

@@ -1,5 +1,6 @@
-"""Training probes: the batched engine (all probes at once, stacked on a probe axis) and per-probe
-early stopping on a dev split.
+"""Training probes: the settings (``config``), the batched engine (all probes at once, stacked
+on a probe axis), its memory budget (``memory``), per-probe early stopping on a development set,
+and the worker processes' link to their parent (``workers``).
 """
 
 from probemeter._lazy import lazy_exports
@@ -9,9 +10,12 @@ _EXPORTS = {
     "dev_split": ".early_stopping",
     "stacked_losses": ".early_stopping",
     "train_with_dev_stopping": ".early_stopping",
+    "TrainingConfig": ".config",
     "ProbeEvaluation": ".engine",
-    "TrainingConfig": ".engine",
     "fit_evaluate": ".engine",
+    "MemoryEstimate": ".memory",
+    "check_memory_budget": ".memory",
+    "estimate_memory": ".memory",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
