@@ -435,9 +435,15 @@ def sample_complexity_for_accuracy(
     curve: LossDataCurve, accuracy: float, n: int | None = None, *, rule: str = "last"
 ) -> SampleComplexity:
     """εSC for a target accuracy a: ``sample_complexity`` of the 0–1 loss with ε = 1 − a
-    (Whitney et al., §4.2, "objectives other than negative log-likelihood")."""
+    (Whitney et al., §4.2, "objectives other than negative log-likelihood").
+
+    For a below the float resolution at 1 (a < 2⁻⁵³, where 1 − a rounds to 1, an ε the 0–1 loss
+    refuses), ε is the largest float below 1: any accuracy of at least 2⁻⁵³ reaches it, and an
+    accuracy of 0 does not.
+    """
     check_scalar(accuracy, "accuracy", float, min_val=0, max_val=1, include_boundaries="neither")
-    return sample_complexity(curve, 1.0 - accuracy, n, rule=rule, metric="error")
+    epsilon = min(1.0 - accuracy, math.nextafter(1.0, 0.0))
+    return sample_complexity(curve, epsilon, n, rule=rule, metric="error")
 
 
 def hoeffding_half_width(n_total: int, n_estimates: int, n_samples: int, delta: float) -> float:
