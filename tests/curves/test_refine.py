@@ -6,10 +6,9 @@ import pytest
 
 import probemeter as pm
 from probemeter.curves.curve import LossDataCurve
-from probemeter.curves.measures import hoeffding_draws
+from probemeter.curves.measures import evaluations_per_size, hoeffding_draws
 from probemeter.curves.refine import (
     PAPER_BINS,
-    evaluations_per_size,
     recursive_grid_search,
     rounds_for_width,
 )

@@ -53,6 +53,7 @@ __all__ = [
     "SurplusDescriptionLength",
     "ValidationPerformance",
     "description_length",
+    "evaluations_per_size",
     "hoeffding_draws",
     "hoeffding_half_width",
     "mutual_information",
@@ -469,12 +470,31 @@ def hoeffding_draws(epsilon: float, delta: float, rounds: int) -> int:
 
     S = ⌈2·log(20k/δ) / ε²⌉ for k rounds of the 10-bin recursive grid search: each estimate is
     then within ε/2 of its mean with probability ≥ 1 − δ/(10k), and by a union bound all 10k
-    estimates are, for a loss bounded in [0, 1].
+    estimates are, for a loss bounded in [0, 1] (:func:`evaluations_per_size` with M = 10k).
     """
     epsilon = _check_epsilon(epsilon, "error")
-    delta = check_delta(delta)
     check_scalar(rounds, "rounds", int, min_val=1)
-    return math.ceil(2 * math.log(20 * rounds / delta) / epsilon**2)
+    return evaluations_per_size(epsilon, delta, 10 * int(rounds))
+
+
+def evaluations_per_size(epsilon: float, delta: float, n_estimates: int) -> int:
+    """Theorem 5's S: independent draws per loss estimate so that all of ``n_estimates`` (M)
+    estimates are within ε/2 of their means with probability ≥ 1 − δ (Whitney et al., App. B).
+
+    S = ⌈2·ln(2M/δ) / ε²⌉: Hoeffding for a loss in [0, 1] gives
+    P(|L̂ − L| ≥ ε/2) ≤ 2·exp(−S·ε²/2) ≤ δ/M, and a union bound over the M estimates gives δ.
+    Algorithm 2 with k rounds of 10 bins consults M = 10k sizes, so S = 2·log(20k/δ)/ε²
+    (:func:`probemeter.curves.measures.hoeffding_draws`).
+
+    Raises:
+        ValueError: ε ≤ 0 or not finite, δ outside (0, 1), or M < 1, naming the argument.
+    """
+    epsilon = float(
+        check_scalar(epsilon, "epsilon", float, min_val=0, include_boundaries="neither")
+    )
+    delta = check_delta(delta)
+    check_scalar(n_estimates, "n_estimates", int, min_val=1)
+    return math.ceil(2.0 * math.log(2.0 * int(n_estimates) / delta) / epsilon**2)
 
 
 def _resolve_unit(metric: str, unit: str | None) -> tuple[str, float]:

@@ -39,7 +39,6 @@ Our adaptation, and what it changes in the statement:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -52,6 +51,7 @@ from probemeter.curves.measures import (
     SampleComplexity,
     _mean_losses,
     _resolve_unit,
+    evaluations_per_size,
     sample_complexity,
 )
 from probemeter.data import ProbeData, check_probe_data
@@ -62,7 +62,6 @@ __all__ = [
     "Evaluate",
     "Guarantee",
     "RefinedSampleComplexity",
-    "evaluations_per_size",
     "recommend_epsilon",
     "recursive_grid_search",
     "refine_sample_complexity",
@@ -75,26 +74,6 @@ PAPER_BINS = 10
 #: the learning algorithm A: ``evaluate(sizes, seeds)`` trains one probe per (size, seed) and
 #: returns their loss-data curve (each seed an independent draw of the training set)
 Evaluate = Callable[[np.ndarray, list[int]], LossDataCurve]
-
-
-def evaluations_per_size(epsilon: float, delta: float, n_estimates: int) -> int:
-    """Theorem 5's S: independent draws per loss estimate so that all of ``n_estimates`` (M)
-    estimates are within ε/2 of their means with probability ≥ 1 − δ (Whitney et al., App. B).
-
-    S = ⌈2·ln(2M/δ) / ε²⌉: Hoeffding for a loss in [0, 1] gives
-    P(|L̂ − L| ≥ ε/2) ≤ 2·exp(−S·ε²/2) ≤ δ/M, and a union bound over the M estimates gives δ.
-    Algorithm 2 with k rounds of 10 bins consults M = 10k sizes, so S = 2·log(20k/δ)/ε²
-    (:func:`probemeter.curves.measures.hoeffding_draws`).
-
-    Raises:
-        ValueError: ε ≤ 0 or not finite, δ outside (0, 1), or M < 1, naming the argument.
-    """
-    epsilon = float(
-        check_scalar(epsilon, "epsilon", float, min_val=0, include_boundaries="neither")
-    )
-    delta = check_delta(delta)
-    check_scalar(n_estimates, "n_estimates", int, min_val=1)
-    return math.ceil(2.0 * math.log(2.0 * int(n_estimates) / delta) / epsilon**2)
 
 
 def rounds_for_width(width: int, points: int, target_width: int) -> int:
