@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _proc_memory import memory_mib
 
 _MEASURE = "--measure"  # the hidden flag of the subprocess that measures one case
 
@@ -89,11 +89,6 @@ class Case:
         )
 
 
-def _memory_mib(field: str) -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(re.search(rf"{field}:\s+(\d+) kB", status).group(1)) / 1024
-
-
 def measure(case: Case) -> dict[str, Any]:
     """Peak memory of training and evaluating ``case`` in this process, above its start."""
     import torch
@@ -118,7 +113,7 @@ def measure(case: Case) -> dict[str, Any]:
     settings = {"n_jobs": 1, "max_memory": 1024.0, "device": "cpu"}
     fit_evaluate(*arguments, subsets[:1], keys[:1], MLP((8,)), TrainingConfig(2, 8), **settings)
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak to the current size
-    before = _memory_mib("VmRSS")
+    before = memory_mib("VmRSS")
     fit_evaluate(
         *arguments,
         subsets,
@@ -129,7 +124,7 @@ def measure(case: Case) -> dict[str, Any]:
         **shared,
         **settings,
     )
-    return {"measured_mib": _memory_mib("VmHWM") - before, "before_mib": before}
+    return {"measured_mib": memory_mib("VmHWM") - before, "before_mib": before}
 
 
 def run_case(case: Case) -> dict[str, Any]:

@@ -36,7 +36,6 @@ import argparse
 import itertools
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -47,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _proc_memory import memory_mib
 
 FACTORS = (1, 2, 4, 8)
 _MEASURE = "--measure"  # the hidden flag of the subprocess that measures one case
@@ -77,11 +77,6 @@ class Case:
 # ----------------------------------------------------------------------------------------------
 
 
-def _memory_mib(field: str) -> float:
-    status = Path("/proc/self/status").read_text()
-    return int(re.search(rf"{field}:\s+(\d+) kB", status).group(1)) / 1024
-
-
 def measure(case: Case) -> dict[str, Any]:
     """Time and peak memory of training and evaluating ``case`` in this process."""
     import torch
@@ -103,14 +98,14 @@ def measure(case: Case) -> dict[str, Any]:
     settings = {"n_jobs": 1, "max_memory": case.max_memory}
     fit_evaluate(*arguments, subsets[:1], keys[:1], probe, TrainingConfig(1, 8), **settings)
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak to the current size
-    before = _memory_mib("VmRSS")
+    before = memory_mib("VmRSS")
     started, cpu_started = time.perf_counter(), time.process_time()
     fit_evaluate(*arguments, subsets, keys, probe, config, **settings)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     return {
         "seconds": seconds,
         "cpu_seconds": cpu_seconds,
-        "peak_mib": _memory_mib("VmHWM") - before,
+        "peak_mib": memory_mib("VmHWM") - before,
         "data_mib": (X.nbytes + X_test.nbytes + y.nbytes + y_test.nbytes) / 2**20,
     }
 
