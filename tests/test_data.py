@@ -161,8 +161,10 @@ def test_n_classes_smaller_than_labels_is_rejected():
 def test_n_classes_counts_test_labels_and_can_be_larger():
     x, y = _xy(classes=2)
     x_test = np.zeros((4, 3))
-    with pytest.warns(UserWarning):
-        data = ProbeData.from_arrays(x, y, x_test, [0, 1, 4, 1])
+    with pytest.raises(ValueError, match=r"2 of them never occur \(2, 3\).*labels='encode'"):
+        ProbeData.from_arrays(x, y, x_test, [0, 1, 4, 1])  # classes 2 and 3 would be phantoms
+    with pytest.warns(UserWarning):  # declared: an alphabet of 5 with classes unseen here
+        data = ProbeData.from_arrays(x, y, x_test, [0, 1, 4, 1], n_classes=5)
     assert data.n_classes == 5
     data = ProbeData.from_arrays(x, y, n_classes=7)
     assert data.n_classes == 7
@@ -399,3 +401,72 @@ def test_arrays_where_probe_data_is_expected_are_refused_by_name(entry):
         _entry_points()[entry](X)
     with pytest.raises(ValueError, match=r"must be a ProbeData; got tuple"):
         _entry_points()[entry]((X, y))
+
+
+# ---------------------------------------------------------------------------------------------
+# labels as users hold them: gapped indices refused, any labels encoded; torch tensors
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("offset", "scale"), [(1, 1), (0, 1000)])
+def test_gapped_class_indices_are_refused_offering_encode(offset, scale):
+    x, y = _xy(classes=2)
+    gapped = y * scale + offset  # {1, 2} (1-based) or {0, 1000} (sparse)
+    with pytest.raises(ValueError, match=r"never occur.*labels='encode' to map the 2 distinct"):
+        ProbeData.from_arrays(x, gapped)
+    data = ProbeData.from_arrays(x, gapped, labels="encode")
+    assert data.n_classes == 2 and data.classes == (offset, scale + offset)
+    plain = ProbeData.from_arrays(x, y)
+    np.testing.assert_array_equal(data.y_train, plain.y_train)  # same split, same indices
+    np.testing.assert_array_equal(data.y_test, plain.y_test)
+
+
+def test_string_labels_are_encoded_over_pool_and_test_in_sorted_order():
+    x, _ = _xy(rows=6)
+    y = np.array(["NOUN", "VERB", "DET", "NOUN", "VERB", "DET"])
+    with pytest.warns(UserWarning, match=r"test labels \[0\] never occur"):  # ADJ: test only
+        data = ProbeData.from_arrays(x, y, x[:3], ["DET", "ADJ", "DET"], labels="encode")
+    assert data.classes == ("ADJ", "DET", "NOUN", "VERB") and data.n_classes == 4
+    assert data.y_train.tolist() == [2, 3, 1, 2, 3, 1] and data.y_test.tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match=r"dtype <U4.*labels='encode'"):
+        ProbeData.from_arrays(x, y)
+
+
+def test_boolean_and_categorical_labels():
+    import pandas as pd
+
+    x, y = _xy(classes=2)
+    with pytest.raises(ValueError, match=r"dtype bool.*labels='encode'"):
+        ProbeData.from_arrays(x, y == 1)
+    flags = ProbeData.from_arrays(x, y == 1, labels="encode")
+    assert flags.classes == (False, True)
+    category = pd.Series(np.where(y == 1, "yes", "no"), dtype="category")
+    assert ProbeData.from_arrays(x, category, labels="encode").classes == ("no", "yes")
+
+
+def test_labels_that_cannot_be_encoded_or_a_bad_mode_are_named():
+    x, _ = _xy(rows=4)
+    with pytest.raises(ValueError, match="cannot be ordered"):
+        ProbeData.from_arrays(x, np.array(["a", 1, "b", 2], dtype=object), labels="encode")
+    with pytest.raises(ValueError, match="NaN"):
+        ProbeData.from_arrays(x, [0.0, np.nan, 1.0, 0.0], labels="encode")
+    with pytest.raises(ValueError, match="labels must be one of"):
+        ProbeData.from_arrays(x, [0, 1, 0, 1], labels="strings")
+    with pytest.raises(ValueError, match="n_classes is implied"):
+        ProbeData.from_arrays(x, [0, 1, 0, 1], labels="encode", n_classes=3)
+
+
+def test_torch_tensors_of_any_dtype_and_grad_are_accepted():
+    import torch
+
+    x, y = _xy()
+    reference = ProbeData.from_arrays(x.astype(np.float32), y)
+    leaf = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    from_tensors = ProbeData.from_arrays(leaf * 1.0, torch.from_numpy(y))
+    np.testing.assert_array_equal(from_tensors.X_train, reference.X_train)
+    np.testing.assert_array_equal(from_tensors.y_test, reference.y_test)
+    low = torch.tensor(x, dtype=torch.bfloat16)
+    half = ProbeData.from_arrays(low, y, low[:5], y[:5], standardize=False)
+    assert half.X_train.dtype == np.float32
+    np.testing.assert_array_equal(half.X_train, low.float().numpy())  # widened exactly
+    assert not np.array_equal(half.X_train, x.astype(np.float32))  # really bf16-rounded

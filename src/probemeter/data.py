@@ -8,15 +8,18 @@ unit variance with statistics of the training pool only (Whitney et al., App. C.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from probemeter._validation import check_scalar, integer_list, is_integer
+from probemeter._validation import check_scalar, integer_list, is_integer, one_of
 
 __all__ = [
+    "LABEL_MODES",
     "ProbeData",
     "check_probe_data",
     "nested_subset",
@@ -25,8 +28,22 @@ __all__ = [
 ]
 
 
+#: how ``from_arrays`` reads labels: class indices 0..K−1 as given, or any labels encoded
+LABEL_MODES = ("indices", "encode")
+
+
+def _as_array(array: object) -> np.ndarray:
+    """``array`` as numpy: torch tensors are detached and copied to the CPU (bfloat16 and
+    float16 widened to float32, which numpy lacks or computes slowly); anything else through
+    ``np.asarray`` (lists, pandas objects, HF ``datasets`` columns)."""
+    if hasattr(array, "detach") and hasattr(array, "cpu"):
+        tensor = array.detach().cpu()
+        return (tensor.float() if tensor.is_floating_point() else tensor).numpy()
+    return np.asarray(array)
+
+
 def _as_features(name: str, array: object) -> np.ndarray:
-    features = np.asarray(array)
+    features = _as_array(array)
     if features.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_examples, n_features); got shape "
@@ -48,8 +65,11 @@ def _as_features(name: str, array: object) -> np.ndarray:
     return features
 
 
-def _as_labels(name: str, array: object, n_rows: int, features_name: str) -> np.ndarray:
-    labels = np.asarray(array)
+def _as_labels(
+    name: str, array: object, n_rows: int, features_name: str, encode: bool = False
+) -> np.ndarray:
+    """Integer class indices (or, with ``encode``, the raw labels, checked for shape only)."""
+    labels = _as_array(array)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:
@@ -58,11 +78,16 @@ def _as_labels(name: str, array: object, n_rows: int, features_name: str) -> np.
         raise ValueError(
             f"{name} has {labels.shape[0]} labels but {features_name} has {n_rows} rows"
         )
+    if encode:
+        return labels
+    hint = "; pass labels='encode' to map any labels (strings, booleans, ...) to 0..K-1"
     if np.issubdtype(labels.dtype, np.floating):
         if not np.isfinite(labels).all() or not np.all(labels == np.round(labels)):
-            raise ValueError(f"{name} must hold integer class indices; got non-integer values")
+            raise ValueError(
+                f"{name} must hold integer class indices; got non-integer values" + hint
+            )
     elif not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(f"{name} must hold integer class indices; got dtype {labels.dtype}")
+        raise ValueError(f"{name} must hold integer class indices; got dtype {labels.dtype}" + hint)
     labels = labels.astype(np.int64)
     if labels.min() < 0:
         raise ValueError(f"{name} must be non-negative class indices; found {labels.min()}")
@@ -85,6 +110,7 @@ class ProbeData:
         name: a label for tables and plots.
         groups_train, groups_test: optional integer group ids (word types, sentences), used by
             control tasks and grouped splits.
+        classes: with ``labels="encode"``, the original label of each class index; else None.
     """
 
     X_train: np.ndarray
@@ -95,6 +121,7 @@ class ProbeData:
     name: str = "representation"
     groups_train: np.ndarray | None = field(default=None, repr=False)
     groups_test: np.ndarray | None = field(default=None, repr=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -111,6 +138,7 @@ class ProbeData:
         groups: object | None = None,
         groups_test: object | None = None,
         random_state: int = 0,
+        labels: str = "indices",
     ) -> ProbeData:
         """Validate arrays and build a :class:`ProbeData`.
 
@@ -118,14 +146,30 @@ class ProbeData:
         (``X, y``) that is *shuffled* and then split, ``test_size`` (a fraction in (0, 1) or a
         count) going to the test set.
 
+        Features may be numpy arrays, lists, pandas objects or torch tensors (detached and
+        copied to the CPU, whatever their dtype, device or ``requires_grad``).
+
+        ``labels="indices"`` (default) takes ``y`` as class indices 0..K−1; indices that skip
+        classes (1-based labels, or {0, 1000}) are refused: they would add classes no example
+        has, and every codelength counts log K. ``labels="encode"`` maps any labels — strings,
+        booleans, categories, sparse integers — to 0..K−1 in sorted order over pool and test set,
+        keeping the original label of each index in :attr:`classes`.
+
         Raises:
-            ValueError: non-2-D or empty features, NaN/inf, length mismatches, non-integer or
-                negative labels, fewer than two classes, a bad ``test_size``, ``n_classes`` or
-                ``random_state`` (a non-negative integer).
+            ValueError: non-2-D or empty features, NaN/inf, length mismatches, non-integer,
+                negative or gapped labels (with ``labels="indices"``), fewer than two classes, a
+                bad ``test_size``, ``n_classes``, ``labels`` or ``random_state`` (a
+                non-negative integer).
         """
         check_scalar(random_state, "random_state", int, min_val=0)
+        encode = one_of(*LABEL_MODES)(labels, "labels") == "encode"
+        if encode and n_classes is not None:
+            raise ValueError("n_classes is implied by labels='encode' (the distinct labels)")
         X = _as_features("X", X)
-        y = _as_labels("y", y, X.shape[0], "X")
+        y = _as_labels("y", y, X.shape[0], "X", encode)
+        classes = None
+        if encode and X_test is None:
+            (y,), classes = _encode_labels(y)
         group_ids = None if groups is None else _as_labels("groups", groups, X.shape[0], "X")
         if (X_test is None) != (y_test is None):
             raise ValueError("give both X_test and y_test, or neither (then X is split)")
@@ -137,7 +181,9 @@ class ProbeData:
             )
         else:
             X_test = _as_features("X_test", X_test)
-            y_test = _as_labels("y_test", y_test, X_test.shape[0], "X_test")
+            y_test = _as_labels("y_test", y_test, X_test.shape[0], "X_test", encode)
+            if encode:
+                (y, y_test), classes = _encode_labels(y, y_test)
             test_group_ids = (
                 None
                 if groups_test is None
@@ -152,6 +198,7 @@ class ProbeData:
             )
         inferred = int(max(y.max(), y_test.max())) + 1
         if n_classes is None:
+            _refuse_phantom_classes(np.union1d(seen, np.unique(y_test)), inferred)
             n_classes = inferred
         elif check_scalar(n_classes, "n_classes", int) < inferred:
             raise ValueError(
@@ -180,6 +227,7 @@ class ProbeData:
             name=name,
             groups_train=group_ids,
             groups_test=test_group_ids,
+            classes=classes,
         )
 
     @property
@@ -229,6 +277,34 @@ class ProbeData:
                 f"{self.name!r} holds {self.pool_size}"
             )
         return np.unique(values)
+
+
+def _encode_labels(*parts: np.ndarray) -> tuple[list[np.ndarray], tuple[Any, ...]]:
+    """Each part's labels as indices into the sorted distinct labels of all parts."""
+    try:
+        classes, codes = np.unique(np.concatenate(parts), return_inverse=True)
+    except TypeError as error:  # e.g. strings mixed with numbers
+        raise ValueError(f"labels cannot be ordered to encode them: {error}") from None
+    if classes.dtype.kind == "f" and np.isnan(classes).any():
+        raise ValueError("labels contain NaN; drop those rows or give them a class")
+    bounds = np.cumsum([0, *(len(part) for part in parts)])
+    codes = codes.astype(np.int64).reshape(-1)
+    return [codes[a:b] for a, b in itertools.pairwise(bounds)], tuple(classes.tolist())
+
+
+def _refuse_phantom_classes(present: np.ndarray, inferred: int) -> None:
+    """Class indices 0..K−1 must all occur (in the pool or the test set): an index that never
+    occurs is a phantom class that lengthens every code (log K) and changes every measure."""
+    if present.size == inferred:
+        return
+    missing = np.setdiff1d(np.arange(inferred), present)
+    shown = ", ".join(str(c) for c in missing[:5]) + (", ..." if missing.size > 5 else "")
+    raise ValueError(
+        f"labels are not the class indices 0..{inferred - 1}: {missing.size} of them never occur "
+        f"({shown}), so probes would count {inferred} classes for {present.size} labels. Pass "
+        f"labels='encode' to map the {present.size} distinct labels to 0..{present.size - 1}, or "
+        f"n_classes={inferred} if those classes exist but have no examples here"
+    )
 
 
 def check_probe_data(data: object, argument: str = "data") -> ProbeData:
