@@ -57,7 +57,7 @@ def test_load_npy_without_labels(tmp_path):
 def test_load_wrong_suffix(tmp_path):
     path = tmp_path / "features.csv"
     path.write_text("1,2\n")
-    with pytest.raises(ValueError, match=r"features\.csv.*must be \.npz or \.npy"):
+    with pytest.raises(ValueError, match=r"features\.csv.*must be one of \.npz, \.npy, \.pt"):
         load_features(path)
 
 
@@ -78,7 +78,7 @@ def test_inspect_reads_headers_without_loading(tmp_path, monkeypatch):
     monkeypatch.setattr(np, "load", no_loading)
     info = inspect_features(tmp_path / "f.npz")
     assert (info.n_rows, info.n_features) == (25, 7)
-    assert info.feature_dtype == np.float16 and info.label_dtype == y.dtype
+    assert info.feature_dtype == "float16" and info.label_dtype == str(y.dtype)
 
 
 def test_inspect_npy_pair_and_column_labels(tmp_path):
@@ -134,3 +134,102 @@ def test_load_array_from_npy_and_npz(tmp_path):
         load_array(tmp_path / "f.npz", "words")
     with pytest.raises(ValueError, match="name the array"):
         load_array(tmp_path / "f.npz")
+
+
+def _write(path, x, y):
+    """Write features in the format of ``path``'s suffix."""
+    import torch
+
+    if path.suffix == ".pt":
+        torch.save({"X": torch.from_numpy(x), "y": torch.from_numpy(y)}, path)
+    elif path.suffix == ".safetensors":
+        from safetensors.torch import save_file
+
+        save_file({"X": torch.from_numpy(x), "y": torch.from_numpy(y)}, str(path))
+    elif path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"X": list(x), "y": y}), path)
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors", ".parquet"])
+def test_other_formats_round_trip_and_inspect(tmp_path, suffix):
+    x, y = _xy(rows=12, features=5)
+    x = x.astype(np.float32)
+    path = tmp_path / f"f{suffix}"
+    _write(path, x, y)
+    info = inspect_features(path)
+    assert (info.n_rows, info.n_features) == (12, 5)
+    loaded_x, loaded_y = load_features(path)
+    np.testing.assert_array_equal(loaded_x, x)
+    np.testing.assert_array_equal(loaded_y, y)
+
+
+def test_parquet_with_one_column_per_feature_and_string_labels(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    x, _ = _xy(rows=6, features=3)
+    tags = ["NOUN", "VERB", "DET"] * 2
+    pq.write_table(
+        pa.table({"f0": x[:, 0], "f1": x[:, 1], "f2": x[:, 2], "y": tags}), tmp_path / "t.parquet"
+    )
+    assert inspect_features(tmp_path / "t.parquet").n_features == 3
+    loaded_x, loaded_y = load_features(tmp_path / "t.parquet")
+    np.testing.assert_array_equal(loaded_x, x)
+    assert loaded_y.tolist() == tags
+    data = ProbeData.from_arrays(loaded_x, loaded_y, test_size=2, labels="encode")
+    assert data.classes == ("DET", "NOUN", "VERB")
+
+
+def test_bfloat16_safetensors_are_widened_to_float32(tmp_path):
+    import torch
+    from safetensors.torch import save_file
+
+    x = torch.randn(4, 3).to(torch.bfloat16)
+    save_file({"X": x, "y": torch.tensor([0, 1, 0, 1])}, str(tmp_path / "h.safetensors"))
+    assert inspect_features(tmp_path / "h.safetensors").feature_dtype == "BF16"
+    loaded_x, _ = load_features(tmp_path / "h.safetensors")
+    assert loaded_x.dtype == np.float32
+    np.testing.assert_array_equal(loaded_x, x.float().numpy())
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors", ".parquet"])
+def test_other_formats_name_the_file_when_broken_or_incomplete(tmp_path, suffix):
+    import torch
+
+    (tmp_path / f"junk{suffix}").write_bytes(b"not a feature file at all")
+    with pytest.raises(ValueError, match=rf"junk\{suffix}"):
+        load_features(tmp_path / f"junk{suffix}")
+    incomplete = tmp_path / f"x{suffix}"
+    if suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"X": [[1.0], [2.0]]}), incomplete)
+        pattern = "needs a label column y"
+    else:
+        _write(incomplete, np.zeros((2, 1), np.float32), np.zeros(2, np.int64))
+        payload = {"X": torch.zeros(2, 1)}
+        if suffix == ".pt":
+            torch.save(payload, incomplete)
+        else:
+            from safetensors.torch import save_file
+
+            save_file(payload, str(incomplete))
+        pattern = r"lacks array\(s\) \['y'\]"
+    with pytest.raises(ValueError, match=pattern):
+        inspect_features(incomplete)
+
+
+def test_pt_files_never_run_pickled_code(tmp_path):
+    import torch
+
+    class Payload:
+        def __reduce__(self):
+            return (print, ("pickled code ran",))
+
+    torch.save({"X": torch.zeros(2, 1), "y": Payload()}, tmp_path / "evil.pt")
+    with pytest.raises(ValueError, match=r"evil\.pt.*cannot be read"):
+        load_features(tmp_path / "evil.pt")

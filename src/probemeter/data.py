@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from probemeter._validation import check_scalar, integer_list, is_integer, one_of
+from probemeter.feature_files import as_numpy
 
 __all__ = [
     "LABEL_MODES",
@@ -32,18 +33,8 @@ __all__ = [
 LABEL_MODES = ("indices", "encode")
 
 
-def _as_array(array: object) -> np.ndarray:
-    """``array`` as numpy: torch tensors are detached and copied to the CPU (bfloat16 and
-    float16 widened to float32, which numpy lacks or computes slowly); anything else through
-    ``np.asarray`` (lists, pandas objects, HF ``datasets`` columns)."""
-    if hasattr(array, "detach") and hasattr(array, "cpu"):
-        tensor = array.detach().cpu()
-        return (tensor.float() if tensor.is_floating_point() else tensor).numpy()
-    return np.asarray(array)
-
-
 def _as_features(name: str, array: object) -> np.ndarray:
-    features = _as_array(array)
+    features = as_numpy(array)
     if features.ndim != 2:
         raise ValueError(
             f"{name} must be a 2-D array of shape (n_examples, n_features); got shape "
@@ -69,7 +60,7 @@ def _as_labels(
     name: str, array: object, n_rows: int, features_name: str, encode: bool = False
 ) -> np.ndarray:
     """Integer class indices (or, with ``encode``, the raw labels, checked for shape only)."""
-    labels = _as_array(array)
+    labels = as_numpy(array)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:

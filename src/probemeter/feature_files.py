@@ -1,4 +1,7 @@
-"""Feature files on disk: ``.npz`` archives with arrays ``X`` and ``y``, or ``.npy`` pairs.
+"""Feature files on disk: arrays ``X`` (examples × features) and ``y`` (labels) in an ``.npz``
+archive, a ``.pt`` dict (loaded with ``weights_only=True``: tensors, never code), a
+``.safetensors`` file, a ``.parquet`` table (column ``y`` and either a list column ``X`` or one
+numeric column per feature), or a ``.npy`` pair (``X.npy`` beside ``X.labels.npy``).
 
 Every problem a file can have — missing, a folder, truncated or not an archive, arrays of
 Python objects (which would need pickle, never loaded), missing arrays, shapes that do not
@@ -17,7 +20,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["FeatureFileInfo", "inspect_features", "load_array", "load_features"]
+__all__ = [
+    "SUFFIXES",
+    "FeatureFileInfo",
+    "as_numpy",
+    "inspect_features",
+    "load_array",
+    "load_features",
+]
+
+#: the feature-file formats read here
+SUFFIXES = (".npz", ".npy", ".pt", ".safetensors", ".parquet")
 
 #: how to write a file every loader here accepts
 _HOW_TO_SAVE = "Save features as X and labels as y: np.savez(path, X=features, y=labels)"
@@ -31,22 +44,22 @@ class FeatureFileInfo:
         path: the file.
         n_rows: examples (rows of ``X`` and entries of ``y``).
         n_features: columns of ``X``.
-        feature_dtype: dtype of ``X`` as stored.
+        feature_dtype: dtype of ``X`` as stored (e.g. ``"float32"``, ``"BF16"`` in safetensors).
         label_dtype: dtype of ``y`` as stored.
     """
 
     path: Path
     n_rows: int
     n_features: int
-    feature_dtype: np.dtype
-    label_dtype: np.dtype
+    feature_dtype: str
+    label_dtype: str
 
 
 def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
-    """Load ``(X, y)`` from a ``.npz`` (arrays ``X`` and ``y``) or a ``.npy`` pair.
+    """Load ``(X, y)`` from a feature file of any suffix in :data:`SUFFIXES` (module docstring).
 
-    ``.npy`` input is ``features.npy`` with labels in ``features.labels.npy`` beside it. The
-    shapes are checked as by :func:`inspect_features` before the arrays are read.
+    The shapes are checked as by :func:`inspect_features` before the arrays are read; tensors
+    come back as numpy arrays (floating ones as float32, so bfloat16 is widened).
 
     Raises:
         ValueError: naming the path — see :func:`inspect_features`.
@@ -56,6 +69,8 @@ def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     if path.suffix == ".npz":
         with _open_npz(path) as archive:
             return _read(archive, "X", path), _read(archive, "y", path)
+    if path.suffix in _READERS:
+        return _READERS[path.suffix](path)
     return _load_npy(path), _load_npy(_label_path(path))
 
 
@@ -83,8 +98,8 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
     """Shapes and dtypes of a feature file, from its array headers (no data are read).
 
     Raises:
-        ValueError: naming the path, when the file is missing or a folder, has another suffix
-            than ``.npz``/``.npy``, is truncated or no ``.npz`` archive, lacks ``X`` or ``y``
+        ValueError: naming the path, when the file is missing or a folder, has a suffix not in
+            :data:`SUFFIXES`, is truncated or not of its format, lacks ``X`` or ``y``
             (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` not
             2-D or ``y`` not 1-D, or row counts that differ.
     """
@@ -96,8 +111,10 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
         if not label_path.is_file():
             raise ValueError(f"labels for {str(path)!r} expected in {str(label_path)!r}")
         (x_shape, x_dtype), (y_shape, y_dtype) = (_npy_header(p) for p in (path, label_path))
+    elif path.suffix in _HEADERS:
+        (x_shape, x_dtype), (y_shape, y_dtype) = _HEADERS[path.suffix](path)
     else:
-        raise ValueError(f"feature file {str(path)!r} must be .npz or .npy")
+        raise ValueError(f"feature file {str(path)!r} must be one of {', '.join(SUFFIXES)}")
     if len(x_shape) != 2:
         raise ValueError(f"{str(path)!r}: X must be 2-D (examples, features); got shape {x_shape}")
     if len(y_shape) == 2 and y_shape[1] == 1:
@@ -106,7 +123,7 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
         raise ValueError(f"{str(path)!r}: y must be 1-D (one label per row); got shape {y_shape}")
     if x_shape[0] != y_shape[0]:
         raise ValueError(f"{str(path)!r}: X has {x_shape[0]} rows but y has {y_shape[0]} labels")
-    return FeatureFileInfo(path, int(x_shape[0]), int(x_shape[1]), x_dtype, y_dtype)
+    return FeatureFileInfo(path, int(x_shape[0]), int(x_shape[1]), str(x_dtype), str(y_dtype))
 
 
 def _existing_file(path: Path) -> Path:
@@ -203,3 +220,124 @@ def _unreadable(path: Path, name: str | None, error: BaseException) -> ValueErro
         f"{str(path)!r}{array} cannot be read: {reason}. Numeric arrays are expected. "
         + _HOW_TO_SAVE
     )
+
+
+def as_numpy(array: object) -> np.ndarray:
+    """``array`` as numpy: torch tensors are detached and copied to the CPU (bfloat16 and
+    float16 widened to float32, which numpy lacks or computes slowly); anything else through
+    ``np.asarray`` (lists, pandas objects, pyarrow arrays, HF ``datasets`` columns)."""
+    if hasattr(array, "detach") and hasattr(array, "cpu"):
+        tensor = array.detach().cpu()
+        return (tensor.float() if tensor.is_floating_point() else tensor).numpy()
+    return np.asarray(array)
+
+
+Header = tuple[tuple[int, ...], object]
+
+
+def _require(path: Path, names: list[str]) -> None:
+    missing = [key for key in ("X", "y") if key not in names]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} lacks array(s) {missing}; it holds {sorted(names)}. Store features "
+            "as X and labels as y"
+        )
+
+
+def _torch_dict(path: Path, mmap: bool) -> dict:
+    import pickle
+
+    import torch
+
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
+        raise _unreadable(path, None, error) from None
+    if not isinstance(payload, dict):
+        raise ValueError(
+            f"{str(path)!r} holds a {type(payload).__name__}; save a dict of tensors: "
+            "torch.save({'X': features, 'y': labels}, path)"
+        )
+    _require(path, list(payload))
+    return payload
+
+
+def _pt_headers(path: Path) -> tuple[Header, Header]:
+    payload = _torch_dict(path, mmap=True)
+    return tuple((tuple(payload[k].shape), payload[k].dtype) for k in ("X", "y"))  # type: ignore[return-value]
+
+
+def _load_pt(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    payload = _torch_dict(path, mmap=False)
+    return as_numpy(payload["X"]), as_numpy(payload["y"])
+
+
+def _safetensors(path: Path, read: bool) -> list:
+    try:
+        from safetensors import SafetensorError, safe_open
+    except ImportError:
+        raise ValueError(
+            f"reading {str(path)!r} needs safetensors: pip install 'probemeter[encoders]'"
+        ) from None
+    try:
+        with safe_open(str(path), framework="pt") as stored:
+            _require(path, list(stored.keys()))
+            if read:
+                return [as_numpy(stored.get_tensor(k)) for k in ("X", "y")]
+            return [
+                (tuple(stored.get_slice(k).get_shape()), stored.get_slice(k).get_dtype())
+                for k in ("X", "y")
+            ]
+    except (SafetensorError, OSError) as error:
+        raise _unreadable(path, None, error) from None
+
+
+def _parquet(path: Path, read: bool) -> list:
+    """``[(shape, type) of X, (shape, type) of y]`` from the schema and the first row, or, with
+    ``read``, the arrays ``[X, y]``."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError(
+            f"reading {str(path)!r} needs pyarrow: pip install 'probemeter[encoders]'"
+        ) from None
+    try:
+        stored = pq.ParquetFile(path)
+        names = stored.schema_arrow.names
+        if "y" not in names or len(names) < 2:
+            raise ValueError(
+                f"{str(path)!r} has columns {names}; it needs a label column y and features: "
+                "a list column X or one numeric column per feature"
+            )
+        columns = ["X"] if "X" in names else [name for name in names if name != "y"]
+        if read:
+            table = stored.read()
+            labels = table["y"].to_numpy(zero_copy_only=False)
+            if columns == ["X"]:
+                return [np.asarray(table["X"].to_pylist(), dtype=np.float32), labels]
+            features = [table[name].to_numpy(zero_copy_only=False) for name in columns]
+            return [np.column_stack(features), labels]
+        rows = stored.metadata.num_rows
+        if columns == ["X"]:
+            first = stored.read_row_group(0, columns=["X"])["X"][0].as_py() if rows else []
+            width = (len(first),) if isinstance(first, list) else ()
+            x_header = ((rows, *width), stored.schema_arrow.field("X").type)
+        else:
+            x_header = ((rows, len(columns)), "columns")
+        return [x_header, ((rows,), stored.schema_arrow.field("y").type)]
+    except (pa.ArrowException, OSError) as error:
+        raise _unreadable(path, None, error) from None
+
+
+#: per suffix beyond .npz/.npy: the shapes and dtypes of X and y, and the loader
+_HEADERS = {
+    ".pt": _pt_headers,
+    ".safetensors": lambda path: tuple(_safetensors(path, read=False)),
+    ".parquet": lambda path: tuple(_parquet(path, read=False)),
+}
+_READERS = {
+    ".pt": _load_pt,
+    ".safetensors": lambda path: tuple(_safetensors(path, read=True)),
+    ".parquet": lambda path: tuple(_parquet(path, read=True)),
+}

@@ -39,7 +39,8 @@ def add_curve_commands(commands: Any) -> None:
         action="append",
         required=True,
         type=Path,
-        help=".npz with arrays X, y (or X.npy beside X.labels.npy); repeat per representation",
+        help="features X and labels y (.npz, .pt, .safetensors, .parquet, or X.npy beside "
+        "X.labels.npy); repeat per representation",
     )
     curve.add_argument(
         "--test",

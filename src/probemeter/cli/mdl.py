@@ -23,7 +23,12 @@ __all__ = ["add_mdl_command"]
 def add_mdl_command(commands: Any) -> None:
     """Register the ``mdl`` sub-command on an ``argparse`` sub-parsers object."""
     parser = commands.add_parser("mdl", help="MDL probing (online/variational codes, controls)")
-    parser.add_argument("features", type=Path, nargs="+", help=".npz files with X and y")
+    parser.add_argument(
+        "features",
+        type=Path,
+        nargs="+",
+        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
+    )
     parser.add_argument("--name", action="append", help="one name per features file")
     parser.add_argument(
         "--groups", help="word-type ids: an array name in each .npz or a .npy file (one file)"

@@ -34,7 +34,8 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
     sweep = actions.add_parser("sweep", help="train probe families on your features")
     sweep.add_argument(
         "--train", action="append", required=True, type=Path,
-        help=".npz with arrays X, y (or X.npy beside X.labels.npy); repeat per representation",
+        help="features X and labels y (.npz, .pt, .safetensors, .parquet, or X.npy beside "
+        "X.labels.npy); repeat per representation",
     )  # fmt: skip
     sweep.add_argument("--name", action="append", help="representation names, one per --train")
     sweep.add_argument("--task", default="task", help="task name for tables and plots")

@@ -28,9 +28,9 @@ def add_power_commands(commands: Any) -> None:
     power = commands.add_parser(
         "power", help="power and data requirements of comparing two configurations"
     )
-    power.add_argument("--a", required=True, type=Path, help=".npz (X, y) of configuration A")
+    power.add_argument("--a", required=True, type=Path, help="features (X, y) of configuration A")
     power.add_argument(
-        "--b", type=Path, help=".npz (X, y) of configuration B, same examples (default: --a)"
+        "--b", type=Path, help="features (X, y) of configuration B, same examples (default: --a)"
     )
     power.add_argument("--name-a", default=None)
     power.add_argument("--name-b", default=None)
