@@ -13,9 +13,12 @@ longer runs on this host (killed with ``kill -9``, by the out-of-memory killer, 
 stale: the next run takes it over and says so with a :class:`StaleLockWarning`. A lock held by
 a process on another host (a folder on a shared disk) cannot be checked and counts as held.
 
-Taking over a stale lock is itself safe against runs starting together: the stale file is
-first renamed to a private name, and only if it is still the very file judged stale is it
-deleted; the lock is then created anew with ``O_EXCL``, which again only one run wins.
+Taking over a stale lock is itself safe against runs starting together: only the run that
+creates the takeover guard ``.run.lock.takeover`` (``O_EXCL`` again) may delete a stale lock,
+and only after reading it once more under the guard; the lock is then created anew with
+``O_EXCL``, which again only one run wins. (An earlier design renamed the stale file aside and
+put back a live one it had taken by mistake; under load a third run could create a lock in
+that window, and two runs held the folder.)
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import json
 import os
 import socket
 import time
-import uuid
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +45,8 @@ LOCK_FILE = "run.lock"
 _WRITE_GRACE_S = 1.0
 #: attempts to create the lock when other runs keep creating or removing it meanwhile
 _ATTEMPTS = 20
+#: a takeover guard older than this many seconds was left by a run that died taking over
+_GUARD_STALE_S = 10.0
 
 
 class RunLockedError(ValueError):
@@ -259,28 +263,33 @@ class RunLock:
             time.sleep(0.02)
 
     def _remove_if_unchanged(self, text: str) -> bool:
-        """Remove the lock file if it still holds ``text``; whether it did.
+        """Remove the stale lock file if it still holds ``text``; whether it did.
 
-        The file is renamed to a private name first (one rename wins), then checked: if a run
-        replaced the stale lock in the meantime, its lock is put back.
+        Only the process holding the takeover guard (a second file created with ``O_EXCL``)
+        may remove a stale lock, so two runs can never both remove one — and a run can never
+        remove a fresh lock another run created after the stale one went. A guard older than
+        :data:`_GUARD_STALE_S` (its holder died mid-takeover) is removed.
         """
-        private = self.lock_file.with_name(f".{LOCK_FILE}.{os.getpid()}.{uuid.uuid4().hex}")
+        guard = self.lock_file.with_name(f".{LOCK_FILE}.takeover")
         try:
-            os.rename(self.lock_file, private)
+            os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        except FileExistsError:
+            try:
+                if time.time() - guard.stat().st_mtime > _GUARD_STALE_S:
+                    guard.unlink(missing_ok=True)
+            except FileNotFoundError:
+                pass
+            time.sleep(0.01)  # another run is taking over: look again
+            return False
+        try:
+            if self.lock_file.read_text(encoding="utf-8", errors="replace") != text:
+                return False
+            self.lock_file.unlink()
+            return True
         except FileNotFoundError:
             return False
-        try:
-            if private.read_text(encoding="utf-8", errors="replace") == text:
-                return True
-            try:  # a live lock: put it back, unless yet another run created one meanwhile
-                os.link(private, self.lock_file)
-            except FileExistsError:
-                pass
-            except OSError:  # no hard links on this file system
-                os.replace(private, self.lock_file)
-            return False
         finally:
-            private.unlink(missing_ok=True)
+            guard.unlink(missing_ok=True)
 
     def _current_holder(self) -> LockHolder | None:
         try:
