@@ -132,3 +132,109 @@ def test_vae_and_cnn_features_are_fitted_on_held_out_images(tmp_path):
     assert data["vae"].n_features == 4 and data["cnn"].n_features == 784
     assert data["vae"].pool_size == 300 and len(data["cnn"].y_test) == 100
     assert len(list(cache.glob("*.npy"))) == 2  # both cached: a rerun trains neither
+
+
+def _tiny_bert(folder: Path) -> Path:
+    """A randomly initialised 2-block BERT (hidden size 32) with MiniLM's tokenizer."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
+    config = transformers.BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    transformers.BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _transformer_file(folder: Path, model: str, extra: str = "") -> Path:
+    path = folder / "hub.toml"
+    path.write_text(
+        '[task]\ndataset = "ptb"\nn_sentences = 12\n'
+        f'[[representations]]\nname = "m"\nkind = "transformer"\nlayer = 1\nmodel = "{model}"\n'
+        f"{extra}[method]\nepsilon = 0.5\nsizes = [20, 50]\n"
+    )
+    return path
+
+
+def test_an_uncached_hub_model_offline_fails_check_in_one_line(tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    from probemeter.cli.main import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "empty-cache"))
+    path = _transformer_file(tmp_path, "bert-base-uncased")
+    assert main(["run", str(path), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    [line] = [line for line in err.splitlines() if "representations[0].model" in line]
+    assert "'bert-base-uncased'" in line and "offline mode" in line
+    assert "download bert-base-uncased`" in line and "local model folder" in line
+
+
+def test_hub_ids_local_folders_dtype_and_batch_size_at_check(tmp_path, monkeypatch, capsys):
+    from huggingface_hub import constants
+
+    from probemeter.cli.main import main
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    # online, an id is accepted without being fetched (this test has no network)
+    online = load_experiment(_transformer_file(tmp_path, "google-bert/bert-base-uncased"))
+    assert online.representations[0].options["model"] == "google-bert/bert-base-uncased"
+    # a folder beside the file is a local model: it needs config.json
+    _tiny_bert(tmp_path / "tiny-bert")
+    path = _transformer_file(tmp_path, "tiny-bert", 'dtype = "bfloat16"\nbatch_size = 4\n')
+    assert main(["run", str(path), "--check"]) == 0
+    assert "experiment file OK" in capsys.readouterr().out
+    options = load_experiment(path).representations[0].options
+    assert options["model"] == str(tmp_path / "tiny-bert")
+    assert (options["dtype"], options["batch_size"]) == ("bfloat16", 4)
+    (tmp_path / "empty").mkdir()
+    bad = _transformer_file(tmp_path, "empty", 'dtype = "float64"\nbatch_size = 0\n')
+    with pytest.raises(ExperimentError) as error:
+        load_experiment(bad)
+    problems = "\n".join(error.value.problems)
+    assert "representations[0].model:" in problems and "is no model folder with config" in problems
+    assert "representations[0].dtype: must be one of ['float32', 'bfloat16', 'float16']" in problems
+    assert "representations[0].batch_size: must be an integer >= 1; got 0" in problems
+    missing = _transformer_file(tmp_path, "./models/missing")  # a path, not a Hub id
+    with pytest.raises(ExperimentError, match=r"is no model folder with config\.json"):
+        load_experiment(missing)
+
+
+def test_a_local_tiny_bert_is_encoded_in_bfloat16(tmp_path):
+    folder = _tiny_bert(tmp_path / "tiny-bert")
+    path = _transformer_file(tmp_path, "tiny-bert", 'dtype = "bfloat16"\nbatch_size = 5\n')
+    data = prepare_data(load_experiment(path))
+    treebank = annotate_text(ptb_sentences(12, "test"))
+    assert data["m"].n_features == 32
+    assert data["m"].pool_size + len(data["m"].y_test) == treebank.n_words
+    encoder = TransformerEncoder(folder, 1, pooling="words", dtype="bfloat16", progress=False)
+    assert encoder.cache_key["dtype"] == "bfloat16"
+
+
+def test_unit_keys_ignore_batch_size_and_the_default_dtype():
+    from probemeter.runs.config import Representation
+
+    options = {"layer": 2, "model": "minilm", "random_init": False}
+    before = Representation("m", "transformer", "words", options=options)
+    now = Representation(
+        "m", "transformer", "words", options={**options, "dtype": "float32", "batch_size": 8}
+    )
+    half = Representation(
+        "m", "transformer", "words", options={**options, "dtype": "bfloat16", "batch_size": 8}
+    )
+    assert now.key_dict() == before.key_dict() == before.to_dict()
+    assert half.key_dict() == {**before.to_dict(), "dtype": "bfloat16"}
+    assert now.to_dict()["batch_size"] == 8  # the configuration echo keeps every key

