@@ -239,3 +239,34 @@ def test_warnings_are_one_line(files, capsys):
     assert main([*argv, "--lr", "1e6"]) == 0
     err = capsys.readouterr().err.strip()
     assert err.startswith("probemeter: warning: ") and "diverged" in err and "\n" not in err
+
+
+def test_string_labels_need_and_get_labels_encode(files, capsys):
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3)).astype(np.float32)
+    tags = np.where(X[:, 0] > 0, "NOUN", "VERB")
+    np.savez(files / "tags.npz", X=X, y=tags)
+    np.savez(files / "one_based.npz", X=X, y=(X[:, 0] > 0) + 1)
+    argv = ["curve", "--train", str(files / "tags.npz"), "--out", str(files / "out"), *TINY]
+    assert main(argv) == 2
+    _one_line_error(capsys, "pass labels='encode'")
+    assert main([*argv, "--labels", "encode"]) == 0
+    argv[2] = str(files / "one_based.npz")
+    assert main(argv) == 2
+    _one_line_error(capsys, "1 of them never occur (0)")
+    assert main([*argv, "--labels", "encode"]) == 0
+
+
+def test_experiment_npz_labels_key(files, capsys):
+    X = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
+    np.savez(files / "t.npz", X=X, y=np.where(X[:, 0] > 0, "a", "b"))
+    path = files / "labels.toml"
+    path.write_text(
+        "[[representations]]\nname = 't'\nkind = 'npz'\ntrain = 't.npz'\ntest = 't.npz'\n"
+        "labels = 'encode'\n[method]\nepsilon = 0.5\nsizes = [10, 40]\nsteps = 5\nseeds = 1\n"
+    )
+    out = ["--out", str(files / "runs"), "--n-jobs", "1", "--no-progress"]
+    assert main(["run", str(path), *out]) == 0
+    path.write_text(path.read_text().replace("'encode'", "'strings'"))
+    assert main(["run", str(path), "--check"]) == 2
+    assert "representations[0].labels: must be one of" in capsys.readouterr().err

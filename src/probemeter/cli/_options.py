@@ -11,6 +11,7 @@ from typing import Any
 from probemeter._method import MAX_MEMORY_GIB, Method, Option
 
 __all__ = [
+    "add_labels_option",
     "add_max_memory_option",
     "add_method_options",
     "add_run_options",
@@ -71,6 +72,18 @@ def method_from_args(
     if problems:
         raise ValueError("; ".join(problems))
     return built
+
+
+def add_labels_option(parser: argparse.ArgumentParser | Any) -> None:
+    """``--labels indices|encode``: how the label array ``y`` of feature files is read
+    (:meth:`probemeter.data.ProbeData.from_arrays`)."""
+    parser.add_argument(
+        "--labels",
+        choices=("indices", "encode"),
+        default="indices",
+        help="y holds class indices 0..K-1 (indices), or any labels - strings, booleans, "
+        "1-based or sparse integers - mapped to 0..K-1 (encode) (default: indices)",
+    )
 
 
 def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:

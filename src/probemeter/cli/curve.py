@@ -14,7 +14,12 @@ from typing import Any
 
 from probemeter._io import writable_folder
 from probemeter._validation import check_scalar
-from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.cli._options import (
+    add_labels_option,
+    add_method_options,
+    add_run_options,
+    method_from_args,
+)
 from probemeter.curves.method import CurveMethod
 
 __all__ = ["add_curve_commands"]
@@ -53,6 +58,7 @@ def add_curve_commands(commands: Any) -> None:
         "--test-size", type=float, default=0.2, help="test fraction when splitting (default: 0.2)"
     )
     curve.add_argument("--no-standardize", action="store_true", help="keep features as given")
+    add_labels_option(curve)
     _training_options(curve)
     _measure_options(curve, epsilon=None)
     curve.add_argument("--out", type=Path, default=Path("probemeter-results"))
@@ -202,6 +208,7 @@ def _run_curve(args: argparse.Namespace) -> int:
             standardize=not args.no_standardize,
             name=name,
             random_state=args.random_state,
+            labels=args.labels,
         )
     _check_before_training(datasets, args)
     curves = _train_curves(datasets, args)

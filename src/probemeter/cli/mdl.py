@@ -14,7 +14,12 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.cli._options import (
+    add_labels_option,
+    add_method_options,
+    add_run_options,
+    method_from_args,
+)
 from probemeter.mdl.method import MDLMethod
 
 __all__ = ["add_mdl_command"]
@@ -36,6 +41,7 @@ def add_mdl_command(commands: Any) -> None:
     parser.add_argument(
         "--test-size", type=float, default=0.2, help="test fraction of each file (default: 0.2)"
     )
+    add_labels_option(parser)
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
     add_run_options(parser, memory=True)
@@ -67,6 +73,7 @@ def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -
         test_size=args.test_size,
         random_state=args.random_state,
         name=name,
+        labels=args.labels,
     )
 
 

