@@ -238,3 +238,38 @@ def test_unit_keys_ignore_batch_size_and_the_default_dtype():
     assert now.key_dict() == before.key_dict() == before.to_dict()
     assert half.key_dict() == {**before.to_dict(), "dtype": "bfloat16"}
     assert now.to_dict()["batch_size"] == 8  # the configuration echo keeps every key
+
+
+def _sweep_file(folder: Path, model: str, layer: str) -> Path:
+    path = _transformer_file(folder, model)
+    path.write_text(path.read_text().replace("layer = 1", f"layer = {layer}"))
+    return path
+
+
+def test_layers_all_expands_into_one_representation_per_hidden_state(tmp_path):
+    _tiny_bert(tmp_path / "tiny-bert")  # 2 blocks: hidden states 0, 1, 2
+    swept = load_experiment(_sweep_file(tmp_path, "tiny-bert", '"all"'))
+    assert [rep.name for rep in swept.representations] == ["m-0", "m-1", "m-2"]
+    assert [rep.options["layer"] for rep in swept.representations] == [0, 1, 2]
+    listed = load_experiment(_sweep_file(tmp_path, "minilm", "[0, 6]"))
+    assert [rep.name for rep in listed.representations] == ["m-0", "m-6"]
+    data = prepare_data(swept)  # one forward pass per batch serves every layer
+    assert [data[name].n_features for name in ("m-0", "m-1", "m-2")] == [32, 32, 32]
+    assert not np.array_equal(data["m-0"].X_train, data["m-2"].X_train)
+
+
+def test_layer_sweeps_are_checked_against_the_model(tmp_path):
+    _tiny_bert(tmp_path / "tiny-bert")
+    for layer, message in [
+        ("3", r"layer: 3 does not exist: .* has 3 hidden states \(0\.\.2\)"),
+        ("[0, 9]", r"layer: 9 does not exist"),
+        ('"some"', r'layer: must be a hidden state .*, a list of them, or "all"; got .some.'),
+        ("[1, 1]", r"layer: .*distinct"),
+    ]:
+        with pytest.raises(ExperimentError, match=message):
+            load_experiment(_sweep_file(tmp_path, "tiny-bert", layer))
+    clash = '[[representations]]\nname = "m-1"\nkind = "glove"\n'
+    path = _sweep_file(tmp_path, "tiny-bert", '"all"')
+    path.write_text(path.read_text().replace("[method]", clash + "[method]"))
+    with pytest.raises(ExperimentError, match="layer 'm-1' names two representations"):
+        load_experiment(path)

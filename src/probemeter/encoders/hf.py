@@ -63,6 +63,7 @@ __all__ = [
     "DTYPES",
     "POOLINGS",
     "TransformerEncoder",
+    "hidden_state_count",
     "hub_download_command",
     "hub_model_cached",
     "hub_offline",
@@ -140,6 +141,36 @@ def hub_model_cached(repo_id: str) -> bool:
             "`pip install 'probemeter[encoders]'`"
         ) from error
     return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def hidden_state_count(model: str | Path) -> int | None:
+    """How many hidden states (embeddings + one per block) ``model`` has, read from its
+    ``config.json`` without loading weights: ``"minilm"``, a local folder, or a Hub id already
+    in the cache (no network access). None when the config is not at hand or names no layer
+    count."""
+    if str(model) == "minilm":
+        config_file: str | Path | None = minilm_path() / "config.json"
+    elif Path(model).is_dir():
+        config_file = Path(model) / "config.json"
+    elif is_hub_id(str(model)):
+        try:
+            from huggingface_hub import try_to_load_from_cache
+        except ImportError:
+            return None
+        cached = try_to_load_from_cache(str(model), "config.json")
+        config_file = cached if isinstance(cached, str) else None
+    else:
+        config_file = None
+    if config_file is None or not Path(config_file).is_file():
+        return None
+    try:
+        config = json.loads(Path(config_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if isinstance(config.get(key), int):
+            return config[key] + 1
+    return None
 
 
 def _hub_revision(repo_id: str) -> str | None:

@@ -28,7 +28,9 @@ Schema (every key not marked *required* has the default shown)::
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
     # kinds on words (task "ptb"):
-    #   "transformer": layer (required), model = "minilm", random_init = false,
+    #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
+    #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
+    #     random_init = false,
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
     #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
     #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
@@ -70,6 +72,7 @@ from probemeter.data import LABEL_MODES
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.encoders.hf import (
     DTYPES,
+    hidden_state_count,
     hub_model_cached,
     hub_offline,
     hub_unavailable,
@@ -421,12 +424,26 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
     return Task(dataset, options)
 
 
+def _layers(value: Any) -> str | None:
+    """``layer``: a hidden state (0 = embeddings), a list of them, or ``"all"``."""
+    if value == "all":
+        return None
+    if isinstance(value, list):
+        return valid.integer_list(0, distinct=True, non_empty=True).problem(value)
+    if valid.integer(0).problem(value) is None:
+        return None
+    return (
+        'must be a hidden state (an integer >= 0, 0 = embeddings), a list of them, or "all"; '
+        f"got {value!r}"
+    )
+
+
 #: per kind, its own keys besides name/kind/view/n_components/train/test: (check, default)
 _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
     "vae": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 10)},
     "cnn": {"n_fit": (_integer(1), 10000), "epochs": (_integer(1), 3)},
     "transformer": {
-        "layer": (_integer(0), _REQUIRED),
+        "layer": (_layers, _REQUIRED),
         "model": (_string, "minilm"),
         "random_init": (_boolean, False),
         "dtype": (_one_of(*DTYPES), "float32"),
@@ -452,6 +469,7 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         return []
     found: list[Representation] = []
     names: dict[str, int] = {}
+    generated: set[str] = set()  # names made by expanding a layer sweep (NAME-3)
     for index, entry in enumerate(entries):
         where = f"representations[{index}]"
         if not isinstance(entry, dict):
@@ -483,8 +501,48 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         }
         if kind == "transformer" and options["model"] not in (None, "minilm"):
             options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
+        if kind == "transformer" and options["layer"] is not None and options["model"]:
+            layers = _layer_representations(reader, where, name, view, options)
+            generated.update(rep.name for rep in layers if rep.name != name)
+            found.extend(layers)
+            continue
         found.append(Representation(name, kind, view, n_components, options=options))
+    expanded = [rep.name for rep in found]
+    for twice in sorted(n for n in generated if expanded.count(n) > 1):
+        reader.add("representations", f"layer {twice!r} names two representations; rename one")
     return found
+
+
+def _layer_representations(
+    reader: _Reader, where: str, name: str, view: str | None, options: dict[str, Any]
+) -> list[Representation]:
+    """A transformer entry as one representation per layer: ``layer = 3`` keeps its name;
+    ``layer = [0, 6]`` or ``"all"`` (every hidden state, from the model's config) gives
+    ``NAME-0``, ``NAME-6``, …, all encoded in one pass per sentence batch by the runner. Layers
+    beyond the model's are refused when its config is at hand (a local folder, "minilm", or a
+    cached Hub id)."""
+    layer, count = options["layer"], hidden_state_count(options["model"])
+    if layer == "all" and count is None:
+        reader.add(
+            f"{where}.layer",
+            f"'all' needs the layer count of {options['model']!r}, which is not at hand "
+            "(an uncached Hub model): list the layers, or download the model first",
+        )
+        return []
+    layers = list(range(count)) if layer == "all" else layer if isinstance(layer, list) else [layer]
+    if count is not None and max(layers) >= count:
+        reader.add(
+            f"{where}.layer",
+            f"{max(layers)} does not exist: {options['model']!r} has {count} hidden states "
+            f"(0..{count - 1})",
+        )
+        return []
+    if isinstance(layer, int):
+        return [Representation(name, "transformer", view, options=options)]
+    return [
+        Representation(f"{name}-{index}", "transformer", view, options={**options, "layer": index})
+        for index in layers
+    ]
 
 
 def _transformer_model(reader: _Reader, where: str, model: str, path: Path) -> str:
