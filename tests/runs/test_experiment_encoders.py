@@ -273,3 +273,19 @@ def test_layer_sweeps_are_checked_against_the_model(tmp_path):
     path.write_text(path.read_text().replace("[method]", clash + "[method]"))
     with pytest.raises(ExperimentError, match="layer 'm-1' names two representations"):
         load_experiment(path)
+
+
+def test_a_layer_sweep_run_writes_the_layer_figure(tmp_path, capsys):
+    from probemeter.cli.main import main
+    from probemeter.runs.config import layer_sweeps
+
+    _tiny_bert(tmp_path / "tiny-bert")
+    path = _sweep_file(tmp_path, "tiny-bert", '"all"')
+    path.write_text(path.read_text().replace("[method]\n", "[method]\nsteps = 20\nseeds = 1\n"))
+    sweeps = layer_sweeps(load_experiment(path).representations)
+    assert sweeps == {"m": [(0, "m-0"), (1, "m-1"), (2, "m-2")]}
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
+    figure = out / "hub" / "layers.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "layers.png" in capsys.readouterr().out

@@ -59,7 +59,7 @@ problem at once, each with its TOML location, in one :class:`ExperimentError`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,7 @@ __all__ = [
     "Representation",
     "RunSettings",
     "Task",
+    "layer_sweeps",
     "load_experiment",
 ]
 
@@ -221,6 +222,8 @@ class Representation:
     train: Path | None = None
     test: Path | None = None
     options: dict[str, Any] = field(default_factory=dict)  # kind-specific keys, defaults filled
+    #: the entry a layer sweep made this from (``layer = [..]`` or ``"all"``); not in any key
+    sweep: str | None = None
 
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
@@ -424,6 +427,15 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
     return Task(dataset, options)
 
 
+def layer_sweeps(representations: Sequence[Representation]) -> dict[str, list[tuple[int, str]]]:
+    """The layer sweeps among ``representations``: entry name → ``(layer, name)`` pairs."""
+    sweeps: dict[str, list[tuple[int, str]]] = {}
+    for rep in representations:
+        if rep.sweep is not None:
+            sweeps.setdefault(rep.sweep, []).append((rep.options["layer"], rep.name))
+    return sweeps
+
+
 def _layers(value: Any) -> str | None:
     """``layer``: a hidden state (0 = embeddings), a list of them, or ``"all"``."""
     if value == "all":
@@ -540,7 +552,9 @@ def _layer_representations(
     if isinstance(layer, int):
         return [Representation(name, "transformer", view, options=options)]
     return [
-        Representation(f"{name}-{index}", "transformer", view, options={**options, "layer": index})
+        Representation(
+            f"{name}-{index}", "transformer", view, options={**options, "layer": index}, sweep=name
+        )
         for index in layers
     ]
 

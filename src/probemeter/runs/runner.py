@@ -32,6 +32,7 @@ from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
+from probemeter.curves.plotting import plot_layers
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
@@ -44,6 +45,7 @@ from probemeter.runs.config import (
     ExperimentError,
     Representation,
     Task,
+    layer_sweeps,
 )
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
@@ -151,6 +153,10 @@ def run_experiment(
         }
         extra = {"experiment": experiment.to_dict(), "timings": timings}
         finished = method.finish([outcome.result for outcome in outcomes], run_dir, extra)
+        sweeps = layer_sweeps(experiment.representations)
+        if sweeps and finished.comparison is not None:
+            plot_layers(finished.comparison, sweeps, run_dir / "layers.png")
+            finished = replace(finished, files=(*finished.files, run_dir / "layers.png"))
     return ExperimentRun(
         run_dir,
         method.kind,
