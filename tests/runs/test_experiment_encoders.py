@@ -289,3 +289,6 @@ def test_a_layer_sweep_run_writes_the_layer_figure(tmp_path, capsys):
     figure = out / "hub" / "layers.png"
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "layers.png" in capsys.readouterr().out
+    report = (out / "hub" / "report.html").read_text()
+    figure_at = report.index('id="layers-figure"')
+    assert report.index('id="accuracy-figure"') < figure_at < report.index("Per representation")

@@ -89,7 +89,10 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
         raise ValueError(f"{str(path)!r} is a single saved curve, not a {SCHEMA} file")
     comparison = ranked(_comparison(curves, payload.get("comparison"), epsilon, path))
     files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
-    write_text_atomic(files.html, _html(payload, curves, comparison))
+    # the layer figure shows the run's own ε: left out when the report recomputes at another
+    layers = run_dir / "layers.png" if epsilon is None else None
+    layers = layers if layers is not None and layers.is_file() else None
+    write_text_atomic(files.html, _html(payload, curves, comparison, layers))
     write_text_atomic(files.markdown, comparison.to_markdown() + "\n")
     write_text_atomic(files.latex, comparison.to_latex() + "\n")
     return files
@@ -155,8 +158,14 @@ def _comparison(
     )
 
 
-def _html(payload: dict[str, Any], curves: Sequence[LossDataCurve], comparison: Comparison) -> str:
-    """The whole report page as one self-contained HTML document."""
+def _html(
+    payload: dict[str, Any],
+    curves: Sequence[LossDataCurve],
+    comparison: Comparison,
+    layers: Path | None = None,
+) -> str:
+    """The whole report page as one self-contained HTML document (with the layer figure of a
+    layer sweep when ``layers`` is given)."""
     names = ", ".join(comparison.representations)
     sections = [
         f"<h1>probemeter report: {escape(names)}</h1>",
@@ -169,6 +178,14 @@ def _html(payload: dict[str, Any], curves: Sequence[LossDataCurve], comparison: 
         "<h2>Per representation</h2>",
         *(_summary_table(curve) for curve in curves),
     ]
+    if layers is not None:
+        image = base64.b64encode(layers.read_bytes()).decode("ascii")
+        sections[6:6] = [  # after the loss-data curves
+            "<h2>By layer</h2>",
+            f'<img id="layers-figure" alt="SDL and εSC against layer" '
+            f'src="data:image/png;base64,{image}">\n<p class="note">Open triangles: lower '
+            "bounds (the curve never reached ε).</p>",
+        ]
     if isinstance(payload.get("experiment"), dict):
         config = json.dumps(payload["experiment"], indent=2, default=str)
         sections += ["<h2>Experiment</h2>", f"<pre>{escape(config)}</pre>"]
