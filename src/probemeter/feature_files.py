@@ -128,7 +128,7 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
 
 def _existing_file(path: Path) -> Path:
     if path.is_dir():
-        raise ValueError(f"{str(path)!r} is a folder; give a feature file (.npz or .npy)")
+        raise ValueError(f"{str(path)!r} is a folder; give a file")
     if not path.exists():
         raise ValueError(f"file {str(path)!r} does not exist")
     return path
@@ -174,12 +174,7 @@ def _npz_headers(path: Path, names: tuple[str, ...]) -> list[tuple[tuple[int, ..
     """Shapes and dtypes of arrays ``names`` of an ``.npz``, read from the zip directly."""
     try:
         with zipfile.ZipFile(path) as archive:
-            files = [name.removesuffix(".npy") for name in archive.namelist()]
-            missing = [name for name in names if name not in files]
-            if missing:
-                raise ValueError(
-                    f"{str(path)!r} lacks array(s) {missing}; it holds {files}. " + _HOW_TO_SAVE
-                )
+            _require(path, [name.removesuffix(".npy") for name in archive.namelist()], names)
             headers = []
             for name in names:
                 try:
@@ -235,13 +230,12 @@ def as_numpy(array: object) -> np.ndarray:
 Header = tuple[tuple[int, ...], object]
 
 
-def _require(path: Path, names: list[str]) -> None:
-    missing = [key for key in ("X", "y") if key not in names]
+def _require(path: Path, held: list[str], needed: tuple[str, ...] = ("X", "y")) -> None:
+    """A ValueError naming the file when it holds (``held``) not all arrays ``needed``."""
+    missing = [key for key in needed if key not in held]
     if missing:
-        raise ValueError(
-            f"{str(path)!r} lacks array(s) {missing}; it holds {sorted(names)}. Store features "
-            "as X and labels as y"
-        )
+        how = _HOW_TO_SAVE if path.suffix == ".npz" else "Store features as X and labels as y"
+        raise ValueError(f"{str(path)!r} lacks array(s) {missing}; it holds {sorted(held)}. {how}")
 
 
 def _torch_dict(path: Path, mmap: bool) -> dict:
@@ -284,10 +278,8 @@ def _safetensors(path: Path, read: bool) -> list:
             _require(path, list(stored.keys()))
             if read:
                 return [as_numpy(stored.get_tensor(k)) for k in ("X", "y")]
-            return [
-                (tuple(stored.get_slice(k).get_shape()), stored.get_slice(k).get_dtype())
-                for k in ("X", "y")
-            ]
+            slices = [stored.get_slice(k) for k in ("X", "y")]
+            return [(tuple(part.get_shape()), part.get_dtype()) for part in slices]
     except (SafetensorError, OSError) as error:
         raise _unreadable(path, None, error) from None
 

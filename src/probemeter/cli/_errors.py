@@ -72,7 +72,7 @@ def guarded(handler: Callable[[], int]) -> int:
 
 
 def _describe_os_error(error: OSError) -> str:
-    """``"cannot write '/path': Permission denied — check its permissions …"``."""
+    """``"file system error at '/path': Permission denied; check its permissions …"``."""
     path = error.filename if error.filename is not None else ""
     reason = error.strerror or str(error)
     fix = _FIXES.get(error.errno or 0, "")

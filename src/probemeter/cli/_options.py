@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from probemeter._method import MAX_MEMORY_GIB, Method, Option
+from probemeter.data import LABEL_MODES
 
 __all__ = [
     "add_labels_option",
@@ -79,7 +80,7 @@ def add_labels_option(parser: argparse.ArgumentParser | Any) -> None:
     (:meth:`probemeter.data.ProbeData.from_arrays`)."""
     parser.add_argument(
         "--labels",
-        choices=("indices", "encode"),
+        choices=LABEL_MODES,
         default="indices",
         help="y holds class indices 0..K-1 (indices), or any labels - strings, booleans, "
         "1-based or sparse integers - mapped to 0..K-1 (encode) (default: indices)",
