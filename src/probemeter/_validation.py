@@ -32,6 +32,7 @@ __all__ = [
     "is_number",
     "number",
     "one_of",
+    "positive",
     "text",
 ]
 
@@ -115,6 +116,11 @@ def number(low: float | None = None, high: float | None = None, closed: str = "b
         return None
 
     return Check(describe)
+
+
+def positive() -> Check:
+    """A finite number > 0 (a learning rate, a memory budget in GiB)."""
+    return number(0, closed="neither")
 
 
 def one_of(*choices: Any) -> Check:

@@ -30,7 +30,7 @@ class CurveMethod(Method):
     """``[method] kind = "curve"``: a loss-data curve per representation, measures at ε."""
 
     epsilon: float = option(
-        check=valid.number(0, None, "neither"),
+        check=valid.positive(),
         help="loss tolerance ε of SDL and εSC, in `unit` (required)",
     )
     unit: str = option("nats", check=valid.one_of("nats", "bits"), help="unit of ε and losses")
@@ -42,7 +42,7 @@ class CurveMethod(Method):
     )
     seeds: int = option(4, check=valid.integer(1), help="probes (data orders) per size")
     steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
-    lr: float = option(1e-4, check=valid.number(0, None, "neither"), help="Adam learning rate")
+    lr: float = option(1e-4, check=valid.positive(), help="Adam learning rate")
     batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
     precision: str = option(
         "f32", check=valid.one_of("f32", "bf16"), help="matmul precision (bf16: faster on CPU)"

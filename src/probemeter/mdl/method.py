@@ -61,9 +61,7 @@ class MDLMethod(Method):
         False, check=valid.boolean(), help="also the variational code (eq. 3; slow on CPU)"
     )
     batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
-    lr: float = option(
-        1e-3, check=valid.number(0, None, "neither"), help="initial Adam learning rate"
-    )
+    lr: float = option(1e-3, check=valid.positive(), help="initial Adam learning rate")
     max_epochs: int = option(
         100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
     )
@@ -79,7 +77,7 @@ class MDLMethod(Method):
         30, check=valid.integer(1), help="epochs of the variational probe"
     )
     variational_lr: float = option(
-        1e-2, check=valid.number(0, None, "neither"), help="learning rate of the variational probe"
+        1e-2, check=valid.positive(), help="learning rate of the variational probe"
     )
 
     kind = "mdl"

@@ -40,9 +40,7 @@ class ParetoMethod(Method):
     ranks: bool = option(True, check=valid.boolean(), help="also the rank-constrained probes")
     steps: int = option(1000, check=valid.integer(1), help="Adam updates of the linear probes")
     batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
-    lr: float = option(
-        1e-2, check=valid.number(0, None, "neither"), help="Adam learning rate of linear probes"
-    )
+    lr: float = option(1e-2, check=valid.positive(), help="Adam learning rate of linear probes")
 
     kind = "pareto"
     summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"

@@ -48,7 +48,7 @@ class PowerMethod(Method):
     )
     steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
     batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
-    lr: float = option(1e-3, check=valid.number(0, None, "neither"), help="Adam learning rate")
+    lr: float = option(1e-3, check=valid.positive(), help="Adam learning rate")
     alpha: float = option(
         0.05, check=valid.number(0, 1, "neither"), help="significance level of McNemar's test"
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from probemeter._validation import boolean, check_scalar, number, one_of
+from probemeter._validation import boolean, check_scalar, one_of, positive
 
 __all__ = ["BF16_MIN_ROWS", "PRECISIONS", "TrainingConfig"]
 
@@ -13,7 +13,6 @@ __all__ = ["BF16_MIN_ROWS", "PRECISIONS", "TrainingConfig"]
 PRECISIONS = ("f32", "bf16")
 #: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
 BF16_MIN_ROWS = 64
-_POSITIVE = number(0, closed="neither")
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,7 @@ class TrainingConfig:
         for name in ("steps", "batch_size", "patience", "max_epochs"):
             value = check_scalar(getattr(self, name), name, int, min_val=1)
             object.__setattr__(self, name, int(value))
-        object.__setattr__(self, "lr", float(_POSITIVE(self.lr, "lr")))
+        object.__setattr__(self, "lr", float(positive()(self.lr, "lr")))
         one_of(*PRECISIONS)(self.precision, "precision")
         boolean()(self.early_stopping, "early_stopping")
         for name in ("dev_fraction", "lr_decay"):

@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
 from probemeter._method import MAX_MEMORY_GIB
-from probemeter._validation import check_scalar, number
+from probemeter._validation import check_scalar
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
@@ -47,7 +47,6 @@ from probemeter.training.workers import exit_with_parent
 
 __all__ = ["ProbeEvaluation", "fit_evaluate"]
 
-_POSITIVE = number(0, closed="neither")
 #: cost model of chunk planning (speed only): fixed cost of one training step of a chunk, and
 #: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
 _STEP_OVERHEAD_SECONDS = 4e-4
@@ -133,8 +132,7 @@ def fit_evaluate(
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     dev_set = _check_dev_set(dev_set, config, len(X_train))
-    _POSITIVE(max_memory, "max_memory")
-    check_memory_budget(
+    check_memory_budget(  # validates max_memory too
         probe,
         X_train.shape[1],
         n_classes,

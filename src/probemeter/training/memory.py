@@ -12,14 +12,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from probemeter._validation import check_scalar, number
+from probemeter._validation import check_scalar, positive
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 
 __all__ = ["MemoryEstimate", "check_memory_budget", "estimate_memory", "probes_per_chunk"]
-
-_POSITIVE = number(0, closed="neither")
 
 
 def probes_per_chunk(memory: MemoryEstimate, max_memory: float) -> int:
@@ -289,7 +287,7 @@ def check_memory_budget(
         ValueError: naming ``max_memory``, the probe, the estimate, its parts, and what to do
             (a larger ``max_memory``, smaller hidden sizes, a smaller batch size).
     """
-    _POSITIVE(max_memory, "max_memory")
+    positive()(max_memory, "max_memory")
     sizes = np.asarray([config.batch_size] if sizes is None else sizes, dtype=np.int64)
     if sizes.size == 0:
         return
