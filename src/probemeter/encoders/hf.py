@@ -133,6 +133,15 @@ def hub_model_cached(repo_id: str) -> bool:
     Raises:
         ValueError: when ``huggingface_hub`` (installed with ``transformers``) is missing.
     """
+    return _cached_config(repo_id) is not None
+
+
+def _cached_config(repo_id: str) -> str | None:
+    """The path of ``repo_id``'s ``config.json`` in the Hugging Face cache, or None.
+
+    Raises:
+        ValueError: when ``huggingface_hub`` (installed with ``transformers``) is missing.
+    """
     try:
         from huggingface_hub import try_to_load_from_cache
     except ImportError as error:
@@ -140,7 +149,8 @@ def hub_model_cached(repo_id: str) -> bool:
             "models of the Hugging Face Hub need the `transformers` package: "
             "`pip install 'probemeter[encoders]'`"
         ) from error
-    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    found = try_to_load_from_cache(repo_id, "config.json")
+    return found if isinstance(found, str) else None
 
 
 def hidden_state_count(model: str | Path) -> int | None:
@@ -148,22 +158,12 @@ def hidden_state_count(model: str | Path) -> int | None:
     ``config.json`` without loading weights: ``"minilm"``, a local folder, or a Hub id already
     in the cache (no network access). None when the config is not at hand or names no layer
     count."""
-    if str(model) == "minilm":
-        config_file: str | Path | None = minilm_path() / "config.json"
-    elif Path(model).is_dir():
-        config_file = Path(model) / "config.json"
-    elif is_hub_id(str(model)):
-        try:
-            from huggingface_hub import try_to_load_from_cache
-        except ImportError:
-            return None
-        cached = try_to_load_from_cache(str(model), "config.json")
-        config_file = cached if isinstance(cached, str) else None
-    else:
-        config_file = None
-    if config_file is None or not Path(config_file).is_file():
-        return None
     try:
+        resolved = _resolve_model(model)
+        local = isinstance(resolved, Path)
+        config_file = resolved / "config.json" if local else _cached_config(resolved)
+        if config_file is None:
+            return None
         config = json.loads(Path(config_file).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -176,12 +176,8 @@ def hidden_state_count(model: str | Path) -> int | None:
 def _hub_revision(repo_id: str) -> str | None:
     """The commit of ``repo_id`` whose ``config.json`` the cache holds (what was just loaded),
     from its snapshot folder's name; None when that cannot be told."""
-    from huggingface_hub import try_to_load_from_cache
-
-    found = try_to_load_from_cache(repo_id, "config.json")
-    match = (
-        re.search(r"snapshots[/\\]([0-9a-f]{40})[/\\]", found) if isinstance(found, str) else None
-    )
+    found = _cached_config(repo_id)
+    match = re.search(r"snapshots[/\\]([0-9a-f]{40})[/\\]", found) if found else None
     return match.group(1) if match else None
 
 
