@@ -20,12 +20,12 @@ pytest.importorskip(
 
 import transformers
 from huggingface_hub import constants
+from tiny_models import BLOCKS, HIDDEN, make_tiny_bert
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from probemeter.encoders import TransformerEncoder, minilm_path
 from probemeter.encoders.hf import hub_model_cached, hub_offline, is_hub_id
 
-HIDDEN, BLOCKS = 32, 2
 SENTENCES = [
     "the cat sat on the mat",
     "dogs bark",
@@ -35,23 +35,6 @@ SENTENCES = [
 ]
 WORDS = [sentence.split() for sentence in SENTENCES]
 QUIET = {"device": "cpu", "progress": False}
-
-
-def make_tiny_bert(folder: Path) -> Path:
-    """A randomly initialised 2-block BERT (hidden size 32) with MiniLM's WordPiece tokenizer."""
-    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=HIDDEN,
-        num_hidden_layers=BLOCKS,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=64,
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def make_tiny_gpt2(folder: Path) -> Path:

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tiny_models import make_tiny_bert
 
 from probemeter.datasets.conll import annotate_text, ptb_sentences
 from probemeter.encoders import TransformerEncoder, minilm_path
@@ -134,26 +135,6 @@ def test_vae_and_cnn_features_are_fitted_on_held_out_images(tmp_path):
     assert len(list(cache.glob("*.npy"))) == 2  # both cached: a rerun trains neither
 
 
-def _tiny_bert(folder: Path) -> Path:
-    """A randomly initialised 2-block BERT (hidden size 32) with MiniLM's tokenizer."""
-    import torch
-    import transformers
-
-    tokenizer = transformers.AutoTokenizer.from_pretrained(minilm_path(), local_files_only=True)
-    config = transformers.BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=37,
-        max_position_embeddings=128,
-    )
-    torch.manual_seed(0)
-    transformers.BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def _transformer_file(folder: Path, model: str, extra: str = "") -> Path:
     path = folder / "hub.toml"
     path.write_text(
@@ -193,7 +174,7 @@ def test_hub_ids_local_folders_dtype_and_batch_size_at_check(tmp_path, monkeypat
     online = load_experiment(_transformer_file(tmp_path, "google-bert/bert-base-uncased"))
     assert online.representations[0].options["model"] == "google-bert/bert-base-uncased"
     # a folder beside the file is a local model: it needs config.json
-    _tiny_bert(tmp_path / "tiny-bert")
+    make_tiny_bert(tmp_path / "tiny-bert")
     path = _transformer_file(tmp_path, "tiny-bert", 'dtype = "bfloat16"\nbatch_size = 4\n')
     assert main(["run", str(path), "--check"]) == 0
     assert "experiment file OK" in capsys.readouterr().out
@@ -214,7 +195,7 @@ def test_hub_ids_local_folders_dtype_and_batch_size_at_check(tmp_path, monkeypat
 
 
 def test_a_local_tiny_bert_is_encoded_in_bfloat16(tmp_path):
-    folder = _tiny_bert(tmp_path / "tiny-bert")
+    folder = make_tiny_bert(tmp_path / "tiny-bert")
     path = _transformer_file(tmp_path, "tiny-bert", 'dtype = "bfloat16"\nbatch_size = 5\n')
     data = prepare_data(load_experiment(path))
     treebank = annotate_text(ptb_sentences(12, "test"))
@@ -247,7 +228,7 @@ def _sweep_file(folder: Path, model: str, layer: str) -> Path:
 
 
 def test_layers_all_expands_into_one_representation_per_hidden_state(tmp_path):
-    _tiny_bert(tmp_path / "tiny-bert")  # 2 blocks: hidden states 0, 1, 2
+    make_tiny_bert(tmp_path / "tiny-bert")  # 2 blocks: hidden states 0, 1, 2
     swept = load_experiment(_sweep_file(tmp_path, "tiny-bert", '"all"'))
     assert [rep.name for rep in swept.representations] == ["m-0", "m-1", "m-2"]
     assert [rep.options["layer"] for rep in swept.representations] == [0, 1, 2]
@@ -259,7 +240,7 @@ def test_layers_all_expands_into_one_representation_per_hidden_state(tmp_path):
 
 
 def test_layer_sweeps_are_checked_against_the_model(tmp_path):
-    _tiny_bert(tmp_path / "tiny-bert")
+    make_tiny_bert(tmp_path / "tiny-bert")
     for layer, message in [
         ("3", r"layer: 3 does not exist: .* has 3 hidden states \(0\.\.2\)"),
         ("[0, 9]", r"layer: 9 does not exist"),
@@ -279,7 +260,7 @@ def test_a_layer_sweep_run_writes_the_layer_figure(tmp_path, capsys):
     from probemeter.cli.main import main
     from probemeter.runs.config import layer_sweeps
 
-    _tiny_bert(tmp_path / "tiny-bert")
+    make_tiny_bert(tmp_path / "tiny-bert")
     path = _sweep_file(tmp_path, "tiny-bert", '"all"')
     path.write_text(path.read_text().replace("[method]\n", "[method]\nsteps = 20\nseeds = 1\n"))
     sweeps = layer_sweeps(load_experiment(path).representations)
