@@ -26,7 +26,16 @@ def coarse(digits):
     )
 
 
-def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse):
+def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse, monkeypatch):
+    import probemeter.curves.refine as refine_module
+
+    rounds = []  # the sizes each round trained together (its probes' chunk companions)
+
+    def recording(data, **settings):
+        rounds.append(np.asarray(settings["sizes"]).tolist())
+        return pm.loss_data_curve(data, **settings)
+
+    monkeypatch.setattr(refine_module, "loss_data_curve", recording)
     epsilon = float(coarse.mean().loc[200]) + 0.05  # crossed between 20 and 200
     before = pm.sample_complexity(coarse, epsilon)
     assert before.value == 200 and not before.lower_bound
@@ -34,18 +43,18 @@ def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse):
     lo, hi = refined.bracket
     assert 20 <= lo < hi <= 200 and hi - lo <= (200 - 20) / 5
     assert refined.result.value == hi and not refined.result.lower_bound
-    assert refined.rounds_run == 2
-    # old points are kept unchanged, new ones are what a fresh curve at those sizes gives
+    assert refined.rounds_run == 2 and len(rounds) == 2
+    # old points are kept unchanged; new ones are exactly what a fresh curve at the same sizes
+    # gives: same subsets, seeds, settings and companions in the stack, so the same numbers
     new_sizes = np.setdiff1d(refined.curve.sizes, coarse.sizes)
-    assert new_sizes.size >= 4
-    direct = pm.loss_data_curve(
-        digits, pm.MLP((32,)), sizes=new_sizes, seeds=2, steps=300, lr=3e-3, progress=False
-    )
+    assert new_sizes.size >= 4 and sorted(np.concatenate(rounds).tolist()) == new_sizes.tolist()
     merged = refined.curve.points.set_index(["n", "seed"])
-    for row in direct.points.itertuples():
-        # same subsets, seeds and settings; only the chunk companions differ, which moves the
-        # float rounding of the batched matmuls (~1e-6), nothing else
-        assert merged.loc[(row.n, row.seed), "loss"] == pytest.approx(row.loss, rel=1e-5)
+    for sizes in rounds:
+        direct = pm.loss_data_curve(
+            digits, pm.MLP((32,)), sizes=sizes, seeds=2, steps=300, lr=3e-3, progress=False
+        )
+        for row in direct.points.itertuples():
+            assert merged.loc[(row.n, row.seed), "loss"] == row.loss
     assert refined.curve.points[refined.curve.points["n"] == 200]["loss"].tolist() == (
         coarse.points[coarse.points["n"] == 200]["loss"].tolist()
     )
