@@ -470,3 +470,73 @@ def test_torch_tensors_of_any_dtype_and_grad_are_accepted():
     assert half.X_train.dtype == np.float32
     np.testing.assert_array_equal(half.X_train, low.float().numpy())  # widened exactly
     assert not np.array_equal(half.X_train, x.astype(np.float32))  # really bf16-rounded
+
+
+def _old_fingerprint(data: ProbeData) -> str:
+    """The digest as computed before fingerprint() hashed the buffers in place (tobytes)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for array in (data.X_train, data.y_train, data.X_test, data.y_test):
+        digest.update(str(array.shape).encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    digest.update(str(data.n_classes).encode())
+    return digest.hexdigest()[:16]
+
+
+def test_save_and_load_round_trip_memory_mapped_or_in_memory(tmp_path):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 4))
+    labels = np.array(["noun", "verb", "adj"])[np.arange(30) % 3]
+    data = ProbeData.from_arrays(
+        X, labels, name="words", labels="encode", groups=np.arange(30) % 7, test_size=10
+    )
+    folder = data.save(tmp_path / "saved")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "X_test.npy", "X_train.npy", "groups_test.npy", "groups_train.npy", "probe_data.json",
+        "y_test.npy", "y_train.npy",
+    ]  # fmt: skip
+    for mmap in (True, False):
+        loaded = ProbeData.load(folder, mmap=mmap)
+        assert isinstance(loaded.X_train, np.memmap) is mmap
+        assert loaded.fingerprint() == data.fingerprint() == _old_fingerprint(data)
+        assert (loaded.name, loaded.n_classes, loaded.classes) == (
+            "words",
+            3,
+            ("adj", "noun", "verb"),
+        )
+        for name in ("X_train", "y_train", "X_test", "y_test", "groups_train", "groups_test"):
+            np.testing.assert_array_equal(getattr(loaded, name), getattr(data, name))
+    assert not ProbeData.load(folder).X_train.flags.writeable  # read-only maps of the files
+    # saving data without groups over a folder that had them removes the stale group files
+    ProbeData.from_arrays(X, np.arange(30) % 3).save(folder)
+    assert ProbeData.load(folder).groups_train is None
+
+
+def test_load_refuses_incomplete_or_foreign_folders(tmp_path):
+    with pytest.raises(ValueError, match=r"saved ProbeData .* does not exist"):
+        ProbeData.load(tmp_path / "nothing")
+    folder = ProbeData.from_arrays(*_xy()).save(tmp_path / "d")
+    (folder / "y_test.npy").unlink()
+    with pytest.raises(ValueError, match=r"lacks y_test\.npy"):
+        ProbeData.load(folder)
+    (folder / "probe_data.json").write_text('{"schema": "something else"}')
+    with pytest.raises(ValueError, match="holds no saved ProbeData"):
+        ProbeData.load(folder)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a file"):
+        ProbeData.from_arrays(*_xy()).save(tmp_path / "file")
+
+
+def test_fingerprint_of_memory_maps_copies_nothing(tmp_path):
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    data = ProbeData.from_arrays(rng.normal(size=(20_000, 100)), np.arange(20_000) % 4)
+    loaded = ProbeData.load(data.save(tmp_path / "d"))
+    expected = _old_fingerprint(data)
+    tracemalloc.start()
+    assert loaded.fingerprint() == expected
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 1_000_000  # the pool is 6.4 MB: hashed in place, never copied

@@ -7,6 +7,14 @@ from pathlib import Path
 
 #: hidden size and number of blocks of the tiny models (hidden states 0..BLOCKS)
 HIDDEN, BLOCKS = 32, 2
+#: the text the tiny GPT-2's byte-level BPE tokenizer is trained on
+GPT2_TRAINING_TEXT = [
+    "the cat sat on the mat",
+    "dogs bark",
+    "a quick brown fox jumps over the lazy dog near the river bank",
+    "night falls",
+    "she reads old books about distant stars",
+]
 
 
 def make_tiny_bert(folder: Path) -> Path:
@@ -27,5 +35,42 @@ def make_tiny_bert(folder: Path) -> Path:
     )
     torch.manual_seed(0)
     transformers.BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def make_tiny_gpt2(folder: Path) -> Path:
+    """A randomly initialised 2-block GPT-2 (hidden size 32) with a byte-level BPE tokenizer
+    trained here on a few sentences; like GPT-2's, it has no pad token."""
+    import torch
+    import transformers
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=320,
+        special_tokens=["<|endoftext|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    backend.train_from_iterator(GPT2_TRAINING_TEXT, trainer)
+    eos = "<|endoftext|>"
+    tokenizer = transformers.GPT2TokenizerFast(
+        tokenizer_object=backend, eos_token=eos, bos_token=eos, unk_token=eos
+    )
+    eos_id = backend.token_to_id(eos)
+    config = transformers.GPT2Config(
+        vocab_size=backend.get_vocab_size(),
+        n_embd=HIDDEN,
+        n_layer=BLOCKS,
+        n_head=2,
+        n_positions=64,
+        bos_token_id=eos_id,
+        eos_token_id=eos_id,
+    )
+    torch.manual_seed(0)
+    transformers.GPT2Model(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
+import os
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from probemeter._io import read_json, save_npy_atomic, write_text_atomic
 from probemeter._validation import check_scalar, integer_list, is_integer, one_of
 from probemeter.feature_files import as_numpy
 
@@ -31,6 +35,10 @@ __all__ = [
 
 #: how ``from_arrays`` reads labels: class indices 0..K−1 as given, or any labels encoded
 LABEL_MODES = ("indices", "encode")
+#: what :meth:`ProbeData.save` writes: one .npy file per array, then the JSON description
+_ARRAYS = ("X_train", "y_train", "X_test", "y_test", "groups_train", "groups_test")
+_META = "probe_data.json"
+_SCHEMA = "probemeter.probe_data/1"
 
 
 def _as_features(name: str, array: object) -> np.ndarray:
@@ -207,8 +215,7 @@ class ProbeData:
             mean = X.mean(axis=0, dtype=np.float64)
             std = X.std(axis=0, dtype=np.float64)
             std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
-            X = ((X - mean) / std).astype(np.float32)
-            X_test = ((X_test - mean) / std).astype(np.float32)
+            X, X_test = _standardized(X, mean, std), _standardized(X_test, mean, std)
         return cls(
             X_train=np.ascontiguousarray(X),
             y_train=y,
@@ -235,9 +242,83 @@ class ProbeData:
         digest = hashlib.sha256()
         for array in (self.X_train, self.y_train, self.X_test, self.y_test):
             digest.update(str(array.shape).encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
+            digest.update(np.ascontiguousarray(array))  # the buffer itself: no copy
         digest.update(str(self.n_classes).encode())
         return digest.hexdigest()[:16]
+
+    def save(self, folder: str | os.PathLike[str]) -> Path:
+        """Write the data to ``folder`` (created): one ``.npy`` file per array and
+        ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes``), each file atomically
+        and the JSON last, so a folder with ``probe_data.json`` is complete. Returns the folder.
+
+        Raises:
+            ValueError: ``folder`` is a file, or :attr:`classes` holds values JSON cannot
+                represent.
+        """
+        folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"folder {str(folder)!r} is a file; give a folder")
+        classes = None if self.classes is None else list(self.classes)
+        try:
+            meta = json.dumps(
+                {
+                    "schema": _SCHEMA,
+                    "n_classes": self.n_classes,
+                    "name": self.name,
+                    "classes": classes,
+                }
+            )
+        except TypeError as error:
+            raise ValueError(f"classes cannot be saved as JSON: {error}") from None
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in _ARRAYS:
+            array = getattr(self, name)
+            if array is not None:
+                save_npy_atomic(folder / f"{name}.npy", array)
+            else:
+                (folder / f"{name}.npy").unlink(missing_ok=True)
+        write_text_atomic(folder / _META, meta)
+        return folder
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> ProbeData:
+        """The data :meth:`save` wrote to ``folder``; with ``mmap`` the arrays are read-only
+        memory maps of the files (pages are read when used and can be dropped again by the
+        operating system), else loaded into memory.
+
+        Raises:
+            ValueError: naming ``folder``, when it holds no complete saved ProbeData or its
+                arrays do not fit together.
+        """
+        folder = Path(folder)
+        meta = read_json(folder / _META, "saved ProbeData")
+        if not isinstance(meta, dict) or meta.get("schema") != _SCHEMA:
+            raise ValueError(f"{str(folder)!r} holds no saved ProbeData ({_SCHEMA})")
+        arrays = {}
+        for name in _ARRAYS:
+            path = folder / f"{name}.npy"
+            if path.is_file():
+                try:
+                    arrays[name] = np.load(path, mmap_mode="r" if mmap else None)
+                except (OSError, ValueError, EOFError) as error:
+                    raise ValueError(f"{str(path)!r} cannot be read: {error}") from None
+            elif not name.startswith("groups"):
+                raise ValueError(f"saved ProbeData {str(folder)!r} lacks {name}.npy")
+        X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
+        if X.ndim != 2 or X_test.ndim != 2 or len(X) != len(y) or len(X_test) != len(y_test):
+            raise ValueError(f"saved ProbeData {str(folder)!r} has arrays that do not fit together")
+        classes = meta.get("classes")
+        return cls(
+            X_train=X,
+            y_train=y,
+            X_test=X_test,
+            y_test=y_test,
+            n_classes=int(meta["n_classes"]),
+            name=str(meta["name"]),
+            groups_train=arrays.get("groups_train"),
+            groups_test=arrays.get("groups_test"),
+            classes=None if classes is None else tuple(classes),
+        )
 
     def check_sizes(self, sizes: object, argument: str = "sizes") -> np.ndarray:
         """Validate requested training-subset sizes against the pool; return sorted unique ints.
@@ -268,6 +349,21 @@ class ProbeData:
                 f"{self.name!r} holds {self.pool_size}"
             )
         return np.unique(values)
+
+
+#: rows standardised at a time: float64 temporaries of at most ~32 MB whatever the data size
+_STANDARDIZE_ELEMENTS = 1 << 22
+
+
+def _standardized(X: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """``((X - mean) / std)`` in float64, rounded to float32, a block of rows at a time: the
+    same numbers as the whole-array expression, without its two full-size float64
+    temporaries."""
+    out = np.empty(X.shape, dtype=np.float32)
+    step = max(1, _STANDARDIZE_ELEMENTS // max(1, X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        out[start : start + step] = (X[start : start + step] - mean) / std
+    return out
 
 
 def _encode_labels(*parts: np.ndarray) -> tuple[list[np.ndarray], tuple[Any, ...]]:

@@ -189,3 +189,101 @@ def test_words_longer_than_max_length_are_an_error() -> None:
     )
     with pytest.raises(ValueError, match="max_length"):
         encoder.encode([["unbelievably", "tokenization", "works", "here"]])
+
+
+def test_encode_layers_into_writes_what_encode_all_layers_returns(
+    word_encoder: TransformerEncoder,
+) -> None:
+    everything = word_encoder.encode_all_layers(WORDS)
+    rows = word_encoder.n_rows(WORDS)
+    assert rows == sum(len(words) for words in WORDS) == everything.shape[1]
+    outputs = [np.full((rows, word_encoder.dimension), np.nan, np.float32) for _ in range(7)]
+    word_encoder.encode_layers_into(WORDS, outputs)  # batch_size 1: one batch per sentence
+    for layer, output in enumerate(outputs):
+        np.testing.assert_array_equal(output, everything[layer])
+    some = [np.zeros((rows, word_encoder.dimension), np.float32) for _ in range(2)]
+    word_encoder.encode_layers_into(WORDS, some, layers=[6, 0])
+    np.testing.assert_array_equal(some[0], everything[6])
+    np.testing.assert_array_equal(some[1], everything[0])
+
+
+def test_encode_layers_into_checks_layers_and_outputs(word_encoder: TransformerEncoder) -> None:
+    rows, width = word_encoder.n_rows(WORDS), word_encoder.dimension
+    with pytest.raises(ValueError, match="layers"):
+        word_encoder.encode_layers_into(WORDS, [np.zeros((rows, width), np.float32)], [7])
+    with pytest.raises(ValueError, match=r"outputs must be 2 writable arrays of shape \(6, 384\)"):
+        word_encoder.encode_layers_into(WORDS, [np.zeros((rows, width), np.float32)], [0, 1])
+    read_only = np.zeros((rows, width), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="writable"):
+        word_encoder.encode_layers_into(WORDS, [read_only], [0])
+
+
+def test_feature_cache_layers_are_memory_mapped_files(
+    word_encoder: TransformerEncoder, tmp_path
+) -> None:
+    cache = FeatureCache(tmp_path / "features")
+    key = {**word_encoder.cache_key, "layer": "all"}
+    shape = (7, word_encoder.n_rows(WORDS), word_encoder.dimension)
+    fills = []
+
+    def fill(outputs: list[np.ndarray]) -> None:
+        fills.append(outputs)
+        assert all(isinstance(output, np.memmap) for output in outputs)  # written in place
+        word_encoder.encode_layers_into(WORDS, outputs)
+
+    first = cache.layers(key, WORDS, shape, fill)
+    second = cache.layers(key, WORDS, shape, fill)
+    assert len(fills) == 1 and (cache.hits, cache.misses) == (1, 1)
+    expected = word_encoder.encode_all_layers(WORDS)
+    for layer in range(7):
+        assert isinstance(second[layer], np.memmap) and not second[layer].flags.writeable
+        np.testing.assert_array_equal(first[layer], expected[layer])
+        np.testing.assert_array_equal(second[layer], expected[layer])
+    paths = cache.layer_paths(key, WORDS, 7)
+    assert sorted(cache.root.iterdir()) == sorted(paths)  # one file per layer, no temporaries
+    assert [path.name.split(".")[1] for path in paths] == [f"layer{i}" for i in range(7)]
+    # a missing or damaged layer file makes the whole set a miss, recomputed in full
+    paths[3].unlink()
+    np.save(paths[5], np.zeros((2, 2), np.float32))
+    third = cache.layers(key, WORDS, shape, fill)
+    assert len(fills) == 2 and (cache.hits, cache.misses) == (1, 2)
+    np.testing.assert_array_equal(third[5], expected[5])
+
+
+def test_feature_cache_layers_leave_nothing_when_encoding_fails(tmp_path) -> None:
+    cache = FeatureCache(tmp_path)
+
+    def fail(outputs: list[np.ndarray]) -> None:
+        outputs[0][:] = 1.0
+        raise KeyboardInterrupt  # e.g. Ctrl-C halfway through encoding
+
+    with pytest.raises(KeyboardInterrupt):
+        cache.layers({"model": "m"}, ["a"], (2, 3, 4), fail)
+    assert list(tmp_path.iterdir()) == [] and cache.misses == 0
+    with pytest.raises(ValueError, match=r"shape must be \(n_layers, n_rows, dimension\)"):
+        cache.layers({"model": "m"}, ["a"], (3, 4), fail)
+    with pytest.raises(ValueError, match="shape must be a list of positive integers"):
+        cache.layers({"model": "m"}, ["a"], (2, 0, 4), fail)
+
+
+def test_feature_cache_probe_data_is_built_once_and_memory_mapped(tmp_path) -> None:
+    from probemeter.data import ProbeData
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(40, 5)), np.arange(40) % 3
+    cache = FeatureCache(tmp_path)
+    builds = []
+
+    def build() -> ProbeData:
+        builds.append(1)
+        return ProbeData.from_arrays(X, y, name="built")
+
+    first = cache.probe_data({"features": "x", "label": "upos"}, build)
+    second = cache.probe_data({"features": "x", "label": "upos"}, build)
+    other = cache.probe_data({"features": "x", "label": "deprel"}, build)
+    assert len(builds) == 2 and (cache.hits, cache.misses) == (1, 2)
+    direct = build()
+    for data in (first, second, other):
+        assert isinstance(data.X_train, np.memmap) and data.name == "built"
+        assert data.fingerprint() == direct.fingerprint()

@@ -20,8 +20,7 @@ pytest.importorskip(
 
 import transformers
 from huggingface_hub import constants
-from tiny_models import BLOCKS, HIDDEN, make_tiny_bert
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from tiny_models import BLOCKS, HIDDEN, make_tiny_bert, make_tiny_gpt2
 
 from probemeter.encoders import TransformerEncoder, minilm_path
 from probemeter.encoders.hf import hub_model_cached, hub_offline, is_hub_id
@@ -35,39 +34,6 @@ SENTENCES = [
 ]
 WORDS = [sentence.split() for sentence in SENTENCES]
 QUIET = {"device": "cpu", "progress": False}
-
-
-def make_tiny_gpt2(folder: Path) -> Path:
-    """A randomly initialised 2-block GPT-2 (hidden size 32) with a byte-level BPE tokenizer
-    trained here on a few sentences; like GPT-2's, it has no pad token."""
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=320,
-        special_tokens=["<|endoftext|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    backend.train_from_iterator(SENTENCES, trainer)
-    eos = "<|endoftext|>"
-    tokenizer = transformers.GPT2TokenizerFast(
-        tokenizer_object=backend, eos_token=eos, bos_token=eos, unk_token=eos
-    )
-    eos_id = backend.token_to_id(eos)
-    config = transformers.GPT2Config(
-        vocab_size=backend.get_vocab_size(),
-        n_embd=HIDDEN,
-        n_layer=BLOCKS,
-        n_head=2,
-        n_positions=64,
-        bos_token_id=eos_id,
-        eos_token_id=eos_id,
-    )
-    torch.manual_seed(0)
-    transformers.GPT2Model(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

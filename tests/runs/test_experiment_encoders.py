@@ -64,19 +64,17 @@ def test_word_representations_line_up_with_the_silver_treebank(tmp_path):
     # the layers are MiniLM's own word-pooled hidden states (before standardisation)
     encoder = TransformerEncoder(minilm_path(), 6, pooling="words", progress=False)
     direct = encoder.encode([list(words) for words in treebank.sentences])
-    assert any(np.allclose(direct, layer, atol=1e-4) for layer in _layers(cache_dir))
-    # a second preparation encodes nothing: every feature comes from the cache
-    before = {f: f.stat().st_mtime_ns for f in cache_dir.glob("*.npy")}
+    layers = sorted(cache_dir.glob("*.layer*.npy"))  # one file per hidden state, 2-D each
+    assert len(layers) == 7 and all(np.load(f, mmap_mode="r").ndim == 2 for f in layers)
+    assert any(np.allclose(direct, np.load(f), atol=1e-4) for f in layers)
+    # the prepared data are read-only memory maps of the cache, not copies in memory
+    assert all(isinstance(data[name].X_train, np.memmap) for name in widths)
+    assert [data[name].name for name in widths] == list(widths)
+    # a second preparation encodes nothing: every feature and split comes from the cache
+    before = {f: f.stat().st_mtime_ns for f in cache_dir.rglob("*.npy")}
     again = prepare_data(experiment, cache_dir=cache_dir)
-    assert {f: f.stat().st_mtime_ns for f in cache_dir.glob("*.npy")} == before
+    assert {f: f.stat().st_mtime_ns for f in cache_dir.rglob("*.npy")} == before
     np.testing.assert_array_equal(again["minilm-6"].X_train, data["minilm-6"].X_train)
-
-
-def _layers(cache_dir: Path):
-    for file in cache_dir.glob("*.npy"):
-        array = np.load(file)
-        if array.ndim == 3:  # all layers of one encoder pass
-            yield from array
 
 
 def test_encoder_kinds_must_fit_the_task(tmp_path):

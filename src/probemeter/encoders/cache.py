@@ -4,6 +4,12 @@ Files are ``.npy`` arrays named by the SHA-256 of the encoder's key (model, laye
 random initialisation and seed, ...) together with a hash of the inputs. Writes are atomic: the
 array goes to a temporary file in the same directory which is then renamed over the target, so a
 crash never leaves a truncated file behind.
+
+:meth:`FeatureCache.layers` keeps every layer of a model in a file of its own
+(``<hash>.layer<i>.npy``), written batch by batch through memory maps and read back
+memory-mapped: encoding all layers of a model holds one batch in memory, not all layers, and
+a run reads only the pages of the layer it trains on. :meth:`FeatureCache.probe_data` does the
+same for split and standardised :class:`~probemeter.data.ProbeData`.
 """
 
 from __future__ import annotations
@@ -11,13 +17,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from probemeter._io import save_npy_atomic
+from probemeter._validation import check_scalar, integer_list
+from probemeter.data import ProbeData
 
 __all__ = ["FeatureCache"]
 
@@ -48,6 +57,17 @@ class FeatureCache:
 
     def path_for(self, encoder_key: Mapping[str, Any], inputs: object) -> Path:
         """The file that holds the features of ``inputs`` under ``encoder_key``."""
+        return self.root / f"{self._hash(encoder_key, inputs)}.npy"
+
+    def layer_paths(
+        self, encoder_key: Mapping[str, Any], inputs: object, n_layers: int
+    ) -> list[Path]:
+        """The files of :meth:`layers`: one per layer, ``<hash>.layer<i>.npy``."""
+        check_scalar(n_layers, "n_layers", int, min_val=1)
+        stem = self._hash(encoder_key, inputs)
+        return [self.root / f"{stem}.layer{layer}.npy" for layer in range(n_layers)]
+
+    def _hash(self, encoder_key: Mapping[str, Any], inputs: object) -> str:
         if not isinstance(encoder_key, Mapping) or not encoder_key:
             raise ValueError(
                 "encoder_key must be a non-empty mapping (e.g. TransformerEncoder.cache_key); "
@@ -55,8 +75,7 @@ class FeatureCache:
             )
         key = _digest(dict(encoder_key), "encoder_key")
         data = _digest(inputs, "inputs")
-        combined = hashlib.sha256(f"{key}:{data}".encode()).hexdigest()
-        return self.root / f"{combined}.npy"
+        return hashlib.sha256(f"{key}:{data}".encode()).hexdigest()
 
     def features(
         self,
@@ -88,3 +107,99 @@ class FeatureCache:
         self.root.mkdir(parents=True, exist_ok=True)
         save_npy_atomic(path, array)
         return array
+
+    def layers(
+        self,
+        encoder_key: Mapping[str, Any],
+        inputs: object,
+        shape: tuple[int, int, int],
+        fill: Callable[[list[np.ndarray]], None],
+    ) -> list[np.ndarray]:
+        """Every layer's features of ``inputs``, each a read-only float32 memory map of its own
+        ``.npy`` file (:meth:`layer_paths`).
+
+        On a miss, ``fill(outputs)`` writes layer i into ``outputs[i]``, a writable memory map of
+        shape ``shape[1:]`` backed by a temporary file (e.g.
+        :meth:`~probemeter.encoders.TransformerEncoder.encode_layers_into`); once it returns,
+        the files are flushed to disk and renamed into place, so a crash or an exception leaves
+        no partial layer behind. A layer file of another shape or dtype, or an unreadable one,
+        counts as a miss.
+
+        Args:
+            encoder_key: JSON-serialisable description of everything that determines the
+                features of every layer (as for :meth:`features`).
+            inputs: the JSON-serialisable inputs.
+            shape: ``(n_layers, n_rows, dimension)``.
+            fill: writes the features; called on a miss only.
+        """
+        n_layers, n_rows, dimension = _check_shape(shape)
+        paths = self.layer_paths(encoder_key, inputs, n_layers)
+        found = [_open_layer(path, (n_rows, dimension)) for path in paths]
+        if all(array is not None for array in found):
+            self.hits += 1
+            return found
+        del found
+        self.root.mkdir(parents=True, exist_ok=True)
+        token = uuid.uuid4().hex
+        temporaries = [path.with_name(f".{path.name}.{token}.tmp") for path in paths]
+        try:
+            outputs = [
+                np.lib.format.open_memmap(
+                    temporary, mode="w+", dtype=np.float32, shape=(n_rows, dimension)
+                )
+                for temporary in temporaries
+            ]
+            fill(outputs)
+            for output in outputs:
+                output.flush()
+            del outputs
+            for temporary in temporaries:
+                with open(temporary, "rb+") as stream:
+                    os.fsync(stream.fileno())
+            for temporary, path in zip(temporaries, paths):
+                os.replace(temporary, path)
+        finally:
+            for temporary in temporaries:
+                temporary.unlink(missing_ok=True)
+        self.misses += 1
+        return [np.load(path, mmap_mode="r") for path in paths]
+
+    def probe_data(self, key: Mapping[str, Any], build: Callable[[], ProbeData]) -> ProbeData:
+        """The :class:`~probemeter.data.ProbeData` stored under ``key``, memory-mapped
+        (:meth:`ProbeData.load`), or ``build()``'s, saved under ``key`` (``root/probe-data/<hash>``)
+        and returned memory-mapped, so the built arrays are released at once.
+
+        Args:
+            key: JSON-serialisable description of everything that determines the data (the
+                features, the labels and how they were split and standardised).
+            build: makes the data on a miss.
+        """
+        folder = self.root / "probe-data" / self._hash(key, None)
+        try:
+            data = ProbeData.load(folder)
+        except ValueError:  # missing, incomplete or unreadable: build it
+            build().save(folder)
+            self.misses += 1
+            return ProbeData.load(folder)
+        self.hits += 1
+        return data
+
+
+def _check_shape(shape: Sequence[int]) -> tuple[int, int, int]:
+    """``shape`` as ``(n_layers, n_rows, dimension)``; a ValueError naming it otherwise."""
+    sizes = integer_list(1)(tuple(shape), "shape")
+    if len(sizes) != 3:
+        raise ValueError(f"shape must be (n_layers, n_rows, dimension); got {tuple(shape)}")
+    return int(sizes[0]), int(sizes[1]), int(sizes[2])
+
+
+def _open_layer(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
+    """The layer file at ``path`` memory-mapped read-only, or None when it is missing,
+    unreadable, or not a float32 array of ``shape``."""
+    if not path.is_file():
+        return None
+    try:
+        array = np.load(path, mmap_mode="r")
+    except (OSError, ValueError, EOFError):
+        return None
+    return array if array.shape == shape and array.dtype == np.float32 else None

@@ -577,11 +577,52 @@ class TransformerEncoder:
     def encode(self, inputs: Sequence[str] | Sequence[Sequence[str]]) -> np.ndarray:
         """Features of ``self.layer``: ``(n_sentences, dimension)``, or ``(n_words, dimension)``
         with the words of all sentences in order for ``pooling="words"``; float32."""
-        return self._run(inputs, [self.layer])[0]
+        return self._collect(inputs, [self.layer])[0]
 
     def encode_all_layers(self, inputs: Sequence[str] | Sequence[Sequence[str]]) -> np.ndarray:
-        """Features of every layer from one forward pass: ``(n_layers, n_rows, dimension)``."""
-        return np.stack(self._run(inputs, list(range(self.n_layers))))
+        """Features of every layer from one forward pass: ``(n_layers, n_rows, dimension)``.
+
+        All layers are held in memory at once; :meth:`encode_layers_into` writes each layer
+        into an array of its own (e.g. a memory-mapped file) batch by batch instead."""
+        return np.stack(self._collect(inputs, list(range(self.n_layers))))
+
+    def n_rows(self, inputs: Sequence[str] | Sequence[Sequence[str]]) -> int:
+        """Rows :meth:`encode` gives for ``inputs``: one per word for ``pooling="words"``,
+        one per sentence otherwise (checks ``inputs`` as :meth:`encode` does)."""
+        checked = self._check_inputs(inputs)
+        return sum(len(words) for words in checked) if self.pooling == "words" else len(checked)
+
+    def encode_layers_into(
+        self,
+        inputs: Sequence[str] | Sequence[Sequence[str]],
+        outputs: Sequence[np.ndarray],
+        layers: Sequence[int] | None = None,
+    ) -> None:
+        """Write the features of ``layers`` (default: every hidden state) into ``outputs``, one
+        writable ``(n_rows(inputs), dimension)`` float32 array per layer, batch by batch: one
+        forward pass per batch serves every layer, and nothing but the current batch is held
+        besides the outputs (which may be memory-mapped files:
+        :func:`numpy.lib.format.open_memmap`).
+
+        Raises:
+            ValueError: a layer outside ``[0, n_layers)``, or ``outputs`` not one array of
+                shape ``(n_rows(inputs), dimension)`` per layer.
+        """
+        layers = list(range(self.n_layers)) if layers is None else list(layers)
+        for layer in layers:
+            check_scalar(layer, "layers", int, min_val=0, max_val=self.n_layers - 1)
+        shape = (self.n_rows(inputs), self.dimension)
+        if len(outputs) != len(layers) or any(
+            np.shape(output) != shape or not np.asarray(output).flags.writeable
+            for output in outputs
+        ):
+            raise ValueError(
+                f"outputs must be {len(layers)} writable arrays of shape {shape} (one per layer); "
+                f"got shapes {[np.shape(output) for output in outputs]}"
+            )
+        for row, pooled in self._batches(inputs, layers):
+            for output, features in zip(outputs, pooled):
+                output[row : row + len(features)] = features
 
     def random_init_copy(self, random_state: int = 0) -> TransformerEncoder:
         """The same encoder (layer, pooling, dtype, ...) with randomly initialised weights."""
@@ -621,11 +662,21 @@ class TransformerEncoder:
                 )
         return checked
 
+    def _collect(self, inputs: object, layers: list[int]) -> list[np.ndarray]:
+        """Every batch of :meth:`_batches`, concatenated per layer (float32)."""
+        parts: list[list[np.ndarray]] = [[] for _ in layers]
+        for _, pooled in self._batches(inputs, layers):
+            for layer_parts, features in zip(parts, pooled):
+                layer_parts.append(features)
+        return [np.concatenate(layer_parts) for layer_parts in parts]
+
     @torch.no_grad()
-    def _run(self, inputs: object, layers: list[int]) -> list[np.ndarray]:
+    def _batches(self, inputs: object, layers: list[int]) -> Iterator[tuple[int, np.ndarray]]:
+        """Per batch of sentences: its first output row and its pooled features of ``layers``,
+        float32 of shape ``(len(layers), rows, dimension)``, from one forward pass."""
         checked = self._check_inputs(inputs)
-        outputs: list[list[np.ndarray]] = [[] for _ in layers]
         bar = tqdm(total=len(checked), desc=self.name, unit="sentence", disable=not self.progress)
+        row = 0
         with bar, _quiet(not self.progress):
             for start in range(0, len(checked), self.batch_size):
                 batch = checked[start : start + self.batch_size]
@@ -649,11 +700,10 @@ class TransformerEncoder:
                         f"not num_hidden_layers + 1 = {self.n_layers}"
                     )
                 stacked = torch.stack([hidden_states[layer] for layer in layers]).float()
-                pooled = self._pool(stacked, encoding, batch, start)
-                for index, features in enumerate(pooled.cpu().numpy()):
-                    outputs[index].append(features)
+                pooled = self._pool(stacked, encoding, batch, start).cpu().numpy()
+                yield row, pooled.astype(np.float32, copy=False)
+                row += pooled.shape[1]
                 bar.update(len(batch))
-        return [np.concatenate(parts).astype(np.float32, copy=False) for parts in outputs]
 
     def _pool(
         self, hidden: torch.Tensor, encoding: BatchEncoding, batch: list[Any], start: int

@@ -11,7 +11,11 @@ finished curves. The run folder then holds::
     RUN_DIR/curves.png        loss and accuracy curves
     RUN_DIR/run.lock          while a run is going: its PID, host and start (runs.lock)
 
-Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``.
+Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``: a
+transformer's layers one file per layer, written batch by batch (encoding holds one batch, not
+every layer), and each word representation's split and standardised data saved there too and
+read back memory-mapped, so a layer sweep keeps no layer in memory but the pages the probes
+being trained read.
 The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.runs.ray_backend`),
 with the same results, bit for bit, when a Ray task trains with as many worker processes as
 the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a curve
@@ -20,9 +24,12 @@ independent of where it runs, and the worker count sets how the probe axis is ch
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -237,8 +244,18 @@ class _TaskInputs:
     treebank: Treebank | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init), every layer's word features (one encoder pass for all)
-    layers: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict)
+    #: per (model, random_init, dtype): the encoder's key and every layer's word features
+    #: (one encoder pass for all; memory-mapped files when there is a feature cache)
+    layers: dict[tuple[str, bool, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+        default_factory=dict
+    )
+
+    @cached_property
+    def treebank_digest(self) -> str:
+        """A hash of the treebank's words and annotation (what the labels are made of)."""
+        annotation = (self.treebank.sentences, self.treebank.upos, self.treebank.heads)
+        text = json.dumps([*annotation, self.treebank.deprels], separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
@@ -368,29 +385,61 @@ def _word_representation(
         group = (model, random_init, dtype)
         if group not in inputs.layers:
             encoder = _transformer(model, random_init, random_state, device, dtype, batch_size)
-            key = {**encoder.cache_key, "layer": "all"}
-            inputs.layers[group] = _cached(
-                cache, {**key, "sentences": sentences}, lambda: encoder.encode_all_layers(sentences)
+            inputs.layers[group] = (
+                {**encoder.cache_key, "layer": "all"},
+                _layer_features(encoder, sentences, cache),
             )
-        layers = inputs.layers[group]
+        encoder_key, layers = inputs.layers[group]
         if rep.options["layer"] >= len(layers):
             raise ValueError(
                 f"layer {rep.options['layer']} does not exist: the model has {len(layers)} "
                 f"hidden states (0..{len(layers) - 1})"
             )
+        features_key = {**encoder_key, "layer": rep.options["layer"]}
         features = layers[rep.options["layer"]]
     else:
         encoder = glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors()
-        key = {**encoder.cache_key, "sentences": sentences}
-        features = _cached(cache, key, lambda: encoder.encode(sentences))
+        features_key = encoder.cache_key
+        features = _cached(
+            cache, {**features_key, "sentences": sentences}, lambda: encoder.encode(sentences)
+        )
     options = inputs.task.options
-    return probe_data(
-        treebank,
-        features,
-        options["label"],
-        test_size=float(options["test_size"]),
-        random_state=random_state,
-        name=rep.name,
+
+    def build() -> ProbeData:
+        return probe_data(
+            treebank,
+            features,
+            options["label"],
+            test_size=float(options["test_size"]),
+            random_state=random_state,
+            name=rep.name,
+        )
+
+    if cache is None:
+        return build()
+    key = {
+        "features": features_key,
+        "treebank": inputs.treebank_digest,
+        "task": _task_dict(inputs.task),
+        "random_state": random_state,
+    }
+    return replace(cache.probe_data(key, build), name=rep.name)
+
+
+def _layer_features(
+    encoder: TransformerEncoder, sentences: list[list[str]], cache: FeatureCache | None
+) -> list[np.ndarray]:
+    """Every hidden state's word features from one forward pass per batch: per-layer files of
+    the cache, memory-mapped (written batch by batch, so encoding holds one batch, not all
+    layers), or, without a cache, arrays in memory."""
+    if cache is None:
+        return list(encoder.encode_all_layers(sentences))
+    shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
+    return cache.layers(
+        {**encoder.cache_key, "layer": "all"},
+        sentences,
+        shape,
+        lambda outputs: encoder.encode_layers_into(sentences, outputs),
     )
 
 
