@@ -39,9 +39,10 @@ def make_tiny_bert(folder: Path) -> Path:
     return folder
 
 
-def make_tiny_gpt2(folder: Path) -> Path:
-    """A randomly initialised 2-block GPT-2 (hidden size 32) with a byte-level BPE tokenizer
-    trained here on a few sentences; like GPT-2's, it has no pad token."""
+def make_tiny_gpt2(folder: Path, n_positions: int = 64) -> Path:
+    """A randomly initialised 2-block GPT-2 (hidden size 32, ``n_positions`` tokens at most) with
+    a byte-level BPE tokenizer trained here on a few sentences; like GPT-2's, it has no pad
+    token."""
     import torch
     import transformers
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -66,7 +67,7 @@ def make_tiny_gpt2(folder: Path) -> Path:
         n_embd=HIDDEN,
         n_layer=BLOCKS,
         n_head=2,
-        n_positions=64,
+        n_positions=n_positions,
         bos_token_id=eos_id,
         eos_token_id=eos_id,
     )

@@ -3,6 +3,7 @@ partial write) and the library versions recorded in every result."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tempfile
@@ -15,8 +16,10 @@ import numpy as np
 __all__ = [
     "JsonResult",
     "environment",
+    "pack_bits",
     "read_json",
     "save_npy_atomic",
+    "unpack_bits",
     "writable_folder",
     "write_json_atomic",
     "write_text_atomic",
@@ -72,6 +75,20 @@ def write_json_atomic(path: str | Path, payload: Any) -> None:
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`_write_atomic`)."""
     _write_atomic(path, lambda stream: stream.write(text))
+
+
+def pack_bits(values: np.ndarray) -> str:
+    """A boolean array as base64 text of its packed bits (8 values a byte), for JSON;
+    :func:`unpack_bits` restores it."""
+    return base64.b64encode(np.packbits(np.asarray(values).astype(bool)).tobytes()).decode("ascii")
+
+
+def unpack_bits(text: str, length: int) -> np.ndarray:
+    """The ``length`` booleans :func:`pack_bits` wrote as ``text``."""
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))
+    if bits.size < length:
+        raise ValueError(f"packed bits hold {bits.size} values, fewer than {length}")
+    return bits[:length].astype(bool)
 
 
 def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:

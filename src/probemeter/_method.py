@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from probemeter._summary import Headline, Summary
 from probemeter._validation import Check
 
 if TYPE_CHECKING:
@@ -275,6 +276,17 @@ class Method(ABC):
     ) -> MethodRun:
         """Write the run folder from the units' results (in :meth:`units` order); ``extra``
         (the experiment and timings) goes into ``results.json``."""
+
+    @abstractmethod
+    def headlines(self) -> tuple[Headline, ...]:
+        """The measures that compare representations (the columns of the layer table and the
+        panels of its figure); the first ranks them."""
+
+    @abstractmethod
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Each representation's :class:`~probemeter._summary.Summary` (estimates of every
+        :meth:`headlines` measure, the best probes' accuracy and per-seed test correctness),
+        by representation name, from the units' results (in :meth:`units` order)."""
 
 
 #: a method run's description next to its results: method, figure, experiment, timings

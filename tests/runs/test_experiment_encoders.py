@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tiny_models import make_tiny_bert
+from tiny_models import make_tiny_bert, make_tiny_gpt2
 
 from probemeter.datasets.conll import annotate_text, ptb_sentences
 from probemeter.encoders import TransformerEncoder, minilm_path
@@ -254,20 +254,72 @@ def test_layer_sweeps_are_checked_against_the_model(tmp_path):
         load_experiment(path)
 
 
-def test_a_layer_sweep_run_writes_the_layer_figure(tmp_path, capsys):
+METHODS = {
+    "curve": "epsilon = 0.5\nsteps = 20\nseeds = 2\nprobe = [8]\n",
+    "mdl": 'kind = "mdl"\nprobe = [8]\ntimesteps = [0.1, 0.5, 1.0]\nmax_epochs = 2\n',
+    "pareto": 'kind = "pareto"\npenalties = 2\nranks = false\nsteps = 20\n',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("model", "method"),
+    [
+        ("bert", "curve"),
+        ("gpt2", "curve"),
+        ("minilm", "curve"),
+        ("bert", "mdl"),
+        ("bert", "pareto"),
+    ],
+)
+def test_a_layer_sweep_stores_a_unit_per_layer_and_writes_the_layer_analysis(
+    tmp_path, capsys, model, method
+):
     from probemeter.cli.main import main
+    from probemeter.runs.layers import LayerAnalysis
+
+    # PTB words are many byte pieces to the tiny GPT-2's BPE, trained on five sentences
+    makers = {"bert": make_tiny_bert, "gpt2": lambda folder: make_tiny_gpt2(folder, 1024)}
+    if model in makers:
+        makers[model](tmp_path / f"tiny-{model}")
+    name = f"tiny-{model}" if model in makers else "minilm"
+    n_layers = 3 if model in makers else 7
+    path = _sweep_file(tmp_path, name, '"all"')
+    text = path.read_text().replace("epsilon = 0.5\nsizes = [20, 50]\n", "")
+    path.write_text(text.replace("[method]\n", "[method]\n" + METHODS[method]))
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    run_dir = out / "hub"
+    assert len(list((run_dir / "units").glob("*.json"))) == n_layers  # one stored unit per layer
+    analysis = LayerAnalysis.load(run_dir / "layers.json")
+    assert [(row.sweep, row.layer) for row in analysis.rows] == [("m", i) for i in range(n_layers)]
+    assert analysis.method == method and analysis.verdicts[0].sweep == "m"
+    for suffix, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
+        assert (run_dir / f"layers.{suffix}").read_bytes().startswith(magic)
+    assert analysis.verdicts[0].describe() in printed and "layers.png" in printed
+    report = (run_dir / "report.html").read_text()
+    for anchor in ('id="layers-figure"', 'id="layers-table"', 'id="layer-verdicts"'):
+        assert anchor in report
+
+
+def test_random_init_also_adds_the_control_sweep(tmp_path):
     from probemeter.runs.config import layer_sweeps
 
     make_tiny_bert(tmp_path / "tiny-bert")
-    path = _sweep_file(tmp_path, "tiny-bert", '"all"')
-    path.write_text(path.read_text().replace("[method]\n", "[method]\nsteps = 20\nseeds = 1\n"))
-    sweeps = layer_sweeps(load_experiment(path).representations)
-    assert sweeps == {"m": [(0, "m-0"), (1, "m-1"), (2, "m-2")]}
-    out = tmp_path / "runs"
-    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
-    figure = out / "hub" / "layers.png"
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert "layers.png" in capsys.readouterr().out
-    report = (out / "hub" / "report.html").read_text()
-    figure_at = report.index('id="layers-figure"')
-    assert report.index('id="accuracy-figure"') < figure_at < report.index("Per representation")
+    path = _sweep_file(tmp_path, "tiny-bert", "[0, 2]")
+    path.write_text(path.read_text().replace("[method]", 'random_init = "also"\n[method]'))
+    experiment = load_experiment(path)
+    assert layer_sweeps(experiment.representations) == {
+        "m": [(0, "m-0"), (2, "m-2")],
+        "m-random": [(0, "m-random-0"), (2, "m-random-2")],
+    }
+    assert [rep.options["random_init"] for rep in experiment.representations] == [
+        False, False, True, True,
+    ]  # fmt: skip
+    single = _sweep_file(tmp_path, "tiny-bert", "1")
+    single.write_text(single.read_text().replace("[method]", 'random_init = "also"\n[method]'))
+    assert [rep.name for rep in load_experiment(single).representations] == ["m", "m-random"]
+    single.write_text(single.read_text().replace('"also"', '"both"'))
+    with pytest.raises(ExperimentError, match='random_init: must be true, false or "also"'):
+        load_experiment(single)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult
 from probemeter._method import MAX_MEMORY_GIB
+from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
@@ -59,6 +60,9 @@ class LossDataCurve(JsonResult):
         n_test: number of test examples each probe was evaluated on.
         metadata: probe, training config (with its stopping rule), random state, device,
             library versions, timings.
+        final_correct: per seed, which test examples the probe trained on the largest size
+            classified correctly (for McNemar's test between representations evaluated on one
+            test set); None for curves stored before it was recorded.
     """
 
     name: str
@@ -67,6 +71,7 @@ class LossDataCurve(JsonResult):
     pool_size: int
     n_test: int
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    final_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = {"n", "seed", *METRICS} - set(self.points.columns)
@@ -107,15 +112,36 @@ class LossDataCurve(JsonResult):
         return self.summary(metric)["mean"]
 
     def truncate(self, n_max: int) -> LossDataCurve:
-        """The curve as it would be with data only up to ``n_max`` (sizes ≤ n_max)."""
+        """The curve as it would be with data only up to ``n_max`` (sizes ≤ n_max); the final
+        probes' correctness is kept only when they are still the largest."""
         kept = self.points[self.points["n"] <= n_max]
         if kept.empty:
             raise ValueError(
                 f"no measured size is <= {n_max}; the smallest is {int(self.sizes[0])}"
             )
+        final = self._final_correct_at(int(kept["n"].max()), self.final_correct)
         return LossDataCurve(
-            self.name, kept, self.n_classes, int(n_max), self.n_test, dict(self.metadata)
+            self.name, kept, self.n_classes, int(n_max), self.n_test, dict(self.metadata), final
         )
+
+    def for_seed(self, seed: int) -> LossDataCurve:
+        """The curve of one seed's probes alone (one data order), e.g. for a measure's spread
+        over seeds."""
+        kept = self.points[self.points["seed"] == seed]
+        if kept.empty:
+            raise ValueError(f"seed {seed} has no point; seeds: {sorted(set(self.points.seed))}")
+        final = None if self.final_correct is None else self.final_correct.select([seed])
+        final = self._final_correct_at(int(kept["n"].max()), final)
+        return LossDataCurve(
+            self.name, kept, self.n_classes, self.pool_size, self.n_test, dict(self.metadata), final
+        )
+
+    @staticmethod
+    def _final_correct_at(
+        largest: int, *candidates: SeedCorrectness | None
+    ) -> SeedCorrectness | None:
+        """The first candidate whose probes were trained on ``largest`` examples."""
+        return next((c for c in candidates if c is not None and c.n_train == largest), None)
 
     def merge(self, other: LossDataCurve) -> LossDataCurve:
         """This curve with the points of ``other`` (same representation) added; a point
@@ -127,8 +153,17 @@ class LossDataCurve(JsonResult):
         ):
             raise ValueError("cannot merge curves of different data (classes, pool or test size)")
         points = pd.concat([self.points, other.points]).drop_duplicates(["n", "seed"], keep="last")
+        final = self._final_correct_at(
+            int(points["n"].max()), other.final_correct, self.final_correct
+        )
         return LossDataCurve(
-            self.name, points, self.n_classes, self.pool_size, self.n_test, dict(self.metadata)
+            self.name,
+            points,
+            self.n_classes,
+            self.pool_size,
+            self.n_test,
+            dict(self.metadata),
+            final,
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -145,12 +180,14 @@ class LossDataCurve(JsonResult):
             "n_test": self.n_test,
             "points": {column: self.points[column].tolist() for column in ("n", "seed", *METRICS)},
             "metadata": self.metadata,
+            "final_correct": None if self.final_correct is None else self.final_correct.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> LossDataCurve:
         if payload.get("unit", "nats") != "nats":
             raise ValueError(f"curve losses must be stored in nats; got {payload['unit']!r}")
+        final = payload.get("final_correct")
         try:
             points = pd.DataFrame(payload["points"])
             return cls(
@@ -160,6 +197,7 @@ class LossDataCurve(JsonResult):
                 pool_size=int(payload["pool_size"]),
                 n_test=int(payload["n_test"]),
                 metadata=payload.get("metadata", {}),
+                final_correct=None if final is None else SeedCorrectness.from_dict(final),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -248,7 +286,8 @@ def loss_data_curve(
     Probe (n, s) trains on the first n points of seed s's permutation of the pool (subsets are
     nested per seed), from initial weights drawn from the stream keyed by
     (random_state, s, n), for exactly ``steps`` Adam updates; all probes are trained at once by
-    the engine and evaluated on the test set.
+    the engine and evaluated on the test set. Which test examples the probes of the largest
+    size got right is kept (:attr:`LossDataCurve.final_correct`) for paired tests.
 
     Args:
         data: the representation's features and labels.
@@ -284,7 +323,12 @@ def loss_data_curve(
             n_jobs=n_jobs,
             max_memory=max_memory,
             progress=progress,
+            per_example=True,
         )
+    final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
+    final_correct = SeedCorrectness.from_predictions(
+        [grid[i][0] for i in final], evaluation.predictions[final], data.y_test, size_values[-1]
+    )
     points = pd.DataFrame(
         {
             "n": [n for _, n in grid],
@@ -304,5 +348,5 @@ def loss_data_curve(
         data_fields={"n_features": data.n_features},
     )
     return LossDataCurve(
-        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
+        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata, final_correct
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 from probemeter import _validation as valid
 from probemeter._method import ENGINE_KEYWORDS, Method, MethodRun, RunContext, UnitPlan, option
+from probemeter._summary import Estimate, Headline, Summary
 from probemeter.data import ProbeData
 
 __all__ = ["CurveMethod", "curve_unit"]
@@ -103,6 +104,44 @@ class CurveMethod(Method):
         plot_curves(curves, epsilon, run_dir / "curves.png")
         files = (run_dir / "results.json", run_dir / "curves.png")
         return MethodRun(str(comparison), files, curves=curves, comparison=comparison)
+
+    def headlines(self) -> tuple[Headline, ...]:
+        """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer)."""
+        sdl = f"SDL at ε = {self.epsilon:g} ({self.unit})"
+        sc = f"εSC at ε = {self.epsilon:g} (examples)"
+        return (Headline("SDL", sdl, "lower", sdl), Headline("SC", sc, "lower", sc))
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per curve: SDL and εSC of the seed-averaged curve at the full pool, with their range
+        over the curves of single seeds; the accuracy and test correctness of the probes
+        trained on the full pool."""
+        from probemeter.curves.curve import LossDataCurve
+        from probemeter.curves.measures import sample_complexity, sdl
+
+        found = {}
+        for result in results:
+            curve = LossDataCurve.from_dict(result)
+            seeds = sorted(set(curve.points["seed"].tolist()))
+            estimates = {}
+            for name, measure in (("SDL", sdl), ("SC", sample_complexity)):
+                overall = measure(curve, self.epsilon, unit=self.unit)
+                single = [measure(curve.for_seed(s), self.epsilon, unit=self.unit) for s in seeds]
+                estimates[name] = Estimate.over_seeds(
+                    [r.value for r in single],
+                    overall.value,
+                    lower_bound=overall.lower_bound,
+                    seed_bounds=[r.lower_bound for r in single],
+                )
+            final = curve.points[curve.points["n"] == curve.sizes[-1]]["accuracy"]
+            found[curve.name] = Summary(
+                estimates,
+                Estimate.over_seeds(final.tolist()),
+                curve.final_correct,
+                self.probe,
+                curve.metadata.get("n_features"),
+                curve.n_classes,
+            )
+        return found
 
 
 def curve_unit(

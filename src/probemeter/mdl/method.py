@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from probemeter import _validation as valid
 from probemeter._method import (
     ENGINE_KEYWORDS,
@@ -24,9 +26,19 @@ from probemeter._method import (
     option,
     write_run_files,
 )
+from probemeter._summary import Estimate, Headline, Summary
 from probemeter.data import ProbeData
 
 __all__ = ["PAPER_TIMESTEPS", "MDLMethod", "mdl_unit"]
+
+#: the headline measures of a representation: (code, measure, per-seed column, label, better);
+#: each also for the control task, drawn dashed in the same panel (Voita & Titov, Fig. 2 by layer)
+_CODES = (
+    ("online", "codelength", "online_bits", "online codelength (kbits)", "lower"),
+    ("online", "compression", "compression", "online compression", "higher"),
+    ("variational", "codelength", "codelength_bits", "variational codelength (kbits)", "lower"),
+    ("variational", "compression", "compression", "variational compression", "higher"),
+)
 
 #: the timesteps of Voita & Titov (footnote 4): 0.1, 0.2, ... 50, 100 percent of the data
 PAPER_TIMESTEPS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
@@ -121,6 +133,57 @@ class MDLMethod(Method):
         tables = (mdl_table(entries, "text"), mdl_table(entries), mdl_table(entries, "latex"))
         files = (run_dir / "results.json", run_dir / "mdl.png")
         return write_run_files(self, run_dir, tables, files, extra)
+
+    def _headline_codes(self) -> list[tuple[str, str, Headline]]:
+        """Per headline: the :class:`~probemeter.mdl.table.MDLEntry` code it reads (e.g.
+        ``control_online``), the per-seed column, and the headline itself."""
+        prefixes = ("", "control_") if self.control else ("",)
+        return [
+            (
+                f"{prefix}{code}",
+                column,
+                Headline(
+                    f"{prefix}{code}_{measure}",
+                    f"{'control: ' if prefix else ''}{label}",
+                    better,
+                    label,
+                    dashed=bool(prefix),
+                ),
+            )
+            for code, measure, column, label, better in _CODES
+            if code == "online" or self.variational
+            for prefix in prefixes
+        ]
+
+    def headlines(self) -> tuple[Headline, ...]:
+        """Online (and variational) codelength in kbits of 1024 bits and compression, each
+        with its control task (dashed) when computed; the online codelength ranks."""
+        return tuple(headline for _, _, headline in self._headline_codes())
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per representation: every headline measure over its seeds (codelengths in kbits of
+        1024 bits), and the test accuracy and correctness of the online code's probes trained
+        on all data."""
+        from probemeter.mdl.online import BITS_PER_KBIT
+
+        found = {}
+        for result in results:
+            entry = entry_from_dict(result)
+            estimates = {}
+            for role, column, headline in self._headline_codes():
+                values = getattr(entry, role).seeds[column].to_numpy(dtype=np.float64)
+                scale = BITS_PER_KBIT if column.endswith("_bits") else 1.0
+                estimates[headline.name] = Estimate.over_seeds(values / scale)
+            online = entry.online
+            found[entry.name] = Summary(
+                estimates,
+                Estimate.over_seeds(online.seeds["accuracy"].tolist()),
+                online.test_correct,
+                self.probe,
+                online.metadata.get("n_features"),
+                online.n_classes,
+            )
+        return found
 
 
 def entry_from_dict(result: Mapping[str, Any]) -> Any:

@@ -49,6 +49,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult
 from probemeter._method import MAX_MEMORY_GIB
+from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
@@ -235,6 +236,9 @@ class OnlineCode(SeedResults):
             only rule there was.
         n_dev: examples of the held-out development set (0 unless ``stopping_set="dev"``);
             the pool held ``n + n_dev``.
+        test_correct: per seed, which test examples the probe trained on all n examples got
+            right (for McNemar's test between representations); None for codes stored before
+            it was recorded.
     """
 
     name: str
@@ -246,6 +250,7 @@ class OnlineCode(SeedResults):
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     stopping_set: str = "prefix"
     n_dev: int = 0
+    test_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -311,6 +316,7 @@ class OnlineCode(SeedResults):
             "blocks": _columns(self.blocks),
             "seeds": _columns(self.seeds),
             "metadata": self.metadata,
+            "test_correct": None if self.test_correct is None else self.test_correct.to_dict(),
         }
 
     @classmethod
@@ -326,6 +332,7 @@ class OnlineCode(SeedResults):
             stopping = str(metadata.get("training", {}).get("stopping", ""))
             stopping_set = "none" if stopping.startswith("fixed") else "prefix"
         one_of(*STOPPING_SETS, "none")(stopping_set, "stopping_set")
+        correct = payload.get("test_correct")
         return cls(
             name=payload["name"],
             n_classes=int(payload["n_classes"]),
@@ -336,6 +343,7 @@ class OnlineCode(SeedResults):
             metadata=metadata,
             stopping_set=stopping_set,
             n_dev=int(payload.get("n_dev", 0)),
+            test_correct=None if correct is None else SeedCorrectness.from_dict(correct),
         )
 
     def plot(
@@ -441,8 +449,9 @@ def online_codelength(
     pool = data.pool_size
     pool_bits = evaluation.nll[:, :pool].astype(np.float64) * BITS_PER_NAT
     pool_correct = evaluation.predictions[:, :pool] == data.y_train[None, :]
-    test_correct = evaluation.predictions[:, pool:] == data.y_test[None, :]
-    block_rows, seed_rows = [], []
+    test_predictions = evaluation.predictions[:, pool:]
+    test_correct = test_predictions == data.y_test[None, :]
+    block_rows, seed_rows, full_rows = [], [], []
     for seed in seeds_used:
         order = orders[seed]
         rows = [i for i, (s, _) in enumerate(grid) if s == seed]
@@ -466,6 +475,7 @@ def online_codelength(
                 )
             )
         full = rows[-1]  # trained on all n examples
+        full_rows.append(full)
         data_bits = float(pool_bits[full, transmitted].sum())
         uniform = uniform_codelength(n, data.n_classes)
         seed_rows.append(
@@ -502,7 +512,7 @@ def online_codelength(
             "stopping_set": used,
             "n_dev": int(dev.size),
         },
-        data_fields={"n_test": len(data.y_test)},
+        data_fields={"n_test": len(data.y_test), "n_features": data.n_features},
     )
     return OnlineCode(
         name=data.name,
@@ -514,6 +524,9 @@ def online_codelength(
         metadata=metadata,
         stopping_set=used,
         n_dev=int(dev.size),
+        test_correct=SeedCorrectness.from_predictions(
+            seeds_used, test_predictions[full_rows], data.y_test, n
+        ),
     )
 
 

@@ -109,6 +109,8 @@ class LinearComplexityResult:
         nuclear_norm: ‖W‖* of every trained probe (also for rank probes).
         rank: number of singular values of W above 1e-3.
         metadata: training settings, for the record.
+        correct: (probes, n_eval) bool: which evaluation examples each probe classified
+            correctly (for McNemar's test against another representation).
     """
 
     kind: str
@@ -120,6 +122,7 @@ class LinearComplexityResult:
     nuclear_norm: np.ndarray
     rank: np.ndarray
     metadata: dict = field(default_factory=dict)
+    correct: np.ndarray | None = field(default=None, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
         """A tidy table, one row per probe."""
@@ -361,15 +364,15 @@ def _fit(
         matrix = model.matrix().cpu()
         norms = nuclear_norm(matrix)
         measured_rank = matrix_rank(matrix)
-        test_acc, test_loss = _evaluate(model, X_eval, y_eval, torch_device)
-        train_acc, _ = _evaluate(model, X_train, y_train, torch_device)
+        test_correct, test_loss = _evaluate(model, X_eval, y_eval, torch_device)
+        train_correct, _ = _evaluate(model, X_train, y_train, torch_device)
     complexity = norms if kind == "nuclear_norm" else settings.astype(float)
     return LinearComplexityResult(
         kind=kind,
         setting=np.asarray(settings),
         complexity=np.asarray(complexity, dtype=float),
-        accuracy=test_acc,
-        train_accuracy=train_acc,
+        accuracy=test_correct.mean(axis=1),
+        train_accuracy=train_correct.mean(axis=1),
         loss=test_loss,
         nuclear_norm=norms.astype(float),
         rank=measured_rank.astype(np.int64),
@@ -386,6 +389,7 @@ def _fit(
             "torch": torch.__version__,
             "numpy": np.__version__,
         },
+        correct=test_correct,
     )
 
 
@@ -417,8 +421,9 @@ def _minibatches(n: int, batch_size: int, steps: int, random_state: int) -> np.n
 def _evaluate(
     model: _StackedLinear, X: np.ndarray, y: np.ndarray, device: torch.device, block: int = 4096
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per probe: accuracy and mean cross-entropy in bits on (X, y)."""
-    correct = 0
+    """Per probe: which examples of (X, y) it classifies correctly, (probes, n) bool, and its
+    mean cross-entropy in bits."""
+    correct = []
     total_ce = 0
     for start in range(0, len(y), block):
         x = torch.as_tensor(X[start : start + block], device=device)
@@ -428,5 +433,5 @@ def _evaluate(
         total_ce = total_ce + torch.nn.functional.cross_entropy(
             logits.transpose(1, 2), expanded, reduction="none"
         ).double().sum(dim=1)
-        correct = correct + (logits.argmax(dim=-1) == labels).double().sum(dim=1)
-    return (correct / len(y)).cpu().numpy(), (total_ce / len(y) / _LN2).cpu().numpy()
+        correct.append((logits.argmax(dim=-1) == labels).cpu())
+    return torch.cat(correct, dim=1).numpy(), (total_ce / len(y) / _LN2).cpu().numpy()

@@ -23,6 +23,7 @@ from probemeter._method import (
     option,
     write_run_files,
 )
+from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
 
 __all__ = ["ParetoMethod", "pareto_unit"]
@@ -86,14 +87,63 @@ class ParetoMethod(Method):
         files = (run_dir / "results.json", run_dir / "points.csv", run_dir / "frontiers.png")
         return write_run_files(self, run_dir, tables, files, extra)
 
+    def _measures(self) -> tuple[str, ...]:
+        from probemeter.pareto.frontiers import NUCLEAR_NORM, RANK
+
+        return tuple(
+            measure
+            for measure, trained in ((NUCLEAR_NORM, self.penalties > 0), (RANK, self.ranks))
+            if trained
+        )
+
+    def headlines(self) -> tuple[Headline, ...]:
+        """The Pareto hypervolume of accuracy against each complexity measure (Pimentel et
+        al., §3, Tables 2–3): higher is better."""
+        return tuple(
+            Headline(f"hypervolume ({m})", f"hypervolume ({m})", "higher", f"hypervolume ({m})")
+            for m in self._measures()
+        )
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per representation: its hypervolumes (one probe per setting, no seeds: no range),
+        against the cap shared by all representations of the run, and the test accuracy and
+        correctness of its least constrained probe (λ = 0, else the highest rank)."""
+        import pandas as pd
+
+        from probemeter.pareto.frontiers import ParetoFrontiers
+        from probemeter.pareto.sweeps import least_constrained
+
+        frames = [pd.DataFrame(result["points"]) for result in results]
+        frontiers = ParetoFrontiers(pd.concat(frames, ignore_index=True))
+        found = {}
+        for result, frame in zip(results, frames):
+            name, task = str(frame["representation"].iloc[0]), str(frame["task"].iloc[0])
+            estimates = {
+                headline.name: Estimate(
+                    frontiers.hypervolume(task, measure, name, cap=frontiers.cap(task, measure))
+                )
+                for headline, measure in zip(self.headlines(), self._measures())
+            }
+            stored = result.get("least_constrained")  # absent from older results
+            found[name] = Summary(
+                estimates,
+                Estimate(float(frame["accuracy"].iloc[least_constrained(frame)])),
+                None if stored is None else SeedCorrectness.from_dict(stored),
+                (),
+                result.get("n_features"),
+                result.get("n_classes"),
+            )
+        return found
+
 
 def pareto_unit(
     data: ProbeData, *, method: ParetoMethod, task: str, random_state: int, device: str
 ) -> dict[str, Any]:
-    """Nuclear-norm and rank points of one representation (Pimentel et al. §4.1), as records."""
-    from probemeter.pareto.sweeps import linear_points
+    """Nuclear-norm and rank points of one representation (Pimentel et al. §4.1), as records,
+    with the least constrained probe's test correctness (for McNemar's test across layers)."""
+    from probemeter.pareto.sweeps import least_constrained, linear_sweep
 
-    points = linear_points(
+    sweep = linear_sweep(
         data,
         task,
         data.name,
@@ -105,4 +155,13 @@ def pareto_unit(
         random_state=random_state,
         device="cpu" if device == "auto" else device,
     )
-    return {"points": points.to_dict(orient="list")}
+    row = least_constrained(sweep.points)
+    correct = SeedCorrectness(
+        (0,), (sweep.correct[row],), labels_digest(data.y_test), data.pool_size
+    )
+    return {
+        "points": sweep.points.to_dict(orient="list"),
+        "least_constrained": correct.to_dict(),
+        "n_features": data.n_features,
+        "n_classes": data.n_classes,
+    }

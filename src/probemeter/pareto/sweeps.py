@@ -6,7 +6,8 @@ complexity, accuracy`` that :mod:`probemeter.pareto.frontiers` turns into fronti
 hypervolumes:
 
 * :func:`linear_points` — nuclear-norm (λ sweep, §4.1, complexity ‖W‖*) and rank (complexity
-  r) linear probes, accuracy on the test set;
+  r) linear probes, accuracy on the test set (:func:`linear_sweep` also gives which test
+  examples each probe got right);
 * :func:`mlp_family_points` — trains a probe family for its label-shuffled (§5, complexity =
   training accuracy on token-shuffled labels) or fully-shuffled complexity, accuracy on the
   test set (:func:`probemeter.pareto.frontiers.memorisation_points` pairs results trained
@@ -41,8 +42,11 @@ __all__ = [
     "LABEL_SHUFFLED",
     "NUCLEAR_NORM",
     "RANK",
+    "LinearSweep",
     "ParseSplit",
+    "least_constrained",
     "linear_points",
+    "linear_sweep",
     "mlp_family_points",
     "parser_points",
     "treebank_tasks",
@@ -57,7 +61,34 @@ def _frame(task: str, measure: str, representation: str, **columns: object) -> p
     return frame
 
 
-def linear_points(
+@dataclass(frozen=True, eq=False)
+class LinearSweep:
+    """The probes of :func:`linear_sweep`.
+
+    Attributes:
+        points: one row per probe (the columns of :func:`linear_points`).
+        correct: (probes, n_test) bool, aligned with ``points``: which test examples each
+            probe classified correctly.
+    """
+
+    points: pd.DataFrame
+    correct: np.ndarray
+
+
+def least_constrained(points: pd.DataFrame) -> int:
+    """The row of :func:`linear_sweep`'s points holding the least constrained probe, a choice
+    made before seeing any accuracy: the unpenalised nuclear-norm probe (λ = 0) when there is
+    one, else the highest rank."""
+    unpenalised = np.flatnonzero(
+        (points["measure"] == NUCLEAR_NORM).to_numpy() & (points["setting"] == 0).to_numpy()
+    )
+    if unpenalised.size:
+        return int(unpenalised[0])
+    ranks = points["setting"].where(points["measure"] == RANK).to_numpy(dtype=np.float64)
+    return int(np.nanargmax(ranks))
+
+
+def linear_sweep(
     data: ProbeData,
     task: str,
     representation: str,
@@ -70,8 +101,9 @@ def linear_points(
     lr: float = 1e-2,
     random_state: int = 0,
     device: str | torch.device = "cpu",
-) -> pd.DataFrame:
-    """Nuclear-norm and rank points of one representation on one task (§4.1, §6.1).
+) -> LinearSweep:
+    """Nuclear-norm and rank probes of one representation on one task (§4.1, §6.1): their
+    points and which test examples each got right.
 
     Args:
         penalties: λ values (default: 0 and 49 log-spaced in [2⁻¹⁰, 8]); ``()`` skips them.
@@ -89,7 +121,7 @@ def linear_points(
         random_state=random_state,
         device=device,
     )
-    frames = []
+    frames, correct = [], []
     for measure, fit, settings in (
         (NUCLEAR_NORM, fit_nuclear_norm_probes, penalties),
         (RANK, fit_rank_probes, ranks),
@@ -110,9 +142,19 @@ def linear_points(
                 rank=result.rank,
             )
         )
+        correct.append(result.correct)
     if not frames:
         raise ValueError("penalties and ranks are both empty: nothing to train")
-    return pd.concat(frames, ignore_index=True)
+    return LinearSweep(pd.concat(frames, ignore_index=True), np.concatenate(correct))
+
+
+def linear_points(
+    data: ProbeData, task: str, representation: str, **options: object
+) -> pd.DataFrame:
+    """The points of :func:`linear_sweep` (same arguments): one row per probe, columns
+    ``task, measure, representation, complexity, accuracy, setting, train_accuracy,
+    nuclear_norm, rank``."""
+    return linear_sweep(data, task, representation, **options).points
 
 
 def mlp_family_points(

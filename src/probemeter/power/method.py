@@ -8,7 +8,7 @@ One stored unit per pair (baseline, representation); the run folder gets ``resul
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from probemeter._method import (
     option,
     write_run_files,
 )
+from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
 
 __all__ = ["PowerMethod", "power_unit"]
@@ -107,6 +108,49 @@ class PowerMethod(Method):
         files = (run_dir / "results.json", run_dir / "power.png")
         return write_run_files(self, run_dir, tables, files, extra)
 
+    def headlines(self) -> tuple[Headline, ...]:
+        """Test accuracy at the largest split (Zhu et al., Table 2's R)."""
+        label = f"test accuracy ({max(self.per_class)} per class)"
+        return (Headline("accuracy", label, "higher", label),)
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per representation (the baseline from its first pair): the accuracy of its probes on
+        the largest split over the seeds, and their test correctness, paired across all pairs
+        (every pair draws the same splits from the same labels)."""
+        import numpy as np
+
+        from probemeter.power.paired import PairedComparison
+
+        found: dict[str, Summary] = {}
+        for result in results:
+            comparison = PairedComparison.from_dict(result)
+            runs, metadata = comparison.runs, comparison.metadata
+            largest = runs.loc[runs["n_train"].idxmax(), "split"]
+            rows = np.flatnonzero((runs["split"] == largest).to_numpy())
+            seeds = tuple(int(seed) for seed in runs["seed"].iloc[rows])
+            digest = metadata.get("test_labels", {}).get(largest)  # absent from older results
+            features = metadata.get("n_features", {})
+            for name, correct in (
+                (comparison.name_a, comparison.correct_a),
+                (comparison.name_b, comparison.correct_b),
+            ):
+                per_seed = tuple(correct[r] for r in rows)
+                accuracy = Estimate.over_seeds([float(c.mean()) for c in per_seed])
+                n_train = int(runs["n_train"].iloc[rows[0]])
+                paired = SeedCorrectness(seeds, per_seed, digest, n_train) if digest else None
+                found.setdefault(
+                    name,
+                    Summary(
+                        {"accuracy": accuracy},
+                        accuracy,
+                        paired,
+                        self.probe,
+                        features.get(name),
+                        metadata.get("n_classes"),
+                    ),
+                )
+        return found
+
 
 def power_unit(
     pair: tuple[ProbeData, ProbeData],
@@ -140,4 +184,10 @@ def power_unit(
         n_jobs=n_jobs,
         progress=progress,
     )
-    return runs.pair(baseline.name, other.name).to_dict()
+    comparison = runs.pair(baseline.name, other.name)
+    recorded = {
+        "test_labels": {split.name: labels_digest(y[split.test]) for split in splits},
+        "n_features": {baseline.name: baseline.n_features, other.name: other.n_features},
+        "n_classes": baseline.n_classes,
+    }
+    return replace(comparison, metadata={**comparison.metadata, **recorded}).to_dict()

@@ -13,7 +13,6 @@ by simulation (:mod:`probemeter.power.simulation`), the Table-2 report
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult
+from probemeter._io import JsonResult, pack_bits, unpack_bits
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, seed_ids
 from probemeter.power.bounds import (
@@ -243,15 +242,6 @@ def run_configurations(
     )
 
 
-def _pack(values: np.ndarray) -> str:
-    return base64.b64encode(np.packbits(values.astype(bool)).tobytes()).decode("ascii")
-
-
-def _unpack(text: str, length: int) -> np.ndarray:
-    bits = np.unpackbits(np.frombuffer(base64.b64decode(text), dtype=np.uint8))
-    return bits[:length].astype(bool)
-
-
 @dataclass(frozen=True, eq=False)
 class PairedComparison(JsonResult):
     """A comparison problem (Zhu et al., Def. 2): two configurations, paired run by run.
@@ -403,8 +393,8 @@ class PairedComparison(JsonResult):
             "name_a": self.name_a,
             "name_b": self.name_b,
             "runs": self.runs.to_dict(orient="list"),
-            "correct_a": [_pack(c) for c in self.correct_a],
-            "correct_b": [_pack(c) for c in self.correct_b],
+            "correct_a": [pack_bits(c) for c in self.correct_a],
+            "correct_b": [pack_bits(c) for c in self.correct_b],
             "n_parameters": list(self.n_parameters),
             "metadata": self.metadata,
         }
@@ -417,8 +407,8 @@ class PairedComparison(JsonResult):
             payload["name_a"],
             payload["name_b"],
             runs,
-            tuple(_unpack(t, n) for t, n in zip(payload["correct_a"], lengths)),
-            tuple(_unpack(t, n) for t, n in zip(payload["correct_b"], lengths)),
+            tuple(unpack_bits(t, n) for t, n in zip(payload["correct_a"], lengths)),
+            tuple(unpack_bits(t, n) for t, n in zip(payload["correct_b"], lengths)),
             tuple(payload["n_parameters"]),
             payload.get("metadata", {}),
         )

@@ -30,7 +30,9 @@ Schema (every key not marked *required* has the default shown)::
     # kinds on words (task "ptb"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
-    #     random_init = false,
+    #     random_init = false (true: the architecture with freshly initialised weights, the
+    #     control of Pimentel et al. and Whitney et al.; "also": both, the control named
+    #     NAME-random or NAME-random-0, NAME-random-1, ..., a sweep of its own),
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
     #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
     #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
@@ -144,7 +146,6 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 
 
 _string = valid.text().problem
-_boolean = valid.boolean().problem
 _alpha = valid.number(0, 0.5, "neither").problem
 _fraction = valid.number(0, 1, "neither").problem
 
@@ -436,6 +437,13 @@ def layer_sweeps(representations: Sequence[Representation]) -> dict[str, list[tu
     return sweeps
 
 
+def _random_init(value: Any) -> str | None:
+    """``random_init``: true, false, or "also" (both: the trained model and its control)."""
+    if value == "also" or isinstance(value, bool):
+        return None
+    return f'must be true, false or "also" (both); got {value!r}'
+
+
 def _layers(value: Any) -> str | None:
     """``layer``: a hidden state (0 = embeddings), a list of them, or ``"all"``."""
     if value == "all":
@@ -457,7 +465,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
     "transformer": {
         "layer": (_layers, _REQUIRED),
         "model": (_string, "minilm"),
-        "random_init": (_boolean, False),
+        "random_init": (_random_init, False),
         "dtype": (_one_of(*DTYPES), "float32"),
         "batch_size": (_integer(1), 32),
     },
@@ -514,9 +522,16 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         if kind == "transformer" and options["model"] not in (None, "minilm"):
             options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
         if kind == "transformer" and options["layer"] is not None and options["model"]:
-            layers = _layer_representations(reader, where, name, view, options)
-            generated.update(rep.name for rep in layers if rep.name != name)
-            found.extend(layers)
+            controls = [(name, options)]
+            if options["random_init"] == "also":
+                controls = [
+                    (name, {**options, "random_init": False}),
+                    (f"{name}-random", {**options, "random_init": True}),
+                ]
+            for entry_name, entry_options in controls:
+                layers = _layer_representations(reader, where, entry_name, view, entry_options)
+                generated.update(rep.name for rep in layers if rep.name != name)
+                found.extend(layers)
             continue
         found.append(Representation(name, kind, view, n_components, options=options))
     expanded = [rep.name for rep in found]

@@ -5,8 +5,9 @@ next to it:
 
 * ``report.html`` — one file with no external resources (inline CSS, figures as base64 PNG
   ``data:`` URIs): the comparison in the layout of Whitney et al., Table 1, representations
-  ordered best-first; figures of the loss-data and accuracy curves; a per-representation summary;
-  the experiment configuration, timings, library versions and creation time of the run.
+  ordered best-first; figures of the loss-data and accuracy curves; for a layer sweep, the layer
+  figure, table and verdicts (``layers.json``); a per-representation summary; the experiment
+  configuration, timings, library versions and creation time of the run.
 * ``table.md`` and ``table.tex`` — the same comparison as :meth:`Comparison.to_markdown` and
   :meth:`Comparison.to_latex` render it.
 """
@@ -30,10 +31,13 @@ from probemeter._method import RUN_NAME
 from probemeter.curves.comparison import Comparison, compare
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.results import SCHEMA, load_curves
+from probemeter.runs.layers import LayerAnalysis
 
 __all__ = ["ReportFiles", "ranked", "write_report"]
 
 RESULTS_NAME = "results.json"
+#: the layer analysis of a layer sweep (:func:`probemeter.runs.layers.write_layer_files`)
+LAYERS_NAME = "layers.json"
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -89,9 +93,8 @@ def write_report(run_dir: str | Path, *, epsilon: float | None = None) -> Report
         raise ValueError(f"{str(path)!r} is a single saved curve, not a {SCHEMA} file")
     comparison = ranked(_comparison(curves, payload.get("comparison"), epsilon, path))
     files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
-    # the layer figure shows the run's own ε: left out when the report recomputes at another
-    layers = run_dir / "layers.png" if epsilon is None else None
-    layers = layers if layers is not None and layers.is_file() else None
+    # the layer analysis is at the run's own ε: left out when the report recomputes at another
+    layers = run_dir if epsilon is None and (run_dir / LAYERS_NAME).is_file() else None
     write_text_atomic(files.html, _html(payload, curves, comparison, layers))
     write_text_atomic(files.markdown, comparison.to_markdown() + "\n")
     write_text_atomic(files.latex, comparison.to_latex() + "\n")
@@ -113,6 +116,7 @@ def _method_report(run_dir: Path) -> ReportFiles:
         f"<pre>{escape(files.markdown.read_text())}</pre>",
         f'<img id="method-figure" alt="{escape(run["method"])} figure" '
         f'src="data:image/png;base64,{image}">',
+        *(_layer_section(run_dir) if (run_dir / LAYERS_NAME).is_file() else []),
         "<h2>Experiment</h2>",
         f"<pre>{escape(json.dumps(run.get('experiment'), indent=2, default=str))}</pre>",
         "<h2>Timings</h2>",
@@ -120,6 +124,23 @@ def _method_report(run_dir: Path) -> ReportFiles:
     ]
     write_text_atomic(files.html, _page(title, "\n".join(sections)))
     return files
+
+
+def _layer_section(run_dir: Path) -> list[str]:
+    """The layer sweep of a run (:mod:`probemeter.runs.layers`): figure, table and verdicts."""
+    analysis = LayerAnalysis.load(run_dir / LAYERS_NAME)
+    image = base64.b64encode((run_dir / "layers.png").read_bytes()).decode("ascii")
+    how, *verdicts = analysis.notes()
+    return [
+        "<h2>By layer</h2>",
+        f'<img id="layers-figure" alt="{escape(analysis.method)} measures against layer" '
+        f'src="data:image/png;base64,{image}">',
+        f'<div id="layers-table">{analysis.table("html")}</div>',
+        f'<p class="note">{escape(how)}</p>',
+        '<div id="layer-verdicts">',
+        *(f"<p>{escape(verdict)}</p>" for verdict in verdicts),
+        "</div>",
+    ]
 
 
 def ranked(comparison: Comparison) -> Comparison:
@@ -164,8 +185,8 @@ def _html(
     comparison: Comparison,
     layers: Path | None = None,
 ) -> str:
-    """The whole report page as one self-contained HTML document (with the layer figure of a
-    layer sweep when ``layers`` is given)."""
+    """The whole report page as one self-contained HTML document (with the layer section of
+    a layer sweep when ``layers``, the run folder, is given)."""
     names = ", ".join(comparison.representations)
     sections = [
         f"<h1>probemeter report: {escape(names)}</h1>",
@@ -179,13 +200,7 @@ def _html(
         *(_summary_table(curve) for curve in curves),
     ]
     if layers is not None:
-        image = base64.b64encode(layers.read_bytes()).decode("ascii")
-        sections[6:6] = [  # after the loss-data curves
-            "<h2>By layer</h2>",
-            f'<img id="layers-figure" alt="SDL and εSC against layer" '
-            f'src="data:image/png;base64,{image}">\n<p class="note">Open triangles: lower '
-            "bounds (the curve never reached ε).</p>",
-        ]
+        sections[6:6] = _layer_section(layers)  # after the loss-data curves
     if isinstance(payload.get("experiment"), dict):
         config = json.dumps(payload["experiment"], indent=2, default=str)
         sections += ["<h2>Experiment</h2>", f"<pre>{escape(config)}</pre>"]

@@ -9,6 +9,7 @@ finished curves. The run folder then holds::
     RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
     RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
     RUN_DIR/curves.png        loss and accuracy curves
+    RUN_DIR/layers.*          with a layer sweep: table, figure and verdicts (runs.layers)
     RUN_DIR/run.lock          while a run is going: its PID, host and start (runs.lock)
 
 Costly features (encoded words, VAE/CNN features) are cached in ``OUT/.probemeter-cache``: a
@@ -39,7 +40,6 @@ from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
-from probemeter.curves.plotting import plot_layers
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
@@ -54,6 +54,7 @@ from probemeter.runs.config import (
     Task,
     layer_sweeps,
 )
+from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
 
@@ -75,8 +76,10 @@ class ExperimentRun:
 
     ``timings`` maps each unit (a representation; for ``power`` a pair) to ``{"key",
     "seconds", "loaded"}``: its unit key, the seconds it took to compute (in an earlier run
-    when ``loaded``). ``table`` is the method's printable result table; ``curves`` and
-    ``comparison`` are set for the ``curve`` method only.
+    when ``loaded``). ``table`` is the method's printable result table (followed by the layer
+    table and verdicts of a layer sweep); ``curves`` and ``comparison`` are set for the
+    ``curve`` method only; ``layers`` for runs with a layer sweep
+    (:mod:`probemeter.runs.layers`).
     """
 
     run_dir: Path
@@ -86,6 +89,7 @@ class ExperimentRun:
     files: tuple[Path, ...]
     curves: tuple[LossDataCurve, ...] = ()
     comparison: Comparison | None = None
+    layers: LayerAnalysis | None = None
 
 
 def run_experiment(
@@ -126,7 +130,7 @@ def run_experiment(
     check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
     run_dir = Path(out) / experiment.run.name
     with RunLock(run_dir):  # before loading data: a second run fails at once
-        datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE)
+        datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE, progress=progress)
         method, random_state = experiment.method, experiment.run.random_state
         copy = run_dir / "experiment.toml"
         if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
@@ -159,11 +163,15 @@ def run_experiment(
             for plan, outcome in zip(plans, outcomes)
         }
         extra = {"experiment": experiment.to_dict(), "timings": timings}
-        finished = method.finish([outcome.result for outcome in outcomes], run_dir, extra)
+        results = [outcome.result for outcome in outcomes]
+        finished = method.finish(results, run_dir, extra)
         sweeps = layer_sweeps(experiment.representations)
-        if sweeps and finished.comparison is not None:
-            plot_layers(finished.comparison, sweeps, run_dir / "layers.png")
-            finished = replace(finished, files=(*finished.files, run_dir / "layers.png"))
+        layers = None
+        if sweeps:
+            layers = analyse_layers(method, results, sweeps, random_state=random_state)
+            written = write_layer_files(layers, run_dir)
+            table = f"{finished.table}\n\n{layers}"
+            finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
         run_dir,
         method.kind,
@@ -172,6 +180,7 @@ def run_experiment(
         finished.files,
         curves=finished.curves,
         comparison=finished.comparison,
+        layers=layers,
     )
 
 
@@ -202,13 +211,15 @@ def _task_dict(task: Task | None) -> dict[str, Any] | None:
 
 
 def prepare_data(
-    experiment: Experiment, cache_dir: str | Path | None = None
+    experiment: Experiment, cache_dir: str | Path | None = None, *, progress: bool = True
 ) -> dict[str, ProbeData]:
     """Every representation's :class:`ProbeData`, by name, checked against the method.
 
     Args:
         cache_dir: folder of a :class:`~probemeter.encoders.FeatureCache` for features that
             are costly to make (encoded words, VAE/CNN features); None: no cache.
+        progress: progress bars while encoding and fitting encoders (False: none, not even
+            transformers' own).
 
     Raises:
         ExperimentError: listing each representation whose files cannot be used, whose pool
@@ -218,11 +229,12 @@ def prepare_data(
     random_state = experiment.run.random_state
     inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
     cache = None if cache_dir is None else FeatureCache(cache_dir)
+    build = _Build(random_state, cache, experiment.run.device, progress)
     datasets, problems = {}, []
     for index, rep in enumerate(experiment.representations):
         where = f"representations[{index}]"
         try:
-            data = _representation(rep, inputs, random_state, cache, experiment.run.device)
+            data = _representation(rep, inputs, build)
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue
@@ -232,6 +244,17 @@ def prepare_data(
     if problems:
         raise ExperimentError(experiment.path, problems)
     return datasets
+
+
+@dataclass(frozen=True)
+class _Build:
+    """How representations are built: the run's seed, the feature cache (None: no cache), the
+    device of encoders, and whether they show progress."""
+
+    random_state: int
+    cache: FeatureCache | None
+    device: str
+    progress: bool
 
 
 @dataclass
@@ -307,13 +330,7 @@ def _arrays(data: ProbeData) -> _Arrays:
     return data.X_train, data.y_train, data.X_test, data.y_test
 
 
-def _representation(
-    rep: Representation,
-    inputs: _TaskInputs,
-    random_state: int,
-    cache: FeatureCache | None,
-    device: str,
-) -> ProbeData:
+def _representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
     """Build one representation: read its files, encode the task's words, or transform a
     task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
     if rep.kind == "npz":
@@ -323,19 +340,19 @@ def _representation(
             X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
         )
     if rep.kind in WORD_KINDS:
-        return _word_representation(rep, inputs, random_state, cache, device)
+        return _word_representation(rep, inputs, build)
     X, y, X_test, y_test = inputs.arrays[rep.view]
     if rep.kind in ("pca", "random-projection"):
-        X, X_test = project(rep.kind, rep.n_components, X, X_test, random_state)
+        X, X_test = project(rep.kind, rep.n_components, X, X_test, build.random_state)
     elif rep.kind in ("vae", "cnn"):
         key = {
             "kind": rep.kind,
             "task": _task_dict(inputs.task),
             "n_components": rep.n_components,
             **rep.options,
-            "random_state": random_state,
+            "random_state": build.random_state,
         }
-        features = _cached(cache, key, lambda: _fitted_features(rep, inputs, random_state, device))
+        features = _cached(build.cache, key, lambda: _fitted_features(rep, inputs, build))
         X, X_test = features[: len(X)], features[len(X) :]
     return ProbeData.from_arrays(
         X, y, X_test, y_test, standardize=inputs.standardize, name=rep.name
@@ -351,29 +368,27 @@ def _cached(
     return cache.features(key, "experiment-representation", lambda _: compute())
 
 
-def _fitted_features(
-    rep: Representation, inputs: _TaskInputs, random_state: int, device: str
-) -> np.ndarray:
+def _fitted_features(rep: Representation, inputs: _TaskInputs, build: _Build) -> np.ndarray:
     """Train the VAE or CNN on ``n_fit`` held-out images; features of pool then test rows."""
     from probemeter.encoders.image_models import train_cnn, train_vae
 
     images, labels = inputs.heldout(rep.options["n_fit"])
-    settings = {"epochs": rep.options["epochs"], "scale": 1.0, "random_state": random_state}
+    settings = {
+        "epochs": rep.options["epochs"],
+        "scale": 1.0,
+        "random_state": build.random_state,
+        "device": build.device,
+        "progress": build.progress,
+    }
     if rep.kind == "vae":
-        encoder = train_vae(images, rep.n_components, **settings, device=device, progress=True)
+        encoder = train_vae(images, rep.n_components, **settings)
     else:
-        encoder = train_cnn(images, labels, **settings, device=device, progress=True)
+        encoder = train_cnn(images, labels, **settings)
     X, _, X_test, _ = inputs.arrays[rep.view]
     return encoder.encode(np.concatenate([X, X_test]))
 
 
-def _word_representation(
-    rep: Representation,
-    inputs: _TaskInputs,
-    random_state: int,
-    cache: FeatureCache | None,
-    device: str,
-) -> ProbeData:
+def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
     """Encode the task's words (one row per word) and split them by sentence."""
     from probemeter.datasets.conll import probe_data
 
@@ -384,10 +399,10 @@ def _word_representation(
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
         group = (model, random_init, dtype)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, random_state, device, dtype, batch_size)
+            encoder = _transformer(model, random_init, dtype, batch_size, build)
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
-                _layer_features(encoder, sentences, cache),
+                _layer_features(encoder, sentences, build.cache),
             )
         encoder_key, layers = inputs.layers[group]
         if rep.options["layer"] >= len(layers):
@@ -398,32 +413,34 @@ def _word_representation(
         features_key = {**encoder_key, "layer": rep.options["layer"]}
         features = layers[rep.options["layer"]]
     else:
-        encoder = glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors()
+        encoder = (
+            glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors(progress=build.progress)
+        )
         features_key = encoder.cache_key
         features = _cached(
-            cache, {**features_key, "sentences": sentences}, lambda: encoder.encode(sentences)
+            build.cache, {**features_key, "sentences": sentences}, lambda: encoder.encode(sentences)
         )
     options = inputs.task.options
 
-    def build() -> ProbeData:
+    def split() -> ProbeData:
         return probe_data(
             treebank,
             features,
             options["label"],
             test_size=float(options["test_size"]),
-            random_state=random_state,
+            random_state=build.random_state,
             name=rep.name,
         )
 
-    if cache is None:
-        return build()
+    if build.cache is None:
+        return split()
     key = {
         "features": features_key,
         "treebank": inputs.treebank_digest,
         "task": _task_dict(inputs.task),
-        "random_state": random_state,
+        "random_state": build.random_state,
     }
-    return replace(cache.probe_data(key, build), name=rep.name)
+    return replace(build.cache.probe_data(key, split), name=rep.name)
 
 
 def _layer_features(
@@ -444,7 +461,7 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, random_state: int, device: str, dtype: str, batch_size: int
+    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build
 ) -> TransformerEncoder:
     """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
     local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
@@ -456,8 +473,9 @@ def _transformer(
         0,
         pooling="words",
         batch_size=batch_size,
-        device=device,
+        device=build.device,
         dtype=dtype,
         random_init=random_init,
-        random_state=random_state,
+        random_state=build.random_state,
+        progress=build.progress,
     )

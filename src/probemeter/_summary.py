@@ -1,0 +1,251 @@
+"""What a method reports of one representation, for comparisons across representations.
+
+Every method (curves, MDL, power, Pareto) reduces a representation's stored result to a
+:class:`Summary`: its headline measures (:class:`Headline`) as :class:`Estimate` values with their
+range over seeds, the test accuracy of its best probes, and which test examples those probes
+classified correctly, per seed (:class:`SeedCorrectness`), so that two representations evaluated
+on the same test set can be compared with McNemar's test (Zhu et al. 2022, §3.5).
+:mod:`probemeter.runs.layers` turns the summaries of a layer sweep into the layer table, figure and
+verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from probemeter._io import pack_bits, unpack_bits
+from probemeter._validation import one_of
+
+__all__ = ["BETTER", "Estimate", "Headline", "SeedCorrectness", "Summary", "labels_digest"]
+
+#: which way a measure improves
+BETTER = ("lower", "higher")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A measure of one representation: its value and its range over seeds.
+
+    Attributes:
+        value: the method's estimate (e.g. the measure of the seed-averaged curve).
+        low, high: the smallest and largest value over seeds; None with a single seed.
+        lower_bound: the value is only a lower bound (the data ran out before the measure was
+            reached: Whitney et al., §4); the true value lies above it.
+        low_bound, high_bound: the seed giving ``low`` (``high``) has only a lower bound: its
+            true value lies above it.
+    """
+
+    value: float
+    low: float | None = None
+    high: float | None = None
+    lower_bound: bool = False
+    low_bound: bool = False
+    high_bound: bool = False
+
+    @classmethod
+    def over_seeds(
+        cls,
+        per_seed: Sequence[float],
+        value: float | None = None,
+        *,
+        lower_bound: bool = False,
+        seed_bounds: Sequence[bool] = (),
+    ) -> Estimate:
+        """``value`` (default: the mean of ``per_seed``) with the range of ``per_seed``;
+        ``seed_bounds`` flags the seeds whose value is only a lower bound."""
+        values = np.asarray(per_seed, dtype=np.float64)
+        if values.size == 0:
+            raise ValueError("per_seed is empty: an estimate needs at least one seed")
+        centre = float(values.mean()) if value is None else float(value)
+        if values.size == 1:
+            return cls(centre, lower_bound=lower_bound)
+        bounds = (
+            np.asarray(seed_bounds, dtype=bool) if len(seed_bounds) else np.zeros_like(values, bool)
+        )
+        low, high = values.min(), values.max()
+        return cls(
+            centre,
+            float(low),
+            float(high),
+            lower_bound,
+            bool(bounds[values == low].any()),
+            bool(bounds[values == high].any()),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "low": self.low,
+            "high": self.high,
+            "lower_bound": self.lower_bound,
+            "low_bound": self.low_bound,
+            "high_bound": self.high_bound,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> Estimate:
+        return cls(**payload)
+
+    def format(self) -> str:
+        """``"v [low, high]"`` (the range over seeds, when there are several), each number
+        written ``"> x"`` when it is only a lower bound."""
+        shown = _number(self.value, self.lower_bound)
+        if self.low is None or self.high is None:
+            return shown
+        return (
+            f"{shown} [{_number(self.low, self.low_bound)}, {_number(self.high, self.high_bound)}]"
+        )
+
+
+def _number(value: float, lower_bound: bool) -> str:
+    """A measure for reading: thousands separators from 100 on (counts, codelengths), three
+    significant digits below; ``"> "`` before a lower bound."""
+    text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"> {text}" if lower_bound else text
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline measure of a method, as a table column and a figure line.
+
+    Attributes:
+        name: its key in :attr:`Summary.estimates`.
+        label: column label, with the unit.
+        better: ``"lower"`` or ``"higher"``.
+        panel: figure panel (axis label with unit); headlines of one panel share its axes, e.g.
+            a task and its control task.
+        dashed: drawn dashed (a control task), not solid.
+    """
+
+    name: str
+    label: str
+    better: str
+    panel: str
+    dashed: bool = False
+
+    def __post_init__(self) -> None:
+        one_of(*BETTER)(self.better, "better")
+
+    def best_first(self, estimates: Sequence[Estimate]) -> list[int]:
+        """Indices of ``estimates``, best first; lower bounds after every tight value (their
+        true values are unknown beyond the bound), each group ordered by value."""
+        sign = 1.0 if self.better == "lower" else -1.0
+        return sorted(
+            range(len(estimates)),
+            key=lambda i: (estimates[i].lower_bound, sign * estimates[i].value),
+        )
+
+
+def labels_digest(labels: np.ndarray) -> str:
+    """A short hash of test labels: equal digests tell that two results were evaluated on test
+    sets with the same labels in the same order (a condition of a paired test)."""
+    values = np.ascontiguousarray(np.asarray(labels, dtype=np.int64))
+    return hashlib.sha256(values).hexdigest()[:16]
+
+
+@dataclass(frozen=True, eq=False)
+class SeedCorrectness:
+    """Per seed, which test examples a representation's best probes classified correctly.
+
+    Attributes:
+        seeds: the seed of each probe.
+        correct: per seed, a boolean array over the test set.
+        labels_digest: :func:`labels_digest` of the test labels.
+        n_train: training examples of these probes.
+    """
+
+    seeds: tuple[int, ...]
+    correct: tuple[np.ndarray, ...] = field(repr=False)
+    labels_digest: str
+    n_train: int
+
+    def __post_init__(self) -> None:
+        if len(self.seeds) != len(self.correct) or not self.seeds:
+            raise ValueError(
+                f"correct needs one array per seed: {len(self.seeds)} seeds, "
+                f"{len(self.correct)} arrays"
+            )
+        if len({len(values) for values in self.correct}) != 1:
+            raise ValueError("every seed's correctness must cover the same test set")
+
+    @classmethod
+    def from_predictions(
+        cls, seeds: Sequence[int], predictions: np.ndarray, labels: np.ndarray, n_train: int
+    ) -> SeedCorrectness:
+        """From (seeds, n_test) arg-max ``predictions`` of the test ``labels``."""
+        labels = np.asarray(labels)
+        correct = np.asarray(predictions) == labels[None, :]
+        return cls(
+            tuple(int(s) for s in seeds),
+            tuple(correct),
+            labels_digest(labels),
+            int(n_train),
+        )
+
+    @property
+    def n_test(self) -> int:
+        return len(self.correct[0])
+
+    def select(self, seeds: Sequence[int]) -> SeedCorrectness | None:
+        """Only the probes of ``seeds`` (None when none of them is here)."""
+        chosen = [i for i, seed in enumerate(self.seeds) if seed in set(seeds)]
+        if not chosen:
+            return None
+        return SeedCorrectness(
+            tuple(self.seeds[i] for i in chosen),
+            tuple(self.correct[i] for i in chosen),
+            self.labels_digest,
+            self.n_train,
+        )
+
+    @property
+    def accuracy(self) -> Estimate:
+        """Test accuracy: mean over seeds, with the range over seeds."""
+        return Estimate.over_seeds([float(values.mean()) for values in self.correct])
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready, correctness bit-packed (base64)."""
+        return {
+            "seeds": list(self.seeds),
+            "correct": [pack_bits(values) for values in self.correct],
+            "n_test": self.n_test,
+            "labels_digest": self.labels_digest,
+            "n_train": self.n_train,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> SeedCorrectness:
+        length = int(payload["n_test"])
+        return cls(
+            tuple(int(s) for s in payload["seeds"]),
+            tuple(unpack_bits(text, length) for text in payload["correct"]),
+            str(payload["labels_digest"]),
+            int(payload["n_train"]),
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class Summary:
+    """A method's view of one representation (see the module docstring).
+
+    Attributes:
+        estimates: by :attr:`Headline.name`.
+        accuracy: test accuracy of the best probes (mean and range over seeds).
+        correctness: the best probes' per-seed test correctness (None when the result holds no
+            per-example predictions, e.g. a result stored by an older version).
+        probe: hidden widths of those probes (``()``: linear), for the data bound.
+        n_features, n_classes: their input width and classes (None when the result does not
+            record them).
+    """
+
+    estimates: Mapping[str, Estimate]
+    accuracy: Estimate
+    correctness: SeedCorrectness | None
+    probe: tuple[int, ...]
+    n_features: int | None
+    n_classes: int | None

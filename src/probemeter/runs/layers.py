@@ -1,0 +1,547 @@
+"""Layer sweeps: a method's headline measures against layer, and whether the best layer is
+better than the runner-up with statistical support.
+
+A run over the layers of a model (``layer = "all"`` or a list in an experiment file,
+:func:`probemeter.runs.config.layer_sweeps`) gets, for every method, from the
+:class:`~probemeter._summary.Summary` of each layer (:meth:`~probemeter._method.Method.summaries`):
+
+* a table (``layers.md``, ``layers.tex``): per sweep and layer, every headline measure with its
+  range over seeds (``"> x"``: only a lower bound, the data ran out first), the test accuracy of
+  the method's best probes, and McNemar's test against the previous layer;
+* a figure (``layers.png``, ``layers.pdf``): one panel per measure against layer, bars spanning
+  the seeds, lower bounds as open upward triangles (Voita & Titov, Fig. 2; Whitney et al.,
+  Table 2 as a plot; Pimentel et al., Figs. 2–5);
+* a verdict per sweep: the best layer by the first headline measure and the runner-up, and
+  whether their best probes differ in accuracy with statistical support. McNemar's test (Zhu et
+  al., §3.5, Table 1) is run per seed on the two layers' test predictions (paired: the same test
+  examples, checked by a digest of the test labels), and its power is simulated by bootstrap
+  resampling of the test set, pooled over seeds (§3.5, after Card et al. 2020); a difference is
+  *established* when the power is at least 0.8 (§3.5). When it is not, the verdict gives the
+  training-set size that the generalisation bound recommends for the observed accuracy gap
+  (§3.2–3.4, :func:`probemeter.power.bounds.recommend_train_size`: bound = gap / 2).
+
+:func:`analyse_layers` computes it all; :func:`write_layer_files` writes the files, and
+``layers.json`` (schema ``probemeter.layers/1``) keeps every number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._io import JsonResult, write_text_atomic
+from probemeter._method import Method
+from probemeter._summary import Estimate, Headline, Summary
+from probemeter._tables import render_table
+from probemeter.power.bounds import probe_parameter_count, recommend_train_size
+from probemeter.power.mcnemar import mcnemar
+from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha, simulate_power
+
+__all__ = [
+    "SCHEMA",
+    "LayerAnalysis",
+    "LayerRow",
+    "PairTest",
+    "SweepVerdict",
+    "analyse_layers",
+    "pair_test",
+    "write_layer_files",
+]
+
+SCHEMA = "probemeter.layers/1"
+#: bootstrap resamples of the test set per seed for the power of McNemar's test
+SIMULATIONS = 1000
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """McNemar's test between the best probes of two representations.
+
+    Attributes:
+        first, second: the representations (for a verdict: best, then runner-up).
+        accuracy_first, accuracy_second: mean test accuracy over the seeds (all seeds when no
+            test could be made, else the paired ones).
+        p_values: McNemar's two-sided p-value per paired seed; empty when no test was made.
+        power: probability that McNemar's test rejects at ``alpha`` on a test set of this
+            size, by bootstrap, pooled over seeds (None when no test was made).
+        alpha: the significance level.
+        n_test: test examples of each probe.
+        recommended_n_train: with power below 0.8 and unequal accuracies, the training-set size
+            the bound recommends to separate the two (None otherwise, or when the probes'
+            size is not recorded).
+        problem: why no test could be made; None when it was.
+    """
+
+    first: str
+    second: str
+    accuracy_first: float
+    accuracy_second: float
+    p_values: tuple[float, ...] = ()
+    power: float | None = None
+    alpha: float = 0.05
+    n_test: int | None = None
+    recommended_n_train: int | None = None
+    problem: str | None = None
+
+    @property
+    def established(self) -> bool:
+        """Whether the accuracies differ with power ≥ 0.8 (Zhu et al., §3.5)."""
+        return self.power is not None and self.power >= SUFFICIENT_POWER
+
+    @property
+    def rejections(self) -> int:
+        """Seeds whose McNemar test rejected equal accuracy at ``alpha``."""
+        return sum(p < self.alpha for p in self.p_values)
+
+    def cell(self) -> str:
+        """A table cell: the median p-value, the power and a mark when established."""
+        if self.problem is not None:
+            return "no test"
+        mark = " (established)" if self.established else ""
+        return f"p = {float(np.median(self.p_values)):.2g}, power {self.power:.2f}{mark}"
+
+    def describe(self) -> str:
+        """The test in words: accuracies, p-values, power and what it means."""
+        accuracies = (
+            f"test accuracy {self.accuracy_first:.4f} ({self.first}) vs "
+            f"{self.accuracy_second:.4f} ({self.second})"
+        )
+        if self.problem is not None:
+            return f"{accuracies}; no McNemar test: {self.problem}"
+        seeds = len(self.p_values)
+        text = (
+            f"{accuracies}; McNemar p = {float(np.median(self.p_values)):.3g} (median of "
+            f"{seeds} seed{'s' if seeds > 1 else ''}, {self.rejections} rejecting at α = "
+            f"{self.alpha:g}), power {self.power:.2f} at {self.n_test:,} test examples"
+        )
+        if self.established:
+            better = self.first if self.accuracy_first >= self.accuracy_second else self.second
+            return f"{text}: {better} is more accurate, an established difference (power ≥ 0.8)"
+        if self.accuracy_first == self.accuracy_second:
+            return (
+                f"{text}: equal accuracies, the comparison may have collapsed (Zhu et al. §3.6); "
+                "more data would not separate them"
+            )
+        gap = abs(self.accuracy_first - self.accuracy_second)
+        advice = (
+            f"; for an accuracy gap of {gap:.4f} the bound recommends about "
+            f"{self.recommended_n_train:,} training examples to separate them (Zhu et al. §3.4)"
+            if self.recommended_n_train is not None
+            else ""
+        )
+        return f"{text}: not an established difference (power < 0.8){advice}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "p_values": list(self.p_values)}
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> PairTest:
+        return cls(**{**payload, "p_values": tuple(payload["p_values"])})
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One layer of a sweep: its measures, its best probes' accuracy, and McNemar's test
+    against the previous layer of the sweep (None for the first)."""
+
+    sweep: str
+    layer: int
+    representation: str
+    estimates: Mapping[str, Estimate]
+    accuracy: Estimate
+    previous: PairTest | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "sweep": self.sweep,
+            "layer": self.layer,
+            "representation": self.representation,
+            "estimates": {name: e.to_dict() for name, e in self.estimates.items()},
+            "accuracy": self.accuracy.to_dict(),
+            "previous": None if self.previous is None else self.previous.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> LayerRow:
+        previous = payload["previous"]
+        return cls(
+            payload["sweep"],
+            int(payload["layer"]),
+            payload["representation"],
+            {name: Estimate.from_dict(e) for name, e in payload["estimates"].items()},
+            Estimate.from_dict(payload["accuracy"]),
+            None if previous is None else PairTest.from_dict(previous),
+        )
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """The best layer of one sweep by the ranking measure, the runner-up, and their test.
+
+    Attributes:
+        sweep: the model's entry name.
+        measure: the ranking headline's label.
+        best, runner_up: (layer, representation); None when no layer can be named (``reason``).
+        test: McNemar's test of best against runner-up.
+        reason: why no best layer is named (one layer only; every value a lower bound).
+        best_value, runner_up_value: their ranking estimates, formatted.
+    """
+
+    sweep: str
+    measure: str
+    best: tuple[int, str] | None
+    runner_up: tuple[int, str] | None
+    test: PairTest | None
+    reason: str | None = None
+    best_value: str = ""
+    runner_up_value: str = ""
+
+    def describe(self) -> str:
+        """The verdict in one paragraph."""
+        if self.best is None:
+            return f"{self.sweep}: no best layer by {self.measure}: {self.reason}"
+        text = f"{self.sweep}: best layer {self.best[0]} by {self.measure} ({self.best_value})"
+        if self.runner_up is None:
+            return f"{text}; {self.reason}"
+        text += f", runner-up layer {self.runner_up[0]} ({self.runner_up_value})"
+        return f"{text}. Best probes: {self.test.describe()}."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "best": None if self.best is None else list(self.best),
+            "runner_up": None if self.runner_up is None else list(self.runner_up),
+            "test": None if self.test is None else self.test.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> SweepVerdict:
+        pair = payload["best"], payload["runner_up"]
+        return cls(
+            **{
+                **payload,
+                "best": None if pair[0] is None else (int(pair[0][0]), pair[0][1]),
+                "runner_up": None if pair[1] is None else (int(pair[1][0]), pair[1][1]),
+                "test": None if payload["test"] is None else PairTest.from_dict(payload["test"]),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class LayerAnalysis(JsonResult):
+    """Every sweep of a run, layer by layer, with its verdict (see the module docstring)."""
+
+    method: str
+    headlines: tuple[Headline, ...]
+    rows: tuple[LayerRow, ...]
+    verdicts: tuple[SweepVerdict, ...]
+    alpha: float
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per (sweep, layer, measure): value, seed range, lower-bound flag; the
+        accuracy of the best probes is the measure ``"accuracy"``."""
+        records = []
+        for row in self.rows:
+            measures = {**row.estimates, "accuracy": row.accuracy}
+            for measure, estimate in measures.items():
+                records.append(
+                    {
+                        "sweep": row.sweep,
+                        "layer": row.layer,
+                        "representation": row.representation,
+                        "measure": measure,
+                        **estimate.to_dict(),
+                    }
+                )
+        return pd.DataFrame(records)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "method": self.method,
+            "alpha": self.alpha,
+            "headlines": [asdict(headline) for headline in self.headlines],
+            "rows": [row.to_dict() for row in self.rows],
+            "verdicts": [verdict.to_dict() for verdict in self.verdicts],
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> LayerAnalysis:
+        if payload.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} document")
+        return cls(
+            payload["method"],
+            tuple(Headline(**headline) for headline in payload["headlines"]),
+            tuple(LayerRow.from_dict(row) for row in payload["rows"]),
+            tuple(SweepVerdict.from_dict(v) for v in payload["verdicts"]),
+            float(payload["alpha"]),
+        )
+
+    def table(self, fmt: str = "markdown") -> str:
+        """The layer table in ``fmt`` (``"markdown"``, ``"text"``, ``"latex"``, ``"html"``)."""
+        header = [
+            "model",
+            "layer",
+            *(headline.label for headline in self.headlines),
+            "accuracy",
+            "vs previous layer",
+        ]
+        rows, breaks = [], []
+        for index, row in enumerate(self.rows):
+            if index and row.sweep != self.rows[index - 1].sweep:
+                breaks.append(index)
+            rows.append(
+                [
+                    row.sweep,
+                    str(row.layer),
+                    *(row.estimates[headline.name].format() for headline in self.headlines),
+                    row.accuracy.format(),
+                    "—" if row.previous is None else row.previous.cell(),
+                ]
+            )
+        return render_table(header, rows, fmt, breaks=breaks)
+
+    def notes(self) -> list[str]:
+        """How to read the table, then one verdict per sweep."""
+        return [
+            "Values [min, max over seeds]; > x: a lower bound (the data ran out first). "
+            "Accuracy: the test accuracy of the method's best probes. McNemar's test on their "
+            "paired test predictions per seed, power by bootstrap of the test set pooled over "
+            f"seeds at α = {self.alpha:g}; a difference is established at power ≥ 0.8 "
+            "(Zhu et al. 2022, §3.5).",
+            *(verdict.describe() for verdict in self.verdicts),
+        ]
+
+    def __str__(self) -> str:
+        return "\n\n".join([self.table("text"), *self.notes()])
+
+    def plot(self, path: str | Path | None = None) -> Any:
+        """One panel per headline panel (and test accuracy): the measure against layer, one
+        line per sweep (dashed: a control), bars spanning the seeds, lower bounds as open
+        triangles. Saves to ``path`` when given (any suffix matplotlib writes); returns the
+        figure."""
+        import matplotlib
+
+        if path is not None:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        panels = list(dict.fromkeys(headline.panel for headline in self.headlines))
+        figure, axes = plt.subplots(
+            1, len(panels) + 1, figsize=(4.2 * (len(panels) + 1), 3.6), squeeze=False
+        )
+        sweeps = list(dict.fromkeys(row.sweep for row in self.rows))
+        for ax, panel in zip(axes[0], panels):
+            for headline in self.headlines:
+                if headline.panel == panel:
+                    self._draw(ax, sweeps, headline.name, headline.dashed, headline.label)
+            ax.set_title(panel, fontsize=9)
+        self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
+        axes[0][-1].set_title("test accuracy of the best probes", fontsize=9)
+        layers = sorted({row.layer for row in self.rows})
+        for ax in axes[0]:
+            ax.set_xlabel("layer (0 = embeddings)")
+            ax.set_xticks(layers)
+        handles, labels = axes[0][0].get_legend_handles_labels()
+        figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
+        figure.suptitle(
+            f"{self.method} method: measures by layer (bars: range over seeds)", fontsize=10
+        )
+        figure.tight_layout(rect=(0, 0.1, 1, 1))
+        if path is not None:
+            figure.savefig(path, dpi=150)
+            plt.close(figure)
+        return figure
+
+    def _draw(self, ax: Any, sweeps: list[str], measure: str, dashed: bool, label: str) -> None:
+        for index, sweep in enumerate(sweeps):
+            rows = [row for row in self.rows if row.sweep == sweep]
+            estimates = [
+                row.accuracy if measure == "accuracy" else row.estimates[measure] for row in rows
+            ]
+            layers = np.array([row.layer for row in rows])
+            values = np.array([e.value for e in estimates])
+            low = np.array([e.value if e.low is None else e.low for e in estimates])
+            high = np.array([e.value if e.high is None else e.high for e in estimates])
+            colour = f"C{index % 10}"
+            name = sweep if measure == "accuracy" or not dashed else f"{sweep}, {label}"
+            ax.errorbar(
+                layers, values, yerr=[values - low, high - values], color=colour,
+                ls="--" if dashed else "-", marker="o", ms=4, capsize=3, label=name,
+            )  # fmt: skip
+            bounds = np.array([e.lower_bound for e in estimates])
+            if bounds.any():
+                ax.plot(
+                    layers[bounds], values[bounds], ls="none", marker="^", ms=10,
+                    markerfacecolor="white", color=colour, label=f"{sweep}: lower bound",
+                )  # fmt: skip
+
+
+def pair_test(
+    first: str,
+    first_summary: Summary,
+    second: str,
+    second_summary: Summary,
+    *,
+    alpha: float = 0.05,
+    n_simulations: int = SIMULATIONS,
+    random_state: int = 0,
+) -> PairTest:
+    """McNemar's test between the best probes of two representations, per paired seed, with
+    its bootstrap power and, when the power is below 0.8, the bound's recommended N_train (see
+    the module docstring). No test is made (``problem`` says why) when either summary holds no
+    per-example predictions, the test sets differ, or no seed is shared."""
+    alpha = check_alpha(alpha)
+    a, b = first_summary.correctness, second_summary.correctness
+    means = first_summary.accuracy.value, second_summary.accuracy.value
+    if a is None or b is None:
+        problem = "no per-example test predictions stored (a result of an older version)"
+    elif a.labels_digest != b.labels_digest or a.n_test != b.n_test:
+        problem = "the two were evaluated on different test sets, so predictions are not paired"
+    elif not set(a.seeds) & set(b.seeds):
+        problem = "the two share no seed"
+    else:
+        problem = None
+    if problem is not None:
+        return PairTest(first, second, *means, alpha=alpha, problem=problem)
+    seeds = [seed for seed in a.seeds if seed in set(b.seeds)]
+    correct_a = [a.correct[a.seeds.index(seed)] for seed in seeds]
+    correct_b = [b.correct[b.seeds.index(seed)] for seed in seeds]
+    p_values = tuple(mcnemar(x, y).p_value for x, y in zip(correct_a, correct_b))
+    power = float(
+        simulate_power(
+            correct_a,
+            correct_b,
+            [a.n_test],
+            alpha=alpha,
+            n_simulations=n_simulations,
+            random_state=random_state,
+        )
+        .table["power"]
+        .iloc[0]
+    )
+    accuracy_a = float(np.mean([values.mean() for values in correct_a]))
+    accuracy_b = float(np.mean([values.mean() for values in correct_b]))
+    recommended = None
+    gap = abs(accuracy_a - accuracy_b)
+    parameters = [_parameter_count(summary) for summary in (first_summary, second_summary)]
+    if power < SUFFICIENT_POWER and gap > 0 and None not in parameters:
+        recommended = recommend_train_size(gap, max(parameters)).n_train
+    return PairTest(
+        first,
+        second,
+        accuracy_a,
+        accuracy_b,
+        p_values,
+        power,
+        alpha,
+        a.n_test,
+        recommended,
+    )
+
+
+def _parameter_count(summary: Summary) -> int | None:
+    """The best probes' parameters as the bound counts them (Zhu et al., §3.4 fn. 6)."""
+    if summary.n_features is None or summary.n_classes is None:
+        return None
+    return probe_parameter_count(summary.n_features, summary.n_classes, summary.probe)
+
+
+def analyse_layers(
+    method: Method,
+    results: Sequence[Mapping[str, Any]],
+    sweeps: Mapping[str, Sequence[tuple[int, str]]],
+    *,
+    alpha: float = 0.05,
+    n_simulations: int = SIMULATIONS,
+    random_state: int = 0,
+) -> LayerAnalysis:
+    """The layer table, figure data and verdicts of ``sweeps`` (a model's entry name → its
+    ``(layer, representation)`` pairs) from a run's unit ``results`` (see the module
+    docstring).
+
+    Raises:
+        ValueError: a sweep names a representation the results do not hold.
+    """
+    alpha = check_alpha(alpha)
+    summaries = method.summaries(results)
+    headlines = method.headlines()
+    options = {"alpha": alpha, "n_simulations": n_simulations, "random_state": random_state}
+    rows, verdicts = [], []
+    for sweep, members in sweeps.items():
+        members = sorted(members)
+        missing = [name for _, name in members if name not in summaries]
+        if missing:
+            raise ValueError(f"sweep {sweep!r}: no result for {missing}")
+        for index, (layer, name) in enumerate(members):
+            previous = None
+            if index:
+                before = members[index - 1][1]
+                previous = pair_test(before, summaries[before], name, summaries[name], **options)
+            summary = summaries[name]
+            rows.append(LayerRow(sweep, layer, name, summary.estimates, summary.accuracy, previous))
+        verdicts.append(_verdict(sweep, members, summaries, headlines[0], options))
+    return LayerAnalysis(method.kind, headlines, tuple(rows), tuple(verdicts), alpha)
+
+
+def _verdict(
+    sweep: str,
+    members: Sequence[tuple[int, str]],
+    summaries: Mapping[str, Summary],
+    ranking: Headline,
+    options: Mapping[str, Any],
+) -> SweepVerdict:
+    """The best layer of a sweep by ``ranking``, the runner-up, and their McNemar test."""
+    estimates = [summaries[name].estimates[ranking.name] for _, name in members]
+    order = ranking.best_first(estimates)
+    best = members[order[0]]
+    if estimates[order[0]].lower_bound:
+        reason = (
+            "every layer's value is only a lower bound: the data ran out before the measure was "
+            "reached (Whitney et al. §4), so the layers cannot be ordered"
+        )
+        return SweepVerdict(sweep, ranking.label, None, None, None, reason)
+    shown = estimates[order[0]].format()
+    if len(members) < 2:
+        reason = "the sweep has one layer only"
+        return SweepVerdict(sweep, ranking.label, best, None, None, reason, shown)
+    runner_up = members[order[1]]
+    test = pair_test(best[1], summaries[best[1]], runner_up[1], summaries[runner_up[1]], **options)
+    return SweepVerdict(
+        sweep,
+        ranking.label,
+        best,
+        runner_up,
+        test,
+        best_value=shown,
+        runner_up_value=estimates[order[1]].format(),
+    )
+
+
+def write_layer_files(analysis: LayerAnalysis, run_dir: str | Path) -> tuple[Path, ...]:
+    """Write ``layers.json``, ``layers.md`` and ``layers.tex`` (table and notes), and the figure
+    as ``layers.png`` and ``layers.pdf`` into ``run_dir``, atomically except the figures;
+    returns the paths, the PNG first."""
+    run_dir = Path(run_dir)
+    notes = analysis.notes()
+    files = {name: run_dir / f"layers.{name}" for name in ("png", "pdf", "json", "md", "tex")}
+    analysis.save(files["json"])
+    markdown = "\n\n".join([analysis.table("markdown"), *notes])
+    write_text_atomic(files["md"], markdown + "\n")
+    latex = "\n".join([analysis.table("latex"), *(f"% {note}" for note in notes)])
+    write_text_atomic(files["tex"], latex + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = analysis.plot()
+    for suffix in ("png", "pdf"):
+        figure.savefig(files[suffix], dpi=150)
+    plt.close(figure)
+    return tuple(files.values())

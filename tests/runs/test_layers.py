@@ -1,0 +1,168 @@
+"""The layer analysis (runs/layers.py) on hand-built results whose measures and tests are known
+in closed form: SDL and εSC of the curve method, McNemar's p-values, the power verdict and the
+bound's recommended training size."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
+from probemeter.curves.curve import LossDataCurve
+from probemeter.curves.method import CurveMethod
+from probemeter.runs.layers import LayerAnalysis, analyse_layers, pair_test, write_layer_files
+
+N_TEST = 200
+LABELS = np.arange(N_TEST) % 2
+FIRST_BLOCK = 10 * (math.log(2) - 0.5)  # the uniform code's excess over ε = 0.5 on 10 points
+
+
+def _correct(wrong: range) -> np.ndarray:
+    correct = np.ones(N_TEST, dtype=bool)
+    correct[list(wrong)] = False
+    return correct
+
+
+def _curve(name: str, losses: dict[int, list[float]], wrong: range) -> dict:
+    """A curve over sizes 10 and 100 with two seeds; the probes of n = 100 get every test
+    example right but ``wrong``."""
+    rows = [
+        {"n": n, "seed": seed, "loss": loss, "loss_truncated": min(loss, 1.0), "accuracy": 0.5}
+        for n, values in losses.items()
+        for seed, loss in enumerate(values)
+    ]
+    points = pd.DataFrame(rows)
+    points.loc[points["n"] == 100, "accuracy"] = _correct(wrong).mean()
+    final = SeedCorrectness((0, 1), (_correct(wrong),) * 2, labels_digest(LABELS), 100)
+    curve = LossDataCurve(name, points, 2, 100, N_TEST, {"n_features": 4}, final)
+    return curve.to_dict()
+
+
+METHOD = CurveMethod(epsilon=0.5, probe=(8,))
+RESULTS = [
+    # SDL = 10·(ln 2 − ε) + 90·[mean L(10) − ε]; tight when mean L(100) ≤ ε
+    _curve("m-0", {10: [0.9, 1.1], 100: [0.45, 0.55]}, range(60)),  # 46.93; seed 1 a bound
+    _curve("m-1", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10)),  # 10.93, best
+    _curve("m-2", {10: [0.7, 0.7], 100: [0.6, 0.6]}, range(12)),  # > 19.93: never reaches ε
+]
+SWEEPS = {"m": [(2, "m-2"), (0, "m-0"), (1, "m-1")]}  # any order: sorted by layer
+
+
+def test_curve_summaries_are_the_hand_computed_sdl_and_sc_with_seed_ranges():
+    summaries = METHOD.summaries(RESULTS)
+    zero = summaries["m-0"].estimates["SDL"]
+    assert zero.value == pytest.approx(FIRST_BLOCK + 90 * 0.5)
+    assert zero.low == pytest.approx(FIRST_BLOCK + 90 * 0.4) and not zero.low_bound
+    assert zero.high == pytest.approx(FIRST_BLOCK + 90 * 0.6) and zero.high_bound
+    assert not zero.lower_bound  # the mean curve reached ε = 0.5 at n = 100
+    two = summaries["m-2"]
+    assert two.estimates["SDL"].lower_bound and two.estimates["SC"].lower_bound
+    assert two.estimates["SDL"].value == pytest.approx(FIRST_BLOCK + 90 * 0.2)
+    assert summaries["m-1"].estimates["SC"] == Estimate(100.0, 100.0, 100.0)
+    assert summaries["m-1"].accuracy.value == pytest.approx(190 / 200)
+    assert summaries["m-1"].correctness.n_train == 100
+
+
+def test_best_layer_and_runner_up_with_an_established_difference():
+    analysis = analyse_layers(METHOD, RESULTS, SWEEPS, n_simulations=200)
+    assert [row.layer for row in analysis.rows] == [0, 1, 2]
+    (verdict,) = analysis.verdicts
+    # ranked by SDL: layer 1 (10.9), then layer 0 (46.9); layer 2 is only a lower bound
+    assert verdict.best == (1, "m-1") and verdict.runner_up == (0, "m-0")
+    test = verdict.test
+    # layer 1 errs on 10 examples, layer 0 on those and 50 more: b = 0, c = 50 per seed
+    expected = stats.chi2.sf(50.0, df=1)  # χ² = (b − c)² / (b + c), Zhu et al. §3.5
+    assert test.p_values == pytest.approx((expected, expected))
+    assert test.power == 1.0 and test.established and test.recommended_n_train is None
+    assert (test.accuracy_first, test.accuracy_second) == (0.95, 0.70)
+    assert "m-1 is more accurate, an established difference" in verdict.describe()
+
+
+def test_adjacent_layers_without_support_get_the_bounds_recommendation():
+    analysis = analyse_layers(METHOD, RESULTS, SWEEPS, n_simulations=200)
+    one_to_two = analysis.rows[2].previous
+    assert (one_to_two.first, one_to_two.second) == ("m-1", "m-2")
+    # errors 0..9 vs 0..11: b = 0, c = 2 (exact test): p = 2 · P[Bin(2, ½) ≤ 0] = 0.5
+    assert one_to_two.p_values == (0.5, 0.5) and not one_to_two.established
+    # ⌈2 · ln(2|F|/δ) · (2 / gap)²⌉, ln|F| = 32 ln 2 + ln P, δ = 1e-8 (Zhu et al. §3.2–3.4);
+    # a binary MLP 4 → 8 → 1 logit has P = 5·8 + 9·1 = 49 parameters (§3.4 fn. 6)
+    log_class = 32 * math.log(2) + math.log(49)
+    gap = 2 / N_TEST
+    expected = math.ceil(2 * (math.log(2) + log_class - math.log(1e-8)) * (2 / gap) ** 2)
+    assert one_to_two.recommended_n_train == expected
+    assert f"about {expected:,} training examples" in one_to_two.describe()
+    assert analysis.rows[0].previous is None
+
+
+def test_no_test_without_paired_predictions():
+    summaries = METHOD.summaries(RESULTS)
+    one, zero = summaries["m-1"], summaries["m-0"]
+    elsewhere = SeedCorrectness((0, 1), zero.correctness.correct, labels_digest(LABELS[::-1]), 100)
+    unpaired = Summary(zero.estimates, zero.accuracy, elsewhere, (8,), 4, 2)
+    test = pair_test("m-1", one, "m-0", unpaired)
+    assert test.problem.startswith("the two were evaluated on different test sets")
+    assert test.p_values == () and test.power is None and not test.established
+    older = Summary(zero.estimates, zero.accuracy, None, (8,), 4, 2)
+    assert "older version" in pair_test("m-1", one, "m-0", older).problem
+    other_seed = SeedCorrectness((7,), zero.correctness.correct[:1], labels_digest(LABELS), 100)
+    lone = Summary(zero.estimates, zero.accuracy, other_seed, (8,), 4, 2)
+    assert pair_test("m-1", one, "m-0", lone).problem == "the two share no seed"
+
+
+def test_equal_accuracies_are_reported_as_a_possible_collapse():
+    summaries = METHOD.summaries(RESULTS)
+    same = Summary({}, summaries["m-1"].accuracy, summaries["m-1"].correctness, (8,), 4, 2)
+    test = pair_test("m-1", summaries["m-1"], "copy", same, n_simulations=50)
+    assert test.p_values == (1.0, 1.0) and test.power == 0.0
+    assert test.recommended_n_train is None and "may have collapsed" in test.describe()
+
+
+def test_no_best_layer_when_every_value_is_a_lower_bound():
+    only_bounds = {"m": [(2, "m-2")]}
+    (verdict,) = analyse_layers(METHOD, RESULTS, only_bounds).verdicts
+    assert verdict.best is None and "only a lower bound" in verdict.reason
+    (single,) = analyse_layers(METHOD, RESULTS, {"m": [(1, "m-1")]}).verdicts
+    assert single.best == (1, "m-1") and single.runner_up is None
+    assert single.describe().endswith("the sweep has one layer only")
+    with pytest.raises(ValueError, match=r"sweep 'm': no result for \['m-9'\]"):
+        analyse_layers(METHOD, RESULTS, {"m": [(9, "m-9")]})
+
+
+def test_estimates_format_and_order():
+    assert Estimate(0.8123).format() == "0.812"
+    assert Estimate(2540.0, 1460.0, 2540.0).format() == "2,540 [1,460, 2,540]"
+    bound = Estimate.over_seeds([1288.0, 1700.0], 1494.0, lower_bound=True, seed_bounds=[1, 0])
+    assert bound.format() == "> 1,494 [> 1,288, 1,700]"
+    lower = Headline("x", "x", "lower", "x")
+    higher = Headline("y", "y", "higher", "y")
+    values = [Estimate(3.0), Estimate(1.0, lower_bound=True), Estimate(2.0)]
+    assert lower.best_first(values) == [2, 0, 1]  # tight values first, lower bounds last
+    assert higher.best_first(values) == [0, 2, 1]
+    with pytest.raises(ValueError, match="better"):
+        Headline("z", "z", "sideways", "z")
+
+
+def test_files_round_trip_and_tables(tmp_path):
+    analysis = analyse_layers(METHOD, RESULTS, SWEEPS, n_simulations=100)
+    paths = write_layer_files(analysis, tmp_path)
+    assert [p.name for p in paths] == [
+        "layers.png", "layers.pdf", "layers.json", "layers.md", "layers.tex",
+    ]  # fmt: skip
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths[1].read_bytes()[:5] == b"%PDF-"
+    loaded = LayerAnalysis.load(paths[2])
+    assert loaded.to_dict() == json.loads(paths[2].read_text()) == analysis.to_dict()
+    assert str(loaded) == str(analysis)
+    markdown = paths[3].read_text()
+    assert "| m | 1 | 10.9 [10.9, 10.9] | 100 [100, 100] |" in markdown
+    assert "> 19.9 [> 19.9, > 19.9]" in markdown
+    assert "best layer 1 by SDL at ε = 0.5 (nats)" in markdown
+    frame = analysis.to_frame()
+    assert set(frame["measure"]) == {"SDL", "SC", "accuracy"} and len(frame) == 9
+    with pytest.raises(ValueError, match=r"probemeter\.layers/1"):
+        LayerAnalysis.from_dict({"schema": "other"})
