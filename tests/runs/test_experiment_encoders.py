@@ -323,3 +323,28 @@ def test_random_init_also_adds_the_control_sweep(tmp_path):
     single.write_text(single.read_text().replace('"also"', '"both"'))
     with pytest.raises(ExperimentError, match='random_init: must be true, false or "also"'):
         load_experiment(single)
+
+
+def test_combine_concat_puts_the_listed_layers_side_by_side(tmp_path):
+    make_tiny_bert(tmp_path / "tiny-bert")
+    path = _sweep_file(tmp_path, "tiny-bert", "[0, 2]")
+    concat = (
+        '[[representations]]\nname = "c"\nkind = "transformer"\nmodel = "tiny-bert"\n'
+        'layer = [0, 2]\ncombine = "concat"\n'
+    )
+    path.write_text(path.read_text().replace("[method]", concat + "[method]"))
+    experiment = load_experiment(path)
+    assert [rep.name for rep in experiment.representations] == ["m-0", "m-2", "c"]
+    assert experiment.representations[2].options["layer"] == [0, 2]
+    assert experiment.representations[2].key_dict()["combine"] == "concat"
+    assert "combine" not in experiment.representations[0].key_dict()  # old unit keys hold
+    data = prepare_data(experiment, cache_dir=tmp_path / "cache")
+    # standardised per column on the same split: exactly the layers' own data side by side
+    for part in ("X_train", "X_test"):
+        expected = np.hstack([getattr(data["m-0"], part), getattr(data["m-2"], part)])
+        np.testing.assert_array_equal(getattr(data["c"], part), expected)
+    np.testing.assert_array_equal(data["c"].y_train, data["m-0"].y_train)
+    single = _sweep_file(tmp_path, "tiny-bert", "1")
+    single.write_text(single.read_text().replace("[method]", 'combine = "concat"\n[method]'))
+    with pytest.raises(ExperimentError, match="combine: 'concat' needs two layers or more"):
+        load_experiment(single)

@@ -33,6 +33,8 @@ Schema (every key not marked *required* has the default shown)::
     #     random_init = false (true: the architecture with freshly initialised weights, the
     #     control of Pimentel et al. and Whitney et al.; "also": both, the control named
     #     NAME-random or NAME-random-0, NAME-random-1, ..., a sweep of its own),
+    #     combine = "none" ("concat": the listed layers side by side as one representation
+    #     NAME, d x layers features, instead of one representation per layer),
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
     #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
     #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
@@ -90,6 +92,7 @@ else:  # pragma: no cover - exercised on Python 3.10 only
 
 __all__ = [
     "ARRAY_KINDS",
+    "COMBINATIONS",
     "DATASETS",
     "KINDS",
     "METHODS",
@@ -116,6 +119,8 @@ _FITTED = ("vae", "cnn")
 _REQUIRED = object()
 #: the text view of a task: words, not numbers (its feature count is None)
 WORDS = "words"
+#: how a transformer entry's layers become representations: one each, or side by side
+COMBINATIONS = ("none", "concat")
 
 
 class ExperimentError(ValueError):
@@ -232,7 +237,7 @@ class Representation:
         ``labels = "indices"``): stored units stay valid when only those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
-        for key, default in (("dtype", "float32"), ("labels", "indices")):
+        for key, default in (("dtype", "float32"), ("labels", "indices"), ("combine", "none")):
             if entry.get(key) == default:
                 del entry[key]
         return entry
@@ -468,6 +473,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "random_init": (_random_init, False),
         "dtype": (_one_of(*DTYPES), "float32"),
         "batch_size": (_integer(1), 32),
+        "combine": (_one_of(*COMBINATIONS), "none"),
     },
 }
 
@@ -545,9 +551,10 @@ def _layer_representations(
 ) -> list[Representation]:
     """A transformer entry as one representation per layer: ``layer = 3`` keeps its name;
     ``layer = [0, 6]`` or ``"all"`` (every hidden state, from the model's config) gives
-    ``NAME-0``, ``NAME-6``, …, all encoded in one pass per sentence batch by the runner. Layers
-    beyond the model's are refused when its config is at hand (a local folder, "minilm", or a
-    cached Hub id)."""
+    ``NAME-0``, ``NAME-6``, …, all encoded in one pass per sentence batch by the runner; with
+    ``combine = "concat"`` the listed layers are one representation ``NAME`` instead (its
+    ``layer`` the list). Layers beyond the model's are refused when its config is at hand (a
+    local folder, "minilm", or a cached Hub id)."""
     layer, count = options["layer"], hidden_state_count(options["model"])
     if layer == "all" and count is None:
         reader.add(
@@ -564,6 +571,11 @@ def _layer_representations(
             f"(0..{count - 1})",
         )
         return []
+    if options["combine"] == "concat":
+        if len(layers) < 2:
+            reader.add(f"{where}.combine", f"'concat' needs two layers or more; got {layer!r}")
+            return []
+        return [Representation(name, "transformer", view, options={**options, "layer": layers})]
     if isinstance(layer, int):
         return [Representation(name, "transformer", view, options=options)]
     return [

@@ -405,13 +405,18 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
                 _layer_features(encoder, sentences, build.cache),
             )
         encoder_key, layers = inputs.layers[group]
-        if rep.options["layer"] >= len(layers):
-            raise ValueError(
-                f"layer {rep.options['layer']} does not exist: the model has {len(layers)} "
-                f"hidden states (0..{len(layers) - 1})"
-            )
-        features_key = {**encoder_key, "layer": rep.options["layer"]}
-        features = layers[rep.options["layer"]]
+        chosen = rep.options["layer"]  # a hidden state, or a list of them side by side
+        for layer in chosen if isinstance(chosen, list) else [chosen]:
+            if layer >= len(layers):
+                raise ValueError(
+                    f"layer {layer} does not exist: the model has {len(layers)} hidden states "
+                    f"(0..{len(layers) - 1})"
+                )
+        features_key = {**encoder_key, "layer": chosen}
+        if isinstance(chosen, list):
+            features = np.concatenate([layers[layer] for layer in chosen], axis=1)
+        else:
+            features = layers[chosen]
     else:
         encoder = (
             glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors(progress=build.progress)
