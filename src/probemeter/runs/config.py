@@ -30,8 +30,9 @@ Schema (every key not marked *required* has the default shown)::
     # kinds on words (task "ptb"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
-    #     random_init = false (true: the architecture with freshly initialised weights, the
-    #     control of Pimentel et al. and Whitney et al.; "also": both, the control named
+    #     random_init = false (true: the architecture with freshly initialised weights, all
+    #     of them, the embeddings too (Voita & Titov §4 keep ELMo's trained embedding layer),
+    #     the control of Pimentel et al. and Whitney et al.; "also": both, the control named
     #     NAME-random or NAME-random-0, NAME-random-1, ..., a sweep of its own),
     #     combine = "none" ("concat": the listed layers side by side as one representation
     #     NAME, d x layers features, instead of one representation per layer),
