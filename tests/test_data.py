@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import warnings
 
@@ -679,3 +680,16 @@ def test_layer_data_takes_lists_of_examples_or_of_blocks():
 def test_layer_data_refuses_bad_input_by_name(call, message):
     with pytest.raises(ValueError, match=message):
         call(_layered(), np.arange(30) % 3)
+
+
+def test_the_fingerprint_tells_class_labels_apart_and_ignores_their_absence():
+    x, y = _xy(classes=2)
+    plain = ProbeData.from_arrays(x, y)
+    named = ProbeData.from_arrays(x, np.array(["a", "b"])[y], labels="encode")
+    renamed = ProbeData.from_arrays(x, np.array(["a", "c"])[y], labels="encode")
+    assert named.fingerprint() != renamed.fingerprint() != plain.fingerprint()
+    legacy = hashlib.sha256()  # the fingerprint of data without class labels is unchanged
+    for array in (plain.X_train, plain.y_train, plain.X_test, plain.y_test):
+        legacy.update(str(array.shape).encode() + np.ascontiguousarray(array).tobytes())
+    legacy.update(b"2")
+    assert plain.fingerprint() == legacy.hexdigest()[:16]

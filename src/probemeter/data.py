@@ -249,12 +249,16 @@ class ProbeData:
         return int(self.X_train.shape[1])
 
     def fingerprint(self) -> str:
-        """A short hash of the arrays and the class count: equal data give equal fingerprints."""
+        """A short hash of the arrays, the class count and the original labels (:attr:`classes`,
+        when known): equal data give equal fingerprints, and so do data without ``classes``
+        before and after ``classes`` were recorded."""
         digest = hashlib.sha256()
         for array in (self.X_train, self.y_train, self.X_test, self.y_test):
             digest.update(str(array.shape).encode())
             digest.update(np.ascontiguousarray(array).tobytes())
         digest.update(str(self.n_classes).encode())
+        if self.classes is not None:
+            digest.update(repr(self.classes).encode())
         return digest.hexdigest()[:16]
 
     def check_sizes(self, sizes: object, argument: str = "sizes") -> np.ndarray:

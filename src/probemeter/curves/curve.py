@@ -8,13 +8,13 @@ fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult
+from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
@@ -59,6 +59,8 @@ class LossDataCurve(JsonResult):
         n_test: number of test examples each probe was evaluated on.
         metadata: probe, training config (with its stopping rule), random state, device,
             library versions, timings.
+        classes: the original label of each class index (``ProbeData.classes``, from
+            ``labels="encode"`` or a task's tag set); None when the data had none.
     """
 
     name: str
@@ -67,6 +69,7 @@ class LossDataCurve(JsonResult):
     pool_size: int
     n_test: int
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         missing = {"n", "seed", *METRICS} - set(self.points.columns)
@@ -113,34 +116,35 @@ class LossDataCurve(JsonResult):
             raise ValueError(
                 f"no measured size is <= {n_max}; the smallest is {int(self.sizes[0])}"
             )
-        return LossDataCurve(
-            self.name, kept, self.n_classes, int(n_max), self.n_test, dict(self.metadata)
-        )
+        return replace(self, points=kept, pool_size=int(n_max), metadata=dict(self.metadata))
 
     def merge(self, other: LossDataCurve) -> LossDataCurve:
         """This curve with the points of ``other`` (same representation) added; a point
         (n, seed) present in both is kept from ``other``."""
-        if (other.n_classes, other.pool_size, other.n_test) != (
+        if (other.n_classes, other.pool_size, other.n_test, other.classes) != (
             self.n_classes,
             self.pool_size,
             self.n_test,
+            self.classes,
         ):
-            raise ValueError("cannot merge curves of different data (classes, pool or test size)")
+            raise ValueError(
+                "cannot merge curves of different data (classes, class labels, pool or test size)"
+            )
         points = pd.concat([self.points, other.points]).drop_duplicates(["n", "seed"], keep="last")
-        return LossDataCurve(
-            self.name, points, self.n_classes, self.pool_size, self.n_test, dict(self.metadata)
-        )
+        return replace(self, points=points, metadata=dict(self.metadata))
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-probe table, with the representation's name as a column."""
         return self.points.assign(representation=self.name)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly."""
+        """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly. ``classes``
+        is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null."""
         return {
             "name": self.name,
             "unit": "nats",
             "n_classes": self.n_classes,
+            "classes": classes_to_json(self.classes),
             "pool_size": self.pool_size,
             "n_test": self.n_test,
             "points": {column: self.points[column].tolist() for column in ("n", "seed", *METRICS)},
@@ -160,6 +164,7 @@ class LossDataCurve(JsonResult):
                 pool_size=int(payload["pool_size"]),
                 n_test=int(payload["n_test"]),
                 metadata=payload.get("metadata", {}),
+                classes=classes_from_json(payload.get("classes")),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -304,5 +309,11 @@ def loss_data_curve(
         data_fields={"n_features": data.n_features},
     )
     return LossDataCurve(
-        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
+        data.name,
+        points,
+        data.n_classes,
+        data.pool_size,
+        len(data.y_test),
+        metadata,
+        classes=data.classes,
     )

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult
+from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -235,6 +235,8 @@ class OnlineCode(SeedResults):
             only rule there was.
         n_dev: examples of the held-out development set (0 unless ``stopping_set="dev"``);
             the pool held ``n + n_dev``.
+        classes: the original label of each class index (``ProbeData.classes``); None when
+            the data had none (and in results written before labels were recorded).
     """
 
     name: str
@@ -246,6 +248,7 @@ class OnlineCode(SeedResults):
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     stopping_set: str = "prefix"
     n_dev: int = 0
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -304,6 +307,7 @@ class OnlineCode(SeedResults):
             "unit": "bits",
             "name": self.name,
             "n_classes": self.n_classes,
+            "classes": classes_to_json(self.classes),
             "n": self.n,
             "stopping_set": self.stopping_set,
             "n_dev": self.n_dev,
@@ -336,6 +340,7 @@ class OnlineCode(SeedResults):
             metadata=metadata,
             stopping_set=stopping_set,
             n_dev=int(payload.get("n_dev", 0)),
+            classes=classes_from_json(payload.get("classes")),
         )
 
     def plot(
@@ -514,6 +519,7 @@ def online_codelength(
         metadata=metadata,
         stopping_set=used,
         n_dev=int(dev.size),
+        classes=data.classes,
     )
 
 

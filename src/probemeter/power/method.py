@@ -139,5 +139,6 @@ def power_unit(
         device=device,
         n_jobs=n_jobs,
         progress=progress,
+        classes=other.classes if baseline.classes is None else baseline.classes,
     )
     return runs.pair(baseline.name, other.name).to_dict()
