@@ -239,6 +239,14 @@ class _TaskInputs:
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
     #: per (model, random_init), every layer's word features (one encoder pass for all)
     layers: dict[tuple[str, bool], np.ndarray] = field(default_factory=dict)
+    #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
+    files: dict[tuple[Path, Path], _Arrays] = field(default_factory=dict)
+
+    def feature_files(self, train: Path, test: Path) -> _Arrays:
+        """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use."""
+        if (train, test) not in self.files:
+            self.files[train, test] = (*load_features(train), *load_features(test))
+        return self.files[train, test]
 
 
 def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
@@ -300,8 +308,15 @@ def _representation(
     """Build one representation: read its files, encode the task's words, or transform a
     task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
     if rep.kind == "npz":
-        X, y = load_features(rep.train)
-        X_test, y_test = load_features(rep.test)
+        X, y, X_test, y_test = inputs.feature_files(rep.train, rep.test)
+        layer = rep.options.get("layer")
+        if layer is not None:  # one layer of 3-D features, checked against the header before
+            if X.ndim != 3 or X_test.ndim != 3 or layer >= min(X.shape[1], X_test.shape[1]):
+                raise ValueError(
+                    f"layer {layer} does not exist: X of {str(rep.train)!r} has shape {X.shape}, "
+                    f"of {str(rep.test)!r} {X_test.shape} (examples, layers, features)"
+                )
+            X, X_test = X[:, layer], X_test[:, layer]
         return ProbeData.from_arrays(
             X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
         )
