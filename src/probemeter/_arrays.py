@@ -58,6 +58,8 @@ def _is_datasets_column(value: object) -> bool:
 
 
 def _is_arraylike(value: object) -> bool:
+    if isinstance(value, (str, bytes, bool, int, float, np.generic)):  # labels, decided fast
+        return False
     if isinstance(value, (list, tuple)) or _is_tensor(value):
         return True
     return hasattr(value, "__array__") and not np.isscalar(value)
