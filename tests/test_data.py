@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import warnings
 
 import numpy as np
 import pytest
 
-from probemeter.data import ProbeData, nested_subset, subset_permutation
+from probemeter.data import ProbeData, layer_data, nested_subset, subset_permutation
 
 
 def _xy(rows: int = 40, features: int = 3, classes: int = 3, seed: int = 0):
@@ -47,13 +48,14 @@ def test_column_vector_labels_are_accepted():
     [
         (np.zeros((10, 2)), np.arange(9) % 2, r"\by\b.*9 labels.*\bX\b has 10 rows"),
         (np.zeros(10), np.arange(10) % 2, r"\bX\b must be a 2-D array"),
-        (np.zeros((10, 2, 2)), np.arange(10) % 2, r"\bX\b must be a 2-D array"),
+        (np.zeros((10, 2, 2)), np.arange(10) % 2, r"\bX\b has shape \(10, 2, 2\).*layer_data"),
+        (np.zeros((10, 2, 2, 2)), np.arange(10) % 2, r"\bX\b must be a 2-D array"),
         (np.zeros((0, 3)), np.zeros(0, dtype=int), r"\bX\b is empty"),
         (np.zeros((10, 0)), np.arange(10) % 2, r"\bX\b is empty"),
         (np.array([["a", "b"]] * 10), np.arange(10) % 2, r"\bX\b must hold real numbers"),
         (np.zeros((10, 2)), (np.arange(10) % 2).reshape(5, 2), r"\by\b must be a 1-D array"),
     ],
-    ids=["length-mismatch", "1-d", "3-d", "no-rows", "no-columns", "strings", "2-d-labels"],
+    ids=["length-mismatch", "1-d", "3-d", "4-d", "no-rows", "no-columns", "strings", "2-d-labels"],
 )
 def test_bad_shapes_are_rejected(x, y, match):
     with pytest.raises(ValueError, match=match):
@@ -473,7 +475,8 @@ def test_torch_tensors_of_any_dtype_and_grad_are_accepted():
 
 
 def _old_fingerprint(data: ProbeData) -> str:
-    """The digest as computed before fingerprint() hashed the buffers in place (tobytes)."""
+    """The digest as computed before fingerprint() hashed the buffers in place (copies made
+    with tobytes), with the class labels when known."""
     import hashlib
 
     digest = hashlib.sha256()
@@ -481,6 +484,8 @@ def _old_fingerprint(data: ProbeData) -> str:
         digest.update(str(array.shape).encode())
         digest.update(np.ascontiguousarray(array).tobytes())
     digest.update(str(data.n_classes).encode())
+    if data.classes is not None:
+        digest.update(repr(data.classes).encode())
     return digest.hexdigest()[:16]
 
 
@@ -540,3 +545,224 @@ def test_fingerprint_of_memory_maps_copies_nothing(tmp_path):
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 1_000_000  # the pool is 6.4 MB: hashed in place, never copied
+
+
+# ---------------------------------------------------------------------------------------------
+# features and labels in the containers users hold them in
+# ---------------------------------------------------------------------------------------------
+
+
+def _same(data: ProbeData, reference: ProbeData) -> None:
+    """Exactly the same arrays (and class labels) as ``reference``."""
+    for part in ("X_train", "y_train", "X_test", "y_test"):
+        np.testing.assert_array_equal(getattr(data, part), getattr(reference, part))
+    assert data.X_train.dtype == np.float32 and data.y_train.dtype == np.int64
+    assert (data.n_classes, data.classes) == (reference.n_classes, reference.classes)
+
+
+def test_pandas_frames_and_series_give_the_arrays_they_hold():
+    import pandas as pd
+
+    x, y = _xy()
+    reference = ProbeData.from_arrays(x, y)
+    frame = pd.DataFrame(x, columns=["a", "b", "c"])
+    _same(ProbeData.from_arrays(frame, pd.Series(y)), reference)
+    _same(ProbeData.from_arrays(frame.astype("float32"), pd.Series(y)), reference)
+    series_of_rows = pd.Series(list(x))  # one array per cell, as a column of embeddings
+    _same(ProbeData.from_arrays(series_of_rows, y), reference)
+
+
+def test_a_pandas_categorical_label_column_is_encoded_by_category():
+    import pandas as pd
+
+    x, y = _xy(classes=3)
+    tags = pd.Categorical(np.array(["NOUN", "ADJ", "VERB"])[y], categories=["VERB", "NOUN", "ADJ"])
+    frame = pd.DataFrame({"tag": tags})
+    data = ProbeData.from_arrays(x, frame["tag"], labels="encode")
+    assert data.classes == ("ADJ", "NOUN", "VERB") and data.n_classes == 3
+    plain = ProbeData.from_arrays(x, y)  # the same split: NOUN (y = 0) is 1, ADJ (y = 1) is 0
+    np.testing.assert_array_equal(data.y_train, np.array([1, 0, 2])[plain.y_train])
+    np.testing.assert_array_equal(data.y_test, np.array([1, 0, 2])[plain.y_test])
+    with pytest.raises(ValueError, match=r"dtype object.*labels='encode'"):
+        ProbeData.from_arrays(x, frame["tag"])
+
+
+def test_hugging_face_dataset_columns_in_every_format():
+    datasets = pytest.importorskip("datasets")
+    x, y = _xy()
+    reference = ProbeData.from_arrays(x.astype(np.float32), y)
+    table = datasets.Dataset.from_dict({"features": x.astype(np.float32).tolist(), "label": y})
+    for format_type in (None, "numpy", "torch", "pandas", "arrow"):
+        ds = table.with_format(format_type)
+        _same(ProbeData.from_arrays(ds["features"], ds["label"]), reference)
+    test = datasets.Dataset.from_dict({"features": x[:5].tolist(), "label": y[:5]})
+    given = ProbeData.from_arrays(
+        table["features"], table["label"], test["features"], test["label"]
+    )
+    np.testing.assert_array_equal(given.y_test, y[:5])
+
+
+def test_lists_of_rows_and_of_blocks_are_stacked_and_concatenated():
+    import torch
+
+    x, y = _xy(rows=10)
+    reference = ProbeData.from_arrays(x, y, x[:4], y[:4])
+    rows = [torch.tensor(row, requires_grad=True) for row in x]  # one tensor per example
+    _same(ProbeData.from_arrays(rows, y, tuple(x[:4]), y[:4]), reference)
+    blocks = [torch.from_numpy(x[:3]), x[3:7], x[7:]]  # batches, as collected
+    labels = [y[:3], torch.from_numpy(y[3:7]), list(y[7:])]
+    _same(ProbeData.from_arrays(blocks, labels, [x[:4]], [y[:4]]), reference)
+    scalars = [torch.tensor(label) for label in y]  # one 0-d tensor per label
+    _same(ProbeData.from_arrays(x.tolist(), scalars, x[:4], y[:4]), reference)
+
+
+@pytest.mark.parametrize(
+    ("features", "message"),
+    [
+        ([np.zeros(3), np.zeros((2, 3))], r"^X: element 1 is 2-D but element 0 is 1-D; give one"),
+        ([np.zeros(3)] * 4 + [np.zeros(2)], r"^X: element 4 has shape \(2,\) but element 0 has"),
+        ([np.zeros((2, 3)), np.zeros((5, 4))], r"^X: element 1 has shape \(5, 4\) but element 0"),
+        ([[0.0, 1.0], [2.0]], r"^X: element 1 has shape \(1,\) but element 0 has shape \(2,\)"),
+        ([np.float64(1.0), np.zeros(3)], r"^X: element 0 has shape \(\); each element must be"),
+    ],
+    ids=["rows-and-blocks", "ragged-rows", "ragged-blocks", "ragged-lists", "scalar-first"],
+)
+def test_mixed_or_ragged_lists_name_the_argument_and_the_element(features, message):
+    with pytest.raises(ValueError, match=message):
+        ProbeData.from_arrays(features, [0, 1, 0, 1, 0][: len(features)])
+    x, y = _xy(rows=6)
+    with pytest.raises(ValueError, match=message.replace("X:", "X_test:")):
+        ProbeData.from_arrays(x, y, features, [0, 1, 0, 1, 0][: len(features)])
+
+
+def test_label_lists_name_their_argument():
+    x, y = _xy(rows=6)
+    with pytest.raises(ValueError, match=r"^y: element 1 is 1-D but element 0 is 0-D"):
+        ProbeData.from_arrays(x, [np.int64(0), y[1:]])
+    with pytest.raises(ValueError, match=r"^y_test: element 1 is 2-D but element 0 is 1-D"):
+        ProbeData.from_arrays(x, y, x[:3], [y[:1], y[1:3, None]])
+
+
+@pytest.mark.parametrize("container", ["numpy", "pandas", "list of tensors", "list", "datasets"])
+def test_gapped_indices_are_refused_from_every_container(container):
+    x, y = _xy(classes=2)
+    gapped = y + 1  # 1-based: class 0 never occurs
+    if container == "pandas":
+        import pandas as pd
+
+        gapped = pd.Series(gapped)
+    elif container == "list of tensors":
+        import torch
+
+        gapped = [torch.from_numpy(gapped[:25]), torch.from_numpy(gapped[25:])]
+    elif container == "list":
+        gapped = gapped.tolist()
+    elif container == "datasets":
+        datasets = pytest.importorskip("datasets")
+        gapped = datasets.Dataset.from_dict({"y": gapped})["y"]
+    with pytest.raises(ValueError, match=r"never occur.*labels='encode' to map the 2 distinct"):
+        ProbeData.from_arrays(x, gapped)
+    assert ProbeData.from_arrays(x, gapped, labels="encode").classes == (1, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# features with a layer axis: one ProbeData per layer, all split alike
+# ---------------------------------------------------------------------------------------------
+
+
+def _layered(rows: int = 30, layers: int = 4, features: int = 2) -> np.ndarray:
+    """X[i, l, j] = 1000 i + 10 l + j: each value tells its row, layer and feature."""
+    axes = np.arange(rows), np.arange(layers), np.arange(features)
+    row, layer, feature = np.meshgrid(*axes, indexing="ij")
+    return (1000 * row + 10 * layer + feature).astype(np.float64)
+
+
+def test_layer_data_splits_every_layer_identically():
+    X, y = _layered(), np.arange(30) % 3
+    data = layer_data(X, y, standardize=False, random_state=4)
+    assert list(data) == ["layer-0", "layer-1", "layer-2", "layer-3"]
+    rows = {part: None for part in ("X_train", "X_test")}
+    for layer, (name, item) in enumerate(data.items()):
+        assert item.name == name
+        for part in rows:
+            values = getattr(item, part)
+            row = (values[:, 0] - 10 * layer) / 1000  # the row each example came from
+            np.testing.assert_array_equal(values[:, 1], 1000 * row + 10 * layer + 1)
+            if rows[part] is None:
+                rows[part] = row
+            np.testing.assert_array_equal(row, rows[part])  # the same rows, in the same order
+        np.testing.assert_array_equal(item.y_train, rows["X_train"].astype(int) % 3)
+        np.testing.assert_array_equal(item.y_test, rows["X_test"].astype(int) % 3)
+    assert sorted(np.concatenate(list(rows.values()))) == list(range(30))
+    single = ProbeData.from_arrays(X[:, 2], y, standardize=False, random_state=4)
+    _same(data["layer-2"], single)
+
+
+def test_layer_data_with_a_test_set_choice_of_layers_and_encoded_labels():
+    X, tags = _layered(), np.array(["b", "a", "c"])[np.arange(30) % 3]
+    data = layer_data(
+        X[:20], tags[:20], X[20:], tags[20:], layers=[3, 1], prefix="bert", labels="encode"
+    )
+    assert list(data) == ["bert-3", "bert-1"]
+    assert {item.classes for item in data.values()} == {("a", "b", "c")}
+    reference = ProbeData.from_arrays(X[:20, 1], tags[:20], X[20:, 1], tags[20:], labels="encode")
+    _same(data["bert-1"], reference)
+    assert list(layer_data(X, tags, layers=2, labels="encode")) == ["layer-2"]
+
+
+def test_layer_data_takes_lists_of_examples_or_of_blocks():
+    import torch
+
+    X, y = _layered(rows=12), np.arange(12) % 2
+    reference = layer_data(X, y)
+    per_example = layer_data(list(X), y)  # (n_layers, n_features) each
+    blocks = layer_data([torch.from_numpy(X[:5]), torch.from_numpy(X[5:])], [y[:5], y[5:]])
+    for name, item in reference.items():
+        _same(per_example[name], item)
+        _same(blocks[name], item)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda X, y: layer_data(X[:, 0], y),
+            r"X must be a 3-D array of shape \(n_examples, n_lay",
+        ),
+        (lambda X, y: layer_data(X, y, X[:5, :3], y[:5]), r"X_test has shape \(5, 3, 2\) but X"),
+        (lambda X, y: layer_data(X, y, layers=4), r"layer 4 does not exist; X has 4 layers \(0..3"),
+        (lambda X, y: layer_data(X, y, layers=[0, -1]), r"layers must be a list of non-negative"),
+        (lambda X, y: layer_data(X, y, layers=[1, 1]), r"layers must be a list of distinct"),
+        (lambda X, y: layer_data(X, y, layers="last"), r'layers must be "all", a layer index'),
+        (lambda X, y: layer_data(X, y, name="x"), r"pass prefix, not name"),
+        (lambda X, y: layer_data(X, y, prefix=""), r"prefix must be a non-empty string"),
+        (lambda X, y: layer_data(X, y + 1), r"never occur.*labels='encode'"),
+    ],
+    ids=[
+        "2-d",
+        "test-layers",
+        "missing-layer",
+        "negative",
+        "twice",
+        "word",
+        "name",
+        "prefix",
+        "gapped",
+    ],
+)
+def test_layer_data_refuses_bad_input_by_name(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(_layered(), np.arange(30) % 3)
+
+
+def test_the_fingerprint_tells_class_labels_apart_and_ignores_their_absence():
+    x, y = _xy(classes=2)
+    plain = ProbeData.from_arrays(x, y)
+    named = ProbeData.from_arrays(x, np.array(["a", "b"])[y], labels="encode")
+    renamed = ProbeData.from_arrays(x, np.array(["a", "c"])[y], labels="encode")
+    assert named.fingerprint() != renamed.fingerprint() != plain.fingerprint()
+    legacy = hashlib.sha256()  # the fingerprint of data without class labels is unchanged
+    for array in (plain.X_train, plain.y_train, plain.X_test, plain.y_test):
+        legacy.update(str(array.shape).encode() + np.ascontiguousarray(array).tobytes())
+    legacy.update(b"2")
+    assert plain.fingerprint() == legacy.hexdigest()[:16]

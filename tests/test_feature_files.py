@@ -233,3 +233,48 @@ def test_pt_files_never_run_pickled_code(tmp_path):
     torch.save({"X": torch.zeros(2, 1), "y": Payload()}, tmp_path / "evil.pt")
     with pytest.raises(ValueError, match=r"evil\.pt.*cannot be read"):
         load_features(tmp_path / "evil.pt")
+
+
+# ---------------------------------------------------------------------------------------------
+# features with a layer axis: (examples, layers, features)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_inspect_reads_the_layer_count_from_the_header(tmp_path, monkeypatch):
+    x, y = np.zeros((9, 4, 5), np.float32), np.arange(9) % 2
+    np.savez(tmp_path / "h.npz", X=x, y=y)
+    np.save(tmp_path / "h.npy", x)
+    np.save(tmp_path / "h.labels.npy", y)
+    np.savez(tmp_path / "flat.npz", X=x[:, 0], y=y)
+    monkeypatch.setattr(np, "load", lambda *a, **k: pytest.fail("inspect_features loaded data"))
+    for name in ("h.npz", "h.npy"):
+        info = inspect_features(tmp_path / name)
+        assert (info.n_rows, info.n_layers, info.n_features) == (9, 4, 5)
+    assert inspect_features(tmp_path / "flat.npz").n_layers is None
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".pt", ".safetensors", ".parquet"])
+def test_three_d_features_round_trip_in_every_format(tmp_path, suffix):
+    x = np.arange(6 * 3 * 2, dtype=np.float32).reshape(6, 3, 2)
+    y = np.arange(6) % 2
+    path = tmp_path / f"h{suffix}"
+    if suffix == ".npz":
+        np.savez(path, X=x, y=y)
+    elif suffix == ".parquet":  # a nested list column: one list of layers per row
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"X": x.tolist(), "y": y}), path)
+    else:
+        _write(path, x, y)
+    info = inspect_features(path)
+    assert (info.n_rows, info.n_layers, info.n_features) == (6, 3, 2)
+    loaded_x, loaded_y = load_features(path)
+    np.testing.assert_array_equal(loaded_x, x)
+    np.testing.assert_array_equal(loaded_y, y)
+
+
+def test_four_d_features_are_refused_naming_both_shapes(tmp_path):
+    np.savez(tmp_path / "f.npz", X=np.zeros((4, 2, 2, 2)), y=np.zeros(4))
+    with pytest.raises(ValueError, match=r"f\.npz.*X must be 2-D .* or 3-D .*\(4, 2, 2, 2\)"):
+        inspect_features(tmp_path / "f.npz")

@@ -30,6 +30,7 @@ _EXPORTS = {
     "runs": ".runs",
     # data and probes
     "ProbeData": ".data",
+    "layer_data": ".data",
     "load_features": ".feature_files",
     "MLP": ".probes",
     "Linear": ".probes",

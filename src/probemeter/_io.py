@@ -7,7 +7,7 @@ import base64
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -15,6 +15,8 @@ import numpy as np
 
 __all__ = [
     "JsonResult",
+    "classes_from_json",
+    "classes_to_json",
     "environment",
     "pack_bits",
     "read_json",
@@ -48,6 +50,22 @@ class JsonResult:
             return cls.from_dict(payload)  # type: ignore[attr-defined]
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{str(path)!r} is no valid {cls.__name__} file: {error}") from None
+
+
+def classes_to_json(classes: Sequence[Any] | None) -> list[Any] | None:
+    """The original labels of class indices 0..K−1 (``ProbeData.classes``) as a JSON list:
+    numpy scalars as Python numbers, booleans as booleans, strings as strings, anything else
+    (dates, tuples) as its ``str``; None stays None (data without recorded labels)."""
+    if classes is None:
+        return None
+    values = [label.item() if isinstance(label, np.generic) else label for label in classes]
+    return [label if isinstance(label, (bool, int, float, str)) else str(label) for label in values]
+
+
+def classes_from_json(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
+    """The labels :func:`classes_to_json` wrote, as a tuple; None (or a file written before
+    labels were recorded, which lacks the key) gives None."""
+    return None if value is None else tuple(value)
 
 
 def read_json(path: str | Path, what: str) -> Any:

@@ -5,12 +5,22 @@ text cells as aligned plain text, Markdown, LaTeX (booktabs) or HTML."""
 from __future__ import annotations
 
 import html
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any
 
-__all__ = ["TABLE_FORMATS", "latex_escape", "markdown_row", "render_table"]
+__all__ = [
+    "CLASSES_SHOWN",
+    "TABLE_FORMATS",
+    "classes_line",
+    "latex_escape",
+    "markdown_row",
+    "render_table",
+]
 
 #: the formats of :func:`render_table`
 TABLE_FORMATS = ("text", "markdown", "latex", "html")
+#: class labels a :func:`classes_line` shows before an ellipsis
+CLASSES_SHOWN = 20
 
 _LATEX_SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -37,6 +47,29 @@ def _markdown_cell(cell: str) -> str:
     return cell.replace("&", "&amp;").replace("<", "&lt;").replace("|", r"\|")
 
 
+def classes_line(mappings: Iterable[Sequence[Any] | None]) -> str | None:
+    """The footer of a table of results that recorded the original labels of their class
+    indices (each result's ``classes``; None where it recorded none).
+
+    When every result has the same labels: ``classes: 0 = ADJ, 1 = ADP, … (K = 17)``, the
+    first :data:`CLASSES_SHOWN` labels then an ellipsis; when they differ (or only some results
+    have labels), a line saying so; None when no result has labels."""
+    distinct = {None if labels is None else repr(tuple(labels)): labels for labels in mappings}
+    if not distinct or list(distinct) == [None]:
+        return None
+    if len(distinct) > 1:
+        return "classes: the results compared have different label mappings (see their classes)"
+    (labels,) = distinct.values()
+    items = [f"{index} = {_label(label)}" for index, label in enumerate(labels)]
+    shown = items[:CLASSES_SHOWN] + (["…"] if len(items) > CLASSES_SHOWN else [])
+    return f"classes: {', '.join(shown)} (K = {len(labels)})"
+
+
+def _label(label: Any) -> str:
+    text = str(label)
+    return text if text.isprintable() else repr(label)
+
+
 def latex_escape(text: str) -> str:
     """``text`` with LaTeX's special characters escaped."""
     return "".join(_LATEX_SPECIALS.get(char, char) for char in text)
@@ -52,6 +85,7 @@ def render_table(
     title: str | None = None,
     escape: bool = True,
     latex_head: Sequence[str] = (),
+    footer: str | None = None,
 ) -> str:
     """The table of ``header`` and ``rows`` (text cells) in ``fmt``, one of
     :data:`TABLE_FORMATS`.
@@ -65,18 +99,23 @@ def render_table(
         escape: escape LaTeX's special characters in the header and cells (off: the caller
             wrote them as LaTeX).
         latex_head: LaTeX lines between ``\\toprule`` and the header (a grouped header).
+        footer: a last line of plain text (e.g. :func:`classes_line`), escaped for ``fmt``:
+            after the table in ``"text"``, a paragraph after a blank line in ``"markdown"``, a
+            full-width row under ``\\bottomrule`` in ``"latex"``, a ``<tfoot>`` in ``"html"``.
     """
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"fmt must be one of {list(TABLE_FORMATS)}; got {fmt!r}")
     align = align or "l" + "r" * (len(header) - 1)
     if fmt == "markdown":
         rule = [":---" if side == "l" else "---:" for side in align]
-        return "\n".join(markdown_row(row) for row in [header, rule, *rows])
+        table = "\n".join(markdown_row(row) for row in [header, rule, *rows])
+        return table if footer is None else f"{table}\n\n{_markdown_cell(footer)}"
     if fmt == "latex":
-        return _latex(header, rows, align, breaks, escape, latex_head)
+        return _latex(header, rows, align, breaks, escape, latex_head, footer)
     if fmt == "html":
-        return _html(header, rows, align, title)
-    return _text(header, rows, align, breaks, title)
+        return _html(header, rows, align, title, footer)
+    table = _text(header, rows, align, breaks, title)
+    return table if footer is None else f"{table}\n{footer}"
 
 
 def _text(
@@ -112,8 +151,10 @@ def _latex(
     breaks: Collection[int],
     escape: bool,
     head: Sequence[str],
+    footer: str | None,
 ) -> str:
-    """A booktabs ``tabular``: a ``\\midrule`` under the header and before each group."""
+    """A booktabs ``tabular``: a ``\\midrule`` under the header and before each group; the
+    footer as a row across all columns under the last rule."""
 
     def line(cells: Sequence[str]) -> str:
         return " & ".join(latex_escape(cell) if escape else cell for cell in cells) + r" \\"
@@ -123,12 +164,20 @@ def _latex(
         if index == 0 or index in breaks:
             lines.append(r"\midrule")
         lines.append(line(row))
-    lines += [r"\bottomrule", r"\end{tabular}"]
+    lines.append(r"\bottomrule")
+    if footer is not None:
+        note = latex_escape(footer).replace("…", r"\ldots{}")
+        lines.append(rf"\multicolumn{{{len(header)}}}{{l}}{{{note}}} \\")
+    lines.append(r"\end{tabular}")
     return "\n".join(lines)
 
 
 def _html(
-    header: Sequence[str], rows: Sequence[Sequence[str]], align: str, title: str | None
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: str,
+    title: str | None,
+    footer: str | None,
 ) -> str:
     """A ``<table>`` with a header row; right-aligned columns get ``text-align: right``."""
     styles = ["" if side == "l" else ' style="text-align: right"' for side in align]
@@ -141,4 +190,7 @@ def _html(
 
     caption = [] if title is None else [f"<caption>{html.escape(title)}</caption>"]
     body = [line(row, "td") for row in rows]
+    if footer is not None:
+        cell = f'<td colspan="{len(header)}">{html.escape(footer)}</td>'
+        body.append(f"<tfoot><tr>{cell}</tr></tfoot>")
     return "\n".join(["<table>", *caption, line(header, "th"), *body, "</table>"])

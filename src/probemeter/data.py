@@ -19,14 +19,21 @@ from typing import Any
 
 import numpy as np
 
-from probemeter._io import read_json, save_npy_atomic, write_text_atomic
-from probemeter._validation import check_scalar, integer_list, is_integer, one_of
-from probemeter.feature_files import as_numpy
+from probemeter._arrays import as_numpy
+from probemeter._io import (
+    classes_from_json,
+    classes_to_json,
+    read_json,
+    save_npy_atomic,
+    write_text_atomic,
+)
+from probemeter._validation import check_scalar, integer_list, is_integer, one_of, text
 
 __all__ = [
     "LABEL_MODES",
     "ProbeData",
     "check_probe_data",
+    "layer_data",
     "nested_subset",
     "seed_ids",
     "subset_permutation",
@@ -41,14 +48,23 @@ _META = "probe_data.json"
 _SCHEMA = "probemeter.probe_data/1"
 
 
-def _as_features(name: str, array: object) -> np.ndarray:
-    features = as_numpy(array)
-    if features.ndim != 2:
+_SHAPES = {2: "(n_examples, n_features)", 3: "(n_examples, n_layers, n_features)"}
+
+
+def _as_features(name: str, array: object, ndim: int = 2) -> np.ndarray:
+    """Finite real features of ``ndim`` dimensions (3: with a layer axis) as float32."""
+    features = as_numpy(array, name, example_ndim=ndim - 1)
+    if features.ndim == 3 and ndim == 2:
         raise ValueError(
-            f"{name} must be a 2-D array of shape (n_examples, n_features); got shape "
-            f"{features.shape}"
+            f"{name} has shape {features.shape}, with a layer axis {_SHAPES[3]}: build one "
+            "ProbeData per layer, all with the same split, with probemeter.layer_data(X, y, ...); "
+            'in an experiment file give the npz representation layer = <int>, a list or "all"'
         )
-    if features.shape[0] == 0 or features.shape[1] == 0:
+    if features.ndim != ndim:
+        raise ValueError(
+            f"{name} must be a {ndim}-D array of shape {_SHAPES[ndim]}; got shape {features.shape}"
+        )
+    if 0 in features.shape:
         raise ValueError(f"{name} is empty (shape {features.shape})")
     if not np.issubdtype(features.dtype, np.number) or np.issubdtype(
         features.dtype, np.complexfloating
@@ -57,7 +73,7 @@ def _as_features(name: str, array: object) -> np.ndarray:
     features = features.astype(np.float32, copy=False)
     finite = np.isfinite(features)
     if not finite.all():
-        bad_rows = np.flatnonzero(~finite.all(axis=1))
+        bad_rows = np.flatnonzero(~finite.reshape(len(features), -1).all(axis=1))
         raise ValueError(
             f"{name} contains NaN or inf in {bad_rows.size} row(s), first at row {bad_rows[0]}"
         )
@@ -68,7 +84,7 @@ def _as_labels(
     name: str, array: object, n_rows: int, features_name: str, encode: bool = False
 ) -> np.ndarray:
     """Integer class indices (or, with ``encode``, the raw labels, checked for shape only)."""
-    labels = as_numpy(array)
+    labels = as_numpy(array, name, example_ndim=0)
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if labels.ndim != 1:
@@ -145,8 +161,15 @@ class ProbeData:
         (``X, y``) that is *shuffled* and then split, ``test_size`` (a fraction in (0, 1) or a
         count) going to the test set.
 
-        Features may be numpy arrays, lists, pandas objects or torch tensors (detached and
-        copied to the CPU, whatever their dtype, device or ``requires_grad``).
+        Features and labels may be numpy arrays, nested lists, pandas DataFrames and Series
+        (a ``Categorical`` label column too), Hugging Face ``datasets`` columns
+        (``ds["features"]``, in any format), pyarrow arrays or torch tensors (detached and
+        copied to the CPU, whatever their dtype, device or ``requires_grad``). A list or tuple
+        of 1-D arrays or tensors is one row each; a list of 2-D ones is blocks of rows,
+        concatenated (what is collected batch by batch); labels likewise, as single values or
+        1-D blocks. Features are kept as float32, whatever their dtype (bfloat16 is widened
+        exactly): to train in bfloat16, ask the training for it (``precision="bf16"``), not
+        the features. Features with a layer axis (3-D) go to :func:`layer_data`.
 
         ``labels="indices"`` (default) takes ``y`` as class indices 0..K−1; indices that skip
         classes (1-based labels, or {0, 1000}) are refused: they would add classes no example
@@ -155,10 +178,11 @@ class ProbeData:
         keeping the original label of each index in :attr:`classes`.
 
         Raises:
-            ValueError: non-2-D or empty features, NaN/inf, length mismatches, non-integer,
-                negative or gapped labels (with ``labels="indices"``), fewer than two classes, a
-                bad ``test_size``, ``n_classes``, ``labels`` or ``random_state`` (a
-                non-negative integer).
+            ValueError: non-2-D (3-D: naming :func:`layer_data`) or empty features, lists
+                that mix rows with blocks or have ragged widths, NaN/inf, length mismatches,
+                non-integer, negative or gapped labels (with ``labels="indices"``), fewer than
+                two classes, a bad ``test_size``, ``n_classes``, ``labels`` or ``random_state``
+                (a non-negative integer).
         """
         check_scalar(random_state, "random_state", int, min_val=0)
         encode = one_of(*LABEL_MODES)(labels, "labels") == "encode"
@@ -238,38 +262,32 @@ class ProbeData:
         return int(self.X_train.shape[1])
 
     def fingerprint(self) -> str:
-        """A short hash of the arrays and the class count: equal data give equal fingerprints."""
+        """A short hash of the arrays, the class count and the original labels (:attr:`classes`,
+        when known): equal data give equal fingerprints, and so do data without ``classes``
+        before and after ``classes`` were recorded."""
         digest = hashlib.sha256()
         for array in (self.X_train, self.y_train, self.X_test, self.y_test):
             digest.update(str(array.shape).encode())
             digest.update(np.ascontiguousarray(array))  # the buffer itself: no copy
         digest.update(str(self.n_classes).encode())
+        if self.classes is not None:
+            digest.update(repr(self.classes).encode())
         return digest.hexdigest()[:16]
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the data to ``folder`` (created): one ``.npy`` file per array and
-        ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes``), each file atomically
+        ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes`` as
+        :func:`~probemeter._io.classes_to_json` writes them), each file atomically
         and the JSON last, so a folder with ``probe_data.json`` is complete. Returns the folder.
 
         Raises:
-            ValueError: ``folder`` is a file, or :attr:`classes` holds values JSON cannot
-                represent.
+            ValueError: ``folder`` is a file.
         """
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"folder {str(folder)!r} is a file; give a folder")
-        classes = None if self.classes is None else list(self.classes)
-        try:
-            meta = json.dumps(
-                {
-                    "schema": _SCHEMA,
-                    "n_classes": self.n_classes,
-                    "name": self.name,
-                    "classes": classes,
-                }
-            )
-        except TypeError as error:
-            raise ValueError(f"classes cannot be saved as JSON: {error}") from None
+        described = {"schema": _SCHEMA, "n_classes": self.n_classes, "name": self.name}
+        meta = json.dumps({**described, "classes": classes_to_json(self.classes)})
         folder.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
             array = getattr(self, name)
@@ -307,7 +325,6 @@ class ProbeData:
         X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
         if X.ndim != 2 or X_test.ndim != 2 or len(X) != len(y) or len(X_test) != len(y_test):
             raise ValueError(f"saved ProbeData {str(folder)!r} has arrays that do not fit together")
-        classes = meta.get("classes")
         return cls(
             X_train=X,
             y_train=y,
@@ -317,7 +334,7 @@ class ProbeData:
             name=str(meta["name"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),
-            classes=None if classes is None else tuple(classes),
+            classes=classes_from_json(meta.get("classes")),
         )
 
     def check_sizes(self, sizes: object, argument: str = "sizes") -> np.ndarray:
@@ -392,6 +409,91 @@ def _refuse_phantom_classes(present: np.ndarray, inferred: int) -> None:
         f"labels='encode' to map the {present.size} distinct labels to 0..{present.size - 1}, or "
         f"n_classes={inferred} if those classes exist but have no examples here"
     )
+
+
+def layer_data(
+    X: object,
+    y: object,
+    X_test: object | None = None,
+    y_test: object | None = None,
+    *,
+    layers: int | Sequence[int] | str = "all",
+    prefix: str = "layer",
+    **options: Any,
+) -> dict[str, ProbeData]:
+    """One :class:`ProbeData` per layer of features with a layer axis, all split alike.
+
+    ``X`` (and ``X_test``) have shape ``(n_examples, n_layers, n_features)``, e.g. a model's
+    hidden states stacked with ``torch.stack(outputs.hidden_states, dim=1)``, in any container
+    :meth:`ProbeData.from_arrays` takes; a list of ``(n_layers, n_features)`` arrays is one
+    example each, a list of 3-D blocks is concatenated. Layer ``l`` becomes
+    ``ProbeData.from_arrays(X[:, l], y, X_test[:, l], y_test, name=f"{prefix}-{l}",
+    **options)``. The shuffled split depends only on the number of rows and ``random_state``,
+    and the labels are encoded over the same values, so every layer has the same examples in
+    its pool and in its test set, in the same order, with the same labels: layers can be
+    compared pairwise (e.g. :func:`probemeter.power.paired_data`).
+
+    Args:
+        layers: ``"all"``, one layer index (0-based, along axis 1), or a list of distinct ones.
+        prefix: each layer is named ``f"{prefix}-{layer}"``.
+        options: keywords of :meth:`ProbeData.from_arrays` (``test_size``, ``standardize``,
+            ``labels``, ``n_classes``, ``groups``, ``groups_test``, ``random_state``), not
+            ``name``.
+
+    Returns:
+        name → data, in the order of ``layers``.
+
+    Raises:
+        ValueError: ``X`` or ``X_test`` not 3-D or with different layer or feature counts, a
+            layer that does not exist, a bad ``layers`` or ``prefix``, ``name`` among the
+            options, and whatever :meth:`ProbeData.from_arrays` raises.
+    """
+    if "name" in options:
+        raise ValueError(f"layer_data names each layer '{prefix}-<layer>': pass prefix, not name")
+    text()(prefix, "prefix")
+    X = _as_features("X", X, ndim=3)
+    if X_test is not None:
+        X_test = _as_features("X_test", X_test, ndim=3)
+        if X_test.shape[1:] != X.shape[1:]:
+            raise ValueError(
+                f"X_test has shape {X_test.shape} but X has {X.shape}: both need the same "
+                "layers and features"
+            )
+    y = as_numpy(y, "y", example_ndim=0)
+    y_test = None if y_test is None else as_numpy(y_test, "y_test", example_ndim=0)
+    return {
+        f"{prefix}-{layer}": ProbeData.from_arrays(
+            X[:, layer],
+            y,
+            None if X_test is None else X_test[:, layer],
+            y_test,
+            name=f"{prefix}-{layer}",
+            **options,
+        )
+        for layer in _layer_indices(layers, X.shape[1])
+    }
+
+
+def _layer_indices(layers: object, n_layers: int) -> list[int]:
+    """``layers`` (``"all"``, an index or a list of distinct indices) as indices into
+    ``n_layers`` layers."""
+    if isinstance(layers, str) and layers == "all":
+        return list(range(n_layers))
+    if is_integer(layers):
+        chosen = [int(layers)]  # type: ignore[call-overload]
+    elif isinstance(layers, (list, tuple, np.ndarray)):
+        chosen = [
+            int(layer)
+            for layer in integer_list(0, distinct=True, non_empty=True)(list(layers), "layers")
+        ]
+    else:
+        raise ValueError(f'layers must be "all", a layer index or a list of them; got {layers!r}')
+    for layer in chosen:
+        if not 0 <= layer < n_layers:
+            raise ValueError(
+                f"layers: layer {layer} does not exist; X has {n_layers} layers (0..{n_layers - 1})"
+            )
+    return chosen
 
 
 def check_probe_data(data: object, argument: str = "data") -> ProbeData:

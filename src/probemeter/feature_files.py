@@ -1,7 +1,8 @@
-"""Feature files on disk: arrays ``X`` (examples × features) and ``y`` (labels) in an ``.npz``
-archive, a ``.pt`` dict (loaded with ``weights_only=True``: tensors, never code), a
-``.safetensors`` file, a ``.parquet`` table (column ``y`` and either a list column ``X`` or one
-numeric column per feature), or a ``.npy`` pair (``X.npy`` beside ``X.labels.npy``).
+"""Feature files on disk: arrays ``X`` (examples × features, or examples × layers × features
+for stacked hidden states) and ``y`` (labels) in an ``.npz`` archive, a ``.pt`` dict (loaded
+with ``weights_only=True``: tensors, never code), a ``.safetensors`` file, a ``.parquet`` table
+(column ``y`` and either a list column ``X``, nested for layers, or one numeric column per
+feature), or a ``.npy`` pair (``X.npy`` beside ``X.labels.npy``).
 
 Every problem a file can have — missing, a folder, truncated or not an archive, arrays of
 Python objects (which would need pickle, never loaded), missing arrays, shapes that do not
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from probemeter._arrays import as_numpy
 
 __all__ = [
     "SUFFIXES",
@@ -43,9 +46,10 @@ class FeatureFileInfo:
     Attributes:
         path: the file.
         n_rows: examples (rows of ``X`` and entries of ``y``).
-        n_features: columns of ``X``.
+        n_features: features per example (the last axis of ``X``).
         feature_dtype: dtype of ``X`` as stored (e.g. ``"float32"``, ``"BF16"`` in safetensors).
         label_dtype: dtype of ``y`` as stored.
+        n_layers: the layers of a 3-D ``X`` (examples, layers, features); None for a 2-D ``X``.
     """
 
     path: Path
@@ -53,13 +57,16 @@ class FeatureFileInfo:
     n_features: int
     feature_dtype: str
     label_dtype: str
+    n_layers: int | None = None
 
 
 def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     """Load ``(X, y)`` from a feature file of any suffix in :data:`SUFFIXES` (module docstring).
 
     The shapes are checked as by :func:`inspect_features` before the arrays are read; tensors
-    come back as numpy arrays (floating ones as float32, so bfloat16 is widened).
+    come back as numpy arrays (floating ones as float32, so bfloat16 is widened). ``X`` is 2-D,
+    or 3-D (examples, layers, features): one layer of it is chosen by
+    :func:`probemeter.data.layer_data` or an experiment file's ``layer`` key.
 
     Raises:
         ValueError: naming the path — see :func:`inspect_features`.
@@ -100,8 +107,8 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
     Raises:
         ValueError: naming the path, when the file is missing or a folder, has a suffix not in
             :data:`SUFFIXES`, is truncated or not of its format, lacks ``X`` or ``y``
-            (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` not
-            2-D or ``y`` not 1-D, or row counts that differ.
+            (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` neither
+            2-D nor 3-D or ``y`` not 1-D, or row counts that differ.
     """
     path = _existing_file(Path(path))
     if path.suffix == ".npz":
@@ -115,15 +122,21 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
         (x_shape, x_dtype), (y_shape, y_dtype) = _HEADERS[path.suffix](path)
     else:
         raise ValueError(f"feature file {str(path)!r} must be one of {', '.join(SUFFIXES)}")
-    if len(x_shape) != 2:
-        raise ValueError(f"{str(path)!r}: X must be 2-D (examples, features); got shape {x_shape}")
+    if len(x_shape) not in (2, 3):
+        raise ValueError(
+            f"{str(path)!r}: X must be 2-D (examples, features) or 3-D (examples, layers, "
+            f"features); got shape {x_shape}"
+        )
     if len(y_shape) == 2 and y_shape[1] == 1:
         y_shape = y_shape[:1]
     if len(y_shape) != 1:
         raise ValueError(f"{str(path)!r}: y must be 1-D (one label per row); got shape {y_shape}")
     if x_shape[0] != y_shape[0]:
         raise ValueError(f"{str(path)!r}: X has {x_shape[0]} rows but y has {y_shape[0]} labels")
-    return FeatureFileInfo(path, int(x_shape[0]), int(x_shape[1]), str(x_dtype), str(y_dtype))
+    n_layers = int(x_shape[1]) if len(x_shape) == 3 else None
+    return FeatureFileInfo(
+        path, int(x_shape[0]), int(x_shape[-1]), str(x_dtype), str(y_dtype), n_layers
+    )
 
 
 def _existing_file(path: Path) -> Path:
@@ -217,16 +230,6 @@ def _unreadable(path: Path, name: str | None, error: BaseException) -> ValueErro
     )
 
 
-def as_numpy(array: object) -> np.ndarray:
-    """``array`` as numpy: torch tensors are detached and copied to the CPU (bfloat16 and
-    float16 widened to float32, which numpy lacks or computes slowly); anything else through
-    ``np.asarray`` (lists, pandas objects, pyarrow arrays, HF ``datasets`` columns)."""
-    if hasattr(array, "detach") and hasattr(array, "cpu"):
-        tensor = array.detach().cpu()
-        return (tensor.float() if tensor.is_floating_point() else tensor).numpy()
-    return np.asarray(array)
-
-
 Header = tuple[tuple[int, ...], object]
 
 
@@ -313,7 +316,7 @@ def _parquet(path: Path, read: bool) -> list:
         rows = stored.metadata.num_rows
         if columns == ["X"]:
             first = stored.read_row_group(0, columns=["X"])["X"][0].as_py() if rows else []
-            width = (len(first),) if isinstance(first, list) else ()
+            width = np.shape(first) if isinstance(first, list) else ()
             x_header = ((rows, *width), stored.schema_arrow.field("X").type)
         else:
             x_header = ((rows, len(columns)), "columns")

@@ -419,3 +419,55 @@ def test_string_seeds_raise(digits):
 def test_bool_or_float_seeds_raise_value_error(digits, seeds):
     with pytest.raises(ValueError, match=r"\bseeds\b"):
         loss_data_curve(digits, Linear(), sizes=[10], seeds=seeds, **SETTINGS)
+
+
+# ---- the original labels of the class indices, kept in the results ----------------------------
+
+
+def test_a_categorical_label_column_reaches_results_json_and_every_table(tmp_path):
+    from dataclasses import replace
+
+    from probemeter.curves.comparison import compare
+    from probemeter.curves.results import load_curves, save_results
+
+    rng = np.random.default_rng(0)
+    tags = pd.Categorical(rng.choice(["VERB", "ADJ", "NOUN"], size=60))
+    frame = pd.DataFrame({"tag": tags, **{f"f{j}": rng.normal(size=60) for j in range(3)}})
+    data = ProbeData.from_arrays(frame[["f0", "f1", "f2"]], frame["tag"], labels="encode")
+    curve = loss_data_curve(data, Linear(), [10, 20], seeds=1, n_jobs=1, **SETTINGS)
+    assert curve.classes == ("ADJ", "NOUN", "VERB")
+    save_results(tmp_path / "results.json", [curve])
+    stored = json.loads((tmp_path / "results.json").read_text())["curves"][0]
+    assert stored["classes"] == ["ADJ", "NOUN", "VERB"]
+    (loaded,) = load_curves(tmp_path / "results.json")
+    assert loaded.classes == curve.classes
+    comparison = compare([loaded, replace(loaded, name="again")], 0.5)
+    line = "classes: 0 = ADJ, 1 = NOUN, 2 = VERB (K = 3)"
+    assert str(comparison).splitlines()[-1] == line
+    assert comparison.to_markdown().endswith("|\n\n" + line)
+    assert comparison.to_latex().splitlines()[-2] == rf"\multicolumn{{4}}{{l}}{{{line}}} \\"
+    relabelled = replace(loaded, name="other", classes=("a", "b", "c"))
+    assert "different label mappings" in compare([loaded, relabelled], 0.5).to_markdown()
+
+
+def test_class_labels_survive_truncation_merging_and_json_types(curve):
+    from dataclasses import replace
+
+    flags = replace(curve, classes=(np.False_, np.True_))
+    numbers = replace(curve, classes=(np.int64(3), np.float32(7.5)))
+    assert json.dumps(flags.to_dict()["classes"]) == "[false, true]"
+    assert json.dumps(numbers.to_dict()["classes"]) == "[3, 7.5]"
+    assert LossDataCurve.from_dict(flags.to_dict()).classes == (False, True)
+    assert flags.truncate(40).classes == flags.merge(flags).classes == (False, True)
+    with pytest.raises(ValueError, match="cannot merge curves of different data"):
+        flags.merge(numbers)
+
+
+def test_curves_written_before_class_labels_were_recorded_still_load(curve):
+    from probemeter.curves.comparison import compare
+
+    payload = curve.to_dict()
+    assert payload["classes"] is None  # digits' labels are indices: no labels to record
+    del payload["classes"]
+    old = LossDataCurve.from_dict(payload)
+    assert old.classes is None and "classes" not in str(compare([old], 0.5))

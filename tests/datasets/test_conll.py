@@ -201,6 +201,7 @@ def test_probe_data_splits_by_sentence(sample: Treebank) -> None:
     features = np.column_stack([bank.sentence_ids, np.arange(bank.n_words), np.ones(bank.n_words)])
     data = probe_data(bank, features, "upos", test_size=0.3, random_state=1)
     assert data.n_classes == 17 and data.n_features == 3
+    assert data.classes == UPOS_TAGS and data.classes[:2] == ("ADJ", "ADP")  # shown in tables
     assert data.pool_size + data.X_test.shape[0] == bank.n_words
     assert data.groups_train.shape == (data.pool_size,)
     np.testing.assert_array_equal(
@@ -213,6 +214,7 @@ def test_probe_data_splits_by_sentence(sample: Treebank) -> None:
     assert data.X_test.shape[0] >= 0.3 * bank.n_words
     deprel = probe_data(bank, features, "deprel")
     assert deprel.n_classes == 5
+    assert deprel.classes == tuple(sorted({r for relations in bank.deprels for r in relations}))
     with pytest.raises(ValueError, match="features must be"):
         probe_data(bank, features[:-1])
     with pytest.raises(ValueError, match="task must be"):

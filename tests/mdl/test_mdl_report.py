@@ -100,3 +100,45 @@ def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
     assert status == 0
     (entry,) = load_mdl_results(out / "mdl.json")
     assert (entry.online.stopping_set, entry.online.n, entry.online.n_dev) == ("prefix", 240, 0)
+
+
+def test_codes_keep_the_class_labels_and_the_table_shows_them_once(tmp_path):
+    from probemeter.data import ProbeData
+    from probemeter.mdl.bayesian import BayesianMLP
+    from probemeter.mdl.controls import control_task
+    from probemeter.mdl.online import OnlineCode, online_codelength, paper_training
+    from probemeter.mdl.table import MDLEntry, save_mdl_results
+    from probemeter.mdl.variational import VariationalCode, variational_codelength
+    from probemeter.probes import Linear
+
+    rng = np.random.default_rng(0)
+    tags = np.array(["DET", "NOUN", "VERB"])[np.arange(120) % 3]
+    words = np.arange(120) % 30  # word types: the control task's groups
+    data = ProbeData.from_arrays(
+        rng.normal(size=(120, 4)), tags, labels="encode", name="rep", groups=words
+    )
+    settings = {"device": "cpu", "random_state": 1}
+    config = paper_training(max_epochs=2)
+    codes = {
+        role: online_codelength(task, Linear(), (0.25, 1.0), 1, config=config, n_jobs=1, **settings)
+        for role, task in (("online", data), ("control_online", control_task(data)))
+    }
+    codes["variational"] = variational_codelength(data, BayesianMLP(()), epochs=1, **settings)
+    assert {code.classes for code in codes.values()} == {("DET", "NOUN", "VERB")}
+    save_mdl_results(tmp_path / "mdl.json", [MDLEntry("rep", **codes)])
+    (entry,) = load_mdl_results(tmp_path / "mdl.json")
+    assert {code.classes for code in entry.codes().values()} == {("DET", "NOUN", "VERB")}
+    line = "classes: 0 = DET, 1 = NOUN, 2 = VERB (K = 3)"
+    assert mdl_table([entry], "text").splitlines()[-1] == line
+    assert mdl_table([entry]).endswith("|\n\n" + line)
+    assert mdl_table([entry], "latex").count(line) == 1
+    old_online, old_variational = entry.online.to_dict(), entry.variational.to_dict()
+    del old_online["classes"], old_variational["classes"]  # written before labels were kept
+    old = MDLEntry(
+        "old",
+        online=OnlineCode.from_dict(old_online),
+        variational=VariationalCode.from_dict(old_variational),
+    )
+    assert old.online.classes is None and old.variational.classes is None
+    assert "classes" not in mdl_table([old])
+    assert "different label mappings" in mdl_table([entry, old])

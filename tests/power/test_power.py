@@ -536,3 +536,42 @@ def test_mcnemar_refuses_empty_results():
         mcnemar(np.array([], dtype=bool), np.array([], dtype=bool))
     with pytest.raises(ValueError, match="no test examples"):
         mcnemar(table=[[0, 0], [0, 0]])
+
+
+# --------------------------------------------------------------------------- class labels
+
+
+def test_paired_comparisons_keep_the_class_labels(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    X = rng.normal(size=(60, 4)).astype(np.float32)
+    splits = rotation_splits(y, 6)
+    runs = run_configurations(
+        {"a": X, "b": X[:, ::-1]}, y, splits, 1, steps=5, n_jobs=1, classes=[True, "x", 2]
+    )
+    comparison = runs.pair("a", "b")
+    assert comparison.classes == (True, "x", 2)
+    assert comparison.to_dict()["classes"] == [True, "x", 2]
+    comparison.save(tmp_path / "comparison.json")
+    assert PairedComparison.load(tmp_path / "comparison.json").classes == (True, "x", 2)
+    old = comparison.to_dict()
+    del old["classes"]  # written before labels were kept
+    assert PairedComparison.from_dict(old).classes is None
+    with pytest.raises(ValueError, match="classes holds 2 labels but y has class index 2"):
+        run_configurations({"a": X}, y, splits, 1, steps=5, n_jobs=1, classes=["p", "q"])
+
+
+def test_paired_data_refuses_two_label_mappings():
+    X, tags = np.random.default_rng(0).normal(size=(30, 2)), np.array(["a", "b"] * 15)
+    a = ProbeData.from_arrays(X, tags, labels="encode", name="a")
+    b = ProbeData.from_arrays(X, np.where(tags == "a", "n", "v"), labels="encode", name="b")
+    with pytest.raises(ValueError, match=r"'a' and 'b' encode different labels .*one label"):
+        paired_data(a, b)
+    plain = ProbeData.from_arrays(X, (tags == "b").astype(int), name="plain")
+    assert paired_data(a, plain)[2].tolist() == paired_data(a, a)[2].tolist()
+
+
+def test_features_of_configurations_must_be_2d():
+    y = np.arange(12) % 2
+    with pytest.raises(ValueError, match=r"features\['a'\] must be 2-D .*\(12, 2, 2\)"):
+        run_configurations({"a": np.zeros((12, 2, 2))}, y, rotation_splits(y, 6), 1)

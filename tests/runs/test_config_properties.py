@@ -123,6 +123,25 @@ steps = 5
 precision = "bf16"
 sizes = [10, 40]
 """,
+    "npz-layers-power": """
+[[representations]]
+name = "flat"
+kind = "npz"
+train = "train.npz"
+test = "test.npz"
+[[representations]]
+name = "hidden"
+kind = "npz"
+train = "layers.npz"
+test = "layers_test.npz"
+labels = "encode"
+layer = "all"
+[method]
+kind = "power"
+baseline = "hidden-0"
+per_class = [4]
+seeds = 1
+""",
     "ptb-mdl": """
 [task]
 dataset = "ptb"
@@ -160,11 +179,14 @@ BASES = _bases()
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the npz feature files of ``npz-curve``; experiment files go here too."""
+    """A folder with the feature files of ``npz-curve`` and ``npz-layers-power`` (3-D: 4 layers);
+    experiment files go here too."""
     folder = tmp_path_factory.mktemp("experiments")
     rng = np.random.default_rng(0)
     for name, rows in (("train.npz", 60), ("test.npz", 20)):
         np.savez(folder / name, X=rng.normal(size=(rows, 3)), y=np.arange(rows) % 3)
+    for name, rows in (("layers.npz", 60), ("layers_test.npz", 20)):  # 4 layers of 3 features
+        np.savez(folder / name, X=rng.normal(size=(rows, 4, 3)), y=np.arange(rows) % 3)
     return folder
 
 
@@ -241,7 +263,8 @@ WORDS = [
     "curve", "mdl", "pareto", "power", "digits", "parity", "ptb", "fashion-mnist", "raw", "pca",
     "random-projection", "vae", "cnn", "transformer", "glove", "spacy", "npz", "pixels",
     "raw bits", "noisy label", "words", "auto", "cpu", "cuda", "nats", "bits", "f32", "bf16",
-    "default", "upos", "deprel", "minilm", "train.npz", "test.npz", "missing.npz", "", " ", ".",
+    "default", "upos", "deprel", "minilm", "train.npz", "test.npz", "missing.npz", "layers.npz",
+    "indices", "encode", "all", "hidden-0", "", " ", ".",
     "..", "/", "a/b", "\x00", "a\x00b", "\n", "é", "名前", "🙂", "x" * 300,
 ]  # fmt: skip
 #: keys of the schema, so that added keys sometimes collide with real ones

@@ -242,7 +242,7 @@ def test_layer_sweeps_are_checked_against_the_model(tmp_path):
     for layer, message in [
         ("3", r"layer: 3 does not exist: .* has 3 hidden states \(0\.\.2\)"),
         ("[0, 9]", r"layer: 9 does not exist"),
-        ('"some"', r'layer: must be a hidden state .*, a list of them, or "all"; got .some.'),
+        ('"some"', r'layer: must be a layer .*, a list of them, or "all"; got .some.'),
         ("[1, 1]", r"layer: .*distinct"),
     ]:
         with pytest.raises(ExperimentError, match=message):

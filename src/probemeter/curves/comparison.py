@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._tables import latex_escape, render_table
+from probemeter._tables import classes_line, latex_escape, render_table
 from probemeter._validation import one_of
 from probemeter.curves.measures import (
     MeasureResult,
@@ -52,6 +52,9 @@ class Comparison:
         sizes: the data sizes n, ascending (one row group each).
         representations: names, in column order.
         results: every measure result; each result's ``n`` is its row group.
+        classes: per representation, the original labels of its class indices (its curve's
+            ``classes``; None where not recorded): the tables' footer line shows them once when
+            all agree, and says so when they differ.
     """
 
     epsilon: float
@@ -61,6 +64,9 @@ class Comparison:
     sizes: tuple[int, ...]
     representations: tuple[str, ...]
     results: tuple[MeasureResult, ...]
+    classes: Mapping[str, tuple[Any, ...] | None] = field(
+        default_factory=dict, repr=False, hash=False
+    )
 
     def result(self, measure: str, n: int, representation: str) -> MeasureResult:
         """The result of ``measure`` (one of :data:`MEASURES`) for one representation at n."""
@@ -162,7 +168,13 @@ class Comparison:
         header = [*labels, *(self.representations if names is None else names)]
         breaks = range(0, len(rows), len(MEASURES))
         align = "rl" + "r" * len(self.representations)
-        return render_table(header, rows, fmt, align=align, breaks=breaks, **options)
+        footer = self.classes_line()
+        return render_table(header, rows, fmt, align=align, breaks=breaks, footer=footer, **options)
+
+    def classes_line(self) -> str | None:
+        """The tables' last line: the class labels the representations share, or that they
+        differ (:func:`~probemeter._tables.classes_line`); None when none recorded them."""
+        return classes_line(self.classes.get(name) for name in self.representations)
 
     def _size(self, n: int | None) -> int:
         if n is None:
@@ -210,6 +222,7 @@ def compare(
         sizes=sizes,
         representations=tuple(named),
         results=tuple(results),
+        classes={name: curve.classes for name, curve in named.items()},
     )
 
 
@@ -265,11 +278,7 @@ def _named_curves(
 
 
 def _renamed(curve: LossDataCurve, name: str) -> LossDataCurve:
-    if curve.name == name:
-        return curve
-    return type(curve)(
-        name, curve.points, curve.n_classes, curve.pool_size, curve.n_test, curve.metadata
-    )
+    return curve if curve.name == name else replace(curve, name=name)
 
 
 def _sorted_sizes(sizes: Sequence[int]) -> tuple[int, ...]:

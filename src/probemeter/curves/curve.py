@@ -8,13 +8,13 @@ fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult
+from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
@@ -63,6 +63,8 @@ class LossDataCurve(JsonResult):
         final_correct: per seed, which test examples the probe trained on the largest size
             classified correctly (for McNemar's test between representations evaluated on one
             test set); None for curves stored before it was recorded.
+        classes: the original label of each class index (``ProbeData.classes``, from
+            ``labels="encode"`` or a task's tag set); None when the data had none.
     """
 
     name: str
@@ -72,6 +74,7 @@ class LossDataCurve(JsonResult):
     n_test: int
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     final_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         missing = {"n", "seed", *METRICS} - set(self.points.columns)
@@ -120,8 +123,12 @@ class LossDataCurve(JsonResult):
                 f"no measured size is <= {n_max}; the smallest is {int(self.sizes[0])}"
             )
         final = self._final_correct_at(int(kept["n"].max()), self.final_correct)
-        return LossDataCurve(
-            self.name, kept, self.n_classes, int(n_max), self.n_test, dict(self.metadata), final
+        return replace(
+            self,
+            points=kept,
+            pool_size=int(n_max),
+            metadata=dict(self.metadata),
+            final_correct=final,
         )
 
     def for_seed(self, seed: int) -> LossDataCurve:
@@ -132,9 +139,7 @@ class LossDataCurve(JsonResult):
             raise ValueError(f"seed {seed} has no point; seeds: {sorted(set(self.points.seed))}")
         final = None if self.final_correct is None else self.final_correct.select([seed])
         final = self._final_correct_at(int(kept["n"].max()), final)
-        return LossDataCurve(
-            self.name, kept, self.n_classes, self.pool_size, self.n_test, dict(self.metadata), final
-        )
+        return replace(self, points=kept, metadata=dict(self.metadata), final_correct=final)
 
     @staticmethod
     def _final_correct_at(
@@ -146,36 +151,33 @@ class LossDataCurve(JsonResult):
     def merge(self, other: LossDataCurve) -> LossDataCurve:
         """This curve with the points of ``other`` (same representation) added; a point
         (n, seed) present in both is kept from ``other``."""
-        if (other.n_classes, other.pool_size, other.n_test) != (
+        if (other.n_classes, other.pool_size, other.n_test, other.classes) != (
             self.n_classes,
             self.pool_size,
             self.n_test,
+            self.classes,
         ):
-            raise ValueError("cannot merge curves of different data (classes, pool or test size)")
+            raise ValueError(
+                "cannot merge curves of different data (classes, class labels, pool or test size)"
+            )
         points = pd.concat([self.points, other.points]).drop_duplicates(["n", "seed"], keep="last")
         final = self._final_correct_at(
             int(points["n"].max()), other.final_correct, self.final_correct
         )
-        return LossDataCurve(
-            self.name,
-            points,
-            self.n_classes,
-            self.pool_size,
-            self.n_test,
-            dict(self.metadata),
-            final,
-        )
+        return replace(self, points=points, metadata=dict(self.metadata), final_correct=final)
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-probe table, with the representation's name as a column."""
         return self.points.assign(representation=self.name)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly."""
+        """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly. ``classes``
+        is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null."""
         return {
             "name": self.name,
             "unit": "nats",
             "n_classes": self.n_classes,
+            "classes": classes_to_json(self.classes),
             "pool_size": self.pool_size,
             "n_test": self.n_test,
             "points": {column: self.points[column].tolist() for column in ("n", "seed", *METRICS)},
@@ -198,6 +200,7 @@ class LossDataCurve(JsonResult):
                 n_test=int(payload["n_test"]),
                 metadata=payload.get("metadata", {}),
                 final_correct=None if final is None else SeedCorrectness.from_dict(final),
+                classes=classes_from_json(payload.get("classes")),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -348,5 +351,12 @@ def loss_data_curve(
         data_fields={"n_features": data.n_features},
     )
     return LossDataCurve(
-        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata, final_correct
+        data.name,
+        points,
+        data.n_classes,
+        data.pool_size,
+        len(data.y_test),
+        metadata,
+        final_correct,
+        classes=data.classes,
     )

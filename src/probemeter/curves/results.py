@@ -6,7 +6,9 @@ Schema ``probemeter.results/1`` (documented in the README)::
       "schema": "probemeter.results/1",
       "created": ISO-8601 time,
       "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
-      "curves": [LossDataCurve.to_dict(), ...],      # losses in nats
+      "curves": [LossDataCurve.to_dict(), ...],      # losses in nats; "classes": the
+                                                     # original labels of the class indices
+                                                     # (list) or null; absent in old files
       "comparison": Comparison.to_dict() or null,    # measures at the chosen ε
       "experiment": {...},                           # optional: the parsed experiment file
       "timings": {name: {"key", "seconds", "loaded"}}  # optional: per unit of `probemeter run`

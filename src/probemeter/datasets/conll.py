@@ -16,7 +16,7 @@ the functions that need them, so ``import probemeter`` works without them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -186,7 +186,9 @@ def probe_data(
 
     Whole sentences go to the test set (a seeded shuffle of sentences, taken until at least
     ``test_size`` of the words are in it), so no sentence straddles the split. Groups are the
-    word types (:attr:`Treebank.word_type_ids`); ``n_classes`` is the task's vocabulary size.
+    word types (:attr:`Treebank.word_type_ids`); ``n_classes`` is the task's vocabulary size,
+    and :attr:`~probemeter.data.ProbeData.classes` the vocabulary (UPOS tags or relation
+    labels), so results and tables show which tag each class index is.
 
     Args:
         features: (n_words, d) array, one row per word in :attr:`Treebank.words` order.
@@ -201,7 +203,7 @@ def probe_data(
         raise ValueError(f"features must be (n_words={treebank.n_words}, d); got shape {X.shape}")
     test = sentence_test_mask(treebank, test_size, random_state)
     groups = treebank.word_type_ids
-    return ProbeData.from_arrays(
+    data = ProbeData.from_arrays(
         X[~test],
         labels[~test],
         X[test],
@@ -211,6 +213,7 @@ def probe_data(
         groups=groups[~test],
         groups_test=groups[test],
     )
+    return replace(data, classes=tuple(vocabulary))
 
 
 def sentence_test_mask(

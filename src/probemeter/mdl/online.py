@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult
+from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._method import MAX_MEMORY_GIB
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
@@ -239,6 +239,8 @@ class OnlineCode(SeedResults):
         test_correct: per seed, which test examples the probe trained on all n examples got
             right (for McNemar's test between representations); None for codes stored before
             it was recorded.
+        classes: the original label of each class index (``ProbeData.classes``); None when
+            the data had none (and in results written before labels were recorded).
     """
 
     name: str
@@ -251,6 +253,7 @@ class OnlineCode(SeedResults):
     stopping_set: str = "prefix"
     n_dev: int = 0
     test_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -309,6 +312,7 @@ class OnlineCode(SeedResults):
             "unit": "bits",
             "name": self.name,
             "n_classes": self.n_classes,
+            "classes": classes_to_json(self.classes),
             "n": self.n,
             "stopping_set": self.stopping_set,
             "n_dev": self.n_dev,
@@ -344,6 +348,7 @@ class OnlineCode(SeedResults):
             stopping_set=stopping_set,
             n_dev=int(payload.get("n_dev", 0)),
             test_correct=None if correct is None else SeedCorrectness.from_dict(correct),
+            classes=classes_from_json(payload.get("classes")),
         )
 
     def plot(
@@ -527,6 +532,7 @@ def online_codelength(
         test_correct=SeedCorrectness.from_predictions(
             seeds_used, test_predictions[full_rows], data.y_test, n
         ),
+        classes=data.classes,
     )
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import environment, write_json_atomic
-from probemeter._tables import render_table
+from probemeter._tables import classes_line, render_table
 from probemeter._validation import one_of
 from probemeter.mdl.online import BITS_PER_KBIT, OnlineCode
 from probemeter.mdl.variational import VariationalCode
@@ -103,7 +103,8 @@ def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
 def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     """Table 2 of Voita & Titov: "task / control" pairs; accuracy in %, codelengths in kbits
     (1024 bits, the paper's unit), the online code's standard deviation over data orders (when
-    there are several, Fig. 2d) and the pruned variational probes.
+    there are several, Fig. 2d) and the pruned variational probes; under it, one line with the
+    original labels of the class indices when the codes recorded them (``classes``).
 
     Args:
         fmt: ``"markdown"``, ``"text"`` (aligned plain text) or ``"latex"``.
@@ -141,7 +142,8 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     table = table.loc[:, (table != "-").any() & (table != "").any()]
     header = ["representation", *table.columns]
     rows = [[str(name), *cells] for name, cells in zip(table.index, table.to_numpy().tolist())]
-    return render_table(header, rows, fmt)
+    footer = classes_line(code.classes for entry in entries for code in entry.codes().values())
+    return render_table(header, rows, fmt, footer=footer)
 
 
 def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any:

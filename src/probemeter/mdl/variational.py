@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
+from probemeter._io import classes_from_json, classes_to_json
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
@@ -51,6 +52,8 @@ class VariationalCode(SeedResults):
             ``compression``, ``accuracy`` (test accuracy of the pruned probe at the posterior
             means) and ``architecture`` (kept groups per layer, e.g. ``"406-33-49"``).
         metadata: probe, training settings, random state, versions, timings.
+        classes: the original label of each class index (``ProbeData.classes``); None when
+            the data had none (and in results written before labels were recorded).
     """
 
     name: str
@@ -58,6 +61,7 @@ class VariationalCode(SeedResults):
     n: int
     seeds: pd.DataFrame = field(repr=False)
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @property
     def codelength_bits(self) -> float:
@@ -93,6 +97,7 @@ class VariationalCode(SeedResults):
             "unit": "bits",
             "name": self.name,
             "n_classes": self.n_classes,
+            "classes": classes_to_json(self.classes),
             "n": self.n,
             "seeds": self.seeds.to_dict(orient="list"),
             "metadata": self.metadata,
@@ -108,6 +113,7 @@ class VariationalCode(SeedResults):
             n=int(payload["n"]),
             seeds=pd.DataFrame(payload["seeds"]),
             metadata=payload.get("metadata", {}),
+            classes=classes_from_json(payload.get("classes")),
         )
 
 
@@ -200,7 +206,7 @@ def variational_codelength(
         data=data,
         data_fields={"n_test": len(data.y_test)},
     )
-    return VariationalCode(data.name, data.n_classes, n, seeds_table, metadata)
+    return VariationalCode(data.name, data.n_classes, n, seeds_table, metadata, data.classes)
 
 
 def _train(

@@ -183,6 +183,7 @@ def power_unit(
         device=device,
         n_jobs=n_jobs,
         progress=progress,
+        classes=other.classes if baseline.classes is None else baseline.classes,
     )
     comparison = runs.pair(baseline.name, other.name)
     recorded = {

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probemeter._io import JsonResult, pack_bits, unpack_bits
+from probemeter._io import JsonResult, classes_from_json, classes_to_json, pack_bits, unpack_bits
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, seed_ids
 from probemeter.power.bounds import (
@@ -45,10 +45,16 @@ def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.
 
     Raises:
         ValueError: the two do not describe the same examples (different lengths or labels of
-            pool or test set): their predictions could not be paired.
+            pool or test set, or different original labels :attr:`ProbeData.classes`): their
+            predictions could not be paired.
     """
     check_probe_data(a, "a")
     check_probe_data(b, "b")
+    if None not in (a.classes, b.classes) and a.classes != b.classes:
+        raise ValueError(
+            f"{a.name!r} and {b.name!r} encode different labels as the same class indices "
+            f"({a.classes} vs {b.classes}): a comparison needs one label mapping"
+        )
     for part in ("train", "test"):
         labels_a, labels_b = getattr(a, f"y_{part}"), getattr(b, f"y_{part}")
         if labels_a.shape != labels_b.shape or not np.array_equal(labels_a, labels_b):
@@ -75,7 +81,11 @@ def _check_configurations(
     arrays = {}
     for name, X in features.items():
         X = np.asarray(X, dtype=np.float32)
-        if X.ndim != 2 or X.shape[0] != labels.size:
+        if X.ndim != 2:
+            raise ValueError(
+                f"features[{name!r}] must be 2-D (examples, features); got shape {X.shape}"
+            )
+        if X.shape[0] != labels.size:
             raise ValueError(
                 f"features[{name!r}] has shape {X.shape} but y has {labels.size} labels: every "
                 "configuration must describe the same examples, one row each (paired)"
@@ -121,6 +131,7 @@ class ConfigurationRuns:
             (:func:`~probemeter.power.bounds.probe_parameter_count`, Zhu et al. §3.4 fn. 6:
             one logit for a binary task, so D + 1 for logistic regression).
         metadata: probes, training config, random state, device, timings, versions.
+        classes: the original label of each class index of ``y``, or None.
     """
 
     names: tuple[str, ...]
@@ -129,6 +140,7 @@ class ConfigurationRuns:
     correct: Mapping[str, tuple[np.ndarray, ...]] = field(repr=False)
     n_parameters: Mapping[str, int]
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     def pair(self, a: str, b: str) -> PairedComparison:
         """The comparison problem (``a``, ``b``) on these runs."""
@@ -138,7 +150,15 @@ class ConfigurationRuns:
         n_parameters = (self.n_parameters[a], self.n_parameters[b])
         correct_a, correct_b = self.correct[a], self.correct[b]
         return PairedComparison.build(
-            a, b, self.splits, self.runs, correct_a, correct_b, n_parameters, self.metadata
+            a,
+            b,
+            self.splits,
+            self.runs,
+            correct_a,
+            correct_b,
+            n_parameters,
+            self.metadata,
+            classes=self.classes,
         )
 
 
@@ -157,6 +177,7 @@ def run_configurations(
     device: str = "auto",
     n_jobs: int | None = -1,
     progress: bool = False,
+    classes: Sequence[Any] | None = None,
 ) -> ConfigurationRuns:
     """Train every configuration on every (split, seed) and keep paired test correctness.
 
@@ -176,14 +197,21 @@ def run_configurations(
         standardize: z-score each configuration's features with statistics of all its rows
             (an unsupervised transform; labels are never used).
         steps, batch_size, lr, device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
+        classes: the original label of each class index of ``y`` (``ProbeData.classes``),
+            kept in the results; None: not known.
 
     Raises:
         ValueError: features with different numbers of rows than y (unpaired), bad splits
-            (empty, out of range, tests on training examples), bad seeds.
+            (empty, out of range, tests on training examples), bad seeds, fewer ``classes``
+            than class indices in ``y``.
     """
     arrays, labels, probe_map = _check_configurations(
         features, y, MLP(()) if probes is None else probes
     )
+    if classes is not None and len(classes) <= labels.max():
+        raise ValueError(
+            f"classes holds {len(classes)} labels but y has class index {labels.max()}"
+        )
     _check_splits(splits, labels.size)
     seeds_used = seed_ids(seeds)
     check_scalar(random_state, "random_state", int, min_val=0)
@@ -239,6 +267,7 @@ def run_configurations(
             for name, X in arrays.items()
         },
         metadata=metadata,
+        classes=None if classes is None else tuple(classes),
     )
 
 
@@ -255,6 +284,8 @@ class PairedComparison(JsonResult):
         n_parameters: parameters of the two probes as the bound counts them (for recommended N;
             :func:`~probemeter.power.bounds.probe_parameter_count`).
         metadata: how the runs were trained.
+        classes: the original label of each class index; None when not known (and in
+            results written before labels were recorded).
     """
 
     name_a: str
@@ -264,6 +295,7 @@ class PairedComparison(JsonResult):
     correct_b: tuple[np.ndarray, ...] = field(repr=False)
     n_parameters: tuple[int, int]
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    classes: tuple[Any, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def build(
@@ -279,8 +311,10 @@ class PairedComparison(JsonResult):
         *,
         method: str = "auto",
         correction: bool = False,
+        classes: Sequence[Any] | None = None,
     ) -> PairedComparison:
-        """Tabulate paired runs: contingency tables and McNemar p-values per run."""
+        """Tabulate paired runs: contingency tables and McNemar p-values per run (``classes``:
+        the original labels of the class indices, kept as :attr:`classes`)."""
         if not len(correct_a) == len(correct_b) == len(runs):
             raise ValueError(
                 f"got {len(runs)} runs but {len(correct_a)} and {len(correct_b)} correctness "
@@ -326,6 +360,7 @@ class PairedComparison(JsonResult):
             tuple(np.asarray(c, dtype=bool) for c in correct_b),
             (int(n_parameters[0]), int(n_parameters[1])),
             {**dict(metadata or {}), "mcnemar": {"method": method, "correction": correction}},
+            None if classes is None else tuple(classes),
         )
 
     @property
@@ -397,6 +432,7 @@ class PairedComparison(JsonResult):
             "correct_b": [pack_bits(c) for c in self.correct_b],
             "n_parameters": list(self.n_parameters),
             "metadata": self.metadata,
+            "classes": classes_to_json(self.classes),
         }
 
     @classmethod
@@ -411,6 +447,7 @@ class PairedComparison(JsonResult):
             tuple(unpack_bits(t, n) for t, n in zip(payload["correct_b"], lengths)),
             tuple(payload["n_parameters"]),
             payload.get("metadata", {}),
+            classes_from_json(payload.get("classes")),
         )
 
     def plot_bounds(

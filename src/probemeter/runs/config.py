@@ -46,7 +46,11 @@ Schema (every key not marked *required* has the default shown)::
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
     #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
-    #   integers mapped to 0..K-1) -- features with their own labels, no [task] needed
+    #   integers mapped to 0..K-1) -- features with their own labels, no [task] needed;
+    #   layer (required when X is 3-D, (examples, layers, features), e.g. stacked hidden
+    #     states; refused for 2-D X): a layer index, a list of them, or "all", every layer,
+    #     named NAME-0, NAME-1, ... (a layer sweep, like a transformer's: layers.png); the
+    #     layer count is read from the file's header
 
     [method]
     kind = "curve"              # "curve" | "mdl" | "pareto" | "power"
@@ -83,7 +87,7 @@ from probemeter.encoders.hf import (
     hub_unavailable,
     is_hub_id,
 )
-from probemeter.feature_files import inspect_features
+from probemeter.feature_files import FeatureFileInfo, inspect_features
 from probemeter.runs.methods import METHODS
 
 if sys.version_info >= (3, 11):
@@ -378,29 +382,21 @@ def _check_method(
 def _check_feature_files(
     reader: _Reader, method: Method | None, representations: list[Representation]
 ) -> None:
-    """Headers of the ``npz`` representations' files (no data are loaded): arrays ``X`` and
-    ``y`` readable and of matching shapes, as many features in test as in train, and the
-    method's sizes within the training file's rows (its pool)."""
-    for index, rep in enumerate(representations):
-        if rep.kind != "npz" or rep.train is None or rep.test is None:
+    """The method's sizes within the pool of each ``npz`` entry (a layer sweep's once): the
+    rows of its training file, from the file's header (no data are loaded). The files' own
+    problems were reported when the entry was read (:func:`_npz_representations`)."""
+    checked = set()
+    for rep in representations:
+        entry = rep.sweep or rep.name
+        if method is None or rep.kind != "npz" or rep.train is None or entry in checked:
             continue
-        where = f"representations[{index}]"
-        infos = {}
-        for key in ("train", "test"):
-            try:
-                infos[key] = inspect_features(getattr(rep, key))
-            except ValueError as error:
-                reader.add(f"{where}.{key}", str(error))
-        if len(infos) < 2:
+        checked.add(entry)
+        try:
+            rows = inspect_features(rep.train).n_rows
+        except ValueError:
             continue
-        train, test = infos["train"], infos["test"]
-        if train.n_features != test.n_features:
-            reader.add(
-                f"{where}.test",
-                f"has {test.n_features} features but train has {train.n_features}",
-            )
-        for location, message in method.check_pool(train.n_rows) if method else ():
-            reader.add(location, f"{message} (pool of {rep.name!r}: {train.n_rows} rows)")
+        for location, message in method.check_pool(rows):
+            reader.add(location, f"{message} (pool of {entry!r}: {rows} rows)")
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
@@ -451,7 +447,7 @@ def _random_init(value: Any) -> str | None:
 
 
 def _layers(value: Any) -> str | None:
-    """``layer``: a hidden state (0 = embeddings), a list of them, or ``"all"``."""
+    """``layer``: a layer (a hidden state, 0 = embeddings), a list of them, or ``"all"``."""
     if value == "all":
         return None
     if isinstance(value, list):
@@ -459,8 +455,8 @@ def _layers(value: Any) -> str | None:
     if valid.integer(0).problem(value) is None:
         return None
     return (
-        'must be a hidden state (an integer >= 0, 0 = embeddings), a list of them, or "all"; '
-        f"got {value!r}"
+        "must be a layer (an integer >= 0; of hidden states, 0 = embeddings), a list of them, "
+        f'or "all"; got {value!r}'
     )
 
 
@@ -481,7 +477,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
 
 def _allowed_keys(kind: str) -> set[str]:
     if kind == "npz":
-        return {"name", "kind", "train", "test", "labels"}
+        return {"name", "kind", "train", "test", "labels", "layer", "combine"}
     common = {"name", "kind"} if kind in WORD_KINDS else {"name", "kind", "view"}
     components = {"n_components"} if kind in (*_PROJECTIONS, "vae") else set()
     return common | components | set(_KIND_OPTIONS.get(kind, {}))
@@ -512,9 +508,9 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         if kind is None or name is None:
             continue
         if kind == "npz":
-            files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
-            labels = reader.get(where, entry, "labels", _one_of(*LABEL_MODES), "indices")
-            found.append(Representation(name, kind, **files, options={"labels": labels}))
+            layers = _npz_representations(reader, where, name, entry, path)
+            generated.update(rep.name for rep in layers if rep.name != name)
+            found.extend(layers)
             continue
         view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
         n_components = None
@@ -529,14 +525,13 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
         if kind == "transformer" and options["model"] not in (None, "minilm"):
             options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
         if kind == "transformer" and options["layer"] is not None and options["model"]:
-            controls = [(name, options)]
+            controls = [options]
             if options["random_init"] == "also":
-                controls = [
-                    (name, {**options, "random_init": False}),
-                    (f"{name}-random", {**options, "random_init": True}),
-                ]
-            for entry_name, entry_options in controls:
-                layers = _layer_representations(reader, where, entry_name, view, entry_options)
+                controls = [{**options, "random_init": False}, {**options, "random_init": True}]
+            for control in controls:
+                suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
+                rep = Representation(f"{name}{suffix}", kind, view, options=control)
+                layers = _transformer_layers(reader, where, rep)
                 generated.update(rep.name for rep in layers if rep.name != name)
                 found.extend(layers)
             continue
@@ -547,44 +542,105 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
     return found
 
 
-def _layer_representations(
-    reader: _Reader, where: str, name: str, view: str | None, options: dict[str, Any]
-) -> list[Representation]:
-    """A transformer entry as one representation per layer: ``layer = 3`` keeps its name;
-    ``layer = [0, 6]`` or ``"all"`` (every hidden state, from the model's config) gives
-    ``NAME-0``, ``NAME-6``, …, all encoded in one pass per sentence batch by the runner; with
-    ``combine = "concat"`` the listed layers are one representation ``NAME`` instead (its
-    ``layer`` the list). Layers beyond the model's are refused when its config is at hand (a
-    local folder, "minilm", or a cached Hub id)."""
-    layer, count = options["layer"], hidden_state_count(options["model"])
-    if layer == "all" and count is None:
+def _transformer_layers(reader: _Reader, where: str, rep: Representation) -> list[Representation]:
+    """A transformer entry as one representation per layer (:func:`_layer_representations`),
+    all encoded in one pass per sentence batch by the runner. Layers beyond the model's are
+    refused when its config is at hand (a local folder, "minilm", or a cached Hub id)."""
+    model = rep.options["model"]
+    count = hidden_state_count(model)
+    if rep.options["layer"] == "all" and count is None:
         reader.add(
             f"{where}.layer",
-            f"'all' needs the layer count of {options['model']!r}, which is not at hand "
+            f"'all' needs the layer count of {model!r}, which is not at hand "
             "(an uncached Hub model): list the layers, or download the model first",
         )
         return []
+    source = f"{model!r} has {count} hidden states"
+    return _layer_representations(reader, where, rep, count, source) or []
+
+
+def _layer_representations(
+    reader: _Reader, where: str, rep: Representation, count: int | None, source: str
+) -> list[Representation] | None:
+    """``rep``, whose ``layer`` option is a layer, a list or ``"all"``, as one representation per
+    layer: ``layer = 3`` keeps its name; ``layer = [0, 6]`` or ``"all"`` (every one of the
+    ``count`` layers) gives ``NAME-0``, ``NAME-6``, … (a layer sweep named NAME); with
+    ``combine = "concat"`` the listed layers are one representation NAME instead, its ``layer``
+    the list. A layer beyond ``count`` (when known) is a problem, reported with ``source`` (what
+    has the ``count`` layers), and gives None."""
+    layer = rep.options["layer"]
     layers = list(range(count)) if layer == "all" else layer if isinstance(layer, list) else [layer]
     if count is not None and max(layers) >= count:
-        reader.add(
-            f"{where}.layer",
-            f"{max(layers)} does not exist: {options['model']!r} has {count} hidden states "
-            f"(0..{count - 1})",
-        )
-        return []
-    if options["combine"] == "concat":
+        reader.add(f"{where}.layer", f"{max(layers)} does not exist: {source} (0..{count - 1})")
+        return None
+    if rep.options.get("combine", "none") == "concat":
         if len(layers) < 2:
             reader.add(f"{where}.combine", f"'concat' needs two layers or more; got {layer!r}")
-            return []
-        return [Representation(name, "transformer", view, options={**options, "layer": layers})]
+            return None
+        return [replace(rep, options={**rep.options, "layer": layers})]
     if isinstance(layer, int):
-        return [Representation(name, "transformer", view, options=options)]
+        return [rep]
     return [
-        Representation(
-            f"{name}-{index}", "transformer", view, options={**options, "layer": index}, sweep=name
+        replace(
+            rep, name=f"{rep.name}-{index}", options={**rep.options, "layer": index}, sweep=rep.name
         )
         for index in layers
     ]
+
+
+def _npz_representations(
+    reader: _Reader, where: str, name: str, entry: Mapping[str, Any], path: Path
+) -> list[Representation]:
+    """An ``npz`` entry, its files' headers checked (no data are loaded): arrays ``X`` and ``y``
+    readable and of matching shapes, test like train (features, layers); a 3-D ``X`` needs
+    ``layer`` (one representation per layer, or with ``combine = "concat"`` the layers side by
+    side: :func:`_layer_representations`), a 2-D one refuses it. After a problem, the entry as
+    one representation (the file is rejected anyway)."""
+    files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}
+    options = {"labels": reader.get(where, entry, "labels", _one_of(*LABEL_MODES), "indices")}
+    layer = reader.get(where, entry, "layer", _layers, None)
+    if layer is not None:
+        options["layer"] = layer
+        options["combine"] = reader.get(where, entry, "combine", _one_of(*COMBINATIONS), "none")
+    rep = Representation(name, "npz", **files, options=options)
+    infos = {}
+    for key, file in files.items():
+        if file is not None and file.is_file():  # else reported by _read_file
+            try:
+                infos[key] = inspect_features(file)
+            except ValueError as error:
+                reader.add(f"{where}.{key}", str(error))
+    if len(infos) < 2:
+        return [rep]
+    train, test = infos["train"], infos["test"]
+    if test.n_features != train.n_features:
+        reader.add(
+            f"{where}.test", f"has {test.n_features} features but train has {train.n_features}"
+        )
+        return [rep]
+    if test.n_layers != train.n_layers:
+        reader.add(f"{where}.test", f"has {_layer_axis(test)} but train has {_layer_axis(train)}")
+        return [rep]
+    shown = f"X of {str(train.path)!r}"
+    if train.n_layers is None:
+        if "layer" in entry:
+            reader.add(f"{where}.layer", f"{shown} is 2-D (no layer axis): remove layer")
+        return [rep]
+    if "layer" not in entry:
+        reader.add(
+            f"{where}.layer",
+            f"missing: {shown} has a layer axis ({train.n_layers} layers); choose one "
+            'layer = <index>, a list of them, or "all"',
+        )
+        return [rep]
+    if layer is None:  # a bad value, reported
+        return [rep]
+    count = train.n_layers
+    return _layer_representations(reader, where, rep, count, f"{shown} has {count} layers") or [rep]
+
+
+def _layer_axis(info: FeatureFileInfo) -> str:
+    return "2-D X (no layer axis)" if info.n_layers is None else f"{info.n_layers} layers"
 
 
 def _transformer_model(reader: _Reader, where: str, model: str, path: Path) -> str:

@@ -238,6 +238,8 @@ def _comparison_table(comparison: Comparison) -> str:
         f"ε = {comparison.epsilon:g}, rule {comparison.rule!r}; representations best first by "
         'εSC then SDL at the largest n; "> x": a lower bound (the data ran out).'
     )
+    if comparison.classes_line() is not None:
+        caption += f" {comparison.classes_line()}"
     return (
         f'<table id="comparison">\n<caption class="note">{escape(caption)}</caption>\n'
         f'<tr><th>n</th><th class="label">measure</th>{header}</tr>\n'

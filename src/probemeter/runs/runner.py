@@ -272,6 +272,14 @@ class _TaskInputs:
     layers: dict[tuple[str, bool, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
+    #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
+    files: dict[tuple[Path, Path], _Arrays] = field(default_factory=dict)
+
+    def feature_files(self, train: Path, test: Path) -> _Arrays:
+        """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use."""
+        if (train, test) not in self.files:
+            self.files[train, test] = (*load_features(train), *load_features(test))
+        return self.files[train, test]
 
     @cached_property
     def treebank_digest(self) -> str:
@@ -334,8 +342,16 @@ def _representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> 
     """Build one representation: read its files, encode the task's words, or transform a
     task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
     if rep.kind == "npz":
-        X, y = load_features(rep.train)
-        X_test, y_test = load_features(rep.test)
+        X, y, X_test, y_test = inputs.feature_files(rep.train, rep.test)
+        layer = rep.options.get("layer")
+        if layer is not None:  # 3-D features, checked against the header before: one layer,
+            chosen = layer if isinstance(layer, list) else [layer]  # or several side by side
+            if X.ndim != 3 or X_test.ndim != 3 or max(chosen) >= min(X.shape[1], X_test.shape[1]):
+                raise ValueError(
+                    f"layer {max(chosen)} does not exist: X of {str(rep.train)!r} has shape "
+                    f"{X.shape}, of {str(rep.test)!r} {X_test.shape} (examples, layers, features)"
+                )
+            X, X_test = (array[:, chosen].reshape(len(array), -1) for array in (X, X_test))
         return ProbeData.from_arrays(
             X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
         )
