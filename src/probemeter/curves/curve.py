@@ -19,6 +19,7 @@ from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
+from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
@@ -59,6 +60,11 @@ class LossDataCurve(JsonResult):
         n_test: number of test examples each probe was evaluated on.
         metadata: probe, training config (with its stopping rule), random state, device,
             library versions, timings.
+        probes: with ``loss_data_curve(..., keep_probes=True)``, the trained probes, one per
+            point and in the order of ``points``, with ``info`` ``{"n", "seed"}``
+            (:class:`~probemeter.probes.ProbeSet`); else None. Not part of :meth:`to_dict`
+            (nor of saved results or equality), and not carried by :meth:`truncate` and
+            :meth:`merge`.
     """
 
     name: str
@@ -67,6 +73,7 @@ class LossDataCurve(JsonResult):
     pool_size: int
     n_test: int
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+    probes: ProbeSet | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = {"n", "seed", *METRICS} - set(self.points.columns)
@@ -242,6 +249,7 @@ def loss_data_curve(
     n_jobs: int | None = -1,
     max_memory: float = MAX_MEMORY_GIB,
     progress: bool = True,
+    keep_probes: bool = False,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -261,6 +269,12 @@ def loss_data_curve(
         n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.
         max_memory: GiB budget per chunk of stacked probes.
         progress: show a progress bar.
+        keep_probes: keep every trained probe in the curve's ``probes``
+            (:class:`~probemeter.probes.ProbeSet`): probe (n, seed) with ``info`` ``{"n",
+            "seed"}``, its layers, and its test loss, accuracy and predictions, evaluated once
+            more after training as the engine evaluated it (:meth:`ProbeSet.from_stacked`: its
+            loss is the point's, bit for bit). Training and the curve's points are the same
+            either way.
     """
     probe = MLP() if probe is None else probe
     check_probe_data(data)
@@ -284,7 +298,22 @@ def loss_data_curve(
             n_jobs=n_jobs,
             max_memory=max_memory,
             progress=progress,
+            return_parameters=keep_probes,
         )
+    probes = None
+    if keep_probes:
+        trained = ProbeSet.from_stacked(
+            data.name,
+            probe,
+            evaluation.parameters,
+            [{"n": int(n), "seed": int(seed)} for seed, n in grid],
+            data.X_test,
+            data.y_test,
+            stack_rows=evaluation.stack_rows,
+            device=device,
+        )
+        by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
+        probes = ProbeSet(data.name, tuple(by_point))
     points = pd.DataFrame(
         {
             "n": [n for _, n in grid],
@@ -304,5 +333,5 @@ def loss_data_curve(
         data_fields={"n_features": data.n_features},
     )
     return LossDataCurve(
-        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata
+        data.name, points, data.n_classes, data.pool_size, len(data.y_test), metadata, probes
     )

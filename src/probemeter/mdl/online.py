@@ -53,6 +53,7 @@ from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
+from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
@@ -235,6 +236,14 @@ class OnlineCode(SeedResults):
             only rule there was.
         n_dev: examples of the held-out development set (0 unless ``stopping_set="dev"``);
             the pool held ``n + n_dev``.
+        probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
+            (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
+            ``{"seed", "role": "block", "block": i, "train_size": t_{i-1}}`` (trained on the
+            first t_{i-1} examples of the seed's order, it encodes block i), then the
+            full-data probe, ``{"seed", "role": "full", "train_size": n}``. Their stored loss,
+            accuracy and predictions are on the data's *test* set (the codelengths come from
+            the pool, where the block probes were evaluated too), for inspecting errors. Else
+            None; not part of :meth:`to_dict` (nor of saved results or equality).
     """
 
     name: str
@@ -246,6 +255,7 @@ class OnlineCode(SeedResults):
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     stopping_set: str = "prefix"
     n_dev: int = 0
+    probes: ProbeSet | None = field(default=None, repr=False, compare=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -377,6 +387,7 @@ def online_codelength(
     n_jobs: int | None = -1,
     max_memory: float = MAX_MEMORY_GIB,
     progress: bool = False,
+    keep_probes: bool = False,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
@@ -397,6 +408,10 @@ def online_codelength(
             transmitted. Ignored with fixed-steps training (recorded as ``"none"``).
         random_state: global seed; probe (seed, t) is keyed by ``(random_state, seed, t)``.
         device, n_jobs, max_memory, progress: passed to the engine.
+        keep_probes: keep every block probe and the full-data probe of every seed in the
+            code's ``probes``, each evaluated once more on the test set for its stored loss,
+            accuracy and predictions (:meth:`ProbeSet.from_stacked`). The code is the same
+            either way.
 
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
@@ -437,6 +452,19 @@ def online_codelength(
             progress=progress,
             per_example=True,
             dev_set=dev if used == "dev" else None,
+            return_parameters=keep_probes,
+        )
+    probes = None
+    if keep_probes:
+        probes = ProbeSet.from_stacked(
+            data.name,
+            probe,
+            evaluation.parameters,
+            [_probe_info(seed, t, ends) for seed, t in grid],
+            data.X_test,
+            data.y_test,
+            stack_rows=evaluation.stack_rows,
+            device=device,
         )
     pool = data.pool_size
     pool_bits = evaluation.nll[:, :pool].astype(np.float64) * BITS_PER_NAT
@@ -514,7 +542,17 @@ def online_codelength(
         metadata=metadata,
         stopping_set=used,
         n_dev=int(dev.size),
+        probes=probes,
     )
+
+
+def _probe_info(seed: int, train_size: int, ends: np.ndarray) -> dict[str, Any]:
+    """A kept probe's ``info``: the block probe trained on the first t_{i-1} = ``train_size``
+    examples encodes block i; the probe trained on all n is the full-data probe."""
+    if train_size == ends[-1]:
+        return {"seed": int(seed), "role": "full", "train_size": int(train_size)}
+    block = int(np.searchsorted(ends, train_size)) + 1
+    return {"seed": int(seed), "role": "block", "block": block, "train_size": int(train_size)}
 
 
 def _block_row(
