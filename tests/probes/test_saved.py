@@ -265,6 +265,8 @@ def _write_then(path, fail):
         (lambda args: {**args, "predictions": args["predictions"] + 10}, r"outside \[0, 10\)"),
         (lambda args: {**args, "predictions": args["predictions"][None]}, "1-D integer array"),
         (lambda args: {**args, "accuracy": 1.5}, r"accuracy must be in \[0, 1\]"),
+        (lambda args: {**args, "loss": "low"}, "loss must be a number of nats; got 'low'"),
+        (lambda args: {**args, "stack_row": -1}, "stack_row must be an integer >= 0"),
         (lambda args: {**args, "info": {"loss": 1}}, "info key 'loss' must be a string other"),
         (lambda args: {**args, "info": {"n": np.int64(3)}}, r"info\['n'\] must be None, a bool"),
     ],

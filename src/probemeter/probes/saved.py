@@ -41,7 +41,7 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._io import write_bytes_atomic
-from probemeter._validation import check_scalar
+from probemeter._validation import check_scalar, is_number
 from probemeter.probes.mlp import MLP
 from probemeter.probes.stacked_mlp import evaluate_as_row
 
@@ -107,11 +107,12 @@ class SavedProbe:
         if predictions.size and (predictions.min() < 0 or predictions.max() >= widths[-1]):
             raise ValueError(f"predictions hold classes outside [0, {widths[-1]})")
         object.__setattr__(self, "predictions", predictions.astype(np.int32, copy=False))
+        if not is_number(self.loss):  # a diverged probe's loss may be inf or NaN
+            raise ValueError(f"loss must be a number of nats; got {self.loss!r}")
         object.__setattr__(self, "loss", float(self.loss))
-        accuracy = float(self.accuracy)
-        if not 0.0 <= accuracy <= 1.0:
-            raise ValueError(f"accuracy must be in [0, 1]; got {accuracy}")
-        object.__setattr__(self, "accuracy", accuracy)
+        if not is_number(self.accuracy) or not 0.0 <= self.accuracy <= 1.0:
+            raise ValueError(f"accuracy must be in [0, 1]; got {self.accuracy!r}")
+        object.__setattr__(self, "accuracy", float(self.accuracy))
         object.__setattr__(self, "info", _check_info(self.info))
         row = check_scalar(self.stack_row, "stack_row", int, min_val=0)
         object.__setattr__(self, "stack_row", int(row))
