@@ -9,8 +9,9 @@ One subpackage per paper:
 * :mod:`probemeter.pareto` — Pareto frontiers of accuracy against probe complexity (Pimentel et
   al.).
 
-The top level holds what a first user needs: data, probes, the loss-data curve and its measures,
-and experiment files. Names are imported on first use, so ``import probemeter`` is cheap.
+The top level holds what a first user needs: data, probes (and trained probes kept for
+inspection), the loss-data curve and its measures, and experiment files. Names are imported on
+first use, so ``import probemeter`` is cheap.
 """
 
 from probemeter._lazy import lazy_exports
@@ -34,6 +35,9 @@ _EXPORTS = {
     "load_features": ".feature_files",
     "MLP": ".probes",
     "Linear": ".probes",
+    "ProbeSet": ".probes",
+    "SavedProbe": ".probes",
+    "load_probes": ".probes",
     "TrainingConfig": ".training",
     "digits_representations": ".datasets",
     "fashion_mnist": ".datasets",
@@ -64,6 +68,7 @@ _EXPORTS = {
     "ExperimentError": ".runs",
     "load_experiment": ".runs",
     "run_experiment": ".runs",
+    "load_run_probes": ".runs",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -23,6 +23,7 @@ __all__ = [
     "save_npy_atomic",
     "unpack_bits",
     "writable_folder",
+    "write_bytes_atomic",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -112,13 +113,25 @@ def unpack_bits(text: str, length: int) -> np.ndarray:
 def save_npy_atomic(path: str | Path, array: np.ndarray) -> None:
     """Save ``array`` as ``.npy`` (no pickles) to ``path`` atomically, flushed to disk before
     the rename (see :func:`_write_atomic`)."""
+    _write_durable(path, lambda stream: np.save(stream, array, allow_pickle=False))
 
-    def write(stream: IO[bytes]) -> None:
-        np.save(stream, array, allow_pickle=False)
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, flushed to disk before the rename (see
+    :func:`_write_atomic`)."""
+    _write_durable(path, lambda stream: stream.write(data))
+
+
+def _write_durable(path: str | Path, write: Callable[[IO[bytes]], Any]) -> None:
+    """:func:`_write_atomic` of a binary file, with its bytes flushed to disk (``fsync``)
+    before the rename: a crash right after leaves the whole file, not an empty one."""
+
+    def durable(stream: IO[bytes]) -> None:
+        write(stream)
         stream.flush()
         os.fsync(stream.fileno())
 
-    _write_atomic(path, write, binary=True)
+    _write_atomic(path, durable, binary=True)
 
 
 def writable_folder(folder: str | Path, argument: str) -> Path:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINE_KEYWORDS",
     "MAX_MEMORY_GIB",
+    "PROBES_ENTRY",
     "REQUIRED",
     "RUN_NAME",
     "Method",
@@ -121,10 +122,16 @@ MAX_MEMORY_GIB = 2.0
 ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
 
 
+#: the entry of a unit's result that holds its kept probes (a :class:`~probemeter.probes.ProbeSet`,
+#: not JSON): the run's store takes it out and writes it beside the unit
+PROBES_ENTRY = "__probes__"
+
+
 @dataclass(frozen=True)
 class RunContext:
-    """Where and how units run: the run's seed, device, workers, memory budget, progress, and
-    the task's name (for tables and figures)."""
+    """Where and how units run: the run's seed, device, workers, memory budget, progress, the
+    task's name (for tables and figures), and whether units keep their trained probes (only
+    for methods whose :attr:`Method.keeps_probes`)."""
 
     random_state: int
     device: str
@@ -132,6 +139,7 @@ class RunContext:
     max_memory: float
     progress: bool
     task: str
+    keep_probes: bool = False
 
     def keywords(self, *names: str) -> dict[str, Any]:
         """The fields ``names`` as keyword arguments of a unit function."""
@@ -140,7 +148,8 @@ class RunContext:
 
 @dataclass(frozen=True)
 class UnitPlan:
-    """One stored unit of a method: ``function(payload, **options)`` returns its JSON result.
+    """One stored unit of a method: ``function(payload, **options)`` returns its JSON result
+    (with ``keep_probes`` in ``options``, also its probes under :data:`PROBES_ENTRY`).
 
     ``names`` are the representations it uses (one; for a paired comparison the baseline
     first); ``spec`` is the method's part of the unit's key (the runner adds what the data
@@ -173,6 +182,9 @@ class Method(ABC):
     kind: ClassVar[str]
     #: one line: what the method computes and from which paper
     summary: ClassVar[str]
+    #: whether its units can keep their trained probes (``save_probes``): then their functions
+    #: take ``keep_probes`` and, when it is true, return a ProbeSet under :data:`PROBES_ENTRY`
+    keeps_probes: ClassVar[bool] = False
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:

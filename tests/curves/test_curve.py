@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits
 from probemeter._io import environment
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
-from probemeter.probes import MLP, Linear
+from probemeter.probes import MLP, Linear, load_probes
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 
@@ -471,3 +471,41 @@ def test_curves_written_before_class_labels_were_recorded_still_load(curve):
     del payload["classes"]
     old = LossDataCurve.from_dict(payload)
     assert old.classes is None and "classes" not in str(compare([old], 0.5))
+
+
+# ---------------------------------------------------------------------------------------------
+# kept probes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_kept_probes_reproduce_the_curve_exactly_and_change_nothing(digits, tmp_path):
+    settings = {**SETTINGS, "steps": 40}
+    plain = loss_data_curve(digits, MLP((16,)), sizes=[10, 40, 160], seeds=2, **settings)
+    kept = loss_data_curve(
+        digits, MLP((16,)), sizes=[10, 40, 160], seeds=2, keep_probes=True, **settings
+    )
+    assert plain.probes is None
+    assert kept.points.equals(plain.points)  # training and points are the same, bit for bit
+    timed = ("train_seconds",)  # the only field that may differ: wall-clock time
+    assert _without(kept.to_dict(), timed) == _without(plain.to_dict(), timed)
+    assert "probes" not in json.dumps(kept.to_dict())  # the probes are not part of results
+    frame = kept.probes.to_frame()
+    assert frame[["n", "seed"]].equals(kept.points[["n", "seed"]])  # one probe per point
+    # 539 test rows x 10 classes: stack rows lie off 16-byte boundaries, yet every loss is the
+    # point's own float
+    assert frame["loss"].tolist() == kept.points["loss"].tolist()
+    assert frame["accuracy"].tolist() == kept.points["accuracy"].tolist()
+    for probe, accuracy in zip(kept.probes, kept.points["accuracy"]):
+        assert np.mean(probe.predictions == digits.y_test) == accuracy
+    kept.probes.save(tmp_path / "probes.safetensors")
+    reloaded = load_probes(tmp_path / "probes.safetensors")
+    assert reloaded.evaluate(digits.X_test, digits.y_test)["loss"].tolist() == (
+        kept.points["loss"].tolist()
+    )
+    assert kept.truncate(40).probes is None and kept.merge(plain).probes is None
+
+
+def _without(payload: dict, fields: tuple[str, ...]) -> dict:
+    """A result's dictionary with ``fields`` of its metadata left out."""
+    metadata = {k: v for k, v in payload["metadata"].items() if k not in fields}
+    return {**payload, "metadata": metadata}

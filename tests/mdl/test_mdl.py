@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 
 from probemeter.data import ProbeData, subset_permutation
-from probemeter.mdl.online import OnlineCode, block_ends, online_codelength, paper_training
-from probemeter.probes import MLP, Linear
+from probemeter.mdl.online import (
+    OnlineCode,
+    block_ends,
+    development_split,
+    online_codelength,
+    paper_training,
+)
+from probemeter.probes import MLP, Linear, load_probes
 from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
 
 
@@ -160,3 +166,50 @@ def test_first_block_of_one_example_is_named():
     with pytest.raises(ValueError, match=r"timesteps\[0\]=0.01 of n=100"):
         block_ends(100, (0.01, 1.0))
     assert block_ends(100, (0.02, 1.0)).tolist() == [2, 100]
+
+
+@pytest.mark.parametrize("stopping_set", ["dev", "prefix"])
+def test_kept_probes_are_the_block_and_full_probes_on_the_test_set(stopping_set, tmp_path):
+    data = _data(n=301, d=5, k=3, noise=0.5)  # 61 test rows: stack rows off 16-byte lines
+    settings = {
+        "seeds": 2,
+        "config": paper_training(batch_size=32, max_epochs=8),
+        "stopping_set": stopping_set,
+        "random_state": 2,
+        "device": "cpu",
+        "n_jobs": 1,
+    }
+    plain = online_codelength(data, MLP((6,)), (0.1, 0.3, 1.0), **settings)
+    code = online_codelength(data, MLP((6,)), (0.1, 0.3, 1.0), keep_probes=True, **settings)
+    assert plain.probes is None
+    for table in ("blocks", "seeds"):  # the code is the same, bit for bit
+        assert getattr(code, table).equals(getattr(plain, table))
+    frame = code.probes.to_frame()
+    n = code.n
+    assert frame[["seed", "role", "train_size"]].values.tolist() == [
+        [seed, role, size]
+        for seed in (0, 1)
+        for role, size in (("block", code.ends[0]), ("block", code.ends[1]), ("full", n))
+    ]
+    assert frame["block"].tolist()[:2] == [1, 2] and np.isnan(frame["block"].iloc[2])
+    for seed in (0, 1):
+        (full,) = code.probes.select(seed=seed, role="full")
+        accuracy = code.seeds.set_index("seed").loc[seed, "accuracy"]
+        assert full.accuracy == accuracy and full.n_test == data.y_test.size
+    # block probe i is the probe that encoded block i: on block i's examples it has the
+    # block's accuracy and codelength
+    transmitted = np.arange(data.pool_size)
+    if stopping_set == "dev":
+        transmitted = development_split(data.pool_size, 0.1, 2)[0]
+    order = transmitted[subset_permutation(n, 2, 1)]
+    blocks = code.blocks[code.blocks["seed"] == 1].set_index("block")
+    for block in (1, 2):
+        (probe,) = code.probes.select(seed=1, block=block)
+        sent = order[code.ends[block - 1] : code.ends[block]]
+        on_block = probe.evaluate(data.X_train[sent], data.y_train[sent])
+        assert on_block["accuracy"] == blocks.loc[block, "accuracy"]
+        bits = on_block["loss"] * sent.size / math.log(2)
+        assert bits == pytest.approx(blocks.loc[block, "codelength_bits"], rel=1e-6)
+    code.probes.save(tmp_path / "online.safetensors")
+    recomputed = load_probes(tmp_path / "online.safetensors").evaluate(data.X_test, data.y_test)
+    assert recomputed["loss"].tolist() == frame["loss"].tolist()

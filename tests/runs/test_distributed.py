@@ -21,6 +21,7 @@ from probemeter.curves import curve as curve_module
 from probemeter.runs.config import load_experiment
 from probemeter.runs.ray_backend import RayOptions, run_units_on_ray
 from probemeter.runs.runner import run_experiment
+from probemeter.runs.saved_probes import load_run_probes
 from probemeter.runs.store import ResultStore, Unit
 
 #: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
@@ -106,6 +107,22 @@ def test_ray_results_equal_the_local_backend_bit_for_bit(tmp_path, ray_cluster, 
     assert _points(remote) == _points(local_units)
     curves = json.loads((tmp_path / "exp" / "results.json").read_text())["curves"]
     assert [curve["name"] for curve in curves] == ["pixels", "pca-8", "pca-16"]
+
+
+@pytest.mark.ray
+def test_probes_kept_by_ray_tasks_come_back_to_the_driver(tmp_path, ray_cluster, local_units):
+    path = tmp_path / "exp.toml"
+    text = EXPERIMENT.format(name="exp", steps=STEPS)
+    path.write_text(text.replace('name = "exp"', 'name = "exp"\nsave_probes = true'))
+    command = ["run", str(path), "--out", str(tmp_path), "--no-progress", "--backend", "ray"]
+    assert main(command) == 0
+    remote = _stored_results(tmp_path / "exp")
+    assert _points(remote) == _points(local_units)  # keeping probes changed nothing
+    probes = load_run_probes(tmp_path / "exp")
+    timings = json.loads((tmp_path / "exp" / "results.json").read_text())["timings"]
+    for name, timing in timings.items():
+        losses = probes[name].to_frame()["loss"].tolist()
+        assert losses == local_units[timing["key"]]["points"]["loss"]
 
 
 def _descendants(pid: int) -> list[int]:

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from subprocess_kill import kill_when
 
 from probemeter.cli.main import main
 from probemeter.curves.method import CurveMethod
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
+from probemeter.runs.saved_probes import load_run_probes
 from probemeter.runs.store import ResultStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -229,3 +231,90 @@ def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     assert {t["key"] for t in timings.values() if t["loaded"]} == set(stored)
     assert {key: store.path(key).read_bytes() for key in stored} == stored
     assert len(store.keys()) == 4
+
+
+# ---------------------------------------------------------------------------------------------
+# save_probes: every unit's trained probes beside it
+# ---------------------------------------------------------------------------------------------
+
+
+def test_save_probes_is_read_and_checked(tmp_path):
+    path = _write(tmp_path)
+    assert load_experiment(path).run.save_probes is False
+    path.write_text(path.read_text().replace('name = "tiny"', 'name = "tiny"\nsave_probes = true'))
+    experiment = load_experiment(path)
+    assert experiment.run.save_probes is True
+    assert experiment.to_dict()["run"]["save_probes"] is True
+    path.write_text(path.read_text().replace("save_probes = true", 'save_probes = "yes"'))
+    with pytest.raises(
+        ExperimentError, match=r"run\.save_probes: must be true or false; got 'yes'"
+    ):
+        load_experiment(path)
+
+
+def _tiny_probes_file(tmp_path, save_probes: bool):
+    """The tiny digits experiment of item 5's acceptance: sizes 20 and 50, one seed, 20
+    steps."""
+    path = tmp_path / "tiny.toml"
+    text = TINY.format(extra=PCA.format(k=8), steps=20).replace("seeds = 2", "seeds = 1")
+    text = text.replace("sizes = [20, 100, 400]", "sizes = [20, 50]")
+    if save_probes:
+        text = text.replace('name = "tiny"', 'name = "tiny"\nsave_probes = true')
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.slow
+def test_a_run_with_save_probes_keeps_probes_reproducing_its_results(tmp_path):
+    path, out = _tiny_probes_file(tmp_path, save_probes=True), tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]) == 0
+    run_dir = out / "tiny"
+    results = _results(run_dir)
+    store = ResultStore(run_dir)
+    for timing in results["timings"].values():
+        assert store.probes_path(timing["key"]).is_file()
+    probes = load_run_probes(run_dir)
+    assert list(probes) == ["pixels", "pca-8"]
+    datasets = prepare_data(load_experiment(path))
+    for curve in results["curves"]:
+        kept, data = probes[curve["name"]], datasets[curve["name"]]
+        frame = kept.to_frame()
+        assert frame[["n", "seed"]].values.tolist() == [[20, 0], [50, 0]]
+        assert frame["loss"].tolist() == curve["points"]["loss"]  # the stored floats
+        recomputed = kept.evaluate(data.X_test, data.y_test)
+        assert recomputed["loss"].tolist() == curve["points"]["loss"]  # exactly
+        assert recomputed["accuracy"].tolist() == curve["points"]["accuracy"]
+        with torch.no_grad():
+            logits = kept[1].module()(torch.from_numpy(data.X_test))
+        assert np.array_equal(logits.argmax(dim=1).numpy(), kept[1].predictions)
+
+
+@pytest.mark.slow
+def test_switching_save_probes_on_recomputes_only_units_lacking_probes(tmp_path):
+    path, out = _tiny_probes_file(tmp_path, save_probes=False), tmp_path / "runs"
+    args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]
+    assert main(args) == 0
+    run_dir = out / "tiny"
+    first = _results(run_dir)
+    keys = {name: timing["key"] for name, timing in first["timings"].items()}
+    store = ResultStore(run_dir)
+    assert not any(store.probes_path(key).exists() for key in keys.values())
+    with pytest.raises(ValueError, match="has no probes"):
+        load_run_probes(run_dir)
+
+    assert main(args) == 0  # save_probes still off: the units stay valid
+    assert all(timing["loaded"] for timing in _results(run_dir)["timings"].values())
+
+    assert main([*args, "--save-probes"]) == 0  # on: units without probes are recomputed
+    second = _results(run_dir)
+    assert {name: timing["key"] for name, timing in second["timings"].items()} == keys
+    assert not any(timing["loaded"] for timing in second["timings"].values())
+    # the same results, now with their probes
+    assert [c["points"] for c in second["curves"]] == [c["points"] for c in first["curves"]]
+    assert second["experiment"]["run"]["save_probes"] is True
+
+    store.probes_path(keys["pca-8"]).unlink()  # a unit whose probes went missing
+    assert main([*args, "--save-probes"]) == 0
+    third = _results(run_dir)["timings"]
+    assert third["pixels"]["loaded"] and not third["pca-8"]["loaded"]
+    assert set(load_run_probes(run_dir)) == {"pixels", "pca-8"}

@@ -1,6 +1,7 @@
 """Experiment files with the mdl, pareto and power methods: validation, run folders, resume."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -9,6 +10,8 @@ from probemeter.mdl.table import load_mdl_results
 from probemeter.pareto.frontiers import ParetoFrontiers
 from probemeter.power.table import PowerReport
 from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data, run_experiment
+from probemeter.runs.saved_probes import load_run_probes
 
 DIGITS = """
 [run]
@@ -70,10 +73,10 @@ def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
     assert run["method"] == "power" and list(run["timings"]) == ["pixels vs pca-8"]
 
 
-@pytest.mark.slow
-def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
-    pytest.importorskip("spacy")
-    text = """
+PTB_MDL = """
+[run]
+{run}
+
 [task]
 dataset = "ptb"
 n_sentences = 40
@@ -93,6 +96,12 @@ seeds = 1
 timesteps = [0.1, 0.3, 1.0]
 max_epochs = 3
 """
+
+
+@pytest.mark.slow
+def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
+    pytest.importorskip("spacy")
+    text = PTB_MDL.format(run="")
     run_dir = _run(tmp_path, text, "mdl")
     entries = load_mdl_results(run_dir / "results.json")
     assert [entry.name for entry in entries] == ["glove", "spacy"]
@@ -105,6 +114,30 @@ max_epochs = 3
     _run(tmp_path, text, "mdl")
     timings = json.loads((run_dir / "run.json").read_text())["timings"]
     assert all(timing["loaded"] for timing in timings.values())
+
+
+@pytest.mark.slow
+def test_an_mdl_run_keeps_the_probes_of_both_codes(tmp_path):
+    pytest.importorskip("spacy")
+    run_dir = _run(tmp_path, PTB_MDL.format(run="save_probes = true"), "mdl")
+    entries = {entry.name: entry for entry in load_mdl_results(run_dir / "results.json")}
+    probes = load_run_probes(run_dir)
+    assert list(probes) == ["glove", "spacy"]
+    datasets = prepare_data(load_experiment(tmp_path / "mdl.toml"))
+    for name, kept in probes.items():
+        frame = kept.to_frame()
+        # per code, seed 0: the block probes of blocks 1 and 2, then the full-data probe
+        assert frame[["code", "role"]].values.tolist() == [
+            [code, role]
+            for code in ("online", "control_online")
+            for role in ("block", "block", "full")
+        ]
+        for code, task in (("online", datasets[name]), ("control_online", None)):
+            (full,) = kept.select(code=code, role="full")
+            assert full.accuracy == getattr(entries[name], code).seeds["accuracy"][0]
+            if task is not None:  # the task's own test set: the stored losses, exactly
+                recomputed = kept.select(code=code).evaluate(task.X_test, task.y_test)
+                assert recomputed["loss"].tolist() == frame["loss"][:3].tolist()
 
 
 def test_mdl_blocks_are_checked_against_each_pool_before_training(tmp_path, capsys):
@@ -138,3 +171,23 @@ def test_method_problems_are_listed_together(tmp_path):
     path.write_text(DIGITS.format(name="bad", method=nothing))
     with pytest.raises(ExperimentError, match="leaves no probe to train"):
         load_experiment(path)
+
+
+def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
+    message = "only 'curve' and 'mdl' runs keep their probes; method 'power' does not"
+    path = tmp_path / "pairs.toml"
+    text = DIGITS.format(name="pairs", method='kind = "power"\nbaseline = "pixels"')
+    path.write_text(text.replace('name = "pairs"', 'name = "pairs"\nsave_probes = true'))
+    assert main(["run", str(path), "--check"]) == 2
+    assert f"run.save_probes: {message}" in capsys.readouterr().err
+    path.write_text(text)
+    assert main(["run", str(path), "--check"]) == 0  # the file alone is fine
+    capsys.readouterr()
+    assert main(["run", str(path), "--check", "--save-probes"]) == 2
+    err = capsys.readouterr().err
+    assert f"--save-probes: {message}" in err and len(err.strip().splitlines()) == 1
+    experiment = load_experiment(path)
+    keeping = replace(experiment, run=replace(experiment.run, save_probes=True))
+    with pytest.raises(ValueError, match=f"save_probes: {message}"):
+        run_experiment(keeping, tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()  # refused before anything was written

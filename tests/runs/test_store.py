@@ -11,10 +11,12 @@ import numpy as np
 import pytest
 from subprocess_kill import kill_when
 
+from probemeter._method import PROBES_ENTRY
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
-from probemeter.probes import Linear
-from probemeter.runs.store import RECORD_FIELDS, ResultStore, run_units, unit_key
+from probemeter.probes import Linear, ProbeSet, SavedProbe
+from probemeter.runs import store as store_module
+from probemeter.runs.store import RECORD_FIELDS, ResultStore, check_result, run_units, unit_key
 from probemeter.training.config import TrainingConfig
 
 TRAINING = {"steps": 20, "batch_size": 16, "lr": 1e-2}
@@ -217,6 +219,84 @@ def test_run_units_rejects_duplicates_and_non_mapping_results(tmp_path):
     with pytest.raises(ValueError, match="not a mapping"):
         run_units([(SPEC, lambda: [1])], store, progress=False)
     assert store.keys() == []
+
+
+def _probes(loss: float = 0.5) -> ProbeSet:
+    """A one-probe set (a 2 -> 3 linear probe), no training needed."""
+    layers = ((np.arange(6, dtype=np.float32).reshape(2, 3), np.zeros(3, np.float32)),)
+    probe = SavedProbe(Linear(), layers, loss, 0.5, np.array([0, 2], np.int32), {"n": 2})
+    return ProbeSet("blobs", (probe,))
+
+
+def test_probes_are_stored_beside_their_unit_before_it(tmp_path, monkeypatch):
+    store = ResultStore(tmp_path)
+    key = unit_key(SPEC)
+    written = []
+    real_write = store_module.write_json_atomic
+
+    def write_json(path, payload):
+        written.append(store.probes_path(key).is_file())  # the probes are already there
+        real_write(path, payload)
+
+    monkeypatch.setattr(store_module, "write_json_atomic", write_json)
+    record = store.save(key, SPEC, {"value": 1, PROBES_ENTRY: _probes()}, 1.0)
+    assert written == [True]
+    assert record["result"] == {"value": 1} == store.load(key)["result"]
+    assert store.probes_path(key) == store.units_dir / f"{key}.probes.safetensors"
+    assert store.has(key) and store.has(key, probes=True)
+    assert store.keys() == [key]  # a probes file is no unit
+    assert store.load_probes(key)[0].loss == 0.5
+
+
+def test_a_unit_stored_without_probes_drops_stale_ones_and_discard_clears_both(tmp_path):
+    store = ResultStore(tmp_path)
+    key = unit_key(SPEC)
+    store.save(key, SPEC, {"value": 1, PROBES_ENTRY: _probes()}, 1.0)
+    store.save(key, SPEC, {"value": 2}, 1.0)  # recomputed without probes: none left over
+    assert store.has(key) and not store.has(key, probes=True)
+    with pytest.raises(ValueError, match=f"unit {key} has no probes .* save_probes = true"):
+        store.load_probes(key)
+    store.save(key, SPEC, {"value": 1, PROBES_ENTRY: _probes()}, 1.0)
+    store.discard(key)
+    assert list(store.units_dir.iterdir()) == []
+    _probes().save(store.probes_path(key))  # an orphan, e.g. from a writer killed before
+    store.clear()
+    assert list(store.units_dir.iterdir()) == []
+
+
+def test_probes_entries_are_checked(tmp_path):
+    store = ResultStore(tmp_path)
+    key = unit_key(SPEC)
+    with pytest.raises(ValueError, match=r"result\['__probes__'\] must be a ProbeSet; got dict"):
+        store.save(key, SPEC, {"value": 1, PROBES_ENTRY: {}}, 1.0)
+    with pytest.raises(ValueError, match=f"unit {key} kept no probes \\(save_probes is on\\)"):
+        check_result(key, {"value": 1}, probes=True)
+    assert check_result(key, {"value": 1}) == {"value": 1}
+    assert store.keys() == []
+
+
+def test_with_probes_a_stored_unit_lacking_them_is_recomputed(tmp_path):
+    store = ResultStore(tmp_path)
+    calls = []
+
+    def compute(keep: bool):
+        def run() -> dict:
+            calls.append(keep)
+            return {"value": 1, **({PROBES_ENTRY: _probes(len(calls))} if keep else {})}
+
+        return run
+
+    [first] = run_units([(SPEC, compute(False))], store, progress=False)
+    assert not first.loaded and not store.has(first.key, probes=True)
+    [second] = run_units([(SPEC, compute(False))], store, progress=False)
+    assert second.loaded and calls == [False]  # without probes asked for, it stays valid
+    [third] = run_units([(SPEC, compute(True))], store, progress=False, probes=True)
+    assert not third.loaded and calls == [False, True] and third.key == first.key
+    [fourth] = run_units([(SPEC, compute(True))], store, progress=False, probes=True)
+    assert fourth.loaded and calls == [False, True]
+    assert store.load_probes(first.key)[0].loss == 2.0
+    with pytest.raises(ValueError, match="kept no probes"):
+        run_units([({**SPEC, "seeds": [9]}, compute(False))], store, progress=False, probes=True)
 
 
 @pytest.mark.slow

@@ -19,6 +19,7 @@ from torch import nn
 
 from probemeter.data import nested_subset
 from probemeter.probes import MLP, Linear
+from probemeter.probes.stacked_mlp import StackedMLP, evaluate_as_row
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import ProbeEvaluation, fit_evaluate
@@ -82,6 +83,14 @@ def _reference_metrics(model: nn.Module, x_eval: np.ndarray, y_eval: np.ndarray)
 def reference_fit_evaluate(x_train, y_train, x_eval, y_eval, subset, key, probe, config):
     """Train one probe the slow, obvious way; return (loss, loss_truncated, accuracy, loss0)
     where loss0 is the evaluation loss of the untrained initial probe."""
+    model, initial_loss = reference_train(
+        x_train, y_train, x_eval, y_eval, subset, key, probe, config
+    )
+    return (*_reference_metrics(model, x_eval, y_eval), initial_loss)
+
+
+def reference_train(x_train, y_train, x_eval, y_eval, subset, key, probe, config):
+    """The slow reference's trained ``nn.Sequential`` and its untrained evaluation loss."""
     rng = np.random.default_rng(list(key))
     layers = probe.initial_parameters(rng, x_train.shape[1], N_CLASSES)
     subset = np.asarray(subset)
@@ -101,7 +110,7 @@ def reference_fit_evaluate(x_train, y_train, x_eval, y_eval, subset, key, probe,
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return (*_reference_metrics(model, x_eval, y_eval), initial_loss)
+    return model, initial_loss
 
 
 def _run(task, sizes_seeds, probe, config, **kwargs) -> ProbeEvaluation:
@@ -425,6 +434,93 @@ def test_per_example_outputs_agree_with_the_aggregates(task, monkeypatch):
 def test_no_probes_gives_empty_results(task):
     result = _run(task, [], Linear(), TrainingConfig(steps=2))
     assert result.loss.shape == (0,)
+    assert result.parameters is None and result.stack_rows is None
+    kept = _run(task, [], MLP((4,)), TrainingConfig(steps=2), return_parameters=True)
+    assert kept.stack_rows.shape == (0,)
+    assert [(w.shape, b.shape) for w, b in kept.parameters] == [
+        ((0, N_FEATURES, 4), (0, 4)),
+        ((0, 4, N_CLASSES), (0, N_CLASSES)),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# (g') returned parameters: the trained weights, reproducing the metrics exactly
+# ---------------------------------------------------------------------------------------------
+
+
+def _metrics_of(result, x_eval, y_eval):
+    """The engine's metrics recomputed from returned parameters, one probe at a time, placed
+    as in its stack (``stack_rows``)."""
+    rows = []
+    for probe, row in enumerate(result.stack_rows):
+        layers = [(w[probe], b[probe]) for w, b in result.parameters]
+        features, labels = torch.from_numpy(x_eval), torch.from_numpy(y_eval)
+        rows.append(evaluate_as_row(layers, int(row), features, labels))
+    return {name: np.concatenate([row[name] for row in rows]) for name in rows[0]}
+
+
+def _assert_reproduced(result, task):
+    """Every probe's returned parameters give exactly its returned metrics."""
+    recomputed = _metrics_of(result, task[2], task[3])
+    for name in ("loss", "loss_truncated", "accuracy"):
+        assert np.array_equal(recomputed[name], getattr(result, name)), name
+
+
+@pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
+def test_returned_parameters_are_the_trained_weights_and_change_nothing(task, probe):
+    config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)
+    plain = _run(task, SIZES_SEEDS, probe, config)
+    kept = _run(task, SIZES_SEEDS, probe, config, return_parameters=True)
+    for name in ("loss", "loss_truncated", "accuracy"):
+        assert np.array_equal(getattr(kept, name), getattr(plain, name)), name
+    shapes = probe.layer_shapes(N_FEATURES, N_CLASSES)
+    assert [(w.shape, b.shape) for w, b in kept.parameters] == [
+        ((5, fan_in, fan_out), (5, fan_out)) for fan_in, fan_out in shapes
+    ]
+    assert all(w.dtype == b.dtype == np.float32 for w, b in kept.parameters)
+    assert plain.stack_rows is None and kept.stack_rows.dtype == np.int64
+    # over 4200 evaluation rows (two of the engine's blocks), bit for bit
+    _assert_reproduced(kept, task)
+    for i, (n, seed) in enumerate(SIZES_SEEDS):
+        reference, _ = reference_train(*task, _subset(n, seed), (7, seed, n), probe, config)
+        linears = [module for module in reference if isinstance(module, torch.nn.Linear)]
+        for (weights, biases), linear in zip(kept.parameters, linears):
+            # the reference trains in another order of float operations: close, not equal
+            np.testing.assert_allclose(weights[i], linear.weight.detach().numpy().T, atol=2e-5)
+            np.testing.assert_allclose(biases[i], linear.bias.detach().numpy(), atol=2e-5)
+        initial = probe.initial_parameters(np.random.default_rng([7, seed, n]), N_FEATURES, 3)
+        assert not np.allclose(kept.parameters[0][0][i], initial[0][0], atol=1e-3)  # trained
+
+
+def test_early_stopping_returns_each_probes_best_epoch_parameters(task, monkeypatch):
+    """Probes stop at different epochs, so the stack is compacted on the way; the parameters
+    returned are those the metrics were computed with (each probe's best dev epoch)."""
+    config = TrainingConfig(batch_size=16, lr=1e-2, early_stopping=True, max_epochs=40)
+    sizes_seeds = [(20, 1), (45, 2), (150, 0), (150, 3), (32, 4)]
+    plain = _run(task, sizes_seeds, MLP((8,)), config)
+    compactions = []
+    select = StackedMLP.select
+    monkeypatch.setattr(
+        StackedMLP, "select", lambda self, kept: compactions.append(kept) or select(self, kept)
+    )
+    kept = _run(task, sizes_seeds, MLP((8,)), config, return_parameters=True)
+    assert compactions  # stopped probes were dropped from the stack before the others ended
+    assert np.array_equal(kept.epochs, plain.epochs)
+    assert np.array_equal(kept.loss, plain.loss)
+    _assert_reproduced(kept, task)
+
+
+@pytest.mark.slow
+def test_parameters_from_worker_processes_reproduce_their_metrics(task, monkeypatch):
+    config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
+    sizes_seeds = [*SIZES_SEEDS, (45, 5), (150, 6)]
+    monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)
+    in_workers = _run(task, sizes_seeds, MLP((16,)), config, n_jobs=2, return_parameters=True)
+    _assert_reproduced(in_workers, task)
+    early = TrainingConfig(batch_size=16, lr=1e-2, early_stopping=True, max_epochs=20)
+    _assert_reproduced(
+        _run(task, sizes_seeds, MLP((16,)), early, n_jobs=2, return_parameters=True), task
+    )
 
 
 # ---------------------------------------------------------------------------------------------

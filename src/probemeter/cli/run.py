@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,11 @@ def add_run_command(commands: Any) -> None:
     )
     run.add_argument("--fresh", action="store_true", help="recompute units already stored")
     run.add_argument("--check", action="store_true", help="only validate the file, then exit")
+    run.add_argument(
+        "--save-probes",
+        action="store_true",
+        help="store each unit's trained probes beside it, as [run] save_probes = true does",
+    )
     run.add_argument(
         "--n-jobs", type=int, help="CPU worker processes, --backend local (default -1: all)"
     )
@@ -92,12 +98,17 @@ def _ray_settings(args: argparse.Namespace) -> Any:
 
 
 def _run_experiment(args: argparse.Namespace) -> int:
-    from probemeter.runs.config import load_experiment
+    from probemeter.runs.config import load_experiment, save_probes_problem
     from probemeter.runs.html_report import write_report
     from probemeter.runs.runner import run_experiment
 
     ray = _ray_settings(args)
     experiment = load_experiment(args.experiment)
+    if args.save_probes:
+        problem = save_probes_problem(experiment.method)
+        if problem:
+            raise ValueError(f"--save-probes: {problem}")
+        experiment = replace(experiment, run=replace(experiment.run, save_probes=True))
     names = ", ".join(rep.name for rep in experiment.representations)
     task = experiment.task.dataset if experiment.task else "npz features"
     settings = ", ".join(f"{key} {value}" for key, value in experiment.method.to_dict().items())

@@ -20,6 +20,7 @@ from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
+from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
@@ -65,6 +66,11 @@ class LossDataCurve(JsonResult):
             test set); None for curves stored before it was recorded.
         classes: the original label of each class index (``ProbeData.classes``, from
             ``labels="encode"`` or a task's tag set); None when the data had none.
+        probes: with ``loss_data_curve(..., keep_probes=True)``, the trained probes, one per
+            point and in the order of ``points``, with ``info`` ``{"n", "seed"}``
+            (:class:`~probemeter.probes.ProbeSet`); else None. Not part of :meth:`to_dict`
+            (nor of saved results or equality), and not carried by :meth:`truncate` and
+            :meth:`merge`.
     """
 
     name: str
@@ -75,6 +81,7 @@ class LossDataCurve(JsonResult):
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     final_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
+    probes: ProbeSet | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         missing = {"n", "seed", *METRICS} - set(self.points.columns)
@@ -116,7 +123,7 @@ class LossDataCurve(JsonResult):
 
     def truncate(self, n_max: int) -> LossDataCurve:
         """The curve as it would be with data only up to ``n_max`` (sizes ≤ n_max); the final
-        probes' correctness is kept only when they are still the largest."""
+        probes' correctness is kept only when they are still the largest, kept probes not."""
         kept = self.points[self.points["n"] <= n_max]
         if kept.empty:
             raise ValueError(
@@ -129,6 +136,7 @@ class LossDataCurve(JsonResult):
             pool_size=int(n_max),
             metadata=dict(self.metadata),
             final_correct=final,
+            probes=None,
         )
 
     def for_seed(self, seed: int) -> LossDataCurve:
@@ -139,7 +147,8 @@ class LossDataCurve(JsonResult):
             raise ValueError(f"seed {seed} has no point; seeds: {sorted(set(self.points.seed))}")
         final = None if self.final_correct is None else self.final_correct.select([seed])
         final = self._final_correct_at(int(kept["n"].max()), final)
-        return replace(self, points=kept, metadata=dict(self.metadata), final_correct=final)
+        metadata = dict(self.metadata)
+        return replace(self, points=kept, metadata=metadata, final_correct=final, probes=None)
 
     @staticmethod
     def _final_correct_at(
@@ -164,7 +173,8 @@ class LossDataCurve(JsonResult):
         final = self._final_correct_at(
             int(points["n"].max()), other.final_correct, self.final_correct
         )
-        return replace(self, points=points, metadata=dict(self.metadata), final_correct=final)
+        metadata = dict(self.metadata)
+        return replace(self, points=points, metadata=metadata, final_correct=final, probes=None)
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-probe table, with the representation's name as a column."""
@@ -283,6 +293,7 @@ def loss_data_curve(
     n_jobs: int | None = -1,
     max_memory: float = MAX_MEMORY_GIB,
     progress: bool = True,
+    keep_probes: bool = False,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -303,6 +314,12 @@ def loss_data_curve(
         n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.
         max_memory: GiB budget per chunk of stacked probes.
         progress: show a progress bar.
+        keep_probes: keep every trained probe in the curve's ``probes``
+            (:class:`~probemeter.probes.ProbeSet`): probe (n, seed) with ``info`` ``{"n",
+            "seed"}``, its layers, and its test loss, accuracy and predictions, evaluated once
+            more after training as the engine evaluated it (:meth:`ProbeSet.from_stacked`: its
+            loss is the point's, bit for bit). Training and the curve's points are the same
+            either way.
     """
     probe = MLP() if probe is None else probe
     check_probe_data(data)
@@ -327,11 +344,26 @@ def loss_data_curve(
             max_memory=max_memory,
             progress=progress,
             per_example=True,
+            return_parameters=keep_probes,
         )
     final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
     final_correct = SeedCorrectness.from_predictions(
         [grid[i][0] for i in final], evaluation.predictions[final], data.y_test, size_values[-1]
     )
+    probes = None
+    if keep_probes:
+        trained = ProbeSet.from_stacked(
+            data.name,
+            probe,
+            evaluation.parameters,
+            [{"n": int(n), "seed": int(seed)} for seed, n in grid],
+            data.X_test,
+            data.y_test,
+            stack_rows=evaluation.stack_rows,
+            device=device,
+        )
+        by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
+        probes = ProbeSet(data.name, tuple(by_point))
     points = pd.DataFrame(
         {
             "n": [n for _, n in grid],
@@ -357,6 +389,7 @@ def loss_data_curve(
         data.pool_size,
         len(data.y_test),
         metadata,
-        final_correct,
+        final_correct=final_correct,
         classes=data.classes,
+        probes=probes,
     )

@@ -2,7 +2,8 @@
 (Whitney et al., §3–4 and Table 1).
 
 One stored unit per representation (its whole curve); the run folder gets ``results.json``
-(curves, the Table-1 comparison, the experiment and timings) and ``curves.png``.
+(curves, the Table-1 comparison, the experiment and timings) and ``curves.png``. With
+``save_probes``, each unit also keeps its probes (one per size and seed).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
-from probemeter._method import ENGINE_KEYWORDS, Method, MethodRun, RunContext, UnitPlan, option
+from probemeter._method import (
+    ENGINE_KEYWORDS,
+    PROBES_ENTRY,
+    Method,
+    MethodRun,
+    RunContext,
+    UnitPlan,
+    option,
+)
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter.data import ProbeData
 
@@ -58,6 +67,7 @@ class CurveMethod(Method):
 
     kind = "curve"
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
+    keeps_probes = True
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
         if self.sizes is not None and max(self.sizes) > pool_size:
@@ -84,7 +94,7 @@ class CurveMethod(Method):
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
             }
-            keywords = context.keywords(*ENGINE_KEYWORDS)
+            keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
             options = {"method": self, "sizes": sizes, **keywords}
             plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
         return plans
@@ -154,12 +164,14 @@ def curve_unit(
     n_jobs: int | None,
     max_memory: float,
     progress: bool,
+    keep_probes: bool = False,
 ) -> dict[str, Any]:
-    """One unit: the loss-data curve of ``data``, as a JSON dictionary."""
+    """One unit: the loss-data curve of ``data``, as a JSON dictionary; with ``keep_probes``
+    also its probes (:attr:`LossDataCurve.probes`) under :data:`PROBES_ENTRY`."""
     from probemeter.curves.curve import loss_data_curve
     from probemeter.probes import MLP
 
-    return loss_data_curve(
+    curve = loss_data_curve(
         data,
         MLP(method.probe),
         sizes,
@@ -173,4 +185,7 @@ def curve_unit(
         n_jobs=n_jobs,
         max_memory=max_memory,
         progress=progress,
-    ).to_dict()
+        keep_probes=keep_probes,
+    )
+    kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
+    return {**curve.to_dict(), **kept}

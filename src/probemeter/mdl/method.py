@@ -3,7 +3,10 @@
 
 One stored unit per representation; the run folder gets ``results.json`` (schema
 ``probemeter.mdl/1``; every online code records its ``stopping_set``), ``table.md``/``table.tex``
-(Table 2 layout, kbits of 1024 bits as in the paper) and ``mdl.png``.
+(Table 2 layout, kbits of 1024 bits as in the paper) and ``mdl.png``. With ``save_probes``,
+each unit also keeps the probes of its online codes (those of the control task too, told apart
+by their ``info`` ``code``: ``"online"`` or ``"control_online"``); variational probes are not
+kept.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 from probemeter import _validation as valid
 from probemeter._method import (
     ENGINE_KEYWORDS,
+    PROBES_ENTRY,
     Method,
     MethodRun,
     RunContext,
@@ -94,6 +98,7 @@ class MDLMethod(Method):
 
     kind = "mdl"
     summary = "Voita & Titov: online code of each representation and its control task, bits"
+    keeps_probes = True
 
     def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
         if self.control and task != "ptb":
@@ -119,7 +124,7 @@ class MDLMethod(Method):
         return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        options = context.keywords(*ENGINE_KEYWORDS)
+        options = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
         return self.per_representation(datasets, mdl_unit, options)
 
     def finish(
@@ -209,14 +214,20 @@ def mdl_unit(
     n_jobs: int | None,
     max_memory: float,
     progress: bool,
+    keep_probes: bool = False,
 ) -> dict[str, Any]:
     """Online (and variational) codes of ``data`` and, with ``method.control``, of its control
-    task, as the JSON of an :class:`~probemeter.mdl.table.MDLEntry`."""
+    task, as the JSON of an :class:`~probemeter.mdl.table.MDLEntry`; with ``keep_probes`` also
+    the online codes' probes, as one :class:`~probemeter.probes.ProbeSet` under
+    :data:`PROBES_ENTRY`, each probe's ``info`` ``code`` naming its code (``"online"``,
+    ``"control_online"``)."""
+    from dataclasses import replace
+
     from probemeter.mdl.bayesian import BayesianMLP
     from probemeter.mdl.controls import control_task
     from probemeter.mdl.online import online_codelength, paper_training
     from probemeter.mdl.variational import variational_codelength
-    from probemeter.probes import MLP
+    from probemeter.probes import MLP, ProbeSet
 
     config = paper_training(
         batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
@@ -225,8 +236,9 @@ def mdl_unit(
     if method.control:
         tasks["control_"] = control_task(data, random_state=random_state)
     codes: dict[str, Any] = {"name": data.name}
+    kept = []
     for role, task in tasks.items():
-        codes[f"{role}online"] = online_codelength(
+        online = online_codelength(
             task,
             MLP(method.probe),
             method.timesteps,
@@ -238,7 +250,12 @@ def mdl_unit(
             n_jobs=n_jobs,
             max_memory=max_memory,
             progress=progress,
-        ).to_dict()
+            keep_probes=keep_probes,
+        )
+        codes[f"{role}online"] = online.to_dict()
+        if keep_probes:
+            tag = {"code": f"{role}online"}
+            kept += [replace(probe, info={**tag, **probe.info}) for probe in online.probes]
         if method.variational:
             codes[f"{role}variational"] = variational_codelength(
                 task,
@@ -250,4 +267,6 @@ def mdl_unit(
                 device=device,
                 progress=progress,
             ).to_dict()
+    if keep_probes:
+        codes[PROBES_ENTRY] = ProbeSet(data.name, tuple(kept))
     return codes

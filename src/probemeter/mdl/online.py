@@ -54,6 +54,7 @@ from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
+from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
@@ -241,6 +242,14 @@ class OnlineCode(SeedResults):
             it was recorded.
         classes: the original label of each class index (``ProbeData.classes``); None when
             the data had none (and in results written before labels were recorded).
+        probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
+            (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
+            ``{"seed", "role": "block", "block": i, "train_size": t_{i-1}}`` (trained on the
+            first t_{i-1} examples of the seed's order, it encodes block i), then the
+            full-data probe, ``{"seed", "role": "full", "train_size": n}``. Their stored loss,
+            accuracy and predictions are on the data's *test* set (the codelengths come from
+            the pool, where the block probes were evaluated too), for inspecting errors. Else
+            None; not part of :meth:`to_dict` (nor of saved results or equality).
     """
 
     name: str
@@ -254,6 +263,7 @@ class OnlineCode(SeedResults):
     n_dev: int = 0
     test_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
+    probes: ProbeSet | None = field(default=None, repr=False, compare=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -390,6 +400,7 @@ def online_codelength(
     n_jobs: int | None = -1,
     max_memory: float = MAX_MEMORY_GIB,
     progress: bool = False,
+    keep_probes: bool = False,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
@@ -410,6 +421,10 @@ def online_codelength(
             transmitted. Ignored with fixed-steps training (recorded as ``"none"``).
         random_state: global seed; probe (seed, t) is keyed by ``(random_state, seed, t)``.
         device, n_jobs, max_memory, progress: passed to the engine.
+        keep_probes: keep every block probe and the full-data probe of every seed in the
+            code's ``probes``, each evaluated once more on the test set for its stored loss,
+            accuracy and predictions (:meth:`ProbeSet.from_stacked`). The code is the same
+            either way.
 
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
@@ -450,6 +465,19 @@ def online_codelength(
             progress=progress,
             per_example=True,
             dev_set=dev if used == "dev" else None,
+            return_parameters=keep_probes,
+        )
+    probes = None
+    if keep_probes:
+        probes = ProbeSet.from_stacked(
+            data.name,
+            probe,
+            evaluation.parameters,
+            [_probe_info(seed, t, ends) for seed, t in grid],
+            data.X_test,
+            data.y_test,
+            stack_rows=evaluation.stack_rows,
+            device=device,
         )
     pool = data.pool_size
     pool_bits = evaluation.nll[:, :pool].astype(np.float64) * BITS_PER_NAT
@@ -533,7 +561,17 @@ def online_codelength(
             seeds_used, test_predictions[full_rows], data.y_test, n
         ),
         classes=data.classes,
+        probes=probes,
     )
+
+
+def _probe_info(seed: int, train_size: int, ends: np.ndarray) -> dict[str, Any]:
+    """A kept probe's ``info``: the block probe trained on the first t_{i-1} = ``train_size``
+    examples encodes block i; the probe trained on all n is the full-data probe."""
+    if train_size == ends[-1]:
+        return {"seed": int(seed), "role": "full", "train_size": int(train_size)}
+    block = int(np.searchsorted(ends, train_size)) + 1
+    return {"seed": int(seed), "role": "block", "block": block, "train_size": int(train_size)}
 
 
 def _block_row(

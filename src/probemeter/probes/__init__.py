@@ -1,5 +1,14 @@
-"""Probe families: the architectures the engine trains, stacked on a leading probe axis."""
+"""Probe families: the architectures the engine trains, stacked on a leading probe axis, and
+trained probes kept for inspection (:mod:`probemeter.probes.saved`)."""
 
-from probemeter.probes.mlp import MLP, Linear
+from probemeter._lazy import lazy_exports
 
-__all__ = ["MLP", "Linear"]
+_EXPORTS = {
+    "MLP": ".mlp",
+    "Linear": ".mlp",
+    "ProbeSet": ".saved",
+    "SavedProbe": ".saved",
+    "load_probes": ".saved",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

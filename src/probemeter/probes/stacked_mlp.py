@@ -9,10 +9,13 @@ while the master weights, their gradients, Adam's state and the softmax stay in 
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import torch
 
-__all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP"]
+__all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
 #: evaluation streams over blocks of this many rows (memory stays bounded on large test sets)
 EVAL_ROWS_PER_BLOCK = 4096
@@ -143,7 +146,17 @@ class StackedMLP:
             for shadow, master in zip(self._w + self._b, self._weights + self._biases):
                 shadow.copy_(master)
 
-    @torch.no_grad()
+    def numpy_layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Copies of the master (f32) parameters on the host, per layer ``(W, b)``: ``W`` of
+        shape (P, fan_in, fan_out) and ``b`` of shape (P, fan_out), float32."""
+        return [
+            (
+                w.detach().to("cpu", copy=True).numpy(),
+                b.detach().to("cpu", copy=True).numpy().reshape(b.shape[0], b.shape[2]),
+            )
+            for w, b in zip(self._weights, self._biases)
+        ]
+
     def evaluate(
         self,
         features: torch.Tensor,
@@ -151,31 +164,114 @@ class StackedMLP:
         rows_per_block: int = EVAL_ROWS_PER_BLOCK,
         per_example: bool = False,
     ) -> dict[str, np.ndarray]:
-        """Per probe, in f32 and streaming over blocks of rows: mean cross-entropy (nats), mean
-        of min(CE, 1) and accuracy on ``(features, labels)``; with ``per_example`` also each
-        example's cross-entropy ``nll`` (P, n) float32 and arg-max ``predictions`` (P, n)."""
-        n_probes = self._weights[0].shape[0]
-        totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
-        per_row: dict[str, list[torch.Tensor]] = {"nll": [], "predictions": []}
-        for start in range(0, features.shape[0], rows_per_block):
-            x = features[start : start + rows_per_block]
-            y = labels[start : start + rows_per_block]
-            hidden = torch.baddbmm(self._biases[0], x.expand(n_probes, -1, -1), self._weights[0])
-            for w, b in zip(self._weights[1:], self._biases[1:]):
-                hidden = torch.baddbmm(b, hidden.clamp_min_(0.0), w)
-            log_probs = torch.log_softmax(hidden, dim=-1)
-            nll = -log_probs.gather(2, y.view(1, -1, 1).expand(n_probes, -1, 1)).squeeze(2)
-            totals[0] += nll.sum(dim=1, dtype=torch.float64)
-            totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
-            predictions = log_probs.argmax(dim=2)
-            totals[2] += (predictions == y).sum(dim=1, dtype=torch.float64)
-            if per_example:
-                per_row["nll"].append(nll.cpu())
-                per_row["predictions"].append(predictions.to(torch.int32).cpu())
-        values = (totals / features.shape[0]).cpu().numpy()
-        metrics = {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
+        """:func:`evaluate_stacked` of this stack's master (f32) parameters."""
+        return evaluate_stacked(
+            self._weights, self._biases, features, labels, rows_per_block, per_example
+        )
+
+
+@torch.no_grad()
+def evaluate_stacked(
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor],
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    rows_per_block: int = EVAL_ROWS_PER_BLOCK,
+    per_example: bool = False,
+    outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
+) -> dict[str, np.ndarray]:
+    """Per probe of stacked ReLU-MLP parameters, in f32 and streaming over blocks of rows: mean
+    cross-entropy (nats), mean of min(CE, 1) and accuracy on ``(features, labels)``; with
+    ``per_example`` also each example's cross-entropy ``nll`` (P, n) float32 and arg-max
+    ``predictions`` (P, n) int32.
+
+    ``weights[l]`` is (P, fan_in, fan_out) and ``biases[l]`` (P, 1, fan_out), float32, on the
+    device of ``features`` (float32, (n, d)) and ``labels`` (int64, (n,)). Each block's
+    cross-entropies are summed in float64 and the sums added block after block, then divided
+    by n. ``outputs``, when given, returns the tensor of a shape (P, rows, fan_out) that a
+    layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
+    """
+    n_probes = weights[0].shape[0]
+    totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
+    per_row: dict[str, list[torch.Tensor]] = {"nll": [], "predictions": []}
+    for start in range(0, features.shape[0], rows_per_block):
+        x = features[start : start + rows_per_block]
+        y = labels[start : start + rows_per_block]
+        hidden = _affine(biases[0], x.expand(n_probes, -1, -1), weights[0], outputs)
+        for w, b in zip(weights[1:], biases[1:]):
+            hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
+        log_probs = torch.log_softmax(hidden, dim=-1)
+        nll = -log_probs.gather(2, y.view(1, -1, 1).expand(n_probes, -1, 1)).squeeze(2)
+        totals[0] += nll.sum(dim=1, dtype=torch.float64)
+        totals[1] += nll.clamp(max=1.0).sum(dim=1, dtype=torch.float64)
+        predictions = log_probs.argmax(dim=2)
+        totals[2] += (predictions == y).sum(dim=1, dtype=torch.float64)
         if per_example:
-            metrics.update(
-                {name: torch.cat(parts, dim=1).numpy() for name, parts in per_row.items()}
-            )
-        return metrics
+            per_row["nll"].append(nll.cpu())
+            per_row["predictions"].append(predictions.to(torch.int32).cpu())
+    values = (totals / features.shape[0]).cpu().numpy()
+    metrics = {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
+    if per_example:
+        metrics.update({name: torch.cat(parts, dim=1).numpy() for name, parts in per_row.items()})
+    return metrics
+
+
+def _affine(
+    bias: torch.Tensor,
+    inputs: torch.Tensor,
+    weight: torch.Tensor,
+    outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None,
+) -> torch.Tensor:
+    """``bias + inputs @ weight`` per probe, into ``outputs(shape)`` when given."""
+    if outputs is None:
+        return torch.baddbmm(bias, inputs, weight)
+    shape = (inputs.shape[0], inputs.shape[1], weight.shape[2])
+    return torch.baddbmm(bias, inputs, weight, out=outputs(shape))
+
+
+def evaluate_as_row(
+    layers: Sequence[tuple[np.ndarray, np.ndarray]],
+    row: int,
+    features: torch.Tensor,
+    labels: torch.Tensor,
+    per_example: bool = False,
+) -> dict[str, np.ndarray]:
+    """:func:`evaluate_stacked` of one probe (a stack of one) as if it were row ``row`` of a
+    stack: bit for bit the numbers it had there.
+
+    ``layers`` are the probe's ``(W, b)``, W (fan_in, fan_out) and b (fan_out,) float32.
+    Float32 matrix products can round differently with the memory alignment of their output
+    (measured with MKL on this project's CPU: a probe's logits differed in the last bit between
+    row 1 of a stack and a stack of its own when rows · K was not a multiple of 4, so that row 1
+    did not start on a 16-byte boundary), so every parameter and every layer output is placed
+    at the offset, modulo 64 bytes, that row r = ``row`` has in a stack: r · fan_in · fan_out,
+    r · fan_out and r · rows · fan_out floats.
+    """
+    device = features.device
+    weights, biases = [], []
+    for weight, bias in layers:
+        fan_in, fan_out = weight.shape
+        placed = _placed((1, fan_in, fan_out), row * fan_in * fan_out, device)
+        weights.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(weight))))
+        placed = _placed((1, 1, fan_out), row * fan_out, device)
+        biases.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(bias)).view(1, 1, -1)))
+
+    def outputs(shape: tuple[int, int, int]) -> torch.Tensor:
+        return _placed(shape, row * shape[1] * shape[2], device)
+
+    return evaluate_stacked(
+        weights, biases, features, labels, per_example=per_example, outputs=outputs
+    )
+
+
+#: floats in the 64 bytes within which :func:`_placed` positions a tensor
+_LINE_FLOATS = 16
+
+
+def _placed(shape: tuple[int, ...], offset: int, device: torch.device) -> torch.Tensor:
+    """An uninitialised float32 tensor of ``shape`` whose first element lies ``offset``
+    floats, modulo 16 (64 bytes), after a 64-byte boundary."""
+    numel = math.prod(shape)
+    buffer = torch.empty(numel + _LINE_FLOATS, dtype=torch.float32, device=device)
+    start = (offset - buffer.data_ptr() // 4) % _LINE_FLOATS
+    return buffer[start : start + numel].view(shape)

@@ -6,6 +6,9 @@ Schema (every key not marked *required* has the default shown)::
     name = "<file stem>"        # run folder under --out
     random_state = 0            # global seed: data splits, PCA/projections, subsets, inits
     device = "auto"             # "auto" | "cpu" | "cuda" (does not change results)
+    save_probes = false         # keep every trained probe: units/<key>.probes.safetensors
+                                #   beside each unit (methods "curve" and "mdl"; needs
+                                #   safetensors); load them with runs.load_run_probes
 
     [task]                      # required unless every representation is "npz"
     dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb"
@@ -111,6 +114,7 @@ __all__ = [
     "Task",
     "layer_sweeps",
     "load_experiment",
+    "save_probes_problem",
 ]
 
 #: representation kinds that transform a numeric input of the task
@@ -156,6 +160,7 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 
 
 _string = valid.text().problem
+_boolean = valid.boolean().problem
 _alpha = valid.number(0, 0.5, "neither").problem
 _fraction = valid.number(0, 1, "neither").problem
 
@@ -202,11 +207,24 @@ DATASETS: dict[str, _Dataset] = {
 
 @dataclass(frozen=True)
 class RunSettings:
-    """``[run]``: the run folder's name, the global seed and the device."""
+    """``[run]``: the run folder's name, the global seed, the device, and whether each unit's
+    trained probes are stored beside it (``save_probes``; not part of any unit's key)."""
 
     name: str
     random_state: int = 0
     device: str = "auto"
+    save_probes: bool = False
+
+
+def save_probes_problem(method: Method) -> str | None:
+    """Why a run of ``method`` cannot save its probes here (the method keeps none, or
+    safetensors is missing), or None."""
+    from probemeter.probes.saved import safetensors_problem
+
+    if not method.keeps_probes:
+        keeping = " and ".join(repr(kind) for kind, cls in METHODS.items() if cls.keeps_probes)
+        return f"only {keeping} runs keep their probes; method {method.kind!r} does not"
+    return safetensors_problem()
 
 
 @dataclass(frozen=True)
@@ -273,6 +291,7 @@ class Experiment:
                 "name": self.run.name,
                 "random_state": self.run.random_state,
                 "device": self.run.device,
+                "save_probes": self.run.save_probes,
             },
             "task": None
             if self.task is None
@@ -359,6 +378,9 @@ def load_experiment(path: str | Path) -> Experiment:
     needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
     task = _read_task(reader, reader.table(document, "task", required=needs_task))
     method = _read_method(reader, reader.table(document, "method", required=True))
+    problem = save_probes_problem(method) if run.save_probes and method else None
+    if problem:
+        reader.add("run.save_probes", problem)
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
@@ -400,7 +422,7 @@ def _check_feature_files(
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
-    reader.unknown("run", table, {"name", "random_state", "device"})
+    reader.unknown("run", table, {"name", "random_state", "device", "save_probes"})
     name = reader.get("run", table, "name", _string, path.stem)
     if name is not None and ("/" in name or "\\" in name or name in (".", "..")):
         reader.add("run.name", f"must be a plain folder name; got {name!r}")
@@ -408,7 +430,8 @@ def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings
     device = reader.get("run", table, "device", _one_of("auto", "cpu", "cuda"), "auto")
     if device == "cuda" and not torch.cuda.is_available():
         reader.add("run.device", "'cuda' but CUDA is not available here; use 'auto' or 'cpu'")
-    return RunSettings(name or path.stem, random_state or 0, device or "auto")
+    save_probes = reader.get("run", table, "save_probes", _boolean, False)
+    return RunSettings(name or path.stem, random_state or 0, device or "auto", bool(save_probes))
 
 
 def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:

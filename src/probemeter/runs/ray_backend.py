@@ -115,13 +115,17 @@ def run_units_on_ray(
     *,
     fresh: bool = False,
     progress: bool = True,
+    probes: bool = False,
 ) -> list[UnitOutcome]:
     """Run ``units`` as Ray tasks, resuming from ``store``; outcomes in the order of ``units``.
 
     Stored units are loaded without contacting Ray at all; the others are submitted at once
-    and stored as they finish. When a unit fails for good (its code raised, or its worker died
-    more than ``max_retries`` times), the remaining units are still awaited and stored, then
-    the first failure is raised: rerunning computes only what is missing.
+    and stored as they finish. With ``probes`` (``save_probes``), a stored unit without its
+    probes file is computed again, and each task's probes come back with its result (the
+    driver writes them, :meth:`ResultStore.save`). When a unit fails for good (its code
+    raised, or its worker died more than ``max_retries`` times), the remaining units are still
+    awaited and stored, then the first failure is raised: rerunning computes only what is
+    missing.
 
     Raises:
         ValueError: as :func:`probemeter.runs.store.run_units`.
@@ -131,7 +135,7 @@ def run_units_on_ray(
     keys = prepare_units([unit.spec for unit in units], store, fresh=fresh)
     outcomes: list[UnitOutcome | None] = [None] * len(units)
     for index, key in enumerate(keys):
-        if store.has(key):
+        if store.has(key, probes):
             outcomes[index] = UnitOutcome.from_record(store.load(key), loaded=True)
     todo = [index for index, outcome in enumerate(outcomes) if outcome is None]
     loaded = len(units) - len(todo)
@@ -140,7 +144,7 @@ def run_units_on_ray(
         if todo:
             ray = import_ray()
             with _connected(ray, options.address):
-                _compute(ray, units, keys, todo, store, options, outcomes, bar)
+                _compute(ray, units, keys, todo, store, options, outcomes, bar, probes)
     return outcomes
 
 
@@ -173,8 +177,10 @@ def _compute(
     options: RayOptions,
     outcomes: list[UnitOutcome | None],
     bar: tqdm,
+    probes: bool = False,
 ) -> None:
-    """Submit units ``todo``, then store each result as it arrives (filling ``outcomes``)."""
+    """Submit units ``todo``, then store each result as it arrives (filling ``outcomes``);
+    with ``probes``, each result must hold its probes."""
     task = ray.remote(run_unit).options(
         num_cpus=options.cpus_per_unit,
         num_gpus=options.gpus_per_unit,
@@ -195,7 +201,8 @@ def _compute(
         key = keys[index]
         try:
             result, seconds = ray.get(ready[0])
-            record = store.save(key, units[index].spec, check_result(key, result), seconds)
+            checked = check_result(key, result, probes)
+            record = store.save(key, units[index].spec, checked, seconds)
         except (ray.exceptions.RayError, ValueError) as error:
             failures.append(error)
             continue

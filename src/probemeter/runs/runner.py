@@ -7,6 +7,7 @@ finished curves. The run folder then holds::
 
     RUN_DIR/experiment.toml   a copy of the experiment file
     RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
+    RUN_DIR/units/<key>.probes.safetensors   with save_probes: that unit's trained probes
     RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
     RUN_DIR/curves.png        loss and accuracy curves
     RUN_DIR/layers.*          with a layer sweep: table, figure and verdicts (runs.layers)
@@ -53,6 +54,7 @@ from probemeter.runs.config import (
     Representation,
     Task,
     layer_sweeps,
+    save_probes_problem,
 )
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
@@ -121,13 +123,24 @@ def run_experiment(
             :func:`~probemeter.training.engine.fit_evaluate`).
         ray: run the curves as Ray tasks with these options; None: in this process.
 
+    With ``experiment.run.save_probes``, every unit's trained probes are stored beside it
+    (``RUN_DIR/units/<key>.probes.safetensors``, read back by
+    :func:`~probemeter.runs.saved_probes.load_run_probes`), and a stored unit without them is
+    computed again.
+
     Raises:
+        ValueError: ``save_probes`` with a method that keeps no probes, or without
+            safetensors (before anything is loaded or trained).
         ExperimentError: a representation's data do not fit the method (e.g. sizes beyond
             the pool of an ``npz`` file), listing every such problem.
         RunLockedError: another run, still going, holds the run folder (a ValueError naming
             the folder, the holder's PID and the lock file).
     """
     check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    save_probes = experiment.run.save_probes
+    problem = save_probes_problem(experiment.method) if save_probes else None
+    if problem:
+        raise ValueError(f"save_probes: {problem}")
     run_dir = Path(out) / experiment.run.name
     with RunLock(run_dir):  # before loading data: a second run fails at once
         datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE, progress=progress)
@@ -142,6 +155,7 @@ def run_experiment(
             max_memory=max_memory,
             progress=progress and ray is None,
             task=experiment.task.dataset if experiment.task else "task",
+            keep_probes=save_probes,
         )
         reps = {rep.name: rep for rep in experiment.representations}
         named = {name: replace(datasets[name], name=name) for name in reps}
@@ -153,11 +167,13 @@ def run_experiment(
         store = ResultStore(run_dir)
         if ray is None:
             pairs = [(unit.spec, unit.compute) for unit in units]
-            outcomes = run_units(pairs, store, fresh=fresh, progress=progress)
+            outcomes = run_units(pairs, store, fresh=fresh, progress=progress, probes=save_probes)
         else:
             from probemeter.runs.ray_backend import run_units_on_ray
 
-            outcomes = run_units_on_ray(units, store, ray, fresh=fresh, progress=progress)
+            outcomes = run_units_on_ray(
+                units, store, ray, fresh=fresh, progress=progress, probes=save_probes
+            )
         timings = {
             plan.label: {"key": outcome.key, "seconds": outcome.seconds, "loaded": outcome.loaded}
             for plan, outcome in zip(plans, outcomes)

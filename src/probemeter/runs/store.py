@@ -6,6 +6,13 @@ loss-data curve of one representation (:meth:`LossDataCurve.to_dict`). It is nam
 :class:`ResultStore` as ``<run_dir>/units/<key>.json``, written atomically. :func:`run_units`
 loads the units already stored and computes (and immediately stores) the others, so killing a
 run loses at most the units in progress.
+
+With ``save_probes``, a unit's result also holds its trained probes under
+:data:`~probemeter._method.PROBES_ENTRY` (a :class:`~probemeter.probes.ProbeSet`, which travels
+back from a Ray task like the rest of the result); the store writes them to
+``<run_dir>/units/<key>.probes.safetensors`` before the unit's JSON, so a stored unit implies
+its probes file, and :func:`run_units` recomputes a stored unit that lacks one. The probes are
+not in the unit's key: a unit stored without them stays valid for runs that keep none.
 """
 
 from __future__ import annotations
@@ -24,9 +31,12 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from probemeter._io import environment, write_json_atomic
+from probemeter._method import PROBES_ENTRY
 from probemeter.curves.curve import LossDataCurve
+from probemeter.probes.saved import ProbeSet, load_probes
 
 __all__ = [
+    "PROBES_SUFFIX",
     "RECORD_FIELDS",
     "ResultStore",
     "Unit",
@@ -39,6 +49,9 @@ __all__ = [
 
 #: the fields of a stored unit's JSON file
 RECORD_FIELDS = ("key", "spec", "result", "created", "seconds", "versions")
+
+#: the suffix of a unit's probes file, beside its JSON: ``<key>.probes.safetensors``
+PROBES_SUFFIX = ".probes.safetensors"
 
 _KEY_PATTERN = re.compile(r"[0-9a-f]{64}")
 
@@ -109,7 +122,9 @@ class ResultStore:
     key and spec, its JSON result, when it was stored (ISO 8601, UTC), how long it took to
     compute, and the library versions. Files are written atomically (temporary file, then
     ``os.replace``), so a killed writer leaves either no unit or a complete one, plus possibly
-    a stray ``.*.tmp`` file that the store ignores (and :meth:`clear` removes).
+    a stray ``.*.tmp`` file that the store ignores (and :meth:`clear` removes). A unit saved
+    with probes has ``<key>.probes.safetensors`` beside its JSON (:meth:`probes_path`),
+    written first.
     """
 
     run_dir: Path
@@ -129,9 +144,14 @@ class ResultStore:
         _check_key(key)
         return self.units_dir / f"{key}.json"
 
-    def has(self, key: str) -> bool:
-        """Whether unit ``key`` is stored."""
-        return self.path(key).is_file()
+    def probes_path(self, key: str) -> Path:
+        """The probes file of unit ``key`` (which may not exist)."""
+        _check_key(key)
+        return self.units_dir / f"{key}{PROBES_SUFFIX}"
+
+    def has(self, key: str, probes: bool = False) -> bool:
+        """Whether unit ``key`` is stored (with ``probes``: and its probes file too)."""
+        return self.path(key).is_file() and (not probes or self.probes_path(key).is_file())
 
     def keys(self) -> list[str]:
         """The keys of the stored units, sorted; temporary files are not units."""
@@ -148,14 +168,26 @@ class ResultStore:
     ) -> dict[str, Any]:
         """Store the result of unit ``key`` atomically and return the stored record.
 
+        A :class:`~probemeter.probes.ProbeSet` under :data:`~probemeter._method.PROBES_ENTRY`
+        is taken out of ``result`` and written to :meth:`probes_path` first (atomically); a
+        result without one removes any probes file left from an earlier computation, so a
+        unit's probes file, when there is one, always comes from the result stored with it.
+
         Raises:
             ValueError: ``key`` is not ``unit_key(spec)``, ``result`` is not a mapping of JSON
-                values, or ``seconds`` is negative or not a number.
+                values (besides its probes), the probes entry is not a ProbeSet, or
+                ``seconds`` is negative or not a number.
         """
         if unit_key(spec) != key:
             raise ValueError(f"key {key!r} is not unit_key(spec); the spec changed or mismatches")
         if not isinstance(result, Mapping):
             raise ValueError(f"result must be a mapping; got {type(result).__name__}")
+        result = dict(result)
+        probes = result.pop(PROBES_ENTRY, None)
+        if probes is not None and not isinstance(probes, ProbeSet):
+            raise ValueError(
+                f"result[{PROBES_ENTRY!r}] must be a ProbeSet; got {type(probes).__name__}"
+            )
         _check_json(result, "result")
         if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
             raise ValueError(f"seconds must be a non-negative number; got {seconds!r}")
@@ -167,6 +199,10 @@ class ResultStore:
             "seconds": round(float(seconds), 3),
             "versions": environment(),
         }
+        if probes is None:
+            self.probes_path(key).unlink(missing_ok=True)
+        else:
+            probes.save(self.probes_path(key))
         write_json_atomic(self.path(key), record)
         return record
 
@@ -190,21 +226,39 @@ class ResultStore:
             raise ValueError(f"unit file {str(path)!r} is corrupt: not the unit {key}")
         return record
 
+    def load_probes(self, key: str) -> ProbeSet:
+        """The probes stored with unit ``key`` (:func:`~probemeter.probes.load_probes`).
+
+        Raises:
+            ValueError: the unit has no probes file (it was computed without
+                ``save_probes``), or the file is not a readable probes file.
+        """
+        path = self.probes_path(key)
+        if not path.is_file():
+            raise ValueError(
+                f"unit {key} has no probes ({str(path)!r} does not exist): run it with "
+                "save_probes = true"
+            )
+        return load_probes(path)
+
     def load_curve(self, key: str) -> LossDataCurve:
         """The result of unit ``key`` as a :class:`LossDataCurve` (stored by its ``to_dict``)."""
         return LossDataCurve.from_dict(self.load(key)["result"])
 
     def discard(self, key: str) -> None:
-        """Remove unit ``key`` if it is stored."""
+        """Remove unit ``key`` and its probes file, where they are stored."""
         self.path(key).unlink(missing_ok=True)
+        self.probes_path(key).unlink(missing_ok=True)
 
     def clear(self) -> None:
-        """Remove every stored unit and every temporary file left by a killed writer."""
+        """Remove every stored unit, every probes file and every temporary file left by a
+        killed writer."""
         for key in self.keys():
             self.discard(key)
         if self.units_dir.is_dir():
-            for leftover in self.units_dir.glob(".*.tmp"):
-                leftover.unlink(missing_ok=True)
+            for pattern in (".*.tmp", f"*{PROBES_SUFFIX}"):
+                for leftover in self.units_dir.glob(pattern):
+                    leftover.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -267,12 +321,15 @@ def prepare_units(
     return keys
 
 
-def check_result(key: str, result: Any) -> Mapping[str, Any]:
-    """``result`` if it is a mapping, else a ValueError naming unit ``key``."""
+def check_result(key: str, result: Any, probes: bool = False) -> Mapping[str, Any]:
+    """``result`` if it is a mapping (with ``probes``: holding the unit's probes under
+    :data:`~probemeter._method.PROBES_ENTRY`), else a ValueError naming unit ``key``."""
     if not isinstance(result, Mapping):
         raise ValueError(
             f"the compute function of unit {key} returned a {type(result).__name__}, not a mapping"
         )
+    if probes and PROBES_ENTRY not in result:
+        raise ValueError(f"the compute function of unit {key} kept no probes (save_probes is on)")
     return result
 
 
@@ -282,6 +339,7 @@ def run_units(
     *,
     fresh: bool = False,
     progress: bool = True,
+    probes: bool = False,
 ) -> list[UnitOutcome]:
     """Run ``units`` — pairs (spec, compute) — resuming from ``store``; outcomes in order.
 
@@ -289,23 +347,26 @@ def run_units(
     by calling ``compute()`` (which returns a JSON mapping) and stored at once, so a killed run
     rerun with the same units computes only what was not finished. With ``fresh``, the stored
     results of these units are discarded first (before anything is computed, so a fresh run
-    that is interrupted and resumed never mixes old and new results).
+    that is interrupted and resumed never mixes old and new results). With ``probes`` (the
+    run's ``save_probes``), every result must hold its probes, and a stored unit without its
+    probes file counts as not stored: it is computed again.
 
     Raises:
         ValueError: a spec is not JSON (see :func:`unit_key`), two units have the same spec,
-            a compute function returns a non-mapping, or a stored unit file is corrupt.
+            a compute function returns a non-mapping (or, with ``probes``, keeps no probes),
+            or a stored unit file is corrupt.
     """
     keys = prepare_units([spec for spec, _ in units], store, fresh=fresh)
     outcomes = []
     bar = tqdm(total=len(units), desc="units", unit="unit", disable=not progress)
     with bar:
         for key, (spec, compute) in zip(keys, units):
-            loaded = store.has(key)
+            loaded = store.has(key, probes)
             if loaded:
                 record = store.load(key)
             else:
                 started = time.perf_counter()
-                result = check_result(key, compute())
+                result = check_result(key, compute(), probes)
                 record = store.save(key, spec, result, time.perf_counter() - started)
             outcomes.append(UnitOutcome.from_record(record, loaded))
             computed = sum(not outcome.loaded for outcome in outcomes)

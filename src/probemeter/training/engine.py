@@ -25,6 +25,7 @@ import os
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -71,6 +72,16 @@ class ProbeEvaluation:
             evaluation example, in nats (online codes sum it over blocks; paired tests need it).
         predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions.
         epochs: only with ``config.early_stopping``: (P,) epochs each probe trained.
+        parameters: only with ``return_parameters=True``: the trained parameters, per layer
+            ``(W, b)`` stacked on the probe axis, ``W`` of shape (P, fan_in, fan_out) and ``b``
+            of shape (P, fan_out), float32 on the host: probe i computes
+            ``h = relu(h @ W[i] + b[i])`` layer after layer (no ReLU after the last). They
+            are exactly the parameters the metrics were computed with (with early stopping,
+            those of each probe's best development epoch).
+        stack_rows: only with ``return_parameters=True``: (P,) the row each probe held in the
+            stack of probes it was evaluated in, with which
+            :func:`~probemeter.probes.stacked_mlp.evaluate_as_row` reproduces its metrics bit
+            for bit.
     """
 
     loss: np.ndarray
@@ -79,6 +90,8 @@ class ProbeEvaluation:
     nll: np.ndarray | None = None
     predictions: np.ndarray | None = None
     epochs: np.ndarray | None = None
+    parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None = None
+    stack_rows: np.ndarray | None = None
 
 
 def fit_evaluate(
@@ -98,6 +111,7 @@ def fit_evaluate(
     progress: bool = False,
     per_example: bool = False,
     dev_set: np.ndarray | None = None,
+    return_parameters: bool = False,
 ) -> ProbeEvaluation:
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
@@ -129,6 +143,9 @@ def fit_evaluate(
             set that every probe early-stops on, training on its whole subset (Voita & Titov
             §3.1 stop on a development split apart from the data); default: each probe's own
             ``config.dev_fraction`` of its subset.
+        return_parameters: also return every probe's trained parameters (``parameters``),
+            copied to the host, and its row in its chunk (``stack_rows``); training, chunking
+            and metrics are the same either way.
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     dev_set = _check_dev_set(dev_set, config, len(X_train))
@@ -152,9 +169,19 @@ def fit_evaluate(
         result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
     if config.early_stopping:
         result["epochs"] = np.empty(n_probes, dtype=np.int64)
-    if n_probes == 0:
-        return ProbeEvaluation(**result)
     shapes = probe.layer_shapes(X_train.shape[1], n_classes)
+    parameters, stack_rows = None, None
+    if return_parameters:
+        stack_rows = np.zeros(n_probes, dtype=np.int64)
+        parameters = tuple(
+            (
+                np.empty((n_probes, fan_in, fan_out), dtype=np.float32),
+                np.empty((n_probes, fan_out), dtype=np.float32),
+            )
+            for fan_in, fan_out in shapes
+        )
+    if n_probes == 0:
+        return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
     small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
     if small:
         workers = 1
@@ -170,7 +197,14 @@ def fit_evaluate(
         shared_dev_rows=None if dev_set is None else len(dev_set),
     )
     tasks = [
-        ([subsets[i] for i in members], [keys[i] for i in members], rows, per_example, dev_set)
+        (
+            [subsets[i] for i in members],
+            [keys[i] for i in members],
+            rows,
+            per_example,
+            dev_set,
+            return_parameters,
+        )
         for members, rows in chunks
     ]
     arrays = (X_train, y_train, X_eval, y_eval)
@@ -189,10 +223,15 @@ def fit_evaluate(
         else:
             outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
     for (members, _), metrics in zip(chunks, outputs):
+        if return_parameters:
+            stack_rows[members] = np.arange(members.size)
+            for layer, (weights, biases) in enumerate(metrics.pop("parameters")):
+                parameters[layer][0][members] = weights
+                parameters[layer][1][members] = biases
         for name, values in metrics.items():
             result[name][members] = values
     _warn_if_diverged(result["loss"], subsets, n_classes, config.lr)
-    return ProbeEvaluation(**result)
+    return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
 
 
 def _warn_if_diverged(
@@ -388,8 +427,11 @@ class _ChunkRunner:
         rows: int,
         per_example: bool = False,
         dev_set: np.ndarray | None = None,
-    ) -> dict[str, np.ndarray]:
-        """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them."""
+        return_parameters: bool = False,
+    ) -> dict[str, Any]:
+        """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them;
+        with ``return_parameters``, ``"parameters"`` holds their layers on the host
+        (:meth:`StackedMLP.numpy_layers`)."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
         # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
         precision = self.config.precision if rows >= BF16_MIN_ROWS else "f32"
@@ -408,13 +450,19 @@ class _ChunkRunner:
                 self.report,
                 dev_set,
             )
-            metrics = model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
-            return {**metrics, "epochs": epochs}
-        order, row_weights = _minibatch_order(
-            subsets, rngs, self.config.batch_size, rows, self.config.steps
-        )
-        _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report)
-        return model.evaluate(self.eval_x, self.eval_y, per_example=per_example)
+            metrics = {"epochs": epochs}
+        else:
+            order, row_weights = _minibatch_order(
+                subsets, rngs, self.config.batch_size, rows, self.config.steps
+            )
+            _train_chunk(
+                model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report
+            )
+            metrics = {}
+        metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
+        if return_parameters:
+            metrics["parameters"] = model.numpy_layers()
+        return metrics
 
 
 def _run_task(
@@ -427,13 +475,14 @@ def _run_task(
     rows: int,
     per_example: bool,
     dev_set: np.ndarray | None = None,
-) -> dict[str, np.ndarray]:
+    return_parameters: bool = False,
+) -> dict[str, Any]:
     """One chunk in a worker process, single-threaded (parallelise over probes, not
     inside matmuls)."""
     exit_with_parent()  # end this worker as soon as the run that started it dies (kill -9)
     torch.set_num_threads(1)
     runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
-    return runner.run(subsets, keys, rows, per_example, dev_set)
+    return runner.run(subsets, keys, rows, per_example, dev_set, return_parameters)
 
 
 def _ignore(_: int) -> None:
@@ -445,10 +494,10 @@ def _run_in_workers(
     n_classes: int,
     probe: MLP,
     config: TrainingConfig,
-    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int, bool, np.ndarray | None]],
+    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int, bool, np.ndarray | None, bool]],
     workers: int,
     bar: tqdm,
-) -> list[dict[str, np.ndarray]]:
+) -> list[dict[str, Any]]:
     """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
     as shared memory maps, not copies; scripts need no ``__main__`` guard."""
     jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
