@@ -180,6 +180,9 @@ class Method(ABC):
 
     #: the method's name in experiment files (``[method] kind``) and on the command line
     kind: ClassVar[str]
+    #: whether its probes can learn a scalar mix of layers (``combine = "scalar-mix"``: the
+    #: data's ``mix_layers``)
+    mixes_layers: ClassVar[bool] = False
     #: one line: what the method computes and from which paper
     summary: ClassVar[str]
     #: whether its units can keep their trained probes (``save_probes``): then their functions

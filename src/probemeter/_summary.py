@@ -21,7 +21,15 @@ import numpy as np
 from probemeter._io import pack_bits, unpack_bits
 from probemeter._validation import one_of
 
-__all__ = ["BETTER", "Estimate", "Headline", "SeedCorrectness", "Summary", "labels_digest"]
+__all__ = [
+    "BETTER",
+    "Estimate",
+    "Headline",
+    "LayerWeights",
+    "SeedCorrectness",
+    "Summary",
+    "labels_digest",
+]
 
 #: which way a measure improves
 BETTER = ("lower", "higher")
@@ -229,6 +237,77 @@ class SeedCorrectness:
         )
 
 
+@dataclass(frozen=True)
+class LayerWeights:
+    """The layer weights a learned scalar mix settled on (Peters et al. 2018, eq. 1): per
+    seed, s = softmax(a) over the mixed layers, and the scale γ.
+
+    Attributes:
+        layers: the model layers mixed, in feature order.
+        seeds: the seed of each probe.
+        weights: per seed, s (sums to 1).
+        scale: per seed, γ.
+    """
+
+    layers: tuple[int, ...]
+    seeds: tuple[int, ...]
+    weights: tuple[tuple[float, ...], ...]
+    scale: tuple[float, ...]
+
+    @classmethod
+    def from_logits(
+        cls, layers: Sequence[int], seeds: Sequence[int], logits: np.ndarray, scale: np.ndarray
+    ) -> LayerWeights:
+        """From the probes' mixing logits a, (seeds, L), and scales γ, (seeds,)."""
+        logits = np.asarray(logits, dtype=np.float64)
+        weights = np.exp(logits - logits.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        return cls(
+            tuple(int(layer) for layer in layers),
+            tuple(int(seed) for seed in seeds),
+            tuple(tuple(float(w) for w in row) for row in weights),
+            tuple(float(g) for g in np.asarray(scale, dtype=np.float64)),
+        )
+
+    @property
+    def mean_weights(self) -> tuple[float, ...]:
+        """s averaged over seeds."""
+        return tuple(float(w) for w in np.mean(self.weights, axis=0))
+
+    @property
+    def center_of_gravity(self) -> Estimate:
+        """E_s[layer] = Σ_l layer_l · s_l (Tenney et al. 2019, §3.1), over seeds."""
+        per_seed = np.asarray(self.weights) @ np.asarray(self.layers, dtype=np.float64)
+        return Estimate.over_seeds(per_seed.tolist())
+
+    def describe(self) -> str:
+        """The learned weights by layer and their center of gravity, in words."""
+        shown = ", ".join(f"{layer}: {w:.2f}" for layer, w in zip(self.layers, self.mean_weights))
+        seeds = len(self.seeds)
+        return (
+            f"learned scalar-mix weights by layer ({shown}; mean of {seeds} "
+            f"seed{'s' if seeds > 1 else ''}), center of gravity "
+            f"{self.center_of_gravity.format()} (Tenney et al. 2019)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layers": list(self.layers),
+            "seeds": list(self.seeds),
+            "weights": [list(row) for row in self.weights],
+            "scale": list(self.scale),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> LayerWeights:
+        return cls(
+            tuple(payload["layers"]),
+            tuple(payload["seeds"]),
+            tuple(tuple(row) for row in payload["weights"]),
+            tuple(payload["scale"]),
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class Summary:
     """A method's view of one representation (see the module docstring).
@@ -241,6 +320,7 @@ class Summary:
         probe: hidden widths of those probes (``()``: linear), for the data bound.
         n_features, n_classes: their input width and classes (None when the result does not
             record them).
+        layer_weights: with a learned scalar mix, the weights its best probes settled on.
     """
 
     estimates: Mapping[str, Estimate]
@@ -249,3 +329,4 @@ class Summary:
     probe: tuple[int, ...]
     n_features: int | None
     n_classes: int | None
+    layer_weights: LayerWeights | None = None

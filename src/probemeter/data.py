@@ -126,6 +126,9 @@ class ProbeData:
         groups_train, groups_test: optional integer group ids (word types, sentences), used by
             control tasks and grouped splits.
         classes: with ``labels="encode"``, the original label of each class index; else None.
+        mix_layers: when the features are several model layers side by side, of equal width,
+            for probes to mix with a learned scalar mix (``combine = "scalar-mix"``; Peters et
+            al. 2018, Tenney et al. 2019): the layer indices, in feature order; else None.
     """
 
     X_train: np.ndarray
@@ -137,6 +140,7 @@ class ProbeData:
     groups_train: np.ndarray | None = field(default=None, repr=False)
     groups_test: np.ndarray | None = field(default=None, repr=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
+    mix_layers: tuple[int, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -277,7 +281,8 @@ class ProbeData:
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the data to ``folder`` (created): one ``.npy`` file per array and
         ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes`` as
-        :func:`~probemeter._io.classes_to_json` writes them), each file atomically
+        :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers`` when set), each
+        file atomically
         and the JSON last, so a folder with ``probe_data.json`` is complete. Returns the folder.
 
         Raises:
@@ -287,6 +292,8 @@ class ProbeData:
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"folder {str(folder)!r} is a file; give a folder")
         described = {"schema": _SCHEMA, "n_classes": self.n_classes, "name": self.name}
+        if self.mix_layers is not None:
+            described["mix_layers"] = list(self.mix_layers)
         meta = json.dumps({**described, "classes": classes_to_json(self.classes)})
         folder.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
@@ -332,6 +339,7 @@ class ProbeData:
             y_test=y_test,
             n_classes=int(meta["n_classes"]),
             name=str(meta["name"]),
+            mix_layers=None if "mix_layers" not in meta else tuple(meta["mix_layers"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),
             classes=classes_from_json(meta.get("classes")),

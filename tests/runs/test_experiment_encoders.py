@@ -348,3 +348,45 @@ def test_combine_concat_puts_the_listed_layers_side_by_side(tmp_path):
     single.write_text(single.read_text().replace("[method]", 'combine = "concat"\n[method]'))
     with pytest.raises(ExperimentError, match="combine: 'concat' needs two layers or more"):
         load_experiment(single)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["curve", "mdl"])
+def test_a_scalar_mix_of_every_layer_is_learned_and_reported(tmp_path, capsys, method):
+    import json
+
+    from probemeter.cli.main import main
+
+    make_tiny_bert(tmp_path / "tiny-bert")
+    path = _sweep_file(tmp_path, "tiny-bert", '"all"')
+    text = path.read_text().replace("epsilon = 0.5\nsizes = [20, 50]\n", "")
+    text = text.replace("[method]\n", 'combine = "scalar-mix"\n[method]\n' + METHODS[method])
+    path.write_text(text)
+    (rep,) = load_experiment(path).representations
+    assert (rep.name, rep.options["layer"], rep.sweep) == ("m", [0, 1, 2], None)
+    data = prepare_data(load_experiment(path))["m"]
+    assert data.mix_layers == (0, 1, 2) and data.n_features == 3 * 32
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "m: learned scalar-mix weights by layer (0: " in printed
+    assert "center of gravity" in printed
+    (unit,) = (out / "hub" / "units").glob("*.json")
+    result = json.loads(unit.read_text())["result"]
+    metadata = result["metadata"] if method == "curve" else result["online"]["metadata"]
+    assert metadata["probe"]["mix"] == 3 and metadata["scalar_mix"]["layers"] == [0, 1, 2]
+    for weights in metadata["scalar_mix"]["weights"]:
+        assert sum(weights) == pytest.approx(1.0)
+
+
+def test_a_scalar_mix_needs_a_method_whose_probes_learn_it(tmp_path):
+    make_tiny_bert(tmp_path / "tiny-bert")
+    path = _sweep_file(tmp_path, "tiny-bert", "[0, 2]")
+    text = path.read_text().replace("epsilon = 0.5\nsizes = [20, 50]\n", "")
+    mixing = text.replace("[method]\n", 'combine = "scalar-mix"\n[method]\n')
+    path.write_text(mixing.replace("[method]\n", '[method]\nkind = "pareto"\n'))
+    with pytest.raises(ExperimentError, match="which the pareto method's probes cannot learn"):
+        load_experiment(path)
+    path.write_text(mixing.replace("[method]\n", '[method]\nkind = "mdl"\nvariational = true\n'))
+    with pytest.raises(ExperimentError, match="variational probe has no scalar mix for 'm'"):
+        load_experiment(path)

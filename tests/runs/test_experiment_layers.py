@@ -80,8 +80,14 @@ def test_combine_concat_puts_a_files_layers_side_by_side(tmp_path):
     )
     np.testing.assert_array_equal(data.X_train, expected.X_train)
     np.testing.assert_array_equal(data.X_test, expected.X_test)
+    assert data.mix_layers is None
     with pytest.raises(ExperimentError, match="combine: 'concat' needs two layers or more"):
         load_experiment(_experiment(tmp_path, 'layer = [1]\ncombine = "concat"'))
+    # a scalar mix reads the same features side by side and names the layers to mix
+    load_experiment(_experiment(tmp_path, 'layer = [2, 0]\ncombine = "scalar-mix"'))
+    mixed = prepare_data(load_experiment(tmp_path / "layers.toml"))["h"]
+    assert mixed.mix_layers == (2, 0)
+    np.testing.assert_array_equal(mixed.X_train, expected.X_train)
 
 
 def _two_d(folder):

@@ -228,8 +228,8 @@ def test_results_do_not_depend_on_chunking(task, probe):
         probe, N_FEATURES, N_CLASSES, config, rows=32, n_train=POOL, n_eval=N_EVAL
     ).chunk_bytes(1)
     subsets = [_subset(n, seed) for n, seed in sizes_seeds]
-    shapes = probe.layer_shapes(N_FEATURES, N_CLASSES)
-    chunks = engine._plan_chunks(subsets, probe, shapes, config, alone / 2**30, 1, n_eval=N_EVAL)
+    dims = (N_FEATURES, N_CLASSES)
+    chunks = engine._plan_chunks(subsets, probe, dims, config, alone / 2**30, 1, n_eval=N_EVAL)
     assert sorted(len(members) for members, _ in chunks) == [1] * len(sizes_seeds)
     one_per_chunk = _run(task, sizes_seeds, probe, config, max_memory=alone / 2**30)
     for name in ("loss", "loss_truncated", "accuracy"):

@@ -223,8 +223,8 @@ def test_chunks_hold_no_more_probes_than_the_budget(task):
     subsets = [np.arange(60) for _ in range(7)]
     memory = estimate_memory(probe, 6, 3, config, rows=32, n_train=60, n_eval=50)
     budget = memory.chunk_bytes(3) / 2**30
-    shapes = probe.layer_shapes(6, 3)
-    chunks = engine._plan_chunks(subsets, probe, shapes, config, budget, 1, n_eval=50)
+    dims = (6, 3)
+    chunks = engine._plan_chunks(subsets, probe, dims, config, budget, 1, n_eval=50)
     assert sorted(len(members) for members, _ in chunks) == [1, 3, 3]
     for members, rows in chunks:
         assert memory.chunk_bytes(len(members)) <= budget * 2**30 and rows == 32

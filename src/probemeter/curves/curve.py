@@ -23,7 +23,7 @@ from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
-from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
+from probemeter.training.probe_runs import Stopwatch, learned_mix, run_metadata, seed_grid
 
 __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
 
@@ -360,6 +360,7 @@ def loss_data_curve(
             data.X_test,
             data.y_test,
             stack_rows=evaluation.stack_rows,
+            mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
             device=device,
         )
         by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
@@ -382,6 +383,9 @@ def loss_data_curve(
         data=data,
         data_fields={"n_features": data.n_features},
     )
+    mix = learned_mix(data, evaluation, final, [grid[i][0] for i in final])
+    if mix is not None:  # the layer weights the probes of the largest size learned
+        metadata["scalar_mix"] = mix
     return LossDataCurve(
         data.name,
         points,

@@ -23,7 +23,7 @@ from probemeter._method import (
     UnitPlan,
     option,
 )
-from probemeter._summary import Estimate, Headline, Summary
+from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 
 __all__ = ["CurveMethod", "curve_unit"]
@@ -66,6 +66,7 @@ class CurveMethod(Method):
     )
 
     kind = "curve"
+    mixes_layers = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
 
@@ -83,13 +84,13 @@ class CurveMethod(Method):
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         from probemeter.curves.curve import default_sizes
-        from probemeter.probes import MLP
+        from probemeter.probes import probe_for
 
         plans = []
         for name, data in datasets.items():
             sizes = [int(n) for n in (self.sizes or default_sizes(data.pool_size))]
             spec = {
-                "probe": MLP(self.probe).to_dict(),
+                "probe": probe_for(data, self.probe).to_dict(),
                 "training": self.training().to_dict(),
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
@@ -143,6 +144,7 @@ class CurveMethod(Method):
                     seed_bounds=[r.lower_bound for r in single],
                 )
             final = curve.points[curve.points["n"] == curve.sizes[-1]]["accuracy"]
+            mix = curve.metadata.get("scalar_mix")
             found[curve.name] = Summary(
                 estimates,
                 Estimate.over_seeds(final.tolist()),
@@ -150,6 +152,7 @@ class CurveMethod(Method):
                 self.probe,
                 curve.metadata.get("n_features"),
                 curve.n_classes,
+                None if mix is None else LayerWeights.from_dict(mix),
             )
         return found
 
@@ -169,11 +172,11 @@ def curve_unit(
     """One unit: the loss-data curve of ``data``, as a JSON dictionary; with ``keep_probes``
     also its probes (:attr:`LossDataCurve.probes`) under :data:`PROBES_ENTRY`."""
     from probemeter.curves.curve import loss_data_curve
-    from probemeter.probes import MLP
+    from probemeter.probes import probe_for
 
     curve = loss_data_curve(
         data,
-        MLP(method.probe),
+        probe_for(data, method.probe),
         sizes,
         method.seeds,
         steps=method.steps,

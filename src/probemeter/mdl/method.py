@@ -30,7 +30,7 @@ from probemeter._method import (
     option,
     write_run_files,
 )
-from probemeter._summary import Estimate, Headline, Summary
+from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 
 __all__ = ["PAPER_TIMESTEPS", "MDLMethod", "mdl_unit"]
@@ -97,6 +97,7 @@ class MDLMethod(Method):
     )
 
     kind = "mdl"
+    mixes_layers = True
     summary = "Voita & Titov: online code of each representation and its control task, bits"
     keeps_probes = True
 
@@ -180,6 +181,7 @@ class MDLMethod(Method):
                 scale = BITS_PER_KBIT if column.endswith("_bits") else 1.0
                 estimates[headline.name] = Estimate.over_seeds(values / scale)
             online = entry.online
+            mix = online.metadata.get("scalar_mix")
             found[entry.name] = Summary(
                 estimates,
                 Estimate.over_seeds(online.seeds["accuracy"].tolist()),
@@ -187,6 +189,7 @@ class MDLMethod(Method):
                 self.probe,
                 online.metadata.get("n_features"),
                 online.n_classes,
+                None if mix is None else LayerWeights.from_dict(mix),
             )
         return found
 
@@ -227,7 +230,7 @@ def mdl_unit(
     from probemeter.mdl.controls import control_task
     from probemeter.mdl.online import online_codelength, paper_training
     from probemeter.mdl.variational import variational_codelength
-    from probemeter.probes import MLP, ProbeSet
+    from probemeter.probes import ProbeSet, probe_for
 
     config = paper_training(
         batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
@@ -240,7 +243,7 @@ def mdl_unit(
     for role, task in tasks.items():
         online = online_codelength(
             task,
-            MLP(method.probe),
+            probe_for(task, method.probe),
             method.timesteps,
             seeds=method.seeds,
             config=config,

@@ -57,7 +57,7 @@ from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
-from probemeter.training.probe_runs import Stopwatch, run_metadata, seed_grid
+from probemeter.training.probe_runs import Stopwatch, learned_mix, run_metadata, seed_grid
 
 __all__ = [
     "BITS_PER_KBIT",
@@ -477,6 +477,7 @@ def online_codelength(
             data.X_test,
             data.y_test,
             stack_rows=evaluation.stack_rows,
+            mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
             device=device,
         )
     pool = data.pool_size
@@ -547,6 +548,9 @@ def online_codelength(
         },
         data_fields={"n_test": len(data.y_test), "n_features": data.n_features},
     )
+    mix = learned_mix(data, evaluation, full_rows, seeds_used)
+    if mix is not None:  # the layer weights the probes trained on all n examples learned
+        metadata["scalar_mix"] = mix
     return OnlineCode(
         name=data.name,
         n_classes=data.n_classes,

@@ -1,11 +1,14 @@
-"""Probe families: the architectures the engine trains, stacked on a leading probe axis, and
-trained probes kept for inspection (:mod:`probemeter.probes.saved`)."""
+"""Probe families: the architectures the engine trains, stacked on a leading probe axis (with
+an optional learned scalar mix of layers, :mod:`probemeter.probes.scalar_mix`), and trained
+probes kept for inspection (:mod:`probemeter.probes.saved`)."""
 
 from probemeter._lazy import lazy_exports
 
 _EXPORTS = {
     "MLP": ".mlp",
     "Linear": ".mlp",
+    "ScalarMix": ".scalar_mix",
+    "probe_for": ".mlp",
     "ProbeSet": ".saved",
     "SavedProbe": ".saved",
     "load_probes": ".saved",

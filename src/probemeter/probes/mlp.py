@@ -6,15 +6,18 @@ The default, two hidden layers of 512 ReLU units, is the probe of Whitney et al.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from probemeter._validation import check_scalar, integer_list
+from probemeter.data import ProbeData
+from probemeter.probes.scalar_mix import ScalarMixes
 from probemeter.probes.stacked_mlp import StackedMLP
 
-__all__ = ["MLP", "Linear", "fill_uniform"]
+__all__ = ["MLP", "Linear", "fill_uniform", "probe_for"]
 
 
 @dataclass(frozen=True)
@@ -25,10 +28,15 @@ class MLP:
         hidden: widths of the hidden layers; ``()`` is a linear (multinomial logistic) probe.
         dropout: rate of (inverted) dropout on every hidden layer's output during training,
             in [0, 1) (the random MLP family of Pimentel et al., §6.2, draws it from U[0, 0.5]).
+        mix: 0, or L ≥ 2: the features are L layers of equal width side by side, and the probe
+            first learns a scalar mix of them, γ · Σ_l softmax(a)_l h_l (Peters et al. 2018,
+            eq. 1; Tenney et al. 2019): its first layer reads one layer's width
+            (:mod:`probemeter.probes.scalar_mix`).
     """
 
     hidden: tuple[int, ...] = (512, 512)
     dropout: float = 0.0
+    mix: int = 0
 
     def __post_init__(self) -> None:
         hidden = integer_list(1)(tuple(self.hidden), "hidden")
@@ -37,30 +45,54 @@ class MLP:
             self.dropout, "dropout", float, min_val=0, max_val=1, include_boundaries="left"
         )
         object.__setattr__(self, "dropout", float(dropout))
+        if self.mix != 0:
+            check_scalar(self.mix, "mix", int, min_val=2)
+        object.__setattr__(self, "mix", int(self.mix))
 
     @property
     def name(self) -> str:
         if not self.hidden:
-            return "linear"
-        name = "mlp-" + "x".join(str(w) for w in self.hidden)
-        return name + (f"-drop{self.dropout:.3g}" if self.dropout else "")
+            name = "linear"
+        else:
+            name = "mlp-" + "x".join(str(w) for w in self.hidden)
+            name += f"-drop{self.dropout:.3g}" if self.dropout else ""
+        return name + (f"-mix{self.mix}" if self.mix else "")
+
+    def input_width(self, n_features: int) -> int:
+        """The width the first layer reads: ``n_features``, or one layer's with a mix.
+
+        Raises:
+            ValueError: with a mix, ``n_features`` is not a multiple of the mixed layers.
+        """
+        if not self.mix:
+            return n_features
+        if n_features % self.mix:
+            raise ValueError(
+                f"mix={self.mix} layers side by side need a multiple of {self.mix} features; "
+                f"got {n_features}"
+            )
+        return n_features // self.mix
 
     def layer_shapes(self, n_features: int, n_classes: int) -> list[tuple[int, int]]:
-        """(fan_in, fan_out) of each affine layer."""
-        widths = [n_features, *self.hidden, n_classes]
+        """(fan_in, fan_out) of each affine layer (with a mix, the first reads one layer)."""
+        widths = [self.input_width(n_features), *self.hidden, n_classes]
         return list(itertools.pairwise(widths))
 
     def parameter_count(self, n_features: int, n_classes: int) -> int:
-        """Number of trainable parameters (weights and biases)."""
-        return sum(
+        """Number of trainable parameters (weights and biases; L logits and a scale with a
+        mix)."""
+        affine = sum(
             (fan_in + 1) * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
         )
+        return affine + (self.mix + 1 if self.mix else 0)
 
     def forward_flops(self, n_features: int, n_classes: int) -> int:
-        """Multiply-add FLOPs (2 per MAC) of one example's forward pass."""
-        return sum(
+        """Multiply-add FLOPs (2 per MAC) of one example's forward pass (the mix: one per
+        feature)."""
+        affine = sum(
             2 * fan_in * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
         )
+        return affine + (2 * n_features if self.mix else 0)
 
     def initial_parameters(
         self, rng: np.random.Generator, n_features: int, n_classes: int
@@ -119,17 +151,26 @@ class MLP:
                 torch.Generator(device=device).manual_seed(int(rng.integers(2**62))) for rng in rngs
             ]
         dropout = self.dropout if self.hidden else 0.0
-        return StackedMLP(layers, rows, precision, dropout=dropout, generators=generators)
+        mix = None
+        if self.mix:
+            width = self.input_width(n_features)
+            mix = ScalarMixes.uniform(len(rngs), self.mix, rows, width, device)
+        return StackedMLP(layers, rows, precision, dropout=dropout, generators=generators, mix=mix)
 
     def to_dict(self) -> dict:
         spec = {"family": "mlp", "hidden": list(self.hidden)}
-        return spec | ({"dropout": self.dropout} if self.dropout else {})
+        spec |= {"dropout": self.dropout} if self.dropout else {}
+        return spec | ({"mix": self.mix} if self.mix else {})
 
     @staticmethod
     def from_dict(spec: dict) -> MLP:
         if spec.get("family") != "mlp":
             raise ValueError(f"not an MLP probe specification: {spec!r}")
-        return MLP(hidden=tuple(spec["hidden"]), dropout=float(spec.get("dropout", 0.0)))
+        return MLP(
+            hidden=tuple(spec["hidden"]),
+            dropout=float(spec.get("dropout", 0.0)),
+            mix=int(spec.get("mix", 0)),
+        )
 
 
 def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None:
@@ -145,6 +186,12 @@ def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None
     out *= np.float32(2.0)
     out -= np.float32(1.0)
     out *= np.float32(1.0 / np.sqrt(fan_in))
+
+
+def probe_for(data: ProbeData, hidden: Sequence[int]) -> MLP:
+    """An MLP of ``hidden`` widths for ``data``: with a learned scalar mix of its layers when
+    the data are layers side by side to be mixed (``data.mix_layers``), a plain one else."""
+    return MLP(tuple(hidden), mix=0 if data.mix_layers is None else len(data.mix_layers))
 
 
 def Linear() -> MLP:

@@ -15,7 +15,10 @@ stored test loss exactly, and that loss is the engine's (on the device it was ev
 File format (schema ``probemeter.probes/1``)::
 
     probe.<i>.<k>.weight   float32 (fan_out, fan_in)   probe i's affine layer at position k of
-    probe.<i>.<k>.bias     float32 (fan_out,)          its nn.Sequential (k = 0, 2, 4, ...)
+    probe.<i>.<k>.bias     float32 (fan_out,)          its nn.Sequential (k = 0, 2, 4, ...;
+                                                       1, 3, 5, ... after a scalar mix)
+    probe.<i>.0.logits     float32 (L,)                with a scalar mix (architecture "mix":
+    probe.<i>.0.scale      float32 (1,)                L): its logits a and scale γ
     predictions.<i>        int32 (n_test,)             probe i's arg-max test predictions
     header metadata        "format": "probemeter.probes/1", "name": the representation,
                            "probes": JSON list, per probe {"architecture": MLP.to_dict(),
@@ -43,6 +46,7 @@ from probemeter._device import resolve_device
 from probemeter._io import write_bytes_atomic
 from probemeter._validation import check_scalar, is_number
 from probemeter.probes.mlp import MLP
+from probemeter.probes.scalar_mix import ScalarMix
 from probemeter.probes.stacked_mlp import evaluate_as_row
 
 __all__ = ["FORMAT", "ProbeSet", "SavedProbe", "load_probes", "safetensors_problem"]
@@ -71,9 +75,12 @@ class SavedProbe:
         stack_row: the row it held in the engine's stack of probes when it was evaluated
             (``ProbeEvaluation.stack_rows``), with which :meth:`evaluate` reproduces the
             engine's numbers bit for bit.
+        mix: with a scalar mix (``architecture.mix`` = L): its logits a, (L,) float32, and its
+            scale γ; the probe then reads L layers side by side and mixes them first.
 
     Raises:
         ValueError: layers that do not chain, do not fit the architecture or are not float32;
+            a mix missing, unwanted or not L float32 logits;
             predictions that are not a 1-D array of class indices; an accuracy outside
             [0, 1]; info that is not JSON scalars or uses a name of :meth:`ProbeSet.to_frame`'s
             own columns; a negative stack row.
@@ -86,6 +93,7 @@ class SavedProbe:
     predictions: np.ndarray = field(repr=False)
     info: Mapping[str, Any] = field(default_factory=dict)
     stack_row: int = 0
+    mix: tuple[np.ndarray, float] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.architecture, MLP):
@@ -93,8 +101,10 @@ class SavedProbe:
         layers = tuple(_check_layer(index, layer) for index, layer in enumerate(self.layers))
         if not layers:
             raise ValueError("layers is empty: a probe has at least one affine layer")
+        object.__setattr__(self, "mix", _check_mix(self.mix, self.architecture.mix))
         widths = (layers[0][0].shape[0], *(weight.shape[1] for weight, _ in layers))
-        expected = self.architecture.layer_shapes(widths[0], widths[-1])
+        read = widths[0] * max(self.architecture.mix, 1)
+        expected = self.architecture.layer_shapes(read, widths[-1])
         if [weight.shape for weight, _ in layers] != expected:
             raise ValueError(
                 f"layers have shapes {[w.shape for w, _ in layers]}, not those of "
@@ -119,8 +129,8 @@ class SavedProbe:
 
     @property
     def n_features(self) -> int:
-        """d, the features the probe reads."""
-        return int(self.layers[0][0].shape[0])
+        """d, the features the probe reads (L layers side by side with a scalar mix)."""
+        return int(self.layers[0][0].shape[0]) * max(self.architecture.mix, 1)
 
     @property
     def n_classes(self) -> int:
@@ -134,8 +144,9 @@ class SavedProbe:
 
     def module(self) -> torch.nn.Sequential:
         """The probe as an ordinary ``torch.nn.Sequential`` of ``nn.Linear`` layers with
-        ``nn.ReLU`` between them, in eval mode, on the CPU: ``module(x)`` gives the (n, K)
-        logits of float32 features ``x`` (n, d).
+        ``nn.ReLU`` between them (after a :class:`~probemeter.probes.scalar_mix.ScalarMix`
+        when it has a mix), in eval mode, on the CPU: ``module(x)`` gives the (n, K) logits of
+        float32 features ``x`` (n, d).
 
         Its parameters are copies of :attr:`layers`, ``W`` transposed into ``nn.Linear``'s
         (out, in) layout. ``nn.Linear`` multiplies in another order than the engine, so its
@@ -145,6 +156,12 @@ class SavedProbe:
         from torch import nn
 
         modules: list[nn.Module] = []
+        if self.mix is not None:
+            mix = ScalarMix(self.architecture.mix, self.layers[0][0].shape[0])
+            with torch.no_grad():
+                mix.logits.copy_(torch.from_numpy(self.mix[0]))
+                mix.scale.fill_(self.mix[1])
+            modules.append(mix)
         for index, (weight, bias) in enumerate(self.layers):
             linear = nn.utils.skip_init(nn.Linear, weight.shape[0], weight.shape[1])
             with torch.no_grad():
@@ -166,7 +183,7 @@ class SavedProbe:
             ValueError: ``X`` not (n, n_features), or ``y`` not n class indices below K.
         """
         features, labels = _eval_tensors(X, y, self.n_features, self.n_classes, device)
-        return _evaluate(self.layers, self.stack_row, features, labels)
+        return _evaluate(self.layers, self.stack_row, features, labels, self.mix)
 
 
 def _check_layer(index: int, layer: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -187,6 +204,26 @@ def _check_layer(index: int, layer: Any) -> tuple[np.ndarray, np.ndarray]:
             f"{weight.shape} and {bias.shape}"
         )
     return np.ascontiguousarray(weight), np.ascontiguousarray(bias)
+
+
+def _check_mix(mix: Any, n_layers: int) -> tuple[np.ndarray, float] | None:
+    """``mix`` as (float32 logits (L,), float scale), None without one, or a ValueError."""
+    if not n_layers:
+        if mix is not None:
+            raise ValueError("mix is given but the architecture has no scalar mix (mix = 0)")
+        return None
+    try:
+        logits, scale = mix
+    except (TypeError, ValueError):
+        message = f"the architecture mixes {n_layers} layers: mix must be (logits, scale)"
+        raise ValueError(message) from None
+    logits = np.asarray(logits)
+    if logits.dtype != np.float32 or logits.shape != (n_layers,) or not is_number(scale):
+        raise ValueError(
+            f"mix must be {n_layers} float32 logits and a scale; got {logits.dtype} "
+            f"{logits.shape} and {scale!r}"
+        )
+    return np.ascontiguousarray(logits), float(scale)
 
 
 def _check_info(info: Any) -> dict[str, Any]:
@@ -230,9 +267,10 @@ def _evaluate(
     stack_row: int,
     features: torch.Tensor,
     labels: torch.Tensor,
+    mix: tuple[np.ndarray, float] | None = None,
 ) -> dict[str, Any]:
     """One probe's metrics and predictions, as the engine computed them at ``stack_row``."""
-    metrics = evaluate_as_row(layers, stack_row, features, labels, per_example=True)
+    metrics = evaluate_as_row(layers, stack_row, features, labels, per_example=True, mix=mix)
     return {
         "loss": float(metrics["loss"][0]),
         "loss_truncated": float(metrics["loss_truncated"][0]),
@@ -284,10 +322,12 @@ class ProbeSet:
         y_test: np.ndarray,
         *,
         stack_rows: Sequence[int] | np.ndarray | None = None,
+        mixes: tuple[np.ndarray, np.ndarray] | None = None,
         device: str | torch.device = "cpu",
     ) -> ProbeSet:
         """The probes of stacked parameters (the engine's ``ProbeEvaluation.parameters``: per
-        layer ``W`` (P, fan_in, fan_out) and ``b`` (P, fan_out)), each evaluated on
+        layer ``W`` (P, fan_in, fan_out) and ``b`` (P, fan_out); with a scalar mix ``mixes``,
+        its ``mix_logits`` (P, L) and ``mix_scale`` (P,)), each evaluated on
         ``(X_test, y_test)`` on ``device`` (:meth:`SavedProbe.evaluate`) for its stored loss,
         accuracy and predictions; ``infos[i]`` is probe i's ``info`` and ``stack_rows[i]``
         its ``stack_row`` (the engine's ``ProbeEvaluation.stack_rows``; default 0). On the
@@ -305,13 +345,13 @@ class ProbeSet:
             if len(values) != n_probes:
                 raise ValueError(f"got {len(values)} {argument} for {n_probes} stacked probes")
         n_classes = parameters[-1][0].shape[2]
-        features, labels = _eval_tensors(
-            X_test, y_test, parameters[0][0].shape[1], n_classes, device
-        )
+        n_features = parameters[0][0].shape[1] * max(architecture.mix, 1)
+        features, labels = _eval_tensors(X_test, y_test, n_features, n_classes, device)
         probes = []
         for index, (info, row) in enumerate(zip(infos, rows)):
             layers = tuple((weights[index], biases[index]) for weights, biases in parameters)
-            metrics = _evaluate(layers, row, features, labels)
+            mix = None if mixes is None else (mixes[0][index], float(mixes[1][index]))
+            metrics = _evaluate(layers, row, features, labels, mix)
             probes.append(
                 SavedProbe(
                     architecture,
@@ -321,6 +361,7 @@ class ProbeSet:
                     metrics["predictions"],
                     info,
                     row,
+                    mix,
                 )
             )
         return cls(name, tuple(probes))
@@ -396,9 +437,14 @@ class ProbeSet:
         tensors: dict[str, np.ndarray] = {}
         entries = []
         for index, probe in enumerate(self.probes):
+            first = 0 if probe.mix is None else 1  # positions in its module
+            if probe.mix is not None:
+                tensors[f"probe.{index}.0.logits"] = probe.mix[0]
+                tensors[f"probe.{index}.0.scale"] = np.array([probe.mix[1]], dtype=np.float32)
             for layer, (weight, bias) in enumerate(probe.layers):
-                tensors[f"probe.{index}.{2 * layer}.weight"] = np.ascontiguousarray(weight.T)
-                tensors[f"probe.{index}.{2 * layer}.bias"] = bias
+                position = first + 2 * layer
+                tensors[f"probe.{index}.{position}.weight"] = np.ascontiguousarray(weight.T)
+                tensors[f"probe.{index}.{position}.bias"] = bias
             tensors[f"predictions.{index}"] = probe.predictions
             entries.append(
                 {
@@ -451,9 +497,14 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
     probes = []
     for index, entry in enumerate(entries):
         architecture = MLP.from_dict(entry["architecture"])
+        mix, first = None, 0
+        if architecture.mix:
+            names = (f"probe.{index}.0.logits", f"probe.{index}.0.scale")
+            expected |= set(names)
+            mix, first = (tensors[names[0]], float(tensors[names[1]][0])), 1
         layers = []
         for layer in range(len(architecture.hidden) + 1):
-            prefix = f"probe.{index}.{2 * layer}"
+            prefix = f"probe.{index}.{first + 2 * layer}"
             expected |= {f"{prefix}.weight", f"{prefix}.bias"}
             layers.append((tensors[f"{prefix}.weight"].T, tensors[f"{prefix}.bias"]))
         predictions = tensors[f"predictions.{index}"]
@@ -468,6 +519,7 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
                 predictions,
                 entry["info"],
                 entry["stack_row"],
+                mix,
             )
         )
     unexpected = sorted(set(tensors) - expected)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
+from probemeter.probes.scalar_mix import ScalarMixes, mix_layers
+
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
 #: evaluation streams over blocks of this many rows (memory stays bounded on large test sets)
@@ -37,6 +39,10 @@ class StackedMLP:
         generators: with dropout, one torch generator per probe: probe i draws its masks, for
             exactly its own batch rows, from its own stream, so they do not depend on its
             companions or on padding.
+        mix: a learned scalar mix of the input's layers before the first layer
+            (:class:`~probemeter.probes.scalar_mix.ScalarMixes`); the inputs are then its
+            layers side by side and the first layer reads one layer's width. Its parameters
+            follow the layers' in :attr:`parameters`; it runs in f32 in either precision.
     """
 
     def __init__(
@@ -46,12 +52,16 @@ class StackedMLP:
         precision: str,
         dropout: float = 0.0,
         generators: list[torch.Generator] | None = None,
+        mix: ScalarMixes | None = None,
     ):
+        self._weights = [weight for weight, _ in layers]
+        self._biases = [bias for _, bias in layers]
         self.parameters = [tensor for layer in layers for tensor in layer]
         for tensor in self.parameters:
             tensor.grad = torch.zeros_like(tensor)
-        self._weights = self.parameters[0::2]
-        self._biases = self.parameters[1::2]
+        self.mix = mix
+        if mix is not None:
+            self.parameters += mix.parameters
         self._low = precision == "bf16"
         dtype = torch.bfloat16 if self._low else torch.float32
         # matmul operands: the master weights themselves in f32, persistent bf16 copies in bf16
@@ -75,6 +85,15 @@ class StackedMLP:
             if self._low
             else None
         )
+        # the gradient at the mixed inputs, in the matmuls' precision (copied to f32 for the mix)
+        self._mix_upstream_low = (
+            torch.empty_like(self._inputs_low) if mix is not None and self._low else None
+        )
+
+    @property
+    def mix_layers(self) -> int:
+        """Layers the scalar mix combines (0 without one)."""
+        return 0 if self.mix is None else self.mix.n_layers
 
     def accumulate_gradients(
         self, inputs: torch.Tensor, labels: torch.Tensor, row_weights: torch.Tensor
@@ -83,10 +102,14 @@ class StackedMLP:
         Σ_r w_r · CE(x_r, y_r) (w_r = 1/batch on its real rows, 0 on padding).
 
         Args:
-            inputs: (P, rows, d) float32 minibatch features.
+            inputs: (P, rows, d) float32 minibatch features (with a scalar mix, its L layers
+                side by side: (P, rows, L·d)).
             labels: (P, rows, 1) int64 labels.
             row_weights: (P, rows, 1) float32 weights.
         """
+        features = inputs
+        if self.mix is not None:
+            inputs = self.mix.forward(features)
         if self._low:
             self._inputs_low.copy_(inputs)
             inputs = self._inputs_low
@@ -118,6 +141,13 @@ class StackedMLP:
                     delta.mul_(self._masks[layer - 1])
                 _relu_backward(delta, self._act[layer - 1], 0.0, grad_input=delta)
                 upstream = delta
+        if self.mix is not None:  # back through W[0] to the mixed inputs, then into the mix
+            if self._low:
+                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self._mix_upstream_low)
+                self.mix.upstream.copy_(self._mix_upstream_low)
+            else:
+                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self.mix.upstream)
+            self.mix.backward(features)
 
     def _draw_mask(self, layer: int, row_weights: torch.Tensor) -> torch.Tensor:
         """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0, they come
@@ -138,7 +168,8 @@ class StackedMLP:
             for w, b in zip(self._weights, self._biases)
         ]
         generators = [self._generators[i] for i in kept] if self._dropout else None
-        return StackedMLP(layers, self._rows, self._precision, self._dropout, generators)
+        mix = None if self.mix is None else self.mix.select(index)
+        return StackedMLP(layers, self._rows, self._precision, self._dropout, generators, mix)
 
     def refresh(self) -> None:
         """After an optimiser step: copy the updated master weights into the bf16 shadows."""
@@ -165,9 +196,20 @@ class StackedMLP:
         per_example: bool = False,
     ) -> dict[str, np.ndarray]:
         """:func:`evaluate_stacked` of this stack's master (f32) parameters."""
+        with torch.no_grad():
+            mix = None if self.mix is None else self.mix.coefficients()
         return evaluate_stacked(
-            self._weights, self._biases, features, labels, rows_per_block, per_example
+            self._weights, self._biases, features, labels, rows_per_block, per_example, mix=mix
         )
+
+    def numpy_mix(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Copies of the scalar mix's parameters on the host: logits (P, L) and scale (P,),
+        float32; None without a mix."""
+        if self.mix is None:
+            return None
+        logits = self.mix.logits.detach().to("cpu", copy=True).numpy()
+        scale = self.mix.scale.detach().to("cpu", copy=True).numpy()
+        return logits.reshape(logits.shape[0], -1), scale.reshape(-1)
 
 
 @torch.no_grad()
@@ -179,6 +221,7 @@ def evaluate_stacked(
     rows_per_block: int = EVAL_ROWS_PER_BLOCK,
     per_example: bool = False,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
+    mix: torch.Tensor | None = None,
 ) -> dict[str, np.ndarray]:
     """Per probe of stacked ReLU-MLP parameters, in f32 and streaming over blocks of rows: mean
     cross-entropy (nats), mean of min(CE, 1) and accuracy on ``(features, labels)``; with
@@ -190,6 +233,8 @@ def evaluate_stacked(
     cross-entropies are summed in float64 and the sums added block after block, then divided
     by n. ``outputs``, when given, returns the tensor of a shape (P, rows, fan_out) that a
     layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
+    ``mix``, the (P, 1, L) coefficients γ·softmax(a) of a scalar mix, first mixes the L layers
+    side by side in ``features`` (:func:`~probemeter.probes.scalar_mix.mix_layers`).
     """
     n_probes = weights[0].shape[0]
     totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
@@ -197,7 +242,13 @@ def evaluate_stacked(
     for start in range(0, features.shape[0], rows_per_block):
         x = features[start : start + rows_per_block]
         y = labels[start : start + rows_per_block]
-        hidden = _affine(biases[0], x.expand(n_probes, -1, -1), weights[0], outputs)
+        if mix is None:
+            x = x.expand(n_probes, -1, -1)
+        else:
+            shape = (n_probes, x.shape[0], weights[0].shape[1])
+            mixed = torch.empty(shape, device=x.device) if outputs is None else outputs(shape)
+            x = mix_layers(mix, x, mixed)
+        hidden = _affine(biases[0], x, weights[0], outputs)
         for w, b in zip(weights[1:], biases[1:]):
             hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
         log_probs = torch.log_softmax(hidden, dim=-1)
@@ -235,17 +286,19 @@ def evaluate_as_row(
     features: torch.Tensor,
     labels: torch.Tensor,
     per_example: bool = False,
+    mix: tuple[np.ndarray, float] | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`evaluate_stacked` of one probe (a stack of one) as if it were row ``row`` of a
     stack: bit for bit the numbers it had there.
 
-    ``layers`` are the probe's ``(W, b)``, W (fan_in, fan_out) and b (fan_out,) float32.
-    Float32 matrix products can round differently with the memory alignment of their output
-    (measured with MKL on this project's CPU: a probe's logits differed in the last bit between
-    row 1 of a stack and a stack of its own when rows · K was not a multiple of 4, so that row 1
-    did not start on a 16-byte boundary), so every parameter and every layer output is placed
-    at the offset, modulo 64 bytes, that row r = ``row`` has in a stack: r · fan_in · fan_out,
-    r · fan_out and r · rows · fan_out floats.
+    ``layers`` are the probe's ``(W, b)``, W (fan_in, fan_out) and b (fan_out,) float32;
+    ``mix``, its scalar mix's logits (L,) and scale, when it has one. Float32 matrix products
+    can round differently with the memory alignment of their output (measured with MKL on this
+    project's CPU: a probe's logits differed in the last bit between row 1 of a stack and a
+    stack of its own when rows · K was not a multiple of 4, so that row 1 did not start on a
+    16-byte boundary), so every parameter and every layer output (and the mixed inputs) is
+    placed at the offset, modulo 64 bytes, that row r = ``row`` has in a stack:
+    r · fan_in · fan_out, r · fan_out and r · rows · fan_out floats.
     """
     device = features.device
     weights, biases = [], []
@@ -255,12 +308,23 @@ def evaluate_as_row(
         weights.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(weight))))
         placed = _placed((1, 1, fan_out), row * fan_out, device)
         biases.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(bias)).view(1, 1, -1)))
+    coefficients = None
+    if mix is not None:
+        logits = torch.as_tensor(np.asarray(mix[0], dtype=np.float32), device=device)
+        scale = torch.tensor(float(mix[1]), dtype=torch.float32, device=device)
+        coefficients = torch.softmax(logits.view(1, 1, -1), dim=2) * scale.view(1, 1, 1)
 
     def outputs(shape: tuple[int, int, int]) -> torch.Tensor:
         return _placed(shape, row * shape[1] * shape[2], device)
 
     return evaluate_stacked(
-        weights, biases, features, labels, per_example=per_example, outputs=outputs
+        weights,
+        biases,
+        features,
+        labels,
+        per_example=per_example,
+        outputs=outputs,
+        mix=coefficients,
     )
 
 

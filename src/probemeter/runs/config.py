@@ -38,7 +38,9 @@ Schema (every key not marked *required* has the default shown)::
     #     the control of Pimentel et al. and Whitney et al.; "also": both, the control named
     #     NAME-random or NAME-random-0, NAME-random-1, ..., a sweep of its own),
     #     combine = "none" ("concat": the listed layers side by side as one representation
-    #     NAME, d x layers features, instead of one representation per layer),
+    #     NAME, d x layers features, instead of one representation per layer; "scalar-mix":
+    #     the same features, which the probes mix with learned layer weights, Peters et al.
+    #     2018 eq. 1, Tenney et al. 2019 -- curve and mdl methods, online code only),
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
     #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
     #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
@@ -129,7 +131,7 @@ _REQUIRED = object()
 #: the text view of a task: words, not numbers (its feature count is None)
 WORDS = "words"
 #: how a transformer entry's layers become representations: one each, or side by side
-COMBINATIONS = ("none", "concat")
+COMBINATIONS = ("none", "concat", "scalar-mix")
 
 
 class ExperimentError(ValueError):
@@ -399,6 +401,22 @@ def _check_method(
     names = [rep.name for rep in reps]
     for where, message in method.check_setup(task.dataset if task else None, names):
         reader.add(where, message)
+    for rep in reps:
+        if rep.options.get("combine") != "scalar-mix":
+            continue
+        if not method.mixes_layers:
+            reader.add(
+                "method.kind",
+                f"{rep.name!r} mixes layers with a learned scalar mix (combine = "
+                f'"scalar-mix"), which the {method.kind} method\'s probes cannot learn: use '
+                'the curve or mdl method, or combine = "concat"',
+            )
+        elif getattr(method, "variational", False):
+            reader.add(
+                "method.variational",
+                f"the variational probe has no scalar mix for {rep.name!r} (combine = "
+                '"scalar-mix"): set variational = false, or combine = "concat"',
+            )
 
 
 def _check_feature_files(
@@ -588,17 +606,18 @@ def _layer_representations(
     """``rep``, whose ``layer`` option is a layer, a list or ``"all"``, as one representation per
     layer: ``layer = 3`` keeps its name; ``layer = [0, 6]`` or ``"all"`` (every one of the
     ``count`` layers) gives ``NAME-0``, ``NAME-6``, … (a layer sweep named NAME); with
-    ``combine = "concat"`` the listed layers are one representation NAME instead, its ``layer``
-    the list. A layer beyond ``count`` (when known) is a problem, reported with ``source`` (what
-    has the ``count`` layers), and gives None."""
+    ``combine = "concat"`` or ``"scalar-mix"`` the listed layers are one representation NAME
+    instead, its ``layer`` the list. A layer beyond ``count`` (when known) is a problem,
+    reported with ``source`` (what has the ``count`` layers), and gives None."""
     layer = rep.options["layer"]
     layers = list(range(count)) if layer == "all" else layer if isinstance(layer, list) else [layer]
     if count is not None and max(layers) >= count:
         reader.add(f"{where}.layer", f"{max(layers)} does not exist: {source} (0..{count - 1})")
         return None
-    if rep.options.get("combine", "none") == "concat":
+    combine = rep.options.get("combine", "none")
+    if combine != "none":
         if len(layers) < 2:
-            reader.add(f"{where}.combine", f"'concat' needs two layers or more; got {layer!r}")
+            reader.add(f"{where}.combine", f"{combine!r} needs two layers or more; got {layer!r}")
             return None
         return [replace(rep, options={**rep.options, "layer": layers})]
     if isinstance(layer, int):
@@ -616,7 +635,7 @@ def _npz_representations(
 ) -> list[Representation]:
     """An ``npz`` entry, its files' headers checked (no data are loaded): arrays ``X`` and ``y``
     readable and of matching shapes, test like train (features, layers); a 3-D ``X`` needs
-    ``layer`` (one representation per layer, or with ``combine = "concat"`` the layers side by
+    ``layer`` (one representation per layer, or with ``combine`` the layers side by
     side: :func:`_layer_representations`), a 2-D one refuses it. After a problem, the entry as
     one representation (the file is rejected anyway)."""
     files = {key: _read_file(reader, where, entry, key, path) for key in ("train", "test")}

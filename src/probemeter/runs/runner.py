@@ -181,6 +181,11 @@ def run_experiment(
         extra = {"experiment": experiment.to_dict(), "timings": timings}
         results = [outcome.result for outcome in outcomes]
         finished = method.finish(results, run_dir, extra)
+        mixed = [name for name, data in named.items() if data.mix_layers is not None]
+        if mixed:  # the layer weights each mixing representation's probes learned
+            summaries = method.summaries(results)
+            lines = [f"{name}: {summaries[name].layer_weights.describe()}" for name in mixed]
+            finished = replace(finished, table="\n\n".join([finished.table, *lines]))
         sweeps = layer_sweeps(experiment.representations)
         layers = None
         if sweeps:
@@ -368,9 +373,10 @@ def _representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> 
                     f"{X.shape}, of {str(rep.test)!r} {X_test.shape} (examples, layers, features)"
                 )
             X, X_test = (array[:, chosen].reshape(len(array), -1) for array in (X, X_test))
-        return ProbeData.from_arrays(
+        data = ProbeData.from_arrays(
             X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
         )
+        return replace(data, mix_layers=_mix_layers(rep))
     if rep.kind in WORD_KINDS:
         return _word_representation(rep, inputs, build)
     X, y, X_test, y_test = inputs.arrays[rep.view]
@@ -470,14 +476,22 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         )
 
     if build.cache is None:
-        return split()
+        return replace(split(), mix_layers=_mix_layers(rep))
     key = {
         "features": features_key,
         "treebank": inputs.treebank_digest,
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
     }
-    return replace(build.cache.probe_data(key, split), name=rep.name)
+    data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
+    return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
+
+
+def _mix_layers(rep: Representation) -> tuple[int, ...] | None:
+    """The layers a representation's probes mix (``combine = "scalar-mix"``), or None."""
+    if rep.options.get("combine") != "scalar-mix":
+        return None
+    return tuple(rep.options["layer"])
 
 
 def _layer_features(

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from probemeter.probes.scalar_mix import mix_layers as mix_layers_of
+
 __all__ = ["BatchedAdam", "dev_split", "stacked_losses", "train_with_dev_stopping"]
 
 #: an epoch counts as a new development minimum when it beats the best loss by more than this
@@ -120,15 +122,26 @@ def stacked_losses(
     features: torch.Tensor,
     labels: torch.Tensor,
     weights: torch.Tensor,
+    mix_layers: int = 0,
 ) -> torch.Tensor:
     """Per probe, Σ_r w_r · CE(x_r, y_r) in nats for stacked ReLU-MLP parameters.
 
     Args:
         parameters: ``[W_1, b_1, W_2, b_2, ...]`` with W of shape (P, fan_in, fan_out) and b of
-            shape (P, 1, fan_out), the layout of :class:`~probemeter.probes.stacked_mlp.StackedMLP`.
-        features: (P, rows, d) inputs; labels: (P, rows) int64; weights: (P, rows) float32.
+            shape (P, 1, fan_out), the layout of :class:`~probemeter.probes.stacked_mlp.StackedMLP`;
+            with ``mix_layers``, followed by the scalar mix's logits (P, 1, L) and scale
+            (P, 1, 1).
+        features: (P, rows, d) inputs (with a mix, L layers side by side: (P, rows, L·d));
+            labels: (P, rows) int64; weights: (P, rows) float32.
+        mix_layers: L, the layers a scalar mix combines, or 0 for none.
     """
     hidden = features
+    if mix_layers:
+        *parameters, logits, scale = parameters
+        coefficients = torch.softmax(logits, dim=2) * scale
+        width = features.shape[2] // mix_layers
+        mixed = torch.empty(*features.shape[:2], width, device=features.device)
+        hidden = mix_layers_of(coefficients, features, mixed)
     layers = list(zip(parameters[0::2], parameters[1::2]))
     for index, (weight, bias) in enumerate(layers):
         hidden = torch.baddbmm(bias, hidden, weight)
@@ -272,6 +285,7 @@ def train_with_dev_stopping(
             dev_x[pick],
             dev_y[pick],
             dev_w[pick],
+            getattr(stack, "mix_layers", 0),
         ).cpu()
         for position, row in enumerate(ending):
             probe = alive[row]

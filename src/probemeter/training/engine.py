@@ -82,6 +82,8 @@ class ProbeEvaluation:
             stack of probes it was evaluated in, with which
             :func:`~probemeter.probes.stacked_mlp.evaluate_as_row` reproduces its metrics bit
             for bit.
+        mix_logits, mix_scale: only for probes with a scalar mix (``probe.mix``): (P, L) the
+            trained mixing logits a and (P,) the scale γ; the layer weights are softmax(a).
     """
 
     loss: np.ndarray
@@ -92,6 +94,8 @@ class ProbeEvaluation:
     epochs: np.ndarray | None = None
     parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None = None
     stack_rows: np.ndarray | None = None
+    mix_logits: np.ndarray | None = None
+    mix_scale: np.ndarray | None = None
 
 
 def fit_evaluate(
@@ -169,6 +173,9 @@ def fit_evaluate(
         result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
     if config.early_stopping:
         result["epochs"] = np.empty(n_probes, dtype=np.int64)
+    if probe.mix:
+        result["mix_logits"] = np.empty((n_probes, probe.mix), dtype=np.float32)
+        result["mix_scale"] = np.empty(n_probes, dtype=np.float32)
     shapes = probe.layer_shapes(X_train.shape[1], n_classes)
     parameters, stack_rows = None, None
     if return_parameters:
@@ -182,13 +189,14 @@ def fit_evaluate(
         )
     if n_probes == 0:
         return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
-    small = _training_flops(subsets, probe, shapes, config) < _SMALL_WORK_FLOPS
+    dims = (X_train.shape[1], n_classes)
+    small = _training_flops(subsets, probe, dims, config) < _SMALL_WORK_FLOPS
     if small:
         workers = 1
     chunks = _plan_chunks(
         subsets,
         probe,
-        shapes,
+        dims,
         config,
         max_memory,
         workers,
@@ -299,12 +307,13 @@ def _check_dev_set(
 def _training_flops(
     subsets: Sequence[np.ndarray],
     probe: MLP,
-    shapes: list[tuple[int, int]],
+    dims: tuple[int, int],
     config: TrainingConfig,
 ) -> float:
-    """Arithmetic of training (forward + backward ≈ 3× forward per example)."""
+    """Arithmetic of training (forward + backward ≈ 3× forward per example) on ``dims`` =
+    (features, classes)."""
     examples = sum(min(len(s), config.batch_size) for s in subsets) * config.steps
-    return 3.0 * examples * probe.forward_flops(shapes[0][0], shapes[-1][1])
+    return 3.0 * examples * probe.forward_flops(*dims)
 
 
 def _worker_count(n_jobs: int | None) -> int:
@@ -320,7 +329,7 @@ def _worker_count(n_jobs: int | None) -> int:
 def _plan_chunks(
     subsets: Sequence[np.ndarray],
     probe: MLP,
-    shapes: list[tuple[int, int]],
+    dims: tuple[int, int],
     config: TrainingConfig,
     max_memory: float,
     workers: int,
@@ -337,11 +346,11 @@ def _plan_chunks(
     not, measured on a 2-core CPU). Each chunk is then split to fit the memory budget and, with
     several workers, so that none holds more than a worker's fair share of the work.
     Chunking changes speed only: a probe's numbers are the same, up to float rounding,
-    whatever its companions. ``n_eval``, ``per_example`` and ``shared_dev_rows`` enter the
-    memory estimate (:func:`estimate_memory`).
+    whatever its companions. ``dims`` are the (features, classes) of the data; ``n_eval``,
+    ``per_example`` and ``shared_dev_rows`` enter the memory estimate (:func:`estimate_memory`).
     """
     effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
-    seconds_per_row = 3 * probe.forward_flops(shapes[0][0], shapes[-1][1]) / _ROW_FLOPS_PER_SECOND
+    seconds_per_row = 3 * probe.forward_flops(*dims) / _ROW_FLOPS_PER_SECOND
     groups: list[tuple[np.ndarray, int]] = []
     for batch in np.unique(effective_batch):
         members = np.flatnonzero(effective_batch == batch)
@@ -358,8 +367,7 @@ def _plan_chunks(
     for members, rows in groups:
         memory = estimate_memory(
             probe,
-            shapes[0][0],
-            shapes[-1][1],
+            *dims,
             config,
             rows=rows,
             n_train=max(len(subsets[i]) for i in members),
@@ -462,6 +470,8 @@ class _ChunkRunner:
         metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
         if return_parameters:
             metrics["parameters"] = model.numpy_layers()
+        if model.mix is not None:
+            metrics["mix_logits"], metrics["mix_scale"] = model.numpy_mix()
         return metrics
 
 

@@ -13,9 +13,10 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._io import environment
+from probemeter._summary import LayerWeights
 from probemeter.data import ProbeData, seed_ids
 
-__all__ = ["Stopwatch", "run_metadata", "seed_grid"]
+__all__ = ["Stopwatch", "learned_mix", "run_metadata", "seed_grid"]
 
 
 def seed_grid(
@@ -86,3 +87,19 @@ def run_metadata(
         "train_seconds": seconds,
         "versions": environment(),
     }
+
+
+def learned_mix(
+    data: ProbeData, evaluation: Any, rows: Sequence[int], seeds: Sequence[int]
+) -> dict[str, Any] | None:
+    """The layer weights the probes ``rows`` of ``evaluation`` (a ``ProbeEvaluation`` of
+    probes with a scalar mix; the probes of ``seeds``) learned, as the JSON of a
+    :class:`~probemeter._summary.LayerWeights` over ``data.mix_layers`` (0 … L−1 when the data
+    do not name their layers); None for probes without a mix."""
+    if evaluation.mix_logits is None:
+        return None
+    logits, scale = evaluation.mix_logits[list(rows)], evaluation.mix_scale[list(rows)]
+    layers = data.mix_layers
+    if layers is None or len(layers) != logits.shape[1]:
+        layers = range(logits.shape[1])
+    return LayerWeights.from_logits(layers, seeds, logits, scale).to_dict()
