@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probemeter._figures import FigureOptions
 from probemeter._io import write_text_atomic
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import annotate_text, probe_data, ptb_sentences
@@ -47,7 +48,7 @@ from probemeter.encoders import FeatureCache, TransformerEncoder, minilm_path
 from probemeter.mdl.bayesian import BayesianMLP
 from probemeter.mdl.controls import control_task
 from probemeter.mdl.online import PAPER_TIMESTEPS, online_codelength, paper_training
-from probemeter.mdl.table import MDLEntry, mdl_table, plot_mdl, save_mdl_results
+from probemeter.mdl.table import MDLEntry, mdl_figure, mdl_table, save_mdl_results
 from probemeter.mdl.variational import variational_codelength
 from probemeter.probes import MLP
 
@@ -136,7 +137,7 @@ def main() -> None:
         entries.append(MDLEntry(f"layer {layer}", **codes))
         _write(args, entries, treebank.n_words, data, time.perf_counter() - started)
     header = _write(args, entries, treebank.n_words, data, time.perf_counter() - started)
-    plot_mdl(entries, args.out / "mdl_minilm_pos.png")
+    FigureOptions().save(mdl_figure(entries), args.out / "mdl_minilm_pos")
     print(header + mdl_table(entries))
 
 

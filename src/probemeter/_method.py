@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from probemeter._figures import FigureOptions
 from probemeter._summary import Headline, Summary
 from probemeter._validation import Check
 
@@ -287,10 +288,15 @@ class Method(ABC):
 
     @abstractmethod
     def finish(
-        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
     ) -> MethodRun:
         """Write the run folder from the units' results (in :meth:`units` order); ``extra``
-        (the experiment and timings) goes into ``results.json``."""
+        (the experiment and timings) goes into ``results.json``; figures are saved as
+        ``figures`` says (formats, dpi)."""
 
     @abstractmethod
     def headlines(self) -> tuple[Headline, ...]:
@@ -316,19 +322,24 @@ def write_run_files(
     extra: dict[str, Any],
 ) -> MethodRun:
     """The files every method but ``curve`` writes beside its own: ``table.md``,
-    ``table.tex`` and ``run.json`` (method, figure, experiment, timings), which
+    ``table.tex`` and ``run.json`` (method, the figure to show and every figure file,
+    experiment, timings), which
     :func:`probemeter.runs.html_report.write_report` turns into ``report.html``.
 
     Args:
         tables: the (text, Markdown, LaTeX) renderings of the method's table.
-        files: the method's own files; the first ``.png`` is its figure.
+        files: the method's own files; the first ``.png`` (else ``.svg``) is the figure the
+            report shows (none when figures are PDF only).
     """
     from probemeter._io import write_json_atomic, write_text_atomic
 
     text, markdown, latex = tables
     write_text_atomic(run_dir / "table.md", markdown + "\n")
     write_text_atomic(run_dir / "table.tex", latex + "\n")
-    figure = next(path.name for path in files if path.suffix == ".png")
-    write_json_atomic(run_dir / RUN_NAME, {"method": method.kind, "figure": figure, **extra})
+    saved = [path.name for path in files if path.suffix in (".png", ".pdf", ".svg")]
+    shown = [name for name in saved if not name.endswith(".pdf")]
+    figure = min(shown, key=lambda name: not name.endswith(".png"), default=None)
+    described = {"method": method.kind, "figure": figure, "figures": saved}
+    write_json_atomic(run_dir / RUN_NAME, {**described, **extra})
     written = (*files, run_dir / "table.md", run_dir / "table.tex", run_dir / RUN_NAME)
     return MethodRun(text, written)

@@ -119,3 +119,21 @@ def test_results_round_trip(tmp_path):
     assert loaded.points.equals(curve.points)
     curve.save(tmp_path / "single.json")
     assert pm.load_curves(tmp_path / "single.json")[0].points.equals(curve.points)
+
+
+def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
+    data = _write(tmp_path / "a.npz")
+    out = tmp_path / "svg"
+    args = ["curve", "--train", str(data), "--hidden", "--steps", "20", "--seeds", "1"]
+    args += ["--sizes", "10", "100", "--no-progress", "--epsilon", "0.5", "--out", str(out)]
+    assert main([*args, "--figure-format", "svg", "pdf", "--dpi", "200"]) == 0
+    assert sorted(p.name for p in out.glob("curves.*")) == ["curves.pdf", "curves.svg"]
+    assert (out / "curves.svg").read_bytes().startswith(b"<?xml")
+    assert "curves.svg, curves.pdf" in capsys.readouterr().out
+    capsys.readouterr()
+    assert main([*args, "--dpi", "2"]) == 2  # before any training: one line
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("probemeter: error: --figure-format/--dpi: dpi")
+    with pytest.raises(SystemExit) as stopped:  # argparse refuses the choice itself
+        main([*args, "--figure-format", "bmp"])
+    assert stopped.value.code == 2 and "invalid choice: 'bmp'" in capsys.readouterr().err

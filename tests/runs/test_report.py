@@ -204,3 +204,79 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     # Curve lines are saturated colours; text and table rules are grey.
     saturation = pixels.max(axis=2) - pixels.min(axis=2)
     assert np.count_nonzero(saturation > 0.3) > 1000, "no coloured figure pixels on the page"
+
+
+def test_the_experiment_is_shown_as_written_and_spreads_are_labelled(tmp_path, curves):
+    save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
+    written = "# my study\n[method]\nepsilon = 0.1  # nats\n"
+    (tmp_path / "experiment.toml").write_text(written)
+    write_report(tmp_path)
+    html = html_of(tmp_path)
+    experiment = re.search(r'<pre id="experiment">(.*?)</pre>', html, re.S).group(1)
+    assert experiment == escape(written)  # the user's file, comments and all
+    assert "experiment.toml, as written" in html
+    assert "test loss (nats), mean ± s.d. over seeds" in html
+
+
+def test_a_recorded_configuration_is_shown_without_its_unset_values(tmp_path, curves):
+    save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
+    payload = json.loads((tmp_path / "results.json").read_text())
+    payload["experiment"] = {"run": {"name": "x", "device": None}, "task": None}
+    (tmp_path / "results.json").write_text(json.dumps(payload))
+    write_report(tmp_path)
+    shown = re.search(r'<pre id="experiment">(.*?)</pre>', html_of(tmp_path), re.S).group(1)
+    assert json.loads(shown.replace("&#34;", '"')) == {"run": {"name": "x"}}
+
+
+def test_labels_and_features_from_one_pipeline_raise_a_banner(tmp_path, curves):
+    save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
+    payload = json.loads((tmp_path / "results.json").read_text())
+    payload["experiment"] = {
+        "task": {"dataset": "ptb", "label": "upos"},
+        "representations": [{"name": "spacy", "kind": "spacy"}, {"name": "m", "kind": "glove"}],
+    }
+    (tmp_path / "results.json").write_text(json.dumps(payload))
+    write_report(tmp_path)
+    banners = re.findall(r'<p class="warning" role="alert">(.*?)</p>', html_of(tmp_path), re.S)
+    assert len(banners) == 1 and "&#39;spacy&#39; is the tok2vec layer" in banners[0]
+    assert "silver upos labels: its scores are inflated" in banners[0]
+
+
+def test_a_template_of_ones_own_renders_the_same_context(tmp_path, curves):
+    save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
+    mine = tmp_path / "mine.html.j2"
+    mine.write_text(
+        "{{ title }}|{{ warnings | length }}|"
+        "{% for rep in representations %}{{ rep.name }};{% endfor %}"
+    )
+    write_report(tmp_path, template=mine)
+    assert (
+        html_of(tmp_path)
+        == "probemeter report: A, &lt;b&gt;x&lt;/b&gt;, B|0|B;&lt;b&gt;x&lt;/b&gt;;A;"
+    )
+    with pytest.raises(ValueError, match=r"template '.*missing.j2' does not exist"):
+        write_report(tmp_path, template=tmp_path / "missing.j2")
+    mine.write_text("{% for %}")
+    with pytest.raises(ValueError, match="is not valid Jinja2"):
+        write_report(tmp_path, template=mine)
+    mine.write_text("{{ no_such_key }}")
+    with pytest.raises(ValueError, match=r"'no_such_key' is undefined \(see html_report"):
+        write_report(tmp_path, template=mine)
+
+
+def test_a_method_report_embeds_an_svg_figure_or_names_pdf_ones(tmp_path):
+    from probemeter._method import RUN_NAME
+
+    (tmp_path / "table.md").write_text("| a | b |\n")
+    svg = b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="4" height="4"/>'
+    (tmp_path / "frontiers.svg").write_bytes(svg)
+    run = {"method": "pareto", "figure": "frontiers.svg", "figures": ["frontiers.svg"]}
+    (tmp_path / RUN_NAME).write_text(json.dumps(run))
+    write_report(tmp_path)
+    sources = re.findall(r'<img [^>]*src="([^"]+)"', html_of(tmp_path))
+    assert sources == ["data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")]
+    run = {"method": "pareto", "figure": None, "figures": ["frontiers.pdf"]}
+    (tmp_path / RUN_NAME).write_text(json.dumps(run))
+    write_report(tmp_path)
+    html = html_of(tmp_path)
+    assert "<img" not in html and "Figure files: frontiers.pdf." in html

@@ -8,14 +8,17 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from probemeter._figures import DEFAULT_DPI, DEFAULT_FORMATS, FIGURE_FORMATS, FigureOptions
 from probemeter._method import MAX_MEMORY_GIB, Method, Option
 from probemeter.data import LABEL_MODES
 
 __all__ = [
+    "add_figure_options",
     "add_labels_option",
     "add_max_memory_option",
     "add_method_options",
     "add_run_options",
+    "figure_options",
     "method_from_args",
     "option_argument",
 ]
@@ -85,6 +88,32 @@ def add_labels_option(parser: argparse.ArgumentParser | Any) -> None:
         help="y holds class indices 0..K-1 (indices), or any labels - strings, booleans, "
         "1-based or sparse integers - mapped to 0..K-1 (encode) (default: indices)",
     )
+
+
+def add_figure_options(parser: argparse.ArgumentParser | Any) -> None:
+    """``--figure-format`` and ``--dpi``: the formats figures are saved in and the resolution
+    of raster ones (:class:`~probemeter._figures.FigureOptions`)."""
+    group = parser.add_argument_group("figures")
+    group.add_argument(
+        "--figure-format",
+        nargs="+",
+        choices=FIGURE_FORMATS,
+        default=list(DEFAULT_FORMATS),
+        metavar="FORMAT",
+        help="formats of every figure: png (screens, the report), pdf or svg (papers) "
+        f"(default: {' '.join(DEFAULT_FORMATS)})",
+    )
+    shown = f"dots per inch of PNG (default: {DEFAULT_DPI})"
+    group.add_argument("--dpi", type=int, default=DEFAULT_DPI, help=shown)
+
+
+def figure_options(args: argparse.Namespace) -> FigureOptions:
+    """The :class:`~probemeter._figures.FigureOptions` of parsed ``--figure-format``/``--dpi``
+    (a ``ValueError`` naming the flag otherwise)."""
+    try:
+        return FigureOptions(tuple(dict.fromkeys(args.figure_format)), args.dpi)
+    except ValueError as error:
+        raise ValueError(f"--figure-format/--dpi: {error}") from None
 
 
 def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:

@@ -8,6 +8,7 @@ The training flags are derived from :class:`~probemeter.curves.method.CurveMetho
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,11 @@ from typing import Any
 from probemeter._io import writable_folder
 from probemeter._validation import check_scalar
 from probemeter.cli._options import (
+    add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    figure_options,
     method_from_args,
 )
 from probemeter.curves.method import CurveMethod
@@ -34,6 +37,7 @@ def add_curve_commands(commands: Any) -> None:
     _training_options(demo)
     _measure_options(demo, epsilon=0.1)
     demo.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    add_figure_options(demo)
     quick = ", ".join(f"{key} {value}" for key, value in QUICK.items())
     demo.add_argument("--quick", action="store_true", help=f"a small, fast run ({quick})")
     demo.set_defaults(handler=_run_demo)
@@ -62,6 +66,7 @@ def add_curve_commands(commands: Any) -> None:
     _training_options(curve)
     _measure_options(curve, epsilon=None)
     curve.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    add_figure_options(curve)
     curve.set_defaults(handler=_run_curve)
 
     measures = commands.add_parser("measures", help="recompute measures from a results file")
@@ -77,6 +82,11 @@ def add_curve_commands(commands: Any) -> None:
     report = commands.add_parser("report", help="write the HTML report and tables of a run")
     report.add_argument("run_dir", type=Path, help="a folder holding results.json")
     report.add_argument("--epsilon", type=float, help="recompute the measures at this ε")
+    report.add_argument(
+        "--template",
+        type=Path,
+        help="your own Jinja2 template of report.html (context: probemeter.runs.html_report)",
+    )
     report.set_defaults(handler=_run_report)
 
 
@@ -142,6 +152,7 @@ def _check_before_training(datasets: dict[str, Any], args: argparse.Namespace) -
     if args.at is not None:
         for data in datasets.values():
             data.check_sizes(args.at, "--at")
+    figure_options(args)  # bad figure flags fail now, not after training
     writable_folder(args.out, "--out")
 
 
@@ -160,9 +171,11 @@ def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
         print()
         print(comparison)
         save_results(out / "results.json", curves, comparison)
-    epsilon = args.epsilon if args.metric == "loss" and args.unit == "nats" else None
-    plot_curves(curves, epsilon, out / "curves.png")
-    print(f"\nwrote {out / 'results.json'} and {out / 'curves.png'}")
+    epsilon = None  # the figure draws losses in nats
+    if args.epsilon is not None and args.metric == "loss":
+        epsilon = args.epsilon * (math.log(2) if args.unit == "bits" else 1.0)
+    figures = plot_curves(curves, epsilon, out / "curves", figure_options(args))
+    print(f"\nwrote {out / 'results.json'} and {', '.join(path.name for path in figures)}")
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -236,6 +249,6 @@ def _run_measures(args: argparse.Namespace) -> int:
 def _run_report(args: argparse.Namespace) -> int:
     from probemeter.runs.html_report import write_report
 
-    files = write_report(args.run_dir, epsilon=args.epsilon)
+    files = write_report(args.run_dir, epsilon=args.epsilon, template=args.template)
     print("wrote " + ", ".join(str(path) for path in files.paths))
     return 0

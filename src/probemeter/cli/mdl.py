@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from probemeter.cli._options import (
+    add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    figure_options,
     method_from_args,
 )
 from probemeter.mdl.method import MDLMethod
@@ -45,6 +47,7 @@ def add_mdl_command(commands: Any) -> None:
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
     add_run_options(parser, memory=True)
+    add_figure_options(parser)
     parser.add_argument("--format", choices=("markdown", "text", "latex"), default="markdown")
     parser.add_argument("--out", type=Path, default=Path("mdl-results"))
     parser.set_defaults(handler=run_mdl)
@@ -81,7 +84,7 @@ def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
     from probemeter._io import writable_folder, write_text_atomic
     from probemeter.mdl.method import entry_from_dict, mdl_unit
-    from probemeter.mdl.table import mdl_table, plot_mdl, save_mdl_results
+    from probemeter.mdl.table import mdl_figure, mdl_table, save_mdl_results
 
     names = args.name or [path.stem for path in args.features]
     if len(names) != len(args.features):
@@ -89,6 +92,7 @@ def run_mdl(args: argparse.Namespace) -> int:
     method = method_from_args(MDLMethod, args, fixed={"control": args.groups is not None})
     # every file is read and the output folder proven writable before any probe is trained
     datasets = [_load(path, args.groups, args, name) for name, path in zip(names, args.features)]
+    figures = figure_options(args)
     writable_folder(args.out, "--out")
     entries = []
     for data in datasets:
@@ -105,7 +109,7 @@ def run_mdl(args: argparse.Namespace) -> int:
     table = mdl_table(entries, args.format)
     save_mdl_results(args.out / "mdl.json", entries, {"command": "probemeter mdl"})
     write_text_atomic(args.out / "mdl.md", mdl_table(entries, "markdown") + "\n")
-    plot_mdl(entries, args.out / "mdl.png")
+    written = figures.save(mdl_figure(entries), args.out / "mdl")
     print(table)
-    print(f"\nwrote {args.out / 'mdl.json'}, mdl.md and mdl.png")
+    print(f"\nwrote {args.out / 'mdl.json'}, mdl.md and {', '.join(p.name for p in written)}")
     return 0

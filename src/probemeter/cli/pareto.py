@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from probemeter.cli._options import (
+    add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    figure_options,
     method_from_args,
 )
 from probemeter.pareto.method import ParetoMethod
@@ -59,6 +61,7 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
         "--mlp-lr", type=float, default=1e-3, help="Adam learning rate of the MLPs (default: 1e-3)"
     )
     add_run_options(sweep, progress=False)
+    add_figure_options(sweep)
     sweep.add_argument("--out", type=Path, default=Path("probemeter-results"))
     sweep.set_defaults(handler=_run_sweep)
 
@@ -97,6 +100,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         )
         for name, path in zip(names, args.train)
     }  # fmt: skip
+    figures = figure_options(args)
     writable_folder(args.out, "--out")
     frames = []
     for name, data in datasets.items():
@@ -127,8 +131,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
     analysis = ParetoFrontiers(points, metadata={"command": "probemeter pareto sweep"})
     analysis.save(args.out / "pareto.json")
     _print_analysis(analysis, "text")
-    analysis.figure().savefig(args.out / "frontiers.png", dpi=120)
-    print(f"wrote {args.out / 'points.csv'}, {args.out / 'pareto.json'}, frontiers.png")
+    written = figures.save(analysis.figure(), args.out / "frontiers")
+    names = ", ".join(path.name for path in written)
+    print(f"wrote {args.out / 'points.csv'}, {args.out / 'pareto.json'}, {names}")
     return 0
 
 
@@ -159,7 +164,7 @@ def _run_table(args: argparse.Namespace) -> int:
         raise ValueError(f"points file {str(path)!r} must be .csv or .json")
     _print_analysis(analysis, args.format)
     if args.plot:
-        analysis.figure().savefig(args.plot, dpi=120)
+        analysis.figure().savefig(args.plot, dpi=150, bbox_inches="tight")
         print(f"wrote {args.plot}")
     return 0
 

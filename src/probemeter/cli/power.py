@@ -16,7 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_method_options, add_run_options, method_from_args
+from probemeter.cli._options import (
+    add_figure_options,
+    add_method_options,
+    add_run_options,
+    figure_options,
+    method_from_args,
+)
 from probemeter.power.bounds import COUNTINGS, VARIANTS
 from probemeter.power.method import PowerMethod
 
@@ -55,6 +61,7 @@ def add_power_commands(commands: Any) -> None:
     )
     power.add_argument("--tolerance", type=float, default=0.01, help="collapse tolerance")
     add_run_options(power, progress=False)
+    add_figure_options(power)
     power.add_argument("--out", type=Path, default=Path("probemeter-power"))
     power.set_defaults(handler=_run_power)
 
@@ -161,30 +168,30 @@ def _run_power(args: argparse.Namespace) -> int:
         verdict = collapse_verdict(rotation, alpha=method.alpha, tolerance=args.tolerance)
         print(f"\ncollapse (6-fold rotation): {verdict}")
     print(f"\ntrained in {time.perf_counter() - started:.1f} s")
-    _write_power_outputs(args.out, report, comparison, verdict)
+    _write_power_outputs(args.out, report, comparison, verdict, figure_options(args))
     return 0
 
 
-def _write_power_outputs(out: Path, report: Any, comparison: Any, verdict: Any) -> None:
-    import matplotlib
+def _write_power_outputs(
+    out: Path, report: Any, comparison: Any, verdict: Any, figures: Any
+) -> None:
+    from matplotlib.figure import Figure
 
+    from probemeter._figures import shared_legend
     from probemeter._io import write_json_atomic
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
     report.save(out / "power.json")
     comparison.save(out / "comparison.json")
     if verdict is not None:
         write_json_atomic(out / "collapse.json", verdict.to_dict())
-    for name, draw in (("power.png", report.plot), ("bounds.png", comparison.plot_bounds)):
-        figure, ax = plt.subplots(figsize=(5, 3.5))
-        draw(ax)
-        figure.tight_layout()
-        figure.savefig(out / name, dpi=120)
-        plt.close(figure)
-    print(f"wrote {out}/power.json, comparison.json, power.png, bounds.png")
+    bounds = Figure(figsize=(6.4, 4.6), layout="constrained")
+    ax = comparison.plot_bounds(bounds.subplots())
+    ax.get_legend().remove()  # one legend for the figure, below it
+    ax.set_title("accuracy and the generalisation bound (Zhu et al. Fig. 2)", fontsize=10)
+    shared_legend(bounds, [ax], columns=2)
+    written = figures.save(report.figure(), out / "power") + figures.save(bounds, out / "bounds")
+    print(f"wrote {out}/power.json, comparison.json, {', '.join(p.name for p in written)}")
 
 
 def _run_recommend(args: argparse.Namespace) -> int:

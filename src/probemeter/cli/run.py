@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_max_memory_option
+from probemeter.cli._options import add_figure_options, add_max_memory_option, figure_options
 
 __all__ = ["add_run_command"]
 
@@ -34,6 +34,12 @@ def add_run_command(commands: Any) -> None:
     )
     add_max_memory_option(run)
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_figure_options(run)
+    run.add_argument(
+        "--template",
+        type=Path,
+        help="your own Jinja2 template of report.html (context: probemeter.runs.html_report)",
+    )
     _ray_options(run)
     run.set_defaults(handler=_run_experiment)
 
@@ -103,6 +109,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
     from probemeter.runs.runner import run_experiment
 
     ray = _ray_settings(args)
+    figures = figure_options(args)
     experiment = load_experiment(args.experiment)
     if args.save_probes:
         problem = save_probes_problem(experiment.method)
@@ -125,13 +132,14 @@ def _run_experiment(args: argparse.Namespace) -> int:
         max_memory=args.max_memory,
         progress=not args.no_progress,
         ray=ray,
+        figures=figures,
     )
     for name, timing in run.timings.items():
         how = "loaded (computed earlier in" if timing["loaded"] else "computed in"
         print(f"{name}: {how} {timing['seconds']:.1f} s" + (")" if timing["loaded"] else ""))
     print()
     print(run.table)
-    files = write_report(run.run_dir)
+    files = write_report(run.run_dir, template=args.template)
     written = ", ".join(path.name for path in run.files)
     print(
         f"\nwrote {written}, experiment.toml and units/ to {run.run_dir} "

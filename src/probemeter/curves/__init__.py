@@ -27,6 +27,7 @@ _EXPORTS = {
     "sample_complexity_for_accuracy": ".measures",
     "sdl": ".measures",
     "validation_performance": ".measures",
+    "curves_figure": ".plotting",
     "plot_curves": ".plotting",
     "Guarantee": ".refine",
     "RefinedSampleComplexity": ".refine",

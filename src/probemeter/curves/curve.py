@@ -227,9 +227,9 @@ class LossDataCurve(JsonResult):
     ) -> Any:
         """Draw the mean curve against n (log x) with a min–max band over seeds.
 
-        With ``epsilon``, draw the line y = ε and (``shade_sdl``) shade the SDL area between the
-        curve and ε, as a left-edge step function (the Riemann sum of :func:`measures.sdl`).
-        Returns the matplotlib axes.
+        With ``epsilon`` (nats), draw the line y = ε (labelled, for a legend) and
+        (``shade_sdl``) shade the SDL area between the curve and ε, as a left-edge step function
+        (the Riemann sum of :func:`measures.sdl`). Returns the matplotlib axes.
         """
         import matplotlib.pyplot as plt
 
@@ -243,7 +243,7 @@ class LossDataCurve(JsonResult):
         colour = line[0].get_color()
         ax.fill_between(sizes, stats["min"], stats["max"], alpha=0.2, color=colour, lw=0)
         if epsilon is not None:
-            ax.axhline(epsilon, color="0.3", ls="--", lw=1)
+            ax.axhline(epsilon, color="0.3", ls="--", lw=1, label=f"ε = {epsilon:g} nats")
             if shade_sdl:
                 edges = np.append(sizes, self.pool_size)
                 heights = np.append(stats["mean"].to_numpy(), stats["mean"].iloc[-1])

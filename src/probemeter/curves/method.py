@@ -8,12 +8,14 @@ One stored unit per representation (its whole curve); the run folder gets ``resu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
     PROBES_ENTRY,
@@ -101,7 +103,11 @@ class CurveMethod(Method):
         return plans
 
     def finish(
-        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
     ) -> MethodRun:
         from probemeter.curves.comparison import compare
         from probemeter.curves.curve import LossDataCurve
@@ -111,9 +117,9 @@ class CurveMethod(Method):
         curves = tuple(LossDataCurve.from_dict(result) for result in results)
         comparison = compare(curves, self.epsilon, unit=self.unit)
         save_results(run_dir / "results.json", curves, comparison, **extra)
-        epsilon = self.epsilon if self.unit == "nats" else None
-        plot_curves(curves, epsilon, run_dir / "curves.png")
-        files = (run_dir / "results.json", run_dir / "curves.png")
+        nats = self.epsilon if self.unit == "nats" else self.epsilon * math.log(2)
+        figure_files = plot_curves(curves, nats, run_dir / "curves", figures)
+        files = (run_dir / "results.json", *figure_files)
         return MethodRun(str(comparison), files, curves=curves, comparison=comparison)
 
     def headlines(self) -> tuple[Headline, ...]:

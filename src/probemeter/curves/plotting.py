@@ -1,33 +1,54 @@
-"""Figures shared by the command-line tools: loss-data curves of several representations (the
-figure of measures against layer is :mod:`probemeter.runs.layers`'s, for every method)."""
+"""The figure of several loss-data curves: test loss and accuracy against the training-set size,
+one line per representation (the figure of the layer sweeps, for every method, is
+:mod:`probemeter.runs.layers`'s)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from probemeter._figures import FigureOptions, representation_colours, shared_legend
 from probemeter.curves.curve import LossDataCurve
 
-__all__ = ["plot_curves"]
+__all__ = ["curves_figure", "plot_curves"]
 
 
-def plot_curves(curves: Sequence[LossDataCurve], epsilon: float | None, path: str | Path) -> None:
-    """Save loss (with the line y = ε, in nats, when given) and accuracy against n to ``path``.
+def curves_figure(curves: Sequence[LossDataCurve], epsilon: float | None = None) -> Any:
+    """Two panels, test loss (nats) and test accuracy against n (log scale): the mean over
+    seeds as a line and the min–max band, each representation in its colour
+    (:func:`~probemeter._figures.representation_colours`: a model's layers in sequential
+    shades), the tolerance ε (nats) as a dashed line, one legend below. The SDL area is shaded
+    only for a single curve (several would overlap). Returns the matplotlib figure."""
+    from matplotlib.figure import Figure
 
-    The SDL area is shaded only when there is a single curve (several would overlap).
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (loss_ax, accuracy_ax) = plt.subplots(1, 2, figsize=(10, 3.8))
+    figure = Figure(figsize=(10, 4.4), layout="constrained")
+    loss_ax, accuracy_ax = figure.subplots(1, 2)
+    colours = representation_colours([curve.name for curve in curves])
+    single = len(curves) == 1  # shade its SDL area (it draws ε itself)
     for curve in curves:
-        curve.plot(loss_ax, epsilon=epsilon, shade_sdl=len(curves) == 1)
-        curve.plot(accuracy_ax, metric="accuracy")
-    loss_ax.legend(fontsize=8)
-    loss_ax.set_title("loss-data curves (band: min–max over seeds)")
-    accuracy_ax.set_title("accuracy")
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+        colour = colours[curve.name]
+        shown = epsilon if single else None
+        curve.plot(loss_ax, epsilon=shown, shade_sdl=single, color=colour)
+        curve.plot(accuracy_ax, metric="accuracy", color=colour)
+    if epsilon is not None and not single:  # once, last in the legend
+        loss_ax.axhline(epsilon, color="0.3", ls="--", lw=1, label=f"ε = {epsilon:g} nats")
+    loss_ax.set_title("test loss (nats)", fontsize=10)
+    accuracy_ax.set_title("test accuracy", fontsize=10)
+    figure.suptitle(
+        "loss-data curves: mean over seeds, band min–max over seeds (Whitney et al. §2.1)",
+        fontsize=10,
+    )
+    shared_legend(figure, [loss_ax, accuracy_ax])
+    return figure
+
+
+def plot_curves(
+    curves: Sequence[LossDataCurve],
+    epsilon: float | None,
+    stem: str | Path,
+    options: FigureOptions | None = None,
+) -> tuple[Path, ...]:
+    """Save :func:`curves_figure` as ``stem.<format>`` for each of ``options.formats``
+    (default PNG and PDF, 150 dpi); returns the paths."""
+    return (options or FigureOptions()).save(curves_figure(curves, epsilon), stem)

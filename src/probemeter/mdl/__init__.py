@@ -30,7 +30,7 @@ _EXPORTS = {
     "load_mdl_results": ".table",
     "mdl_frame": ".table",
     "mdl_table": ".table",
-    "plot_mdl": ".table",
+    "mdl_figure": ".table",
     "save_mdl_results": ".table",
     "VariationalCode": ".variational",
     "variational_codelength": ".variational",

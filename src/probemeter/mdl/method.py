@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
     PROBES_ENTRY,
@@ -129,15 +130,19 @@ class MDLMethod(Method):
         return self.per_representation(datasets, mdl_unit, options)
 
     def finish(
-        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
     ) -> MethodRun:
-        from probemeter.mdl.table import mdl_table, plot_mdl, save_mdl_results
+        from probemeter.mdl.table import mdl_figure, mdl_table, save_mdl_results
 
         entries = [entry_from_dict(result) for result in results]
         save_mdl_results(run_dir / "results.json", entries, extra)
-        plot_mdl(entries, run_dir / "mdl.png")
+        figure_files = figures.save(mdl_figure(entries), run_dir / "mdl")
         tables = (mdl_table(entries, "text"), mdl_table(entries), mdl_table(entries, "latex"))
-        files = (run_dir / "results.json", run_dir / "mdl.png")
+        files = (run_dir / "results.json", *figure_files)
         return write_run_files(self, run_dir, tables, files, extra)
 
     def _headline_codes(self) -> list[tuple[str, str, Headline]]:

@@ -5,8 +5,8 @@
   "linguistic / control" pair; codelengths in kbits of 1024 bits
   (:data:`~probemeter.mdl.online.BITS_PER_KBIT`), the paper's unit (n·log2 K ÷ (compression ×
   codelength) over the cells of its Tables 2 and 6 is 1021–1025).
-* :func:`plot_mdl`: Fig. 2 a–c — data vs model code as stacked bars for the variational and the
-  online code, and the online-code learning curves (solid: task, dashed: control).
+* :func:`mdl_figure`: Fig. 2 a–c — data vs model code as stacked bars for the variational and
+  the online code, and the online-code learning curves (solid: task, dashed: control).
 * :func:`save_mdl_results` / :func:`load_mdl_results`: every code of a run as one JSON file.
 """
 
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._figures import representation_colours, shared_legend
 from probemeter._io import environment, write_json_atomic
 from probemeter._tables import classes_line, render_table
 from probemeter._validation import one_of
@@ -32,9 +33,9 @@ __all__ = [
     "SCHEMA",
     "MDLEntry",
     "load_mdl_results",
+    "mdl_figure",
     "mdl_frame",
     "mdl_table",
-    "plot_mdl",
     "save_mdl_results",
 ]
 
@@ -146,58 +147,48 @@ def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:
     return render_table(header, rows, fmt, footer=footer)
 
 
-def plot_mdl(entries: Sequence[MDLEntry], path: str | Path | None = None) -> Any:
-    """Fig. 2 a–c: stacked data/model bars (variational, online; task then control bar per
-    representation) and online learning curves. Saves to ``path`` when given; returns the
-    figure."""
-    import matplotlib
-
-    if path is not None:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def mdl_figure(entries: Sequence[MDLEntry]) -> Any:
+    """Fig. 2 a–c of Voita & Titov: per code computed (variational, online), the codelength of
+    every representation split into data and model code as stacked bars (task left, control
+    task right and hatched), and the online learning curves (accuracy of each block's probe
+    on the next block, solid for the task, dashed for the control task). Every representation
+    keeps its colour (:func:`~probemeter._figures.representation_colours`) in the learning
+    curves; one legend below. Returns the matplotlib figure."""
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
 
     frame = mdl_frame(entries)
-    figure, axes = plt.subplots(1, 3, figsize=(15, 4))
+    codes = [
+        kind for kind in ("variational", "online") if frame[f"{kind}_data_kbits"].notna().any()
+    ]
+    figure = Figure(figsize=(5.2 * (len(codes) + 1), 4.6), layout="constrained")
+    axes = figure.subplots(1, len(codes) + 1, squeeze=False)[0]
     positions = np.arange(len(frame))
-    for ax, kind in zip(axes[:2], ("variational", "online")):
+    for ax, kind in zip(axes, codes):
         for offset, prefix, hatch in ((-0.2, "", None), (0.2, "control_", "//")):
             data = frame[f"{prefix}{kind}_data_kbits"].to_numpy()
             model = frame[f"{prefix}{kind}_model_kbits"].to_numpy()
             if np.all(np.isnan(data)):
                 continue
-            label = "control" if prefix else "task"
-            ax.bar(positions + offset, data, 0.38, color="C0", hatch=hatch, label=f"{label}: data")
-            ax.bar(
-                positions + offset,
-                model,
-                0.38,
-                bottom=data,
-                color="C1",
-                hatch=hatch,
-                label=f"{label}: model",
-            )
-        ax.set_xticks(positions, frame.index, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel("kbits")
-        ax.set_title(f"{kind} code: data + model")
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=7)
-        else:
-            ax.text(0.5, 0.5, f"no {kind} code computed", ha="center", transform=ax.transAxes)
-    for index, entry in enumerate(entries):
+            ax.bar(positions + offset, data, 0.38, color="C0", hatch=hatch)
+            ax.bar(positions + offset, model, 0.38, bottom=data, color="C1", hatch=hatch)
+        ax.set_xticks(positions, frame.index, rotation=45, ha="right", fontsize=7)
+        ax.set_ylabel("codelength (kbits of 1024 bits)")
+        ax.set_title(f"{kind} code: data + model codelength", fontsize=10)
+    colours = representation_colours([entry.name for entry in entries])
+    curves = axes[-1]
+    for entry in entries:
         for code, style in ((entry.online, "-"), (entry.control_online, "--")):
             if code is not None:
-                code.plot(
-                    axes[2],
-                    label=None if style == "--" else entry.name,
-                    color=f"C{index % 10}",
-                    ls=style,
-                )
-    axes[2].set_title("online learning curves (solid: task, dashed: control)")
-    axes[2].legend(fontsize=7)
-    figure.tight_layout()
-    if path is not None:
-        figure.savefig(path, dpi=120)
-        plt.close(figure)
+                label = entry.name if style == "-" else "_control"
+                code.plot(curves, label=label, color=colours[entry.name], ls=style)
+    curves.set_title("online code: accuracy of each block's probe on the next block", fontsize=10)
+    shared_legend(figure, [curves])
+    keys = [Patch(color="C0", label="data code"), Patch(color="C1", label="model code")]
+    keys += [Patch(facecolor="white", edgecolor="0.3", hatch="//", label="control task (bars)")]
+    keys += [Line2D([], [], color="0.3", ls="--", label="control task (curves)")]
+    axes[0].legend(handles=keys, fontsize=7, loc="upper left")
     return figure
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._figures import representation_colours, shared_legend
 from probemeter._io import JsonResult
 from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.table import HypervolumeTable
@@ -68,6 +69,14 @@ FULLY_SHUFFLED = "fully shuffled"
 POINT_COLUMNS = ("task", "measure", "representation", "complexity", "accuracy")
 
 SCHEMA = "probemeter.pareto/1"
+
+#: what a measure's complexity is, for the x-axis of a frontier (Pimentel et al. §4–5)
+COMPLEXITY_AXES = {
+    NUCLEAR_NORM: "nuclear norm ‖W‖* of the probe (parametric complexity)",
+    RANK: "maximum rank of W (parametric complexity)",
+    LABEL_SHUFFLED: "training accuracy on label-shuffled data (memorisation complexity)",
+    FULLY_SHUFFLED: "training accuracy on fully shuffled data (memorisation complexity)",
+}
 
 
 def pareto_frontier(
@@ -451,14 +460,18 @@ class ParetoFrontiers(JsonResult):
         Each frontier is the step function f(x) of :func:`pareto_hypervolume`, drawn from its
         simplest probe to ``xmax`` (default: the hypervolume's cap; the paper's Figs. 2–3 show
         nuclear norms up to 400, parsing up to 700). With ``show_probes`` every probe is a
-        faint dot. A representation keeps its colour (``C0``, ``C1``, … in the order of
-        :attr:`representations`) in every panel. Returns the matplotlib axes.
+        faint dot. A representation keeps its colour
+        (:func:`~probemeter._figures.representation_colours` of :attr:`representations`: a
+        model's layers in sequential shades) in every panel. The panel is titled with the
+        measure, its x-axis says what the complexity is, its y-axis names the task. Returns the
+        matplotlib axes.
         """
         if ax is None:
             from matplotlib.figure import Figure
 
             ax = Figure(figsize=(4.5, 3.4)).subplots()
         xmax = self.cap(task, measure) if xmax is None else _cap(xmax)
+        colours = representation_colours(list(self.representations))
         for name, probes in _groups(self.probes(task, measure), "representation"):
             front = probes.iloc[pareto_frontier(probes["complexity"], probes["accuracy"])]
             inside = front[front["complexity"] <= xmax]
@@ -466,15 +479,15 @@ class ParetoFrontiers(JsonResult):
                 continue
             xs = np.append(inside["complexity"].to_numpy(), xmax)
             ys = np.append(inside["accuracy"].to_numpy(), inside["accuracy"].iloc[-1])
-            colour = f"C{self.representations.index(name) % 10}"  # same colour in every panel
+            colour = colours[name]  # the same colour in every panel
             ax.step(xs, ys, where="post", label=name, lw=1.6, color=colour)
             if show_probes:
                 shown = probes[probes["complexity"] <= xmax]
                 ax.scatter(shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=colour)
         ax.set_xlim(0, xmax)
-        ax.set_xlabel(measure)
-        ax.set_ylabel("accuracy")
-        ax.set_title(task)
+        ax.set_xlabel(COMPLEXITY_AXES.get(measure, f"complexity: {measure}"), fontsize=9)
+        ax.set_ylabel(f"{task}: test accuracy", fontsize=9)
+        ax.set_title(f"Pareto frontier, {measure}", fontsize=10)
         return ax
 
     def figure(
@@ -485,14 +498,15 @@ class ParetoFrontiers(JsonResult):
         xmax: Mapping[str, float] | None = None,
     ) -> Any:
         """A grid of :meth:`plot` panels, one row per task and one column per measure (the
-        layout of Fig. 2), with one legend. ``xmax`` maps measures to their x-range. Returns
-        a matplotlib ``Figure`` (save it with ``figure.savefig(path)``)."""
+        layout of Fig. 2), with one legend below. ``xmax`` maps measures to their x-range.
+        Returns a matplotlib ``Figure`` (save it with ``figure.savefig(path)`` or
+        :meth:`probemeter._figures.FigureOptions.save`)."""
         from matplotlib.figure import Figure
 
         measures = self.measures if measures is None else tuple(measures)
         tasks = self.tasks if tasks is None else tuple(tasks)
         xmax = dict(xmax or {})
-        figure = Figure(figsize=(3.6 * len(measures), 2.9 * len(tasks)), layout="constrained")
+        figure = Figure(figsize=(4.2 * len(measures), 3.3 * len(tasks) + 0.6), layout="constrained")
         axes = np.atleast_2d(figure.subplots(len(tasks), len(measures), squeeze=False))
         for row, task in enumerate(tasks):
             for column, measure in enumerate(measures):
@@ -501,15 +515,10 @@ class ParetoFrontiers(JsonResult):
                     self.plot(task, measure, ax, xmax=xmax.get(measure))
                 except KeyError:
                     ax.set_visible(False)
-        handles: dict[str, Any] = {}
-        for ax in axes.flat:
-            for handle, label in zip(*ax.get_legend_handles_labels()):
-                handles.setdefault(label, handle)
-        figure.legend(
-            list(handles.values()),
-            list(handles),
-            loc="outside lower center",
-            ncols=min(len(handles), 3 * len(measures)),  # fits the figure width
+        shared_legend(figure, list(axes.flat), columns=min(len(self.representations), 5))
+        figure.suptitle(
+            "test accuracy against probe complexity: Pareto frontiers (Pimentel et al. §3)",
+            fontsize=10,
         )
         return figure
 

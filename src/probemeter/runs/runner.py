@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -37,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probemeter._figures import FigureOptions
 from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
@@ -54,6 +56,7 @@ from probemeter.runs.config import (
     Representation,
     Task,
     layer_sweeps,
+    pipeline_warnings,
     save_probes_problem,
 )
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
@@ -103,6 +106,7 @@ def run_experiment(
     max_memory: float = MAX_MEMORY_GIB,
     progress: bool = True,
     ray: RayOptions | None = None,
+    figures: FigureOptions | None = None,
 ) -> ExperimentRun:
     """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
 
@@ -122,6 +126,7 @@ def run_experiment(
         max_memory: GiB budget of one chunk of stacked probes, per worker process (see
             :func:`~probemeter.training.engine.fit_evaluate`).
         ray: run the curves as Ray tasks with these options; None: in this process.
+        figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
 
     With ``experiment.run.save_probes``, every unit's trained probes are stored beside it
     (``RUN_DIR/units/<key>.probes.safetensors``, read back by
@@ -137,6 +142,8 @@ def run_experiment(
             the folder, the holder's PID and the lock file).
     """
     check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    for message in pipeline_warnings(experiment.to_dict()):
+        warnings.warn(message, UserWarning, stacklevel=2)
     save_probes = experiment.run.save_probes
     problem = save_probes_problem(experiment.method) if save_probes else None
     if problem:
@@ -180,7 +187,8 @@ def run_experiment(
         }
         extra = {"experiment": experiment.to_dict(), "timings": timings}
         results = [outcome.result for outcome in outcomes]
-        finished = method.finish(results, run_dir, extra)
+        figures = figures or FigureOptions()
+        finished = method.finish(results, run_dir, extra, figures)
         mixed = [name for name, data in named.items() if data.mix_layers is not None]
         if mixed:  # the layer weights each mixing representation's probes learned
             summaries = method.summaries(results)
@@ -190,7 +198,7 @@ def run_experiment(
         layers = None
         if sweeps:
             layers = analyse_layers(method, results, sweeps, random_state=random_state)
-            written = write_layer_files(layers, run_dir)
+            written = write_layer_files(layers, run_dir, figures)
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
