@@ -11,13 +11,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, positive
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 
-__all__ = ["MemoryEstimate", "check_memory_budget", "estimate_memory", "probes_per_chunk"]
+__all__ = [
+    "MemoryEstimate",
+    "check_memory_budget",
+    "estimate_memory",
+    "memory_budget",
+    "probes_per_chunk",
+]
+
+
+def memory_budget(max_memory: float | None, device: torch.device) -> float:
+    """The GiB budget of one chunk of stacked probes on ``device``.
+
+    ``max_memory`` when given (validated later by :func:`check_memory_budget`). By default
+    (None): :data:`~probemeter._method.MAX_MEMORY_GIB` (2 GiB) per worker process on the CPU,
+    where several workers share the machine's memory; on a CUDA device,
+    :data:`~probemeter._method.GPU_MEMORY_FRACTION` (half) of the memory the device has free
+    now (``torch.cuda.mem_get_info``), so that a large GPU stacks many probes per chunk (one
+    chunk at a time trains there) while the data, the matmul workspace and other processes
+    keep the rest; at least the CPU default's 2 GiB.
+    """
+    if max_memory is not None:
+        return max_memory
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(MAX_MEMORY_GIB, GPU_MEMORY_FRACTION * free / 2**30)
+    return MAX_MEMORY_GIB
 
 
 def probes_per_chunk(memory: MemoryEstimate, max_memory: float) -> int:
