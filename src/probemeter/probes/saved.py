@@ -344,6 +344,11 @@ class ProbeSet:
         """
         if not parameters:
             raise ValueError("parameters is empty: a probe has at least one affine layer")
+        if architecture.span:
+            raise ValueError(
+                "probes with self-attentive span pooling cannot be kept yet (their poolings "
+                "are not saved); keep probes of fixed span poolings ('mean', 'max', 'endpoints')"
+            )
         n_probes = len(parameters[0][0])
         rows = [0] * n_probes if stack_rows is None else [int(row) for row in stack_rows]
         for argument, values in (("infos", infos), ("stack_rows", rows)):

@@ -472,8 +472,7 @@ class _ChunkRunner:
         metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
         if return_parameters:
             metrics["parameters"] = model.numpy_layers()
-        if model.mix is not None:
-            metrics["mix_logits"], metrics["mix_scale"] = model.numpy_mix()
+        metrics.update(model.stage_arrays())
         return metrics
 
 

@@ -233,12 +233,13 @@ def estimate_memory(
     hidden = sum(probe.hidden)
     low = config.precision == "bf16" and rows >= BF16_MIN_ROWS
     element = _BF16 if low else _F32
-    # with a scalar mix: the mixed inputs (one layer's width) and their gradient
+    # with a scalar mix: the mixed inputs (one layer's width) and their gradient; with span
+    # pooling, also the projections and attention of every span token
     mixed = shapes[0][0] if probe.mix else 0
     # pre-activations of every layer; activations, deltas and (with dropout) masks of hidden ones
     masks = hidden if probe.dropout and probe.hidden else 0
     buffers = rows * element * (hidden + n_classes + 2 * hidden + masks)
-    buffers += rows * mixed * (2 * _F32 + (_BF16 if low else 0))
+    buffers += _F32 * probe.stage_floats(n_features, rows) + (rows * mixed * _BF16 if low else 0)
     # gathered inputs, their indices and labels, the softmax and its scatter operand
     minibatch = rows * (_F32 * n_features + 2 * _I64 + _F32 * (n_classes + 1))
     if low:  # bf16 inputs, the f32 logits of the softmax, the bf16 upstream gradient
@@ -249,8 +250,9 @@ def estimate_memory(
     pair = max(a + b for a, b in itertools.pairwise(widths))
     block = min(n_eval, EVAL_ROWS_PER_BLOCK)
     # losses, truncated losses, int64 predictions and their comparison with the labels (and the
-    # block's mixed inputs)
-    evaluation = block * (_F32 * pair + 2 * _F32 + _I64 + 1 + _F32 * mixed)
+    # block's mixed inputs or pooled spans)
+    evaluation = block * (_F32 * pair + 2 * _F32 + _I64 + 1)
+    evaluation += _F32 * probe.stage_floats(n_features, block, training=False)
     if per_example:  # every row's f32 loss and int32 prediction, in blocks, then concatenated
         evaluation += n_eval * 2 * (_F32 + _F32)
     early_stopping = index_stream = 0
@@ -268,7 +270,8 @@ def estimate_memory(
             gathered = 0
         # the carrying-on half's parameters, gradients and moments, shadows and buffers
         compaction = (4 * _F32 * n_params + shadows + buffers) // 2
-        dev_row = _F32 * (pair + mixed) + _I64 + 3 * _F32
+        dev_row = _F32 * pair + _I64 + 3 * _F32
+        dev_row += _F32 * probe.stage_floats(n_features, 1, training=False)
         dev_losses = _F32 * n_params + gathered + dev_rows * dev_row
         adam_step = 2 * _F32 * max(fan_in * fan_out for fan_in, fan_out in shapes)
         early_stopping = held + max(compaction, dev_losses, adam_step)
