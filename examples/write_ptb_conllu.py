@@ -26,9 +26,9 @@ from probemeter.datasets.conll import annotate_text, ptb_sentences, write_conllu
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("examples/data"))
-    parser.add_argument("--train", type=int, default=1500, help="sentences of PTB train")
-    parser.add_argument("--dev", type=int, default=200, help="sentences of PTB valid")
-    parser.add_argument("--test", type=int, default=400, help="sentences of PTB test")
+    parser.add_argument("--train", type=int, default=600, help="sentences of PTB train")
+    parser.add_argument("--dev", type=int, default=100, help="sentences of PTB valid")
+    parser.add_argument("--test", type=int, default=200, help="sentences of PTB test")
     args = parser.parse_args()
     import spacy
 
