@@ -147,3 +147,22 @@ def test_xpos_and_feats_round_trip_and_are_optional(tmp_path):
     assert bare.xpos is None and bare.feats is None
     with pytest.raises(ValueError, match="needs the XPOS column"):
         label_vocabulary([bare], "xpos")
+
+
+@pytest.mark.filterwarnings("ignore:test labels .* never occur")
+def test_parsing_and_arc_labelling_on_the_official_split(splits):
+    from probemeter.pareto import treebank_tasks
+
+    features = np.random.default_rng(0).normal(size=(11, 4))
+    vocabulary = splits.vocabulary("deprel")
+    posl, dal, parsing = treebank_tasks(
+        splits.combined, features, splits.test_mask, relations=vocabulary
+    )
+    # the parsing probe's data are the files' own sentences and heads
+    assert parsing.heads_train.tolist() == [0, 1, 2, 0, 2]
+    assert parsing.heads_test.tolist() == [4, 4, 4, 0, 6, 4]
+    assert posl.pool_size == 5 and len(posl.y_test) == 6
+    # arcs [tail; head] of test (the root left out), labelled with the shared vocabulary
+    assert dal.n_classes == len(vocabulary) and dal.n_features == 8
+    names = [vocabulary[i] for i in dal.y_test]
+    assert names == ["nsubj", "aux", "advmod", "punct", "vocative"]
