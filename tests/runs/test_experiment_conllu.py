@@ -58,6 +58,7 @@ def experiment_file(folder, task: str, method: str = "epsilon = 1.0\nsizes = [20
     return path
 
 
+@pytest.mark.filterwarnings("ignore:test labels .* never occur")
 def test_the_official_split_is_the_pool_and_the_test_set(folder):
     task = 'train = "ud/x-train.conllu"\ndev = "ud/x-dev.conllu"\ntest = "ud/x-test.conllu"\n'
     experiment = load_experiment(experiment_file(folder, task + 'label = "deprel"'))
@@ -81,13 +82,27 @@ def test_the_official_split_is_the_pool_and_the_test_set(folder):
     np.testing.assert_allclose(data["bert-2"].X_test, expected, rtol=1e-3, atol=1e-3)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_arc_labels_are_probed_from_dependent_head_pairs(folder):
+    task = 'train = "ud/x-train.conllu"\ntest = "ud/x-test.conllu"\nlabel = "deprel-arcs"'
+    data = prepare_data(load_experiment(experiment_file(folder, task)))["bert-2"]
+    # one row per non-root arc: 2 of each 3-word sentence, [h_dependent; h_head] side by side
+    assert (data.pool_size, len(data.y_test), data.n_features) == (80, 24, 64)
+    assert data.classes == ("nsubj", "punct", "root", "vocative")
+    assert [data.classes[i] for i in data.y_test[-2:]] == ["vocative", "punct"]
+    # grouped by the dependent's word type, for the control task
+    assert data.groups_train is not None and len(data.groups_test) == 24
+
+
 def test_conllu_task_problems_are_reported_with_their_keys(folder):
     path = experiment_file(folder, 'train = "ud/nope.conllu"\nlabel = "lemma"\n')
     with pytest.raises(ExperimentError) as error:
         load_experiment(path)
     problems = "\n".join(error.value.problems)
     assert "task.test: missing (required)" in problems
-    assert 'task.label: must be "upos", "xpos", "deprel" or "feats:<Name>"' in problems
+    assert 'task.label: must be "upos", "xpos", "deprel", "deprel-arcs" or "feats:<Name>"' in (
+        problems
+    )
     path = experiment_file(folder, 'train = "ud/nope.conllu"\ntest = "ud/x-test.conllu"')
     with pytest.raises(ExperimentError, match=r"task.train: file '.*nope.conllu' does not exist"):
         load_experiment(path)

@@ -35,16 +35,30 @@ import numpy as np
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import (
     Treebank,
+    label_problem,
     label_vocabulary,
     read_conllu,
     split_probe_data,
     word_labels,
 )
 
-__all__ = ["SPLITS", "TreebankSplits", "read_treebank_splits"]
+__all__ = ["ARC_LABELS", "SPLITS", "TreebankSplits", "read_treebank_splits", "split_label_problem"]
 
 #: the official splits, in file order
 SPLITS = ("train", "dev", "test")
+#: the arc-labelling label of a ``conllu`` task: each dependency arc's relation, probed from the
+#: pair ``[h_dependent; h_head]`` (Pimentel et al. §6 DAL; the dependency labels of Voita &
+#: Titov §4), root arcs left out; its vocabulary is the ``deprel`` one
+ARC_LABELS = "deprel-arcs"
+
+
+def split_label_problem(label: object) -> str | None:
+    """Why ``label`` is no label of a ``conllu`` task (a word label of
+    :func:`~probemeter.datasets.conll.label_problem`, or :data:`ARC_LABELS`), or None."""
+    if label == ARC_LABELS:
+        return None
+    problem = label_problem(label)
+    return None if problem is None else problem.replace(' or "feats', ', "deprel-arcs" or "feats')
 
 
 @dataclass(frozen=True)
@@ -74,12 +88,13 @@ class TreebankSplits:
     def vocabulary(self, label: str) -> tuple[str, ...]:
         """One vocabulary of ``label`` over every split
         (:func:`~probemeter.datasets.conll.label_vocabulary`): the fixed UPOS tags, or the
-        sorted labels found in train, dev or test."""
-        return label_vocabulary(list(self.splits.values()), label)
+        sorted labels found in train, dev or test (:data:`ARC_LABELS`: the ``deprel`` one)."""
+        return label_vocabulary(list(self.splits.values()), _word_label(label))
 
     def unseen(self, label: str) -> dict[str, dict[str, int]]:
         """Per split other than train, the labels of ``label`` it holds that train does not,
         with their word counts (empty splits left out). They keep their vocabulary ids."""
+        label = _word_label(label)
         seen = set(word_labels(self.train, label))
         found = {}
         for name, treebank in self.splits.items():
@@ -137,6 +152,11 @@ class TreebankSplits:
             vocabulary=self.vocabulary(label),
             name=name,
         )
+
+
+def _word_label(label: str) -> str:
+    """The word label ``label`` reads: ``deprel`` for :data:`ARC_LABELS`."""
+    return "deprel" if label == ARC_LABELS else label
 
 
 def read_treebank_splits(

@@ -21,7 +21,7 @@ hypervolumes:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -302,7 +302,8 @@ def treebank_tasks(
 
     Returns:
         ``(posl, dal, parsing)``: POSL data grouped by word type; DAL data of ``[h_tail;
-        h_head]`` pairs (root arcs left out) labelled with the tail's relation; parsing data.
+        h_head]`` pairs (root arcs left out) labelled with the tail's relation and grouped by
+        the tail's word type (for control tasks); parsing data.
 
     Raises:
         ValueError: shapes that do not match the treebank, a split that cuts a sentence.
@@ -332,9 +333,10 @@ def treebank_tasks(
     on_test = test[tails]
     dal = ProbeData.from_arrays(
         pairs[~on_test], relation_ids[tails][~on_test], pairs[on_test],
-        relation_ids[tails][on_test],
-        n_classes=len(relation_vocabulary), standardize=False, name=f"{name}:DAL",
+        relation_ids[tails][on_test], n_classes=len(relation_vocabulary), standardize=False,
+        name=f"{name}:DAL", groups=types[tails][~on_test], groups_test=types[tails][on_test],
     )  # fmt: skip
+    dal = replace(dal, classes=tuple(relation_vocabulary))
     parsing = ParseSplit(
         X[~test], heads[~test], sentences[~test], X[test], heads[test], sentences[test]
     )

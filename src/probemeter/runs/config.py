@@ -22,7 +22,8 @@ Schema (every key not marked *required* has the default shown)::
     #                split by sentence
     # conllu:        train = "x-ud-train.conllu", test = "x-ud-test.conllu" (required), dev
     #                (optional; paths relative to the TOML file), label = "upos" ("upos" |
-    #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number") -- a treebank's
+    #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
+    #                each arc's relation from the pair [dependent; head]) -- a treebank's
     #                official split, never re-split: train is the pool, test the test set;
     #                one label vocabulary over all files (labels unseen in train reported);
     #                multiword tokens read as their words, empty nodes skipped
@@ -92,8 +93,8 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
-from probemeter.datasets.conll import label_problem
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.datasets.treebank_splits import split_label_problem
 from probemeter.encoders.hf import (
     DTYPES,
     WORD_POOLINGS,
@@ -220,7 +221,7 @@ DATASETS: dict[str, _Dataset] = {
             "train": (_string, _REQUIRED),
             "dev": (_string, None),
             "test": (_string, _REQUIRED),
-            "label": (label_problem, "upos"),
+            "label": (split_label_problem, "upos"),
         },
         pool=lambda options: None,
         views=lambda options: {WORDS: None},

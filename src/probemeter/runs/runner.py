@@ -46,7 +46,7 @@ from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
-from probemeter.datasets.treebank_splits import TreebankSplits
+from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -511,7 +511,7 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
 
     def split() -> ProbeData:
         if inputs.splits is not None:  # the official split
-            return inputs.splits.probe_data(features, options["label"], name=rep.name)
+            return _official_split(inputs.splits, features, options["label"], rep.name)
         return probe_data(
             treebank,
             features,
@@ -531,6 +531,23 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     }
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
+
+
+def _official_split(
+    splits: TreebankSplits, features: np.ndarray, label: str, name: str
+) -> ProbeData:
+    """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
+    per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
+    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type)."""
+    if label != ARC_LABELS:
+        return splits.probe_data(features, label, name=name)
+    from probemeter.pareto.sweeps import treebank_tasks
+
+    relations = splits.vocabulary(label)
+    _, arcs, _ = treebank_tasks(
+        splits.combined, features, splits.test_mask, name=name, relations=relations
+    )
+    return replace(arcs, name=name)
 
 
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:
