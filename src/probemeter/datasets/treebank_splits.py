@@ -138,11 +138,14 @@ class TreebankSplits:
         return np.repeat([False, True], [self.train.n_words, self.test.n_words])
 
     def probe_data(self, features: object, label: str, *, name: str | None = None) -> ProbeData:
-        """Per-word ``features`` (rows in :attr:`combined` order) with ``label``: the train
-        split is the pool, the test split the test set, labelled with :meth:`vocabulary`.
+        """Per-word ``features`` (rows in :attr:`combined` order) with the word label
+        ``label``: the train split is the pool, the test split the test set, labelled with
+        :meth:`vocabulary`. (Arc labels, :data:`ARC_LABELS`, are pairs of words:
+        :func:`probemeter.pareto.treebank_tasks` with ``relations=vocabulary("deprel")``.)
 
         Raises:
-            ValueError: features not (n_words of :attr:`combined`, d), a bad ``label``.
+            ValueError: features not (n_words of :attr:`combined`, d), a label that is no
+                word label.
         """
         return split_probe_data(
             self.combined,
