@@ -63,7 +63,7 @@ def test_the_official_split_is_the_pool_and_the_test_set(folder):
     task = 'train = "ud/x-train.conllu"\ndev = "ud/x-dev.conllu"\ntest = "ud/x-test.conllu"\n'
     experiment = load_experiment(experiment_file(folder, task + 'label = "deprel"'))
     assert experiment.task.options["train"] == str(folder / "ud" / "x-train.conllu")
-    with pytest.warns(UserWarning, match=r"test: 1 words with 1 deprel label never seen in train"):
+    with pytest.warns(UserWarning, match=r"test: 1 word with 1 deprel label never seen in train"):
         data = prepare_data(experiment)
     splits = read_treebank_splits(*(folder / "ud" / f"x-{s}.conllu" for s in ("train", "test")))
     for name in ("bert-1", "bert-2"):

@@ -111,8 +111,9 @@ class TreebankSplits:
         parts = []
         for name, counts in self.unseen(label).items():
             shown = ", ".join(f"{value} {count}" for value, count in counts.items())
+            words = sum(counts.values())
             parts.append(
-                f"{name}: {sum(counts.values())} words with {len(counts)} {label} label"
+                f"{name}: {words} word{'s' if words > 1 else ''} with {len(counts)} {label} label"
                 f"{'s' if len(counts) > 1 else ''} never seen in train ({shown})"
             )
         return "; ".join(parts) or None
