@@ -8,9 +8,12 @@ from probemeter._lazy import lazy_exports
 _EXPORTS = {
     "BayesianMLP": ".bayesian",
     "StackedBayesianMLP": ".bayesian",
+    "CONTROL_BEHAVIOURS": ".controls",
+    "DependencyControl": ".controls",
     "OrthonormalRandomEncoder": ".controls",
     "control_task": ".controls",
     "control_task_labels": ".controls",
+    "dependency_control": ".controls",
     "selectivity": ".controls",
     "shuffled_labels": ".controls",
     "BITS_PER_KBIT": ".online",

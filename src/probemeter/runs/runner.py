@@ -47,6 +47,7 @@ from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank, probe_data
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
+from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -298,11 +299,13 @@ class _TaskInputs:
     treebank: Treebank | None = None
     #: an edge-probing task's training and test files
     edges: tuple[EdgeProbingSet, EdgeProbingSet] | None = None
+    #: a gold treebank's official split (task "conllu"); ``treebank`` is its train + test
+    splits: TreebankSplits | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init, dtype): the encoder's key and every layer's word features
-    #: (one encoder pass for all; memory-mapped files when there is a feature cache)
-    layers: dict[tuple[str, bool, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+    #: per (model, random_init, dtype, word_pooling): the encoder's key and every layer's word
+    #: features (one encoder pass for all; memory-mapped files when there is a feature cache)
+    layers: dict[tuple[str, bool, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
@@ -324,17 +327,28 @@ class _TaskInputs:
 
     @cached_property
     def labels_digest(self) -> str:
-        """A hash of the words and their annotation (what the labels are made of)."""
+        """A hash of the words and their annotation (what the labels are made of): a
+        treebank's, every split file's of an official split (the split and the label
+        vocabulary), or an edge-probing task's sentences and targets."""
+        treebank = self.treebank
+        content: list[Any] = (
+            [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
+            if treebank
+            else []
+        )
+        if self.splits is not None:
+            columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
+            content = [
+                [name, *(getattr(split, column) for column in columns)]
+                for name, split in self.splits.splits.items()
+            ]
         if self.edges is not None:
-            annotation = [
+            content = [
                 [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
                 for split in self.edges
                 for s in split.sentences
             ]
-        else:
-            treebank = self.treebank
-            annotation = [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
-        text = json.dumps(annotation, separators=(",", ":"))
+        text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -379,11 +393,35 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
     if task.dataset == "edge-probing":
         edges = (read_edge_probing(options["train"]), read_edge_probing(options["test"]))
         return _TaskInputs({}, task=task, edges=edges)
+    if task.dataset == "conllu":
+        return _treebank_split_inputs(task)
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
     arrays = {name: _arrays(data) for name, data in views.items()}
     return _TaskInputs(arrays, standardize=False, task=task)
+
+
+def _treebank_split_inputs(task: Task) -> _TaskInputs:
+    """A ``conllu`` task's official split, its labels checked on every file; labels of dev
+    or test that train never has are reported (a warning), not renumbered."""
+    from probemeter.datasets.treebank_splits import read_treebank_splits
+
+    options = task.options
+    splits = read_treebank_splits(options["train"], options["test"], options["dev"])
+    label = options["label"]
+    splits.vocabulary(label)  # a column the files lack is an error here, before encoding
+    unseen = splits.describe_unseen(label)
+    if unseen:
+        warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
+    if splits.silver:
+        warnings.warn(
+            f"task: {splits.train.source!r} is silver (a parser's output, not gold): scores "
+            "measure agreement with that parser",
+            UserWarning,
+            stacklevel=2,
+        )
+    return _TaskInputs({}, task=task, treebank=splits.combined, splits=splits)
 
 
 def _arrays(data: ProbeData) -> _Arrays:
@@ -464,9 +502,10 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
-        group = (model, random_init, dtype)
+        word_pooling = rep.options["word_pooling"]
+        group = (model, random_init, dtype, word_pooling)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, dtype, batch_size, build)
+            encoder = _transformer(model, random_init, dtype, word_pooling, batch_size, build)
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
                 _layer_features(encoder, sentences, build.cache),
@@ -497,6 +536,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     def split() -> ProbeData:
         if inputs.edges is not None:
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
+        if inputs.splits is not None:  # the official split
+            return _official_split(inputs.splits, features, options["label"], rep.name)
         return probe_data(
             inputs.treebank,
             features,
@@ -540,6 +581,23 @@ def _edge_data(
     )
 
 
+def _official_split(
+    splits: TreebankSplits, features: np.ndarray, label: str, name: str
+) -> ProbeData:
+    """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
+    per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
+    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type)."""
+    if label != ARC_LABELS:
+        return splits.probe_data(features, label, name=name)
+    from probemeter.pareto.sweeps import treebank_tasks
+
+    relations = splits.vocabulary(label)
+    _, arcs, _ = treebank_tasks(
+        splits.combined, features, splits.test_mask, name=name, relations=relations
+    )
+    return replace(arcs, name=name)
+
+
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:
     """The layers a representation's probes mix (``combine = "scalar-mix"``), or None."""
     if rep.options.get("combine") != "scalar-mix":
@@ -565,7 +623,7 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build
+    model: str, random_init: bool, dtype: str, word_pooling: str, batch_size: int, build: _Build
 ) -> TransformerEncoder:
     """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
     local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
@@ -582,4 +640,5 @@ def _transformer(
         random_init=random_init,
         random_state=build.random_state,
         progress=build.progress,
+        word_pooling=word_pooling,
     )
