@@ -129,7 +129,7 @@ def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
     assert main([*args, "--figure-format", "svg", "pdf", "--dpi", "200"]) == 0
     assert sorted(p.name for p in out.glob("curves.*")) == ["curves.pdf", "curves.svg"]
     assert (out / "curves.svg").read_bytes().startswith(b"<?xml")
-    assert "curves.svg, curves.pdf" in capsys.readouterr().out
+    assert "curves.svg, curves.pdf" in capsys.readouterr().err  # the files written: a log line
     capsys.readouterr()
     assert main([*args, "--dpi", "2"]) == 2  # before any training: one line
     (line,) = capsys.readouterr().err.strip().splitlines()

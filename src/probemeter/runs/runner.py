@@ -30,7 +30,7 @@ import hashlib
 import json
 import shutil
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
 from probemeter._validation import check_scalar
@@ -107,6 +108,7 @@ def run_experiment(
     progress: bool = True,
     ray: RayOptions | None = None,
     figures: FigureOptions | None = None,
+    export: Iterable[str] = (),
 ) -> ExperimentRun:
     """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
 
@@ -127,6 +129,9 @@ def run_experiment(
             :func:`~probemeter.training.engine.fit_evaluate`).
         ray: run the curves as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
+        export: also write the method's tables (:attr:`~probemeter._method.MethodRun.frames`:
+            probe points, measures, …) in these formats, ``"csv"`` and/or ``"parquet"``, to
+            the run folder (:func:`~probemeter._exports.export_frames`).
 
     With ``experiment.run.save_probes``, every unit's trained probes are stored beside it
     (``RUN_DIR/units/<key>.probes.safetensors``, read back by
@@ -142,6 +147,7 @@ def run_experiment(
             the folder, the holder's PID and the lock file).
     """
     check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    formats = export_formats(list(export), "export") if export else ()
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
     save_probes = experiment.run.save_probes
@@ -189,6 +195,8 @@ def run_experiment(
         results = [outcome.result for outcome in outcomes]
         figures = figures or FigureOptions()
         finished = method.finish(results, run_dir, extra, figures)
+        exported = export_frames(finished.frames, run_dir, formats)
+        finished = replace(finished, files=(*finished.files, *exported))
         mixed = [name for name, data in named.items() if data.mix_layers is not None]
         if mixed:  # the layer weights each mixing representation's probes learned
             summaries = method.summaries(results)
@@ -199,6 +207,7 @@ def run_experiment(
         if sweeps:
             layers = analyse_layers(method, results, sweeps, random_state=random_state)
             written = write_layer_files(layers, run_dir, figures)
+            written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
