@@ -19,15 +19,28 @@ def _write(path, n=300, d=5, seed=0):
 @pytest.mark.slow
 def test_demo_quick_writes_table_results_and_plot(tmp_path, capsys):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--steps", "50"]) == 0
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    for word in ("pixels", "pca-8", "random-proj-8", "VA", "MDL", "SDL, ε=0.1", "SC, ε=0.1"):
+    for word in ("pixels", "pca-8", "random-proj-8", "VA", "MDL", "SDL, ε=0.4", "SC, ε=0.4"):
         assert word in printed
     payload = json.loads((out / "results.json").read_text())
     assert payload["schema"] == "probemeter.results/1"
     assert [c["name"] for c in payload["curves"]] == ["pixels", "pca-8", "random-proj-8"]
-    assert payload["comparison"]["epsilon"] == 0.1
+    assert payload["comparison"]["epsilon"] == 0.4
     assert (out / "curves.png").stat().st_size > 10_000
+    # ε is reachable: on the full pool at least one representation has a tight SDL and εSC,
+    # printed without the "> " of a lower bound
+    results = payload["comparison"]["results"]
+    full = max(result["n"] for result in results)
+    for measure in ("SDL", "SC"):
+        tight = [
+            result["representation"]
+            for result in results
+            if (result["measure"], result["n"]) == (measure, full) and not result["lower_bound"]
+        ]
+        assert "pixels" in tight, measure
+    (row,) = [line for line in printed.splitlines() if line.strip().startswith("SC, ε=0.4")][1:]
+    assert not row.split()[2].startswith(">")  # pixels' εSC on the full pool
 
 
 def test_curve_then_measures_recomputes_without_training(tmp_path, capsys):
