@@ -118,6 +118,7 @@ def test_verbose_shows_debug_and_quiet_excludes_it(tmp_path, capsys):
     assert main([*args, "--out", str(out), "--export", "csv", "-v"]) == 0
     err = capsys.readouterr().err
     assert f"debug: wrote {out / 'points.csv'}" in err and "a: 2 probes in" in err
+    assert "debug: settings: {" in err and "'epsilon': 0.5" in err
     assert main([*args, "--out", str(out), "-q", "-v"]) == 2
     assert "-q/--quiet and -v/--verbose exclude each other" in capsys.readouterr().err
 

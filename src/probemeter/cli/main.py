@@ -22,6 +22,7 @@ are imported lazily: ``probemeter --help`` loads neither torch nor pandas.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import warnings
 from collections.abc import Sequence
@@ -44,6 +45,8 @@ from probemeter.cli.run import add_run_command
 
 __all__ = ["build_parser", "main"]
 
+_log = logging.getLogger(__name__)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
@@ -60,6 +63,8 @@ def _handle(args: argparse.Namespace) -> int:
     if args.quiet and hasattr(args, "no_progress"):
         args.no_progress = True
     with logging_to_stderr(level):
+        settings = {key: value for key, value in vars(args).items() if key != "handler"}
+        _log.debug("settings: %s", settings)
         return int(args.handler(args))
 
 
