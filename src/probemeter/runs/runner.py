@@ -40,7 +40,7 @@ import numpy as np
 
 from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
-from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
+from probemeter._method import RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
@@ -104,7 +104,7 @@ def run_experiment(
     *,
     fresh: bool = False,
     n_jobs: int | None = -1,
-    max_memory: float = MAX_MEMORY_GIB,
+    max_memory: float | None = None,
     progress: bool = True,
     ray: RayOptions | None = None,
     figures: FigureOptions | None = None,
@@ -125,8 +125,8 @@ def run_experiment(
     Args:
         n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
             each curve trains with ``ray.cpus_per_unit`` worker processes instead.
-        max_memory: GiB budget of one chunk of stacked probes, per worker process (see
-            :func:`~probemeter.training.engine.fit_evaluate`).
+        max_memory: GiB budget of one chunk of stacked probes, per worker process (None: sized
+            to the device, see :func:`~probemeter.training.memory.memory_budget`).
         ray: run the curves as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
         export: also write the method's tables (:attr:`~probemeter._method.MethodRun.frames`:
@@ -146,7 +146,8 @@ def run_experiment(
         RunLockedError: another run, still going, holds the run folder (a ValueError naming
             the folder, the holder's PID and the lock file).
     """
-    check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    if max_memory is not None:
+        check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
     formats = export_formats(list(export), "export") if export else ()
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
