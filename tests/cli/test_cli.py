@@ -150,3 +150,29 @@ def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:  # argparse refuses the choice itself
         main([*args, "--figure-format", "bmp"])
     assert stopped.value.code == 2 and "invalid choice: 'bmp'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "steps", "epsilon"),
+    [([], 300, 0.4), (["--steps", "50", "--epsilon", "0.2"], 50, 0.2)],
+)
+def test_demo_quick_settings_yield_to_the_flags_given(tmp_path, monkeypatch, extra, steps, epsilon):
+    """``--quick`` sets its probe, steps, seeds, lr and ε = 0.4 only where no flag did."""
+    import probemeter.curves.method as method_module
+
+    seen = {}
+
+    def stop(data, *, method, **options):
+        seen["method"] = method
+        raise ValueError("stop before training")
+
+    monkeypatch.setattr(method_module, "curve_unit", stop)
+    argv = ["demo", "--quick", "--out", str(tmp_path), "-q", *extra]
+    assert main(argv) == 2
+    assert seen["method"].steps == steps and seen["method"].seeds == 2
+    assert seen["method"].probe == (64,) and seen["method"].lr == 1e-3
+    assert seen["method"].epsilon == epsilon  # resolved before training
+    # without --quick: the method's defaults and ε = 0.1
+    assert main(["demo", "--out", str(tmp_path), "-q", "--steps", "1"]) == 2
+    assert seen["method"].steps == 1 and seen["method"].probe == (512, 512)
+    assert seen["method"].epsilon == 0.1 and seen["method"].seeds == 4

@@ -48,8 +48,15 @@ def add_curve_commands(commands: Any) -> None:
     _training_options(demo)
     _measure_options(demo, f"(default: {DEMO_EPSILON}; {QUICK_EPSILON} with --quick)")
     _out_options(demo)
-    quick = ", ".join(f"{key} {value}" for key, value in QUICK.items())
-    demo.add_argument("--quick", action="store_true", help=f"a small, fast run ({quick})")
+    quick = ", ".join(
+        f"{CurveMethod.option_named(key).flag} {_shown(value)}" for key, value in QUICK.items()
+    )
+    demo.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a small, fast run ({quick}, --epsilon {QUICK_EPSILON}; a flag given another "
+        "value than its default keeps it)",
+    )
     demo.set_defaults(handler=_run_demo)
 
     curve = commands.add_parser("curve", help="loss-data curves of your own features")
@@ -101,6 +108,11 @@ def add_curve_commands(commands: Any) -> None:
         help="your own Jinja2 template of report.html (context: probemeter.runs.html_report)",
     )
     report.set_defaults(handler=_run_report)
+
+
+def _shown(value: Any) -> str:
+    """A flag's value as typed: sequences space-separated."""
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
 
 
 def _training_options(parser: argparse.ArgumentParser) -> None:
@@ -209,9 +221,10 @@ def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
 def _run_demo(args: argparse.Namespace) -> int:
     from probemeter.datasets import digits_representations
 
-    if args.quick:
+    if args.quick:  # the quick settings, but for flags given on the command line
         for name, value in QUICK.items():
-            setattr(args, name, value)
+            if getattr(args, name) == CurveMethod.option_named(name).default:
+                setattr(args, name, value)
     if args.epsilon is None:
         args.epsilon = QUICK_EPSILON if args.quick else DEMO_EPSILON
     datasets = digits_representations(random_state=args.random_state)
