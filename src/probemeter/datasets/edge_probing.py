@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from probemeter._io import write_text_atomic
-from probemeter._validation import one_of
+from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "entity_targets",
     "read_edge_probing",
     "span_features",
+    "split_sentences",
     "treebank_targets",
     "write_edge_probing",
 ]
@@ -257,6 +258,30 @@ def entity_targets(sentences: Iterable[Sequence[str]], nlp: Any = None) -> EdgeP
     return EdgeProbingSet(tuple(found), f"spacy:{meta.get('name', '?')}:entities", True)
 
 
+def split_sentences(
+    data: EdgeProbingSet, test_size: float = 0.2, *, random_state: int = 0
+) -> tuple[EdgeProbingSet, EdgeProbingSet]:
+    """``data``'s sentences shuffled and split into a training and a test set (a fraction
+    ``test_size`` of the sentences, at least one each), for a task made from one corpus; the
+    released tasks come with their own split, which is kept as it is.
+
+    Raises:
+        ValueError: ``test_size`` not in (0, 1), fewer than two sentences, or a split with
+            no target.
+    """
+    check_scalar(test_size, "test_size", float, min_val=0, max_val=1, include_boundaries="neither")
+    n = len(data.sentences)
+    if n < 2:
+        raise ValueError(f"{data.source!r} has {n} sentence(s): a split needs two at least")
+    order = np.random.default_rng(random_state).permutation(n)
+    n_test = min(n - 1, max(1, round(test_size * n)))
+    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+    return tuple(
+        EdgeProbingSet(tuple(data.sentences[i] for i in rows), f"{data.source}:{part}", data.silver)
+        for rows, part in ((train, "train"), (test, "test"))
+    )
+
+
 def edge_labels(*splits: EdgeProbingSet) -> tuple[list[np.ndarray], tuple[str, ...]]:
     """Each split's target labels as indices into one vocabulary over all splits (sorted), and
     the vocabulary.
@@ -395,6 +420,11 @@ def edge_probe_data(
     features ((n_tokens, d) each), with one label vocabulary over both splits (kept in
     ``classes``).
 
+    Each target's group (``groups_train``/``groups_test``) is the text of its first span, so
+    the control task of :func:`~probemeter.mdl.controls.control_task` gives every span text
+    one random label: for single-word spans, Hewitt & Liang's word-type control of POS that
+    Voita & Titov use (§5).
+
     Fixed poolings (``"mean"``, ``"max"``, ``"endpoints"``) are standardised with the pool's
     statistics, as :meth:`ProbeData.from_arrays` does. With ``"self-attention"`` the token
     vectors are standardised with the statistics of the training tokens before the spans are
@@ -434,6 +464,13 @@ def edge_probe_data(
     else:
         X, _ = span_features(train, train_features, pooling)
         X_test, _ = span_features(test, test_features, pooling)
+    texts = [
+        [" ".join(sentence.tokens[slice(*target.span1)]) for sentence in split.sentences
+         for target in sentence.targets]
+        for split in (train, test)
+    ]  # fmt: skip
+    types = {text: index for index, text in enumerate(sorted({*texts[0], *texts[1]}))}
+    groups, groups_test = ([types[text] for text in split] for split in texts)
     data = ProbeData.from_arrays(
         X,
         y_train,
@@ -442,6 +479,8 @@ def edge_probe_data(
         standardize=span_tokens is None,
         n_classes=len(classes),
         name=name,
+        groups=groups,
+        groups_test=groups_test,
     )
     return replace(data, classes=classes, span_tokens=span_tokens)
 

@@ -49,8 +49,19 @@ def _pool(
     """One span of P probes: projections u (P, n, T, q), attention a (P, n, T) and the pooled
     z (P, n, q), for tokens ``h`` (P or 1, n, T, d), their counts (P or 1, n, 1) and parameters
     W (P, d, q), b (P, 1, q), w (P, q, 1)."""
-    u = torch.matmul(h, W.unsqueeze(1)) + b.unsqueeze(1)
-    scores = torch.matmul(u, w.unsqueeze(1)).squeeze(-1)
+    n_probes, (width, projection) = W.shape[0], W.shape[1:]
+    rows, tokens = h.shape[1], h.shape[2]
+    if h.shape[0] == 1:  # the same rows for every probe: one matrix product for all of them
+        flat = h.reshape(rows * tokens, width) @ W.transpose(0, 1).reshape(width, -1)
+        u = flat.view(rows, tokens, n_probes, projection).permute(2, 0, 1, 3)
+    else:  # batched products, without broadcasting W over the rows (which would copy it)
+        u = torch.bmm(h.reshape(n_probes, rows * tokens, width), W).view(
+            n_probes, rows, tokens, projection
+        )
+    u = u + b.unsqueeze(1)
+    scores = torch.bmm(u.reshape(n_probes, rows * tokens, projection), w).view(
+        n_probes, rows, tokens
+    )
     positions = torch.arange(h.shape[-2], device=h.device)
     scores = scores.masked_fill(positions >= counts, float("-inf"))
     a = torch.softmax(scores, dim=-1)

@@ -45,7 +45,8 @@ from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
-from probemeter.datasets.conll import Treebank
+from probemeter.datasets.conll import Treebank, probe_data
+from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
@@ -304,6 +305,8 @@ class _TaskInputs:
     standardize: bool = True
     task: Task | None = None
     treebank: Treebank | None = None
+    #: an edge-probing task's training and test files
+    edges: tuple[EdgeProbingSet, EdgeProbingSet] | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
     #: per (model, random_init, dtype): the encoder's key and every layer's word features
@@ -320,11 +323,27 @@ class _TaskInputs:
             self.files[train, test] = (*load_features(train), *load_features(test))
         return self.files[train, test]
 
+    @property
+    def words(self) -> list[list[str]]:
+        """The words to encode, sentence after sentence (an edge-probing task's training
+        sentences, then its test sentences)."""
+        if self.edges is not None:
+            return [list(s.tokens) for split in self.edges for s in split.sentences]
+        return [list(words) for words in self.treebank.sentences]
+
     @cached_property
-    def treebank_digest(self) -> str:
-        """A hash of the treebank's words and annotation (what the labels are made of)."""
-        annotation = (self.treebank.sentences, self.treebank.upos, self.treebank.heads)
-        text = json.dumps([*annotation, self.treebank.deprels], separators=(",", ":"))
+    def labels_digest(self) -> str:
+        """A hash of the words and their annotation (what the labels are made of)."""
+        if self.edges is not None:
+            annotation = [
+                [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
+                for split in self.edges
+                for s in split.sentences
+            ]
+        else:
+            treebank = self.treebank
+            annotation = [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
+        text = json.dumps(annotation, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -366,6 +385,9 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
 
         sentences = ptb_sentences(options["n_sentences"], options["split"])
         return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
+    if task.dataset == "edge-probing":
+        edges = (read_edge_probing(options["train"]), read_edge_probing(options["test"]))
+        return _TaskInputs({}, task=task, edges=edges)
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
@@ -445,11 +467,9 @@ def _fitted_features(rep: Representation, inputs: _TaskInputs, build: _Build) ->
 
 
 def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
-    """Encode the task's words (one row per word) and split them by sentence."""
-    from probemeter.datasets.conll import probe_data
-
-    treebank = inputs.treebank
-    sentences = [list(words) for words in treebank.sentences]
+    """Encode the task's words (one row per word) and split them by sentence (a treebank), or
+    pool them into the spans of an edge-probing task's targets (its own split)."""
+    sentences = inputs.words
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
@@ -484,8 +504,10 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     options = inputs.task.options
 
     def split() -> ProbeData:
+        if inputs.edges is not None:
+            return _edge_data(inputs.edges, sentences, features, options, rep.name)
         return probe_data(
-            treebank,
+            inputs.treebank,
             features,
             options["label"],
             test_size=float(options["test_size"]),
@@ -497,12 +519,34 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         return replace(split(), mix_layers=_mix_layers(rep))
     key = {
         "features": features_key,
-        "treebank": inputs.treebank_digest,
+        "treebank": inputs.labels_digest,
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
     }
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
+
+
+def _edge_data(
+    edges: tuple[EdgeProbingSet, EdgeProbingSet],
+    sentences: list[list[str]],
+    features: np.ndarray,
+    options: dict[str, Any],
+    name: str,
+) -> ProbeData:
+    """An edge-probing task's data: the word features (one row per word of ``sentences``, the
+    training sentences first) pooled into each target's spans."""
+    ends = np.cumsum([len(words) for words in sentences])
+    per_sentence = np.split(features, ends[:-1])
+    n_train = len(edges[0].sentences)
+    return edge_probe_data(
+        *edges,
+        per_sentence[:n_train],
+        per_sentence[n_train:],
+        options["pooling"],
+        name=name,
+        max_tokens=options["max_tokens"],
+    )
 
 
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:
