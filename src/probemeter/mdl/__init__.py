@@ -32,6 +32,7 @@ _EXPORTS = {
     "MDLEntry": ".table",
     "load_mdl_results": ".table",
     "mdl_frame": ".table",
+    "mdl_frames": ".table",
     "mdl_table": ".table",
     "mdl_figure": ".table",
     "save_mdl_results": ".table",

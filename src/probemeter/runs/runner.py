@@ -30,7 +30,7 @@ import hashlib
 import json
 import shutil
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import RunContext, UnitPlan
 from probemeter._validation import check_scalar
@@ -109,6 +110,7 @@ def run_experiment(
     progress: bool = True,
     ray: RayOptions | None = None,
     figures: FigureOptions | None = None,
+    export: Iterable[str] = (),
 ) -> ExperimentRun:
     """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
 
@@ -129,6 +131,9 @@ def run_experiment(
             to the device, see :func:`~probemeter.training.memory.memory_budget`).
         ray: run the curves as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
+        export: also write the method's tables (:attr:`~probemeter._method.MethodRun.frames`:
+            probe points, measures, …) in these formats, ``"csv"`` and/or ``"parquet"``, to
+            the run folder (:func:`~probemeter._exports.export_frames`).
 
     With ``experiment.run.save_probes``, every unit's trained probes are stored beside it
     (``RUN_DIR/units/<key>.probes.safetensors``, read back by
@@ -145,6 +150,7 @@ def run_experiment(
     """
     if max_memory is not None:
         check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    formats = export_formats(list(export), "export") if export else ()
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
     save_probes = experiment.run.save_probes
@@ -192,6 +198,8 @@ def run_experiment(
         results = [outcome.result for outcome in outcomes]
         figures = figures or FigureOptions()
         finished = method.finish(results, run_dir, extra, figures)
+        exported = export_frames(finished.frames, run_dir, formats)
+        finished = replace(finished, files=(*finished.files, *exported))
         mixed = [name for name, data in named.items() if data.mix_layers is not None]
         if mixed:  # the layer weights each mixing representation's probes learned
             summaries = method.summaries(results)
@@ -202,6 +210,7 @@ def run_experiment(
         if sweeps:
             layers = analyse_layers(method, results, sweeps, random_state=random_state)
             written = write_layer_files(layers, run_dir, figures)
+            written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
