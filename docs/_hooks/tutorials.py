@@ -1,0 +1,79 @@
+"""The tutorials' figures and tables, computed when the site is built.
+
+Each tutorial has a small experiment file ``docs/tutorials/experiments/<name>.toml`` (shown in
+the page and copied into the site). Building the site runs each
+through :func:`probemeter.run_experiment`, as ``probemeter run`` would, into a temporary
+folder, and takes the figures (PNG), tables (Markdown) and HTML report the run wrote: nothing
+is cached in the repository. The experiments are small versions of the papers'.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+log = logging.getLogger("mkdocs.plugins.probemeter")
+
+#: the folder of the tutorials' experiment files
+EXPERIMENTS = Path(__file__).resolve().parent.parent / "tutorials" / "experiments"
+
+
+@dataclass(frozen=True)
+class Tutorial:
+    """One tutorial's experiment and what the page shows of its run folder."""
+
+    name: str
+    #: run-folder files (PNG figures) embedded in the page as ``figures/<name>-<file>``
+    figures: tuple[str, ...]
+    #: run-folder files (Markdown tables) a page includes with ``<!-- run:<name>/<file> -->``;
+    #: ``<!-- run:<name>/output -->`` is what ``probemeter run`` prints
+    tables: tuple[str, ...] = ("table.md",)
+
+
+TUTORIALS = (
+    Tutorial("whitney", ("curves.png",)),
+    Tutorial("voita-titov", ("mdl.png", "layers.png"), ("table.md", "layers.md")),
+    Tutorial("zhu", ("power.png",)),
+    Tutorial("pimentel", ("frontiers.png",)),
+)
+
+
+@dataclass
+class Outputs:
+    """What the runs produced: figure (and report) bytes by site path, table text by
+    ``<name>/<file>``, and each run's wall time in seconds."""
+
+    figures: dict[str, bytes] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def run_tutorials(tutorials: tuple[Tutorial, ...] = TUTORIALS) -> Outputs:
+    """Run every tutorial's experiment file (in one worker process each, without progress
+    bars) and collect its figures and tables."""
+    import probemeter as pm
+    from probemeter.runs.html_report import write_report
+
+    outputs = Outputs()
+    with tempfile.TemporaryDirectory(prefix="probemeter-docs-") as out:
+        for tutorial in tutorials:
+            start = time.perf_counter()
+            experiment = pm.load_experiment(EXPERIMENTS / f"{tutorial.name}.toml")
+            run = pm.run_experiment(experiment, out, n_jobs=1, progress=False)
+            run_dir = Path(run.run_dir)
+            write_report(run_dir)  # as ``probemeter run`` does: report.html, table.md
+            report = f"tutorials/reports/{tutorial.name}.html"
+            outputs.figures[report] = (run_dir / "report.html").read_bytes()
+            for name in tutorial.figures:
+                path = f"tutorials/figures/{tutorial.name}-{name}"
+                outputs.figures[path] = (run_dir / name).read_bytes()
+            for name in tutorial.tables:
+                text = (run_dir / name).read_text(encoding="utf-8")
+                outputs.tables[f"{tutorial.name}/{name}"] = text.strip()
+            outputs.tables[f"{tutorial.name}/output"] = run.table.strip()
+            outputs.seconds[tutorial.name] = time.perf_counter() - start
+            log.info("tutorial %s: ran in %.1f s", tutorial.name, outputs.seconds[tutorial.name])
+    return outputs
