@@ -43,7 +43,7 @@ API_PACKAGES = (
 
 
 def _cell(text: Any) -> str:
-    """Text for a Markdown table cell."""
+    """Text for a Markdown table cell (outside code spans, where a "|" needs no escape)."""
     return str(text).replace("|", r"\|").replace("\n", " ")
 
 
@@ -113,7 +113,7 @@ def experiment_reference() -> str:
             default = "required" if opt.required else f"`{_toml_value(opt.written_default)}`"
             valid = _valid_values(opt.check.problem, opt.annotation in ("int", "float"))
             lines.append(
-                f"| `{opt.name}` | `{_cell(opt.annotation)}` | {default} | {_cell(valid)} "
+                f"| `{opt.name}` | `{opt.annotation}` | {default} | {_cell(valid)} "
                 f"| `{opt.flag}` | {_cell(opt.help)} |"
             )
         lines.append("")
