@@ -121,12 +121,17 @@ def experiment_reference() -> str:
 
 
 def _schema_block() -> str:
-    """The TOML schema in :mod:`probemeter.runs.config`'s docstring (its indented block)."""
+    """The TOML schema in :mod:`probemeter.runs.config`'s docstring: the indented block after
+    its ``::``, blank lines included, up to the first line that is not indented."""
     from probemeter.runs import config
 
-    doc = config.__doc__ or ""
-    block = doc.split("::", 1)[1].split("\n\n", 2)[1]
-    return "\n".join(line.removeprefix("    ") for line in block.splitlines())
+    lines = (config.__doc__ or "").split("::", 1)[1].splitlines()[1:]
+    block = []
+    for line in lines:
+        if line.strip() and not line.startswith("    "):
+            break
+        block.append(line.removeprefix("    "))
+    return "\n".join(block).strip("\n")
 
 
 # ---- command line ----------------------------------------------------------------------------
