@@ -5,7 +5,8 @@ tutorials' figures and tables while the site builds.
   the code (:mod:`references`); the build fails when they miss a method option or a
   subcommand.
 * every tutorial's experiment file runs (:mod:`tutorials`); its figures become site files
-  ``tutorials/figures/*.png`` and its tables replace ``<!-- run:NAME/FILE -->`` markers.
+  ``tutorials/figures/*.png`` and its tables replace ``<!-- run:NAME/FILE -->`` markers;
+* the docstrings' Sphinx roles (``:func:`x` ``) are shown as code, without the role.
 
 The code documented is this checkout's ``src/`` (put first on ``sys.path``).
 """
@@ -27,6 +28,9 @@ from mkdocs.structure.files import File, Files  # noqa: E402
 
 log = logging.getLogger("mkdocs.plugins.probemeter")
 MARKER = re.compile(r"<!-- run:([\w.-]+/[\w.-]+) -->")
+#: a Sphinx role as mkdocstrings renders it from a docstring: ``:func:`~a.b.c` `` becomes
+#: ``:func:<code>~a.b.c</code>``
+SPHINX_ROLE = re.compile(r":(?:func|meth|class|mod|data|attr|exc|obj):<code>(~?)([^<]*)</code>")
 _outputs: tutorials.Outputs | None = None  # one run per process (``mkdocs serve`` reuses it)
 
 
@@ -65,3 +69,14 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
         return f"```text\n{text}\n```" if key.endswith("/output") else text
 
     return MARKER.sub(table, markdown)
+
+
+def on_page_content(html: str, page, config, files) -> str:
+    """Show the docstrings' Sphinx roles as Sphinx would: ``:func:`~a.b.c` `` as ``c``,
+    ``:func:`a.b.c` `` as ``a.b.c``, without the role."""
+
+    def plain(match: re.Match[str]) -> str:
+        name = match.group(2).rsplit(".", 1)[-1] if match.group(1) else match.group(2)
+        return f"<code>{name}</code>"
+
+    return SPHINX_ROLE.sub(plain, html)
