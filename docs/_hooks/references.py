@@ -184,7 +184,8 @@ def cli_reference() -> str:
         "",
         "Generated from the `argparse` parsers of `probemeter.cli` when the site is built. "
         "`probemeter COMMAND --help` prints the same. Failures are one line "
-        "`probemeter: error: …` with an exit status by kind:",
+        "`probemeter: error: …` with an exit status by kind (the last line of "
+        "`probemeter --help`):",
         "",
         "```text",
         root.format_help().strip(),
