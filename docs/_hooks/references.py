@@ -22,7 +22,7 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from probemeter.cli.main import _parser
+from probemeter.cli.main import build_parser
 from probemeter.runs.config import DATASETS, RunSettings
 from probemeter.runs.methods import METHODS, _toml_value
 
@@ -147,7 +147,7 @@ def commands(
 ) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser, str]]:
     """Every (sub)command: its words after ``probemeter``, its parser and its one-line help,
     depth first in the order ``--help`` lists them."""
-    parser = parser or _parser()
+    parser = parser or build_parser()
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {choice.dest: choice.help or "" for choice in action._choices_actions}
@@ -178,7 +178,7 @@ def _argument_rows(parser: argparse.ArgumentParser) -> list[str]:
 
 def cli_reference() -> str:
     """The command-line reference page (Markdown), every subcommand with every argument."""
-    root = _parser()
+    root = build_parser()
     lines = [
         "# Command-line reference",
         "",
