@@ -107,7 +107,8 @@ def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
     assert_exported(out, {"online": frames["online"]}, ("csv",))
     # CSV cannot tell an empty string (no pruned architecture) from a missing value
     numbers = frames["mdl"].select_dtypes("number")
-    pd.testing.assert_frame_equal(pd.read_csv(out / "mdl.csv")[numbers.columns], numbers)
+    read = pd.read_csv(out / "mdl.csv", float_precision="round_trip")
+    pd.testing.assert_frame_equal(read[numbers.columns], numbers)
     assert (entry.online.stopping_set, entry.online.n, entry.online.n_dev) == ("prefix", 240, 0)
 
 

@@ -241,13 +241,13 @@ def test_the_curve_command_refuses_a_huge_probe_in_one_line(tmp_path, monkeypatc
     np.savez(features, X=rng.normal(size=(200, 8)).astype(np.float32), y=rng.integers(0, 3, 200))
     calls = _forbid_allocation(monkeypatch)
     status = cli_main(
-        ["curve", "--train", str(features), "--hidden", "60000", "60000", "--steps", "2",
+        ["curve", "--train", str(features), "--hidden", "200000", "200000", "--steps", "2",
          "--out", str(tmp_path / "out"), "--no-progress"]
-    )  # fmt: skip
+    )  # fmt: skip  # 4e10 parameters: beyond the default budget of the CPU and of any GPU
     error = capsys.readouterr().err.strip()
     assert status != 0 and calls == []
     assert error.startswith("probemeter: error: max_memory=") and "\n" not in error
-    assert "mlp-60000x60000" in error and "GiB" in error
+    assert "mlp-200000x200000" in error and "GiB" in error
 
 
 def test_memory_estimate_is_public():
