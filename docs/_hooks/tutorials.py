@@ -12,8 +12,6 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,30 +51,18 @@ class Outputs:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-@contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """Torch on one intra-op thread inside the block: on a busy two-core machine its two
-    threads wait on each other (the Pareto run took 138 s with two, 17 s with one, under a
-    load of 6)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def run_tutorials(tutorials: tuple[Tutorial, ...] = TUTORIALS) -> Outputs:
     """Run every tutorial's experiment file (one worker process, one torch thread, no
     progress bars), write its report as ``probemeter run`` does, and collect its figures,
     tables and report."""
     import probemeter as pm
+    from probemeter._device import single_threaded
     from probemeter.runs.html_report import write_report
 
     outputs = Outputs()
-    with _one_torch_thread(), tempfile.TemporaryDirectory(prefix="probemeter-docs-") as out:
+    # torch on one thread: on a busy two-core machine its two threads wait on each other (the
+    # Pareto run took 138 s with two, 17 s with one, under a load of 6)
+    with single_threaded(True), tempfile.TemporaryDirectory(prefix="probemeter-docs-") as out:
         for tutorial in tutorials:
             start = time.perf_counter()
             experiment = pm.load_experiment(EXPERIMENTS / f"{tutorial.name}.toml")

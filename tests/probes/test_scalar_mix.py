@@ -4,12 +4,11 @@ against one probe trained with nn.Module, autograd and torch.optim.Adam on the s
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
 from probemeter.probes import MLP, ProbeSet, load_probes
@@ -96,9 +95,7 @@ def _reference_train(task, subset, key, probe, config):
     x_train, y_train, x_eval, y_eval = task
     rng = np.random.default_rng(list(key))
     (w0, b0), (w1, b1) = probe.initial_parameters(rng, x_train.shape[1], CLASSES)
-    n, batch = subset.size, min(subset.size, config.batch_size)
-    needed = config.steps * batch
-    order = subset[rng.random((math.ceil(needed / n), n)).argsort(axis=1).reshape(-1)[:needed]]
+    order, batch = minibatch_order(rng, subset, config.steps, config.batch_size)
     parameters = [
         nn.Parameter(torch.zeros(LAYERS)),
         nn.Parameter(torch.ones(1)),
@@ -109,14 +106,7 @@ def _reference_train(task, subset, key, probe, config):
     def forward(x):
         return torch.relu(_reference_mix(x, logits, scale) @ w0 + b0) @ w1 + b1
 
-    optimizer = torch.optim.Adam(parameters, lr=config.lr)
-    inputs, labels = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    for step in range(config.steps):
-        idx = torch.from_numpy(order[step * batch : (step + 1) * batch])
-        loss = F.cross_entropy(forward(inputs[idx]), labels[idx])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    train_with_adam(forward, parameters, x_train, y_train, order, batch, config.lr)
     with torch.no_grad():
         eval_loss = F.cross_entropy(forward(torch.from_numpy(x_eval)), torch.from_numpy(y_eval))
     return eval_loss.item(), torch.softmax(logits.detach(), dim=0).numpy()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
 from probemeter.datasets.edge_probing import SpanLayout
@@ -82,9 +83,7 @@ def _reference_train(task, subset, key, probe, config):
         [nn.Parameter(torch.from_numpy(t.copy())) for t in layer]
         for layer in probe.initial_parameters(rng, x_train.shape[1], CLASSES)
     ]
-    n, batch = subset.size, min(subset.size, config.batch_size)
-    needed = config.steps * batch
-    order = subset[rng.random((math.ceil(needed / n), n)).argsort(axis=1).reshape(-1)[:needed]]
+    order, batch = minibatch_order(rng, subset, config.steps, config.batch_size)
 
     def forward(x):
         hidden = _reference_pool(x, spans)
@@ -95,14 +94,7 @@ def _reference_train(task, subset, key, probe, config):
         return hidden
 
     parameters = [p for span in spans for p in span] + [p for layer in layers for p in layer]
-    optimizer = torch.optim.Adam(parameters, lr=config.lr)
-    inputs, labels = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    for step in range(config.steps):
-        idx = torch.from_numpy(order[step * batch : (step + 1) * batch])
-        loss = F.cross_entropy(forward(inputs[idx]), labels[idx])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    train_with_adam(forward, parameters, x_train, y_train, order, batch, config.lr)
     with torch.no_grad():
         logits = forward(torch.from_numpy(x_eval))
         eval_loss = F.cross_entropy(logits, torch.from_numpy(y_eval)).item()

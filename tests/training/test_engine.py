@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
 from probemeter.data import nested_subset
@@ -93,23 +94,10 @@ def reference_train(x_train, y_train, x_eval, y_eval, subset, key, probe, config
     """The slow reference's trained ``nn.Sequential`` and its untrained evaluation loss."""
     rng = np.random.default_rng(list(key))
     layers = probe.initial_parameters(rng, x_train.shape[1], N_CLASSES)
-    subset = np.asarray(subset)
-    n = subset.size
-    batch = min(n, config.batch_size)
-    needed = config.steps * batch
-    epochs = math.ceil(needed / n)
-    order = subset[rng.random((epochs, n)).argsort(axis=1).reshape(-1)[:needed]]
-
+    order, batch = minibatch_order(rng, subset, config.steps, config.batch_size)
     model = _reference_model(layers)
     initial_loss = _reference_metrics(model, x_eval, y_eval)[0]
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    inputs, labels = torch.from_numpy(x_train), torch.from_numpy(y_train)
-    for step in range(config.steps):
-        idx = torch.from_numpy(order[step * batch : (step + 1) * batch])
-        loss = F.cross_entropy(model(inputs[idx]), labels[idx])
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
+    train_with_adam(model, list(model.parameters()), x_train, y_train, order, batch, config.lr)
     return model, initial_loss
 
 
