@@ -111,6 +111,22 @@ def test_batch_size_does_not_change_the_features(tiny, model: str, pooling: str)
     )
 
 
+def test_sentences_are_batched_by_length_and_written_back_in_order(tiny, monkeypatch) -> None:
+    encoder = TransformerEncoder(tiny["bert"], 1, pooling="words", batch_size=2, **QUIET)
+    batches, tokenize = [], encoder.tokenizer.__class__.__call__
+
+    def spy(self, batch, **options):
+        batches.append([len(words) for words in batch])
+        return tokenize(self, batch, **options)
+
+    monkeypatch.setattr(encoder.tokenizer.__class__, "__call__", spy)
+    inputs = [WORDS[2], WORDS[1], WORDS[0], WORDS[3]]  # 13, 2, 6 and 2 words
+    features = encoder.encode_all_layers(inputs)
+    assert batches == [[2, 2], [6, 13]]  # the short ones together: little padding
+    alone = TransformerEncoder(tiny["bert"], 1, pooling="words", batch_size=1, **QUIET)
+    np.testing.assert_allclose(features, alone.encode_all_layers(inputs), atol=1e-5)
+
+
 @pytest.mark.parametrize("model", ["bert", "gpt2"])
 def test_bfloat16_encoding_gives_float32_close_to_float32(tiny, model: str) -> None:
     exact = TransformerEncoder(tiny[model], pooling="words", **QUIET).encode_all_layers(WORDS)

@@ -389,7 +389,8 @@ class TransformerEncoder:
         word_pooling: with ``pooling="words"``, each word's row from its word pieces: their
             ``"mean"``, the ``"first"`` or the ``"last"`` piece.
         batch_size: sentences per forward pass (does not change the features beyond float
-            rounding: padding is masked).
+            rounding: padding is masked). Sentences are batched in order of length, so that a
+            batch pads little, and their rows written back in input order.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         dtype: precision of the model while encoding: ``"float32"``, ``"bfloat16"`` or
             ``"float16"``; features are returned as float32 in every case.
@@ -640,9 +641,9 @@ class TransformerEncoder:
                 f"outputs must be {len(layers)} writable arrays of shape {shape} (one per layer); "
                 f"got shapes {[np.shape(output) for output in outputs]}"
             )
-        for row, pooled in self._batches(inputs, layers):
+        for rows, pooled in self._batches(inputs, layers):
             for output, features in zip(outputs, pooled):
-                output[row : row + len(features)] = features
+                output[rows] = features
 
     def random_init_copy(self, random_state: int = 0) -> TransformerEncoder:
         """The same encoder (layer, pooling, dtype, ...) with randomly initialised weights."""
@@ -684,23 +685,31 @@ class TransformerEncoder:
         return checked
 
     def _collect(self, inputs: object, layers: list[int]) -> list[np.ndarray]:
-        """Every batch of :meth:`_batches`, concatenated per layer (float32)."""
-        parts: list[list[np.ndarray]] = [[] for _ in layers]
-        for _, pooled in self._batches(inputs, layers):
-            for layer_parts, features in zip(parts, pooled):
-                layer_parts.append(features)
-        return [np.concatenate(layer_parts) for layer_parts in parts]
+        """Every batch of :meth:`_batches`, in input order per layer (float32)."""
+        shape = (self.n_rows(inputs), self.dimension)
+        collected = [np.empty(shape, dtype=np.float32) for _ in layers]
+        self.encode_layers_into(inputs, collected, layers)
+        return collected
 
     @torch.no_grad()
-    def _batches(self, inputs: object, layers: list[int]) -> Iterator[tuple[int, np.ndarray]]:
-        """Per batch of sentences: its first output row and its pooled features of ``layers``,
-        float32 of shape ``(len(layers), rows, dimension)``, from one forward pass."""
+    def _batches(
+        self, inputs: object, layers: list[int]
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Per batch of sentences of similar lengths (shortest first, so that a batch pads
+        little): their output rows (indices into the input-order rows) and their pooled
+        features of ``layers``, float32 of shape ``(len(layers), rows, dimension)``, from one
+        forward pass."""
         checked = self._check_inputs(inputs)
+        words = self.pooling == "words"
+        rows_of = np.array([len(item) if words else 1 for item in checked])
+        first_row = np.cumsum(rows_of) - rows_of
+        lengths = [sum(len(w) + 1 for w in item) if words else len(item) for item in checked]
+        order = np.argsort(lengths, kind="stable")  # characters: a proxy for tokens
         bar = tqdm(total=len(checked), desc=self.name, unit="sentence", disable=not self.progress)
-        row = 0
         with bar, _quiet(not self.progress):
             for start in range(0, len(checked), self.batch_size):
-                batch = checked[start : start + self.batch_size]
+                members = order[start : start + self.batch_size]
+                batch = [checked[index] for index in members]
                 encoding = self.tokenizer(
                     batch,
                     is_split_into_words=self.pooling == "words",
@@ -721,16 +730,23 @@ class TransformerEncoder:
                         f"not num_hidden_layers + 1 = {self.n_layers}"
                     )
                 stacked = torch.stack([hidden_states[layer] for layer in layers]).float()
-                pooled = self._pool(stacked, encoding, batch, start).cpu().numpy()
-                yield row, pooled.astype(np.float32, copy=False)
-                row += pooled.shape[1]
+                pooled = self._pool(stacked, encoding, batch, members).cpu().numpy()
+                rows = np.concatenate(
+                    [np.arange(first_row[i], first_row[i] + rows_of[i]) for i in members]
+                )
+                yield rows, pooled.astype(np.float32, copy=False)
                 bar.update(len(batch))
 
     def _pool(
-        self, hidden: torch.Tensor, encoding: BatchEncoding, batch: list[Any], start: int
+        self,
+        hidden: torch.Tensor,
+        encoding: BatchEncoding,
+        batch: list[Any],
+        members: Sequence[int],
     ) -> torch.Tensor:
         """Pool ``hidden`` of shape (layers, batch, tokens, dim) to (layers, rows, dim); the
-        attention mask says which tokens are padding, on either side."""
+        attention mask says which tokens are padding, on either side; ``members`` are the
+        sentences' indices in the input."""
         mask = encoding["attention_mask"].to(hidden.device)
         if self.pooling in ("cls", "last"):
             n_tokens = mask.shape[1]
@@ -750,7 +766,7 @@ class TransformerEncoder:
             present = {word for word in word_ids if word is not None}
             if len(present) != len(words):
                 raise ValueError(
-                    f"inputs[{start + sentence}] has {len(words)} words but only {len(present)} "
+                    f"inputs[{members[sentence]}] has {len(words)} words but only {len(present)} "
                     f"fit in max_length={self.max_length} tokens; shorten it or raise max_length"
                 )
             for position, word in enumerate(word_ids):
