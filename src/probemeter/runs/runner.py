@@ -46,6 +46,7 @@ from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.projections import project
+from probemeter.datasets.senteval import SentEvalData
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -294,11 +295,13 @@ class _TaskInputs:
     standardize: bool = True
     task: Task | None = None
     treebank: Treebank | None = None
+    #: the task file of a ``senteval`` task (one row per sentence)
+    senteval: SentEvalData | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init, dtype): the encoder's key and every layer's word features
+    #: per (model, random_init, dtype, pooling): the encoder's key and every layer's features
     #: (one encoder pass for all; memory-mapped files when there is a feature cache)
-    layers: dict[tuple[str, bool, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+    layers: dict[tuple[str, bool, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
@@ -312,7 +315,10 @@ class _TaskInputs:
 
     @cached_property
     def treebank_digest(self) -> str:
-        """A hash of the treebank's words and annotation (what the labels are made of)."""
+        """A hash of the treebank's words and annotation, or of the SentEval file's lines
+        (what the features and labels are made of)."""
+        if self.senteval is not None:
+            return self.senteval.digest
         annotation = (self.treebank.sentences, self.treebank.upos, self.treebank.heads)
         text = json.dumps([*annotation, self.treebank.deprels], separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -356,6 +362,10 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
 
         sentences = ptb_sentences(options["n_sentences"], options["split"])
         return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
+    if task.dataset == "senteval":
+        from probemeter.datasets.senteval import read_senteval
+
+        return _TaskInputs({}, task=task, senteval=read_senteval(options["path"], options["task"]))
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
@@ -435,17 +445,23 @@ def _fitted_features(rep: Representation, inputs: _TaskInputs, build: _Build) ->
 
 
 def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
-    """Encode the task's words (one row per word) and split them by sentence."""
+    """Encode the task's text: ptb's words (one row per word, split by sentence), or
+    senteval's sentences (one row per sentence, the file's own split)."""
     from probemeter.datasets.conll import probe_data
 
-    treebank = inputs.treebank
-    sentences = [list(words) for words in treebank.sentences]
+    treebank, senteval = inputs.treebank, inputs.senteval
+    sentences: list[Any] = (
+        list(senteval.sentences)
+        if senteval is not None
+        else [list(words) for words in treebank.sentences]
+    )
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
-        group = (model, random_init, dtype)
+        pooling = rep.options.get("pooling") or "words"
+        group = (model, random_init, dtype, pooling)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, dtype, batch_size, build)
+            encoder = _transformer(model, random_init, dtype, batch_size, build, pooling)
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
                 _layer_features(encoder, sentences, build.cache),
@@ -463,6 +479,13 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
             features = np.concatenate([layers[layer] for layer in chosen], axis=1)
         else:
             features = layers[chosen]
+    elif senteval is not None:  # glove (spacy is refused by the file's checks)
+        glove = glove_6b_50d()
+        features_key = {**glove.cache_key, "pooling": "mean"}
+        words = [sentence.split() for sentence in sentences]
+        features = _cached(
+            build.cache, {**features_key, "sentences": words}, lambda: glove.sentence_means(words)
+        )
     else:
         encoder = (
             glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors(progress=build.progress)
@@ -474,6 +497,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     options = inputs.task.options
 
     def split() -> ProbeData:
+        if senteval is not None:
+            return senteval.probe_data(features, name=rep.name)
         return probe_data(
             treebank,
             features,
@@ -520,17 +545,18 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build
+    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build, pooling: str
 ) -> TransformerEncoder:
-    """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
-    local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
+    """The encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a local
+    folder's absolute path or a Hugging Face Hub id (as the file reader left it); ``pooling``
+    ``"words"`` (ptb) or a sentence pooling (senteval)."""
     source = (
         minilm_path() if model == "minilm" else Path(model) if Path(model).is_absolute() else model
     )
     return TransformerEncoder(
         source,
         0,
-        pooling="words",
+        pooling=pooling,
         batch_size=batch_size,
         device=build.device,
         dtype=dtype,
