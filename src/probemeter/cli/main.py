@@ -6,7 +6,9 @@
 * ``probemeter mdl`` — online/variational codes with control tasks (:mod:`probemeter.cli.mdl`);
 * ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
   a comparison problem (Zhu et al.; :mod:`probemeter.cli.power`);
-* ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli.pareto`).
+* ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli.pareto`);
+* ``probemeter senteval generate`` — SentEval probing files from raw text
+  (:mod:`probemeter.cli.senteval`).
 
 Failures are one line on stderr with a distinct exit status (:mod:`probemeter.cli._errors`).
 Each method's flags are derived from its dataclass (:mod:`probemeter.cli._options`). Modules
@@ -27,6 +29,7 @@ from probemeter.cli.mdl import add_mdl_command
 from probemeter.cli.pareto import add_pareto_parser
 from probemeter.cli.power import add_power_commands
 from probemeter.cli.run import add_run_command
+from probemeter.cli.senteval import add_senteval_command
 
 __all__ = ["main"]
 
@@ -73,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     add_power_commands(commands)
     add_pareto_parser(commands)
     add_mdl_command(commands)
+    add_senteval_command(commands)
     return parser
 
 
