@@ -13,19 +13,28 @@ from probemeter.datasets.conll import (
 from probemeter.datasets.digits import digits_representations
 from probemeter.datasets.idx import fashion_mnist, fashion_mnist_heldout, read_idx
 from probemeter.datasets.parity import parity_representations
+from probemeter.datasets.senteval import TASK_FILES, SentEvalData, read_senteval, write_senteval
+from probemeter.datasets.senteval_generate import Recipe, generate_tasks, read_sentences
 
 __all__ = [
+    "TASK_FILES",
     "UPOS_TAGS",
+    "Recipe",
+    "SentEvalData",
     "Treebank",
     "annotate_text",
     "digits_representations",
     "fashion_mnist",
     "fashion_mnist_heldout",
+    "generate_tasks",
     "parity_representations",
     "probe_data",
     "ptb_sentences",
     "read_conllu",
     "read_idx",
+    "read_sentences",
+    "read_senteval",
     "task_labels",
     "write_conllu",
+    "write_senteval",
 ]
