@@ -50,6 +50,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from probemeter.cli.main import main
+from probemeter.datasets.senteval import TASK_FILES, write_senteval
 from probemeter.runs.config import ExperimentError, load_experiment
 
 if sys.version_info >= (3, 11):
@@ -179,9 +180,13 @@ BASES = _bases()
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A folder with the feature files of ``npz-curve`` and ``npz-layers-power`` (3-D: 4 layers);
-    experiment files go here too."""
+    """A folder with the feature files of ``npz-curve`` and ``npz-layers-power`` (3-D: 4 layers)
+    and the SentEval files of the ``senteval_*`` examples (generated there, not in the
+    repository); experiment files go here too."""
     folder = tmp_path_factory.mktemp("experiments")
+    for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
+        rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
+        write_senteval(folder / "senteval-ptb" / TASK_FILES[task], rows, task)
     rng = np.random.default_rng(0)
     for name, rows in (("train.npz", 60), ("test.npz", 20)):
         np.savez(folder / name, X=rng.normal(size=(rows, 3)), y=np.arange(rows) % 3)

@@ -115,6 +115,7 @@ __all__ = [
     "DATASETS",
     "KINDS",
     "METHODS",
+    "POOLINGS",
     "WORDS",
     "WORD_KINDS",
     "Experiment",
@@ -775,8 +776,9 @@ def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
 
 def _pooling(reader: _Reader, where: str, dataset: str, rep: Representation) -> Representation:
     """``rep`` with its ``pooling`` (the task's default when not given) checked against the
-    task: per word on ptb, per sentence on senteval (:data:`POOLINGS`)."""
-    allowed = POOLINGS[dataset]
+    task: per word on ptb (and any other word task), per sentence on senteval
+    (:data:`POOLINGS`)."""
+    allowed = POOLINGS.get(dataset, ("words",))  # a word task by default
     pooling = rep.options["pooling"]
     if pooling is None:
         return replace(rep, options={**rep.options, "pooling": allowed[0]})
