@@ -145,3 +145,21 @@ def test_curve_and_mdl_runs_on_a_senteval_file(tmp_path):
         assert entry.online.codelength_bits > 0
     task = json.loads((run.run_dir / "run.json").read_text())["experiment"]["task"]
     assert task["dataset"] == "senteval" and task["task"] == "BShift"
+
+
+@pytest.mark.slow
+def test_power_run_on_a_senteval_file(tmp_path):
+    make_tiny_bert(tmp_path / "tiny-bert")
+    _write_task(tmp_path)
+    reps = (
+        '[[representations]]\nname = "mean"\nkind = "transformer"\nlayer = 2\n'
+        'model = "tiny-bert"\n'
+        '[[representations]]\nname = "last"\nkind = "transformer"\nlayer = 2\n'
+        'model = "tiny-bert"\npooling = "last"\n'
+    )
+    method = 'kind = "power"\nbaseline = "mean"\nper_class = [8, 32]\nseeds = 2\nsteps = 40'
+    run = run_experiment(
+        load_experiment(_experiment(tmp_path, reps, method)), tmp_path / "runs", progress=False
+    )
+    assert list(run.timings) == ["mean vs last"]
+    assert "mean vs last" in run.table
