@@ -783,9 +783,9 @@ def _pooling(reader: _Reader, where: str, dataset: str, rep: Representation) -> 
     if pooling is None:
         return replace(rep, options={**rep.options, "pooling": allowed[0]})
     if pooling not in allowed:
-        problem = f"{where}.pooling: {pooling!r} is not a pooling of the {dataset} task {allowed}"
-        if problem not in reader.problems:  # once per entry, not per layer of a sweep
-            reader.problems.append(problem)
+        reader.add(
+            f"{where}.pooling", f"{pooling!r} is not a pooling of the {dataset} task {allowed}"
+        )
     return rep
 
 
