@@ -104,3 +104,19 @@ def test_tree_depth_counts_the_words_on_the_longest_root_path():
         tree_depth([-1, -1])
     with pytest.raises(ValueError, match="cycle"):
         tree_depth([-1, 2, 1])
+
+
+def test_a_target_form_in_both_classes_stays_in_one_split():
+    from probemeter.datasets.senteval_generate import Recipe, _split_balanced
+
+    # "put" is a root verb tagged both VBD (PAST) and VBP (PRES); 30 other forms per class
+    examples = [("PAST", ("they", "put", str(i)), "put", 0) for i in range(4)]
+    examples += [("PRES", ("we", "put", str(i)), "put", 0) for i in range(4)]
+    for label in ("PAST", "PRES"):
+        examples += [
+            (label, (label, f"v{i}", str(j)), f"{label}{i}", 0) for i in range(30) for j in range(2)
+        ]
+    for seed in range(20):
+        rows = _split_balanced("Tense", examples, Recipe(), np.random.default_rng(seed))
+        splits = {split for split, _, sentence in rows if " put " in sentence}
+        assert len(splits) <= 1, (seed, splits)

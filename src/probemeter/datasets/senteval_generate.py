@@ -553,9 +553,10 @@ def _split_balanced(
             "two or more are needed: give more text"
         )
     parts: dict[str, dict[str, list[_Example]]] = {split: {} for split in SPLITS}
+    placed: dict[str, str] = {}  # target form -> its split, shared by the classes
     for label, items in sorted(by_label.items()):
         items = _cap_per_form(items, recipe.max_per_form, rng)
-        for split, chosen in _split_items(items, recipe, rng).items():
+        for split, chosen in _split_items(items, recipe, rng, placed).items():
             parts[split][label] = chosen
     rows = []
     for split in SPLITS:
@@ -592,12 +593,13 @@ def _cap_per_form(items: list[_Example], cap: int, rng: np.random.Generator) -> 
 
 
 def _split_items(
-    items: list[_Example], recipe: Recipe, rng: np.random.Generator
+    items: list[_Example], recipe: Recipe, rng: np.random.Generator, placed: dict[str, str]
 ) -> dict[str, list[_Example]]:
     """One class's examples by split, by target form when the examples have one (whole
     forms), else by example: in a seeded order, each unit goes to the test split, else the
     validation split, if that split stays within its share, else to training; a split left
-    empty takes the smallest training unit."""
+    empty takes the smallest training unit. A form already in ``placed`` (from another class,
+    e.g. "put" tagged VBD and VBP) goes to its split; ``placed`` records the new forms."""
     units: dict[Any, list[_Example]] = {}
     for index, item in enumerate(items):
         units.setdefault(item[2] if item[2] is not None else index, []).append(item)
@@ -608,13 +610,18 @@ def _split_items(
     filled = {split: 0 for split in SPLITS}
     for key in order:  # a unit joins the first split it does not overfill (tr takes the rest)
         size = len(units[key])
-        split = next((s for s in ("te", "va") if filled[s] + size <= targets[s]), "tr")
+        split = placed.get(key) or next(
+            (s for s in ("te", "va") if filled[s] + size <= targets[s]), "tr"
+        )
         keys_of[split].append(key)
         filled[split] += size
     for split in ("te", "va"):  # a share smaller than every unit: the smallest unit of tr
-        if not keys_of[split] and len(keys_of["tr"]) > 1:
-            smallest = min(keys_of["tr"], key=lambda key: len(units[key]))
+        movable = [key for key in keys_of["tr"] if key not in placed]
+        if not keys_of[split] and len(keys_of["tr"]) > 1 and movable:
+            smallest = min(movable, key=lambda key: len(units[key]))
             keys_of["tr"].remove(smallest)
             keys_of[split].append(smallest)
+    for split, keys in keys_of.items():
+        placed.update((key, split) for key in keys if isinstance(key, str))
     split_of = {split: [item for key in keys_of[split] for item in units[key]] for split in SPLITS}
     return split_of
