@@ -58,6 +58,8 @@ from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curv
 from probemeter.data import ProbeData, nested_subset
 from probemeter.datasets import digits_representations, fashion_mnist
 from probemeter.probes import MLP, Linear
+from probemeter.training import TrainingConfig
+from probemeter.training.memory import estimate_memory, memory_budget, probes_per_chunk
 
 CASE_NAMES = ("reference", "small-linear", "small-mlp64", "fashion-mnist")
 BF16_TARGET = 0.02  # every per-size mean loss of the bf16 curve within 2 % of the f32 curve
@@ -305,6 +307,19 @@ def build_cases(names: Sequence[str], quick: bool) -> tuple[list[Case], list[str
 # ----------------------------------------------------------------------------------------------
 
 
+def chunk_plan(case: Case, precision: str, device: torch.device) -> tuple[float, int]:
+    """The engine's default budget of one chunk on ``device`` (GiB, sized to its free memory
+    on a GPU) and how many of the case's probes, at the full batch, fit in one chunk."""
+    budget = memory_budget(None, device)
+    config = TrainingConfig(
+        steps=case.steps, batch_size=case.batch_size, lr=case.lr, precision=precision
+    )
+    estimate = estimate_memory(
+        case.probe, case.data.n_features, case.data.n_classes, config, n_eval=len(case.data.y_test)
+    )
+    return budget, min(len(case.grid), probes_per_chunk(estimate, budget))
+
+
 def run_engine(
     case: Case, precision: str, device: torch.device, n_jobs: int | None
 ) -> tuple[float, LossDataCurve]:
@@ -483,6 +498,11 @@ def benchmark_case(
         f"   arithmetic: actual {actual / 1e12:.3f} TFLOP (Σ min(n, batch)), nominal "
         f"{nominal / 1e12:.3f} TFLOP (every probe at batch {case.batch_size})"
     )
+    budget, per_chunk = chunk_plan(case, precision, device)
+    say(
+        f"   default budget on {device.type}: {budget:.1f} GiB per chunk, "
+        f"{per_chunk} probes per chunk"
+    )
     warm_up(case, precision, device, settings.loop_threads)
     engine_s, curve = run_engine(case, precision, device, n_jobs=-1)
     peak, parallel_peak = peaks.get(precision), peaks.get(_parallel_key(precision))
@@ -509,6 +529,8 @@ def benchmark_case(
         "percent_of_f32_peak": 100 * gflops / peaks["f32"],
         "percent_of_parallel_peak": 100 * gflops / parallel_peak if parallel_peak else None,
         "engine_mean_loss": {str(n): float(v) for n, v in curve.mean("loss").items()},
+        "budget_gib": budget,
+        "probes_per_chunk": per_chunk,
     }
     say(
         f"   engine (n_jobs=-1): {engine_s:.2f} s, {gflops:.1f} GFLOP/s actual "

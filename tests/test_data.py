@@ -587,8 +587,17 @@ def test_a_pandas_categorical_label_column_is_encoded_by_category():
         ProbeData.from_arrays(x, frame["tag"])
 
 
-def test_hugging_face_dataset_columns_in_every_format():
+def _hugging_face_datasets():
+    """The ``datasets`` package, or a skip where it is missing (without it, ``import datasets``
+    can find the namespace package ``tests/datasets`` instead)."""
     datasets = pytest.importorskip("datasets")
+    if not hasattr(datasets, "Dataset"):
+        pytest.skip("Hugging Face datasets is not installed")
+    return datasets
+
+
+def test_hugging_face_dataset_columns_in_every_format():
+    datasets = _hugging_face_datasets()
     x, y = _xy()
     reference = ProbeData.from_arrays(x.astype(np.float32), y)
     table = datasets.Dataset.from_dict({"features": x.astype(np.float32).tolist(), "label": y})
@@ -658,7 +667,7 @@ def test_gapped_indices_are_refused_from_every_container(container):
     elif container == "list":
         gapped = gapped.tolist()
     elif container == "datasets":
-        datasets = pytest.importorskip("datasets")
+        datasets = _hugging_face_datasets()
         gapped = datasets.Dataset.from_dict({"y": gapped})["y"]
     with pytest.raises(ValueError, match=r"never occur.*labels='encode' to map the 2 distinct"):
         ProbeData.from_arrays(x, gapped)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENGINE_KEYWORDS",
+    "GPU_MEMORY_FRACTION",
     "MAX_MEMORY_GIB",
     "PROBES_ENTRY",
     "REQUIRED",
@@ -115,9 +116,13 @@ def _parse(annotation: str) -> Callable[[Any], Any]:
     return lambda value: value
 
 
-#: the default GiB budget of one chunk of stacked probes per worker process: the engine's,
-#: experiment runs' and every command's (light to import, unlike the engine)
+#: the default GiB budget of one chunk of stacked probes per worker process on the CPU: the
+#: engine's, experiment runs' and every command's (light to import, unlike the engine)
 MAX_MEMORY_GIB = 2.0
+#: on a GPU, the default budget of one chunk is this fraction of the device's free memory
+#: when the chunks are planned (the rest is left to the data, the matmul workspace and other
+#: processes); see :func:`probemeter.training.memory.memory_budget`
+GPU_MEMORY_FRACTION = 0.5
 
 #: the context fields a unit function that trains with the engine takes
 ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
@@ -137,7 +142,7 @@ class RunContext:
     random_state: int
     device: str
     n_jobs: int | None
-    max_memory: float
+    max_memory: float | None
     progress: bool
     task: str
     keep_probes: bool = False

@@ -129,6 +129,10 @@ class ProbeData:
         mix_layers: when the features are several model layers side by side, of equal width,
             for probes to mix with a learned scalar mix (``combine = "scalar-mix"``; Peters et
             al. 2018, Tenney et al. 2019): the layer indices, in feature order; else None.
+        span_tokens: when the rows are edge-probing spans laid out for self-attentive pooling
+            (:class:`~probemeter.datasets.edge_probing.SpanLayout`: each span's token count,
+            then its token vectors zero-padded), each span's padded token count; probes pool
+            them with learned attention (:func:`~probemeter.probes.probe_for`); else None.
     """
 
     X_train: np.ndarray
@@ -141,6 +145,7 @@ class ProbeData:
     groups_test: np.ndarray | None = field(default=None, repr=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     mix_layers: tuple[int, ...] | None = field(default=None, repr=False)
+    span_tokens: tuple[int, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -281,7 +286,8 @@ class ProbeData:
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the data to ``folder`` (created): one ``.npy`` file per array and
         ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes`` as
-        :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers`` when set), each
+        :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers`` and ``span_tokens``
+        when set), each
         file atomically
         and the JSON last, so a folder with ``probe_data.json`` is complete. Returns the folder.
 
@@ -292,8 +298,9 @@ class ProbeData:
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"folder {str(folder)!r} is a file; give a folder")
         described = {"schema": _SCHEMA, "n_classes": self.n_classes, "name": self.name}
-        if self.mix_layers is not None:
-            described["mix_layers"] = list(self.mix_layers)
+        for layout in ("mix_layers", "span_tokens"):
+            if getattr(self, layout) is not None:
+                described[layout] = list(getattr(self, layout))
         meta = json.dumps({**described, "classes": classes_to_json(self.classes)})
         folder.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
@@ -340,6 +347,7 @@ class ProbeData:
             n_classes=int(meta["n_classes"]),
             name=str(meta["name"]),
             mix_layers=None if "mix_layers" not in meta else tuple(meta["mix_layers"]),
+            span_tokens=None if "span_tokens" not in meta else tuple(meta["span_tokens"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),
             classes=classes_from_json(meta.get("classes")),

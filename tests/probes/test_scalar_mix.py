@@ -53,8 +53,8 @@ def test_stacked_gradients_match_autograd(precision):
     rngs = [np.random.default_rng([3, p]) for p in range(2)]
     stack = probe.stack(rngs, LAYERS * WIDTH, CLASSES, 6, precision, torch.device("cpu"))
     with torch.no_grad():  # a non-uniform mix, so every gradient term matters
-        stack.mix.logits.copy_(torch.tensor([[[0.3, -0.2, 0.5]], [[-0.4, 0.1, 0.0]]]))
-        stack.mix.scale.copy_(torch.tensor([[[1.3]], [[0.7]]]))
+        stack.stage.logits.copy_(torch.tensor([[[0.3, -0.2, 0.5]], [[-0.4, 0.1, 0.0]]]))
+        stack.stage.scale.copy_(torch.tensor([[[1.3]], [[0.7]]]))
         stack.refresh()
     torch.manual_seed(1)
     x = torch.randn(2, 6, LAYERS * WIDTH)

@@ -17,7 +17,12 @@ from probemeter.probes.mlp import fill_uniform
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
-from probemeter.training.memory import MemoryEstimate, check_memory_budget, estimate_memory
+from probemeter.training.memory import (
+    MemoryEstimate,
+    check_memory_budget,
+    estimate_memory,
+    memory_budget,
+)
 
 MiB = 2**20
 WORKSPACE = 8 * MiB  # memory._WORKSPACE_BYTES: matmul packing buffers, once per chunk
@@ -359,3 +364,34 @@ def test_initial_weights_follow_nn_linear_uniform_law(fan_in):
     # the same law as the former draw, rng.uniform in float64 then cast
     former = np.random.default_rng(11).uniform(-bound, bound, n).astype(np.float32) / bound
     assert abs(former.var() - scaled.var()) < 0.01 and abs(former.mean() - scaled.mean()) < 0.01
+
+
+def test_default_budget_is_sized_to_the_device():
+    cpu = torch.device("cpu")
+    assert memory_budget(None, cpu) == 2.0  # per worker process on the CPU
+    assert memory_budget(0.25, cpu) == 0.25  # a given budget is kept as given
+    if torch.cuda.is_available():
+        gpu = torch.device("cuda")
+        free = torch.cuda.mem_get_info(gpu)[0] / 2**30
+        assert memory_budget(None, gpu) == pytest.approx(max(2.0, free / 2), rel=0.05)
+        assert memory_budget(3.0, gpu) == 3.0
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_engine_plans_chunks_with_the_default_budget(monkeypatch, task, device):
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
+    budgets = []
+    real = engine._plan_chunks
+
+    def spy(subsets, probe, dims, config, max_memory, *args, **kwargs):
+        budgets.append(max_memory)
+        return real(subsets, probe, dims, config, max_memory, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "_plan_chunks", spy)
+    x_train, y_train, x_eval, y_eval = task
+    config = TrainingConfig(steps=2)
+    probes = ([np.arange(40)], [(0,)], MLP(), config)
+    fit_evaluate(x_train, y_train, x_eval, y_eval, 3, *probes, device=device, n_jobs=1)
+    expected = memory_budget(None, torch.device(device))
+    assert budgets == [pytest.approx(expected, rel=0.05)]

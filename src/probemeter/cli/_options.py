@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from probemeter._figures import DEFAULT_DPI, DEFAULT_FORMATS, FIGURE_FORMATS, FigureOptions
-from probemeter._method import MAX_MEMORY_GIB, Method, Option
+from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB, Method, Option
 from probemeter.data import LABEL_MODES
 
 __all__ = [
@@ -121,10 +121,11 @@ def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:
     parser.add_argument(
         "--max-memory",
         type=float,
-        default=MAX_MEMORY_GIB,
+        default=None,
         metavar="GIB",
         help="GiB for one chunk of stacked probes, per worker process; a probe that cannot fit "
-        f"is refused before training (default: {MAX_MEMORY_GIB})",
+        f"is refused before training (default: {MAX_MEMORY_GIB:g} on the CPU, "
+        f"{GPU_MEMORY_FRACTION:g} of the free memory on a GPU)",
     )
 
 

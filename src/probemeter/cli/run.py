@@ -80,7 +80,7 @@ def _ray_settings(args: argparse.Namespace) -> Any:
     """The Ray options of `probemeter run` (None for --backend local), checked."""
     if args.backend not in ("local", "ray"):
         raise ValueError(f"--backend must be 'local' or 'ray'; got {args.backend!r}")
-    if not (math.isfinite(args.max_memory) and args.max_memory > 0):
+    if args.max_memory is not None and not (math.isfinite(args.max_memory) and args.max_memory > 0):
         raise ValueError(f"--max-memory must be a positive number of GiB; got {args.max_memory}")
     if args.backend == "local":
         for name in _RAY_ONLY:
@@ -92,15 +92,16 @@ def _ray_settings(args: argparse.Namespace) -> Any:
 
     if args.n_jobs is not None:
         raise ValueError("--n-jobs is for --backend local; on Ray use --cpus-per-unit")
-    import_ray()
     given = {name: getattr(args, name) for name in _RAY_ONLY if getattr(args, name) is not None}
     try:
-        return RayOptions(**given)
+        options = RayOptions(**given)
     except ValueError as error:  # name the flag, not the field
         message = str(error)
         for name in _RAY_ONLY:
             message = message.replace(name, "--" + name.replace("_", "-"), 1)
         raise ValueError(message) from None
+    import_ray()  # after the flags: a bad flag is reported whether or not Ray is installed
+    return options
 
 
 def _run_experiment(args: argparse.Namespace) -> int:

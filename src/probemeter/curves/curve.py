@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
-from probemeter._method import MAX_MEMORY_GIB
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, nested_subset
@@ -291,7 +290,7 @@ def loss_data_curve(
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = MAX_MEMORY_GIB,
+    max_memory: float | None = None,
     progress: bool = True,
     keep_probes: bool = False,
 ) -> LossDataCurve:
@@ -312,7 +311,8 @@ def loss_data_curve(
         random_state: global seed; results are a deterministic function of it.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.
-        max_memory: GiB budget per chunk of stacked probes.
+        max_memory: GiB budget per chunk of stacked probes (None: the engine's default, sized
+            to the device: :func:`~probemeter.training.memory.memory_budget`).
         progress: show a progress bar.
         keep_probes: keep every trained probe in the curve's ``probes``
             (:class:`~probemeter.probes.ProbeSet`): probe (n, seed) with ``info`` ``{"n",
@@ -362,6 +362,7 @@ def loss_data_curve(
             stack_rows=evaluation.stack_rows,
             mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
             device=device,
+            evaluated=(evaluation.loss, evaluation.accuracy, evaluation.predictions),
         )
         by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
         probes = ProbeSet(data.name, tuple(by_point))

@@ -171,7 +171,7 @@ def curve_unit(
     random_state: int,
     device: str,
     n_jobs: int | None,
-    max_memory: float,
+    max_memory: float | None,
     progress: bool,
     keep_probes: bool = False,
 ) -> dict[str, Any]:

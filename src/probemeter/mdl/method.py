@@ -103,10 +103,10 @@ class MDLMethod(Method):
     keeps_probes = True
 
     def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
-        if self.control and task != "ptb":
+        if self.control and task not in ("ptb", "edge-probing"):
             message = (
-                "the control task maps word types to labels: it needs a text task (ptb); set "
-                "control = false"
+                "the control task maps word types to labels: it needs a text task (ptb or "
+                "edge-probing); set control = false"
             )
             return [("method.control", message)]
         return []
@@ -220,7 +220,7 @@ def mdl_unit(
     random_state: int,
     device: str,
     n_jobs: int | None,
-    max_memory: float,
+    max_memory: float | None,
     progress: bool,
     keep_probes: bool = False,
 ) -> dict[str, Any]:

@@ -48,7 +48,6 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
-from probemeter._method import MAX_MEMORY_GIB
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -398,7 +397,7 @@ def online_codelength(
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = MAX_MEMORY_GIB,
+    max_memory: float | None = None,
     progress: bool = False,
     keep_probes: bool = False,
 ) -> OnlineCode:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -15,6 +16,7 @@ import torch
 from probemeter._validation import check_scalar, integer_list
 from probemeter.data import ProbeData
 from probemeter.probes.scalar_mix import ScalarMixes
+from probemeter.probes.span_attention import SpanAttentions
 from probemeter.probes.stacked_mlp import StackedMLP
 
 __all__ = ["MLP", "Linear", "fill_uniform", "probe_for"]
@@ -32,11 +34,19 @@ class MLP:
             first learns a scalar mix of them, γ · Σ_l softmax(a)_l h_l (Peters et al. 2018,
             eq. 1; Tenney et al. 2019): its first layer reads one layer's width
             (:mod:`probemeter.probes.scalar_mix`).
+        span: for edge probing, each span's padded token count (one or two spans): the rows are
+            span token vectors (:class:`~probemeter.datasets.edge_probing.SpanLayout`), which the
+            probe first projects to ``projection`` dimensions and pools with a learned
+            self-attention per span (Lee et al. 2017; Voita & Titov 2020, Fig. 4); its first
+            layer reads the pooled spans side by side (:mod:`probemeter.probes.span_attention`).
+        projection: q, the width of the span projection (with ``span``).
     """
 
     hidden: tuple[int, ...] = (512, 512)
     dropout: float = 0.0
     mix: int = 0
+    span: tuple[int, ...] = ()
+    projection: int = 0
 
     def __post_init__(self) -> None:
         hidden = integer_list(1)(tuple(self.hidden), "hidden")
@@ -48,6 +58,15 @@ class MLP:
         if self.mix != 0:
             check_scalar(self.mix, "mix", int, min_val=2)
         object.__setattr__(self, "mix", int(self.mix))
+        span = tuple(integer_list(1)(tuple(self.span), "span"))
+        if len(span) > 2 or (self.mix and span):
+            raise ValueError("span takes one or two spans, and no mix beside it")
+        if span:
+            check_scalar(self.projection, "projection", int, min_val=1)
+        elif self.projection:
+            raise ValueError("projection is the width of span pooling: it needs span")
+        object.__setattr__(self, "span", tuple(int(t) for t in span))
+        object.__setattr__(self, "projection", int(self.projection))
 
     @property
     def name(self) -> str:
@@ -56,14 +75,35 @@ class MLP:
         else:
             name = "mlp-" + "x".join(str(w) for w in self.hidden)
             name += f"-drop{self.dropout:.3g}" if self.dropout else ""
+        if self.span:
+            name += f"-span{'x'.join(map(str, self.span))}-proj{self.projection}"
         return name + (f"-mix{self.mix}" if self.mix else "")
 
-    def input_width(self, n_features: int) -> int:
-        """The width the first layer reads: ``n_features``, or one layer's with a mix.
+    def token_width(self, n_features: int) -> int:
+        """With ``span``: d, the width of one token vector in rows of ``n_features`` floats.
 
         Raises:
-            ValueError: with a mix, ``n_features`` is not a multiple of the mixed layers.
+            ValueError: rows that do not hold the spans' counts and padded tokens.
         """
+        tokens = sum(self.span)
+        if (n_features - len(self.span)) % tokens or n_features <= len(self.span):
+            raise ValueError(
+                f"rows of {n_features} features do not hold {len(self.span)} span count(s) and "
+                f"{tokens} padded token vectors of one width"
+            )
+        return (n_features - len(self.span)) // tokens
+
+    def input_width(self, n_features: int) -> int:
+        """The width the first layer reads: ``n_features``; one layer's with a mix; the pooled
+        spans side by side with ``span``.
+
+        Raises:
+            ValueError: with a mix, ``n_features`` is not a multiple of the mixed layers; with
+                spans, rows that do not hold them.
+        """
+        if self.span:
+            self.token_width(n_features)
+            return len(self.span) * self.projection
         if not self.mix:
             return n_features
         if n_features % self.mix:
@@ -84,6 +124,8 @@ class MLP:
         affine = sum(
             (fan_in + 1) * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
         )
+        if self.span:  # per span W (d × q), b and w (q each)
+            affine += len(self.span) * (self.token_width(n_features) + 2) * self.projection
         return affine + (self.mix + 1 if self.mix else 0)
 
     def forward_flops(self, n_features: int, n_classes: int) -> int:
@@ -92,7 +134,23 @@ class MLP:
         affine = sum(
             2 * fan_in * fan_out for fan_in, fan_out in self.layer_shapes(n_features, n_classes)
         )
+        if self.span:  # projection, scores and weighted sum of every padded token
+            affine += sum(self.span) * 2 * (self.token_width(n_features) + 2) * self.projection
         return affine + (2 * n_features if self.mix else 0)
+
+    def stage_floats(self, n_features: int, rows: int, *, training: bool = True) -> int:
+        """Float32 values the input stage (mix or span pooling) of one probe holds for ``rows``
+        rows: while training, its output and upstream buffers, and the span poolings'
+        projections, attention and their gradients; while evaluating, its output (and the
+        projections and attention); 0 without a stage."""
+        if self.mix:
+            return (2 if training else 1) * rows * self.input_width(n_features)
+        if self.span:
+            q, spans, tokens = self.projection, len(self.span), sum(self.span)
+            if training:
+                return rows * (2 * spans * q + tokens * (2 * q + 3))
+            return rows * (spans * q + tokens * (q + 2))
+        return 0
 
     def initial_parameters(
         self, rng: np.random.Generator, n_features: int, n_classes: int
@@ -129,6 +187,12 @@ class MLP:
         With dropout, probe i's masks come from a torch stream seeded by a draw from
         ``rngs[i]``, so they too do not depend on its companions."""
         shapes = self.layer_shapes(n_features, n_classes)
+        span_stage = None
+        if self.span:  # drawn first, as they come first in the network
+            width = self.token_width(n_features)
+            span_stage = SpanAttentions.initial(
+                rngs, self.span, width, self.projection, rows, device
+            )
         stacked = [
             (
                 np.empty((len(rngs), fan_in, fan_out), dtype=np.float32),
@@ -151,15 +215,20 @@ class MLP:
                 torch.Generator(device=device).manual_seed(int(rng.integers(2**62))) for rng in rngs
             ]
         dropout = self.dropout if self.hidden else 0.0
-        mix = None
+        stage: Any = None
         if self.mix:
             width = self.input_width(n_features)
-            mix = ScalarMixes.uniform(len(rngs), self.mix, rows, width, device)
-        return StackedMLP(layers, rows, precision, dropout=dropout, generators=generators, mix=mix)
+            stage = ScalarMixes.uniform(len(rngs), self.mix, rows, width, device)
+        elif self.span:
+            stage = span_stage
+        return StackedMLP(
+            layers, rows, precision, dropout=dropout, generators=generators, stage=stage
+        )
 
     def to_dict(self) -> dict:
         spec = {"family": "mlp", "hidden": list(self.hidden)}
         spec |= {"dropout": self.dropout} if self.dropout else {}
+        spec |= {"span": list(self.span), "projection": self.projection} if self.span else {}
         return spec | ({"mix": self.mix} if self.mix else {})
 
     @staticmethod
@@ -170,6 +239,8 @@ class MLP:
             hidden=tuple(spec["hidden"]),
             dropout=float(spec.get("dropout", 0.0)),
             mix=int(spec.get("mix", 0)),
+            span=tuple(spec.get("span", ())),
+            projection=int(spec.get("projection", 0)),
         )
 
 
@@ -188,9 +259,18 @@ def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None
     out *= np.float32(1.0 / np.sqrt(fan_in))
 
 
-def probe_for(data: ProbeData, hidden: Sequence[int]) -> MLP:
+#: q, the width to which span probes project each span's tokens before pooling them (the
+#: span projection width of Tenney et al. 2019's edge probes)
+SPAN_PROJECTION = 256
+
+
+def probe_for(data: ProbeData, hidden: Sequence[int], *, projection: int = SPAN_PROJECTION) -> MLP:
     """An MLP of ``hidden`` widths for ``data``: with a learned scalar mix of its layers when
-    the data are layers side by side to be mixed (``data.mix_layers``), a plain one else."""
+    the data are layers side by side to be mixed (``data.mix_layers``); with self-attentive
+    pooling of each span, projected to ``projection`` dimensions, when the rows are
+    edge-probing spans (``data.span_tokens``); a plain one else."""
+    if data.span_tokens is not None:
+        return MLP(tuple(hidden), span=data.span_tokens, projection=projection)
     return MLP(tuple(hidden), mix=0 if data.mix_layers is None else len(data.mix_layers))
 
 

@@ -324,6 +324,7 @@ class ProbeSet:
         stack_rows: Sequence[int] | np.ndarray | None = None,
         mixes: tuple[np.ndarray, np.ndarray] | None = None,
         device: str | torch.device = "cpu",
+        evaluated: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> ProbeSet:
         """The probes of stacked parameters (the engine's ``ProbeEvaluation.parameters``: per
         layer ``W`` (P, fan_in, fan_out) and ``b`` (P, fan_out); with a scalar mix ``mixes``,
@@ -331,7 +332,11 @@ class ProbeSet:
         ``(X_test, y_test)`` on ``device`` (:meth:`SavedProbe.evaluate`) for its stored loss,
         accuracy and predictions; ``infos[i]`` is probe i's ``info`` and ``stack_rows[i]``
         its ``stack_row`` (the engine's ``ProbeEvaluation.stack_rows``; default 0). On the
-        engine's evaluation set and device, the losses are the engine's, bit for bit.
+        engine's evaluation set and device, the losses are the engine's, bit for bit on the
+        CPU; on a GPU, where cuBLAS picks its kernels by the stack's shape, they can differ in
+        the last bits, so a caller holding the engine's own metrics of these probes on
+        ``(X_test, y_test)`` passes them as ``evaluated`` (loss (P,), accuracy (P,),
+        predictions (P, n_test)) and they are stored as they are.
 
         Raises:
             ValueError: ``infos`` or ``stack_rows`` not one per probe, or as
@@ -339,6 +344,11 @@ class ProbeSet:
         """
         if not parameters:
             raise ValueError("parameters is empty: a probe has at least one affine layer")
+        if architecture.span:
+            raise ValueError(
+                "probes with self-attentive span pooling cannot be kept yet (their poolings "
+                "are not saved); keep probes of fixed span poolings ('mean', 'max', 'endpoints')"
+            )
         n_probes = len(parameters[0][0])
         rows = [0] * n_probes if stack_rows is None else [int(row) for row in stack_rows]
         for argument, values in (("infos", infos), ("stack_rows", rows)):
@@ -351,7 +361,12 @@ class ProbeSet:
         for index, (info, row) in enumerate(zip(infos, rows)):
             layers = tuple((weights[index], biases[index]) for weights, biases in parameters)
             mix = None if mixes is None else (mixes[0][index], float(mixes[1][index]))
-            metrics = _evaluate(layers, row, features, labels, mix)
+            if evaluated is None:
+                metrics = _evaluate(layers, row, features, labels, mix)
+            else:
+                loss, accuracy, predictions = (values[index] for values in evaluated)
+                metrics = {"loss": float(loss), "accuracy": float(accuracy)}
+                metrics["predictions"] = np.asarray(predictions, dtype=np.int32)
             probes.append(
                 SavedProbe(
                     architecture,

@@ -19,9 +19,12 @@ summed over layers in order, so its result does not depend on memory alignment.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import numpy as np
 import torch
 
-__all__ = ["ScalarMix", "ScalarMixes", "center_of_gravity", "mix_layers"]
+__all__ = ["ScalarMix", "ScalarMixes", "center_of_gravity", "mix_layers", "mixer"]
 
 
 def mix_layers(
@@ -69,7 +72,7 @@ class ScalarMixes:
         for tensor in (logits, scale):
             tensor.grad = torch.zeros_like(tensor)
         n_probes, device = logits.shape[0], logits.device
-        self.mixed = torch.empty(n_probes, rows, width, device=device)
+        self.output = torch.empty(n_probes, rows, width, device=device)
         self.upstream = torch.empty(n_probes, rows, width, device=device)
         self._rows, self._width = rows, width
 
@@ -100,8 +103,8 @@ class ScalarMixes:
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """The mixed inputs (P, rows, d) of a minibatch ``features`` (P, rows, L·d), into the
-        preallocated buffer :attr:`mixed`."""
-        return mix_layers(self.coefficients(), features, self.mixed)
+        preallocated buffer :attr:`output`."""
+        return mix_layers(self.coefficients(), features, self.output)
 
     def backward(self, features: torch.Tensor) -> None:
         """Write the gradients of ``logits`` and ``scale`` given ``features`` (P, rows, L·d) and
@@ -124,6 +127,32 @@ class ScalarMixes:
         logits = self.logits.detach()[rows].clone()
         scale = self.scale.detach()[rows].clone()
         return ScalarMixes(logits, scale, self._rows, self._width)
+
+    def evaluator(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Rows (n, L·d) → their mixes (P, n, d) under the current parameters."""
+        with torch.no_grad():
+            coefficients = self.coefficients()
+        return lambda rows: mixer(coefficients, self._width)(rows)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The learned mix on the host: ``mix_logits`` (P, L) and ``mix_scale`` (P,)."""
+        logits = self.logits.detach().to("cpu", copy=True).numpy()
+        scale = self.scale.detach().to("cpu", copy=True).numpy()
+        return {"mix_logits": logits.reshape(logits.shape[0], -1), "mix_scale": scale.reshape(-1)}
+
+
+def mixer(coefficients: torch.Tensor, width: int) -> Callable[..., torch.Tensor]:
+    """Rows (n, L·d) — or (P, n, L·d), one set per probe — and optionally an allocator of the
+    (P, n, d) output, → their mixes under the (P, 1, L) ``coefficients`` γ·softmax(a)."""
+
+    def mix(
+        rows: torch.Tensor, allocate: Callable[..., torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        shape = (coefficients.shape[0], rows.shape[-2], width)
+        out = torch.empty(shape, device=rows.device) if allocate is None else allocate(shape)
+        return mix_layers(coefficients, rows, out)
+
+    return mix
 
 
 class ScalarMix(torch.nn.Module):

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from probemeter.probes.scalar_mix import ScalarMixes, mix_layers
+from probemeter.probes.scalar_mix import mixer
 
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
@@ -39,10 +40,14 @@ class StackedMLP:
         generators: with dropout, one torch generator per probe: probe i draws its masks, for
             exactly its own batch rows, from its own stream, so they do not depend on its
             companions or on padding.
-        mix: a learned scalar mix of the input's layers before the first layer
-            (:class:`~probemeter.probes.scalar_mix.ScalarMixes`); the inputs are then its
-            layers side by side and the first layer reads one layer's width. Its parameters
-            follow the layers' in :attr:`parameters`; it runs in f32 in either precision.
+        stage: a learned input stage before the first layer, in f32 in either precision: a
+            scalar mix of layers side by side (:class:`~probemeter.probes.scalar_mix.ScalarMixes`)
+            or the self-attentive pooling of spans
+            (:class:`~probemeter.probes.span_attention.SpanAttentions`). It has ``parameters``
+            (which follow the layers' in :attr:`parameters`), an ``output`` and an ``upstream``
+            buffer (P, rows, width), ``forward(features)``, ``backward(features)`` (from the
+            gradient put in ``upstream``), ``select(rows)``, ``evaluator()`` (rows (n, F) →
+            (P, n, width)) and ``arrays()`` (what the engine returns of it).
     """
 
     def __init__(
@@ -52,16 +57,16 @@ class StackedMLP:
         precision: str,
         dropout: float = 0.0,
         generators: list[torch.Generator] | None = None,
-        mix: ScalarMixes | None = None,
+        stage: Any = None,
     ):
         self._weights = [weight for weight, _ in layers]
         self._biases = [bias for _, bias in layers]
         self.parameters = [tensor for layer in layers for tensor in layer]
         for tensor in self.parameters:
             tensor.grad = torch.zeros_like(tensor)
-        self.mix = mix
-        if mix is not None:
-            self.parameters += mix.parameters
+        self.stage = stage
+        if stage is not None:
+            self.parameters += stage.parameters
         self._low = precision == "bf16"
         dtype = torch.bfloat16 if self._low else torch.float32
         # matmul operands: the master weights themselves in f32, persistent bf16 copies in bf16
@@ -85,15 +90,10 @@ class StackedMLP:
             if self._low
             else None
         )
-        # the gradient at the mixed inputs, in the matmuls' precision (copied to f32 for the mix)
-        self._mix_upstream_low = (
-            torch.empty_like(self._inputs_low) if mix is not None and self._low else None
+        # the gradient at the stage's output, in the matmuls' precision (copied to f32 for it)
+        self._stage_upstream_low = (
+            torch.empty_like(self._inputs_low) if stage is not None and self._low else None
         )
-
-    @property
-    def mix_layers(self) -> int:
-        """Layers the scalar mix combines (0 without one)."""
-        return 0 if self.mix is None else self.mix.n_layers
 
     def accumulate_gradients(
         self, inputs: torch.Tensor, labels: torch.Tensor, row_weights: torch.Tensor
@@ -102,14 +102,14 @@ class StackedMLP:
         Σ_r w_r · CE(x_r, y_r) (w_r = 1/batch on its real rows, 0 on padding).
 
         Args:
-            inputs: (P, rows, d) float32 minibatch features (with a scalar mix, its L layers
-                side by side: (P, rows, L·d)).
+            inputs: (P, rows, d) float32 minibatch features (with a stage, what it reads:
+                L layers side by side, span rows).
             labels: (P, rows, 1) int64 labels.
             row_weights: (P, rows, 1) float32 weights.
         """
         features = inputs
-        if self.mix is not None:
-            inputs = self.mix.forward(features)
+        if self.stage is not None:
+            inputs = self.stage.forward(features)
         if self._low:
             self._inputs_low.copy_(inputs)
             inputs = self._inputs_low
@@ -141,13 +141,13 @@ class StackedMLP:
                     delta.mul_(self._masks[layer - 1])
                 _relu_backward(delta, self._act[layer - 1], 0.0, grad_input=delta)
                 upstream = delta
-        if self.mix is not None:  # back through W[0] to the mixed inputs, then into the mix
+        if self.stage is not None:  # back through W[0] to the stage's output, then into it
             if self._low:
-                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self._mix_upstream_low)
-                self.mix.upstream.copy_(self._mix_upstream_low)
+                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self._stage_upstream_low)
+                self.stage.upstream.copy_(self._stage_upstream_low)
             else:
-                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self.mix.upstream)
-            self.mix.backward(features)
+                torch.bmm(upstream, self._w[0].transpose(1, 2), out=self.stage.upstream)
+            self.stage.backward(features)
 
     def _draw_mask(self, layer: int, row_weights: torch.Tensor) -> torch.Tensor:
         """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0, they come
@@ -168,8 +168,8 @@ class StackedMLP:
             for w, b in zip(self._weights, self._biases)
         ]
         generators = [self._generators[i] for i in kept] if self._dropout else None
-        mix = None if self.mix is None else self.mix.select(index)
-        return StackedMLP(layers, self._rows, self._precision, self._dropout, generators, mix)
+        stage = None if self.stage is None else self.stage.select(index)
+        return StackedMLP(layers, self._rows, self._precision, self._dropout, generators, stage)
 
     def refresh(self) -> None:
         """After an optimiser step: copy the updated master weights into the bf16 shadows."""
@@ -196,20 +196,37 @@ class StackedMLP:
         per_example: bool = False,
     ) -> dict[str, np.ndarray]:
         """:func:`evaluate_stacked` of this stack's master (f32) parameters."""
-        with torch.no_grad():
-            mix = None if self.mix is None else self.mix.coefficients()
+        stage = None if self.stage is None else self.stage.evaluator()
         return evaluate_stacked(
-            self._weights, self._biases, features, labels, rows_per_block, per_example, mix=mix
+            self._weights, self._biases, features, labels, rows_per_block, per_example, stage=stage
         )
 
-    def numpy_mix(self) -> tuple[np.ndarray, np.ndarray] | None:
-        """Copies of the scalar mix's parameters on the host: logits (P, L) and scale (P,),
-        float32; None without a mix."""
-        if self.mix is None:
-            return None
-        logits = self.mix.logits.detach().to("cpu", copy=True).numpy()
-        scale = self.mix.scale.detach().to("cpu", copy=True).numpy()
-        return logits.reshape(logits.shape[0], -1), scale.reshape(-1)
+    def stage_arrays(self) -> dict[str, np.ndarray]:
+        """What the engine returns of the input stage (a scalar mix's ``mix_logits`` (P, L) and
+        ``mix_scale`` (P,)); empty without one."""
+        return {} if self.stage is None else self.stage.arrays()
+
+    @torch.no_grad()
+    def losses(
+        self,
+        rows: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> torch.Tensor:
+        """Per probe of the stack's ``rows``, Σ_r w_r · CE(x_r, y_r) in nats (f32), on its own
+        ``features`` (len(rows), n, F), ``labels`` (len(rows), n) and ``weights``: the
+        development losses of early stopping."""
+        hidden = features
+        if self.stage is not None:
+            hidden = self.stage.select(rows).evaluator()(features)
+        layers = list(zip(self._weights, self._biases))
+        for index, (weight, bias) in enumerate(layers):
+            hidden = torch.baddbmm(bias[rows], hidden, weight[rows])
+            if index < len(layers) - 1:
+                hidden = hidden.clamp_min_(0.0)
+        nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
+        return (nll * weights).sum(dim=1)
 
 
 @torch.no_grad()
@@ -221,7 +238,7 @@ def evaluate_stacked(
     rows_per_block: int = EVAL_ROWS_PER_BLOCK,
     per_example: bool = False,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
-    mix: torch.Tensor | None = None,
+    stage: Callable[..., torch.Tensor] | None = None,
 ) -> dict[str, np.ndarray]:
     """Per probe of stacked ReLU-MLP parameters, in f32 and streaming over blocks of rows: mean
     cross-entropy (nats), mean of min(CE, 1) and accuracy on ``(features, labels)``; with
@@ -233,8 +250,8 @@ def evaluate_stacked(
     cross-entropies are summed in float64 and the sums added block after block, then divided
     by n. ``outputs``, when given, returns the tensor of a shape (P, rows, fan_out) that a
     layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
-    ``mix``, the (P, 1, L) coefficients γ·softmax(a) of a scalar mix, first mixes the L layers
-    side by side in ``features`` (:func:`~probemeter.probes.scalar_mix.mix_layers`).
+    ``stage`` (an input stage's ``evaluator()``: rows (n, F), and optionally ``outputs``, →
+    (P, n, width)) first turns each block of rows into what the first layer reads.
     """
     n_probes = weights[0].shape[0]
     totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
@@ -242,12 +259,10 @@ def evaluate_stacked(
     for start in range(0, features.shape[0], rows_per_block):
         x = features[start : start + rows_per_block]
         y = labels[start : start + rows_per_block]
-        if mix is None:
+        if stage is None:
             x = x.expand(n_probes, -1, -1)
         else:
-            shape = (n_probes, x.shape[0], weights[0].shape[1])
-            mixed = torch.empty(shape, device=x.device) if outputs is None else outputs(shape)
-            x = mix_layers(mix, x, mixed)
+            x = stage(x) if outputs is None else stage(x, outputs)
         hidden = _affine(biases[0], x, weights[0], outputs)
         for w, b in zip(weights[1:], biases[1:]):
             hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
@@ -308,11 +323,12 @@ def evaluate_as_row(
         weights.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(weight))))
         placed = _placed((1, 1, fan_out), row * fan_out, device)
         biases.append(placed.copy_(torch.from_numpy(np.ascontiguousarray(bias)).view(1, 1, -1)))
-    coefficients = None
+    stage = None
     if mix is not None:
         logits = torch.as_tensor(np.asarray(mix[0], dtype=np.float32), device=device)
         scale = torch.tensor(float(mix[1]), dtype=torch.float32, device=device)
         coefficients = torch.softmax(logits.view(1, 1, -1), dim=2) * scale.view(1, 1, 1)
+        stage = mixer(coefficients, weights[0].shape[1])
 
     def outputs(shape: tuple[int, int, int]) -> torch.Tensor:
         return _placed(shape, row * shape[1] * shape[2], device)
@@ -324,7 +340,7 @@ def evaluate_as_row(
         labels,
         per_example=per_example,
         outputs=outputs,
-        mix=coefficients,
+        stage=stage,
     )
 
 

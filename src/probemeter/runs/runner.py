@@ -39,12 +39,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from probemeter._figures import FigureOptions
-from probemeter._method import MAX_MEMORY_GIB, RunContext, UnitPlan
+from probemeter._method import RunContext, UnitPlan
 from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
-from probemeter.datasets.conll import Treebank
+from probemeter.datasets.conll import Treebank, probe_data
+from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.datasets.senteval import SentEvalData
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
@@ -104,7 +105,7 @@ def run_experiment(
     *,
     fresh: bool = False,
     n_jobs: int | None = -1,
-    max_memory: float = MAX_MEMORY_GIB,
+    max_memory: float | None = None,
     progress: bool = True,
     ray: RayOptions | None = None,
     figures: FigureOptions | None = None,
@@ -124,8 +125,8 @@ def run_experiment(
     Args:
         n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
             each curve trains with ``ray.cpus_per_unit`` worker processes instead.
-        max_memory: GiB budget of one chunk of stacked probes, per worker process (see
-            :func:`~probemeter.training.engine.fit_evaluate`).
+        max_memory: GiB budget of one chunk of stacked probes, per worker process (None: sized
+            to the device, see :func:`~probemeter.training.memory.memory_budget`).
         ray: run the curves as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
 
@@ -142,7 +143,8 @@ def run_experiment(
         RunLockedError: another run, still going, holds the run folder (a ValueError naming
             the folder, the holder's PID and the lock file).
     """
-    check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    if max_memory is not None:
+        check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
     save_probes = experiment.run.save_probes
@@ -295,6 +297,8 @@ class _TaskInputs:
     standardize: bool = True
     task: Task | None = None
     treebank: Treebank | None = None
+    #: an edge-probing task's training and test files
+    edges: tuple[EdgeProbingSet, EdgeProbingSet] | None = None
     #: the task file of a ``senteval`` task (one row per sentence)
     senteval: SentEvalData | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
@@ -313,14 +317,30 @@ class _TaskInputs:
             self.files[train, test] = (*load_features(train), *load_features(test))
         return self.files[train, test]
 
+    @property
+    def words(self) -> list[list[str]]:
+        """The words to encode, sentence after sentence (an edge-probing task's training
+        sentences, then its test sentences)."""
+        if self.edges is not None:
+            return [list(s.tokens) for split in self.edges for s in split.sentences]
+        return [list(words) for words in self.treebank.sentences]
+
     @cached_property
-    def treebank_digest(self) -> str:
-        """A hash of the treebank's words and annotation, or of the SentEval file's lines
-        (what the features and labels are made of)."""
+    def labels_digest(self) -> str:
+        """A hash of the words and their annotation, or of the SentEval file's lines (what
+        the features and labels are made of)."""
         if self.senteval is not None:
             return self.senteval.digest
-        annotation = (self.treebank.sentences, self.treebank.upos, self.treebank.heads)
-        text = json.dumps([*annotation, self.treebank.deprels], separators=(",", ":"))
+        if self.edges is not None:
+            annotation = [
+                [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
+                for split in self.edges
+                for s in split.sentences
+            ]
+        else:
+            treebank = self.treebank
+            annotation = [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
+        text = json.dumps(annotation, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -362,6 +382,9 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
 
         sentences = ptb_sentences(options["n_sentences"], options["split"])
         return _TaskInputs({}, task=task, treebank=annotate_text(sentences))
+    if task.dataset == "edge-probing":
+        edges = (read_edge_probing(options["train"]), read_edge_probing(options["test"]))
+        return _TaskInputs({}, task=task, edges=edges)
     if task.dataset == "senteval":
         from probemeter.datasets.senteval import read_senteval
 
@@ -445,16 +468,11 @@ def _fitted_features(rep: Representation, inputs: _TaskInputs, build: _Build) ->
 
 
 def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
-    """Encode the task's text: ptb's words (one row per word, split by sentence), or
-    senteval's sentences (one row per sentence, the file's own split)."""
-    from probemeter.datasets.conll import probe_data
-
-    treebank, senteval = inputs.treebank, inputs.senteval
-    sentences: list[Any] = (
-        list(senteval.sentences)
-        if senteval is not None
-        else [list(words) for words in treebank.sentences]
-    )
+    """Encode the task's text: words (one row per word) split by sentence (a treebank), or
+    pooled into the spans of an edge-probing task's targets (its own split); or SentEval's
+    sentences (one row per sentence, the file's own split)."""
+    senteval = inputs.senteval
+    sentences: list[Any] = list(senteval.sentences) if senteval is not None else inputs.words
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
@@ -499,8 +517,10 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     def split() -> ProbeData:
         if senteval is not None:
             return senteval.probe_data(features, name=rep.name)
+        if inputs.edges is not None:
+            return _edge_data(inputs.edges, sentences, features, options, rep.name)
         return probe_data(
-            treebank,
+            inputs.treebank,
             features,
             options["label"],
             test_size=float(options["test_size"]),
@@ -512,12 +532,34 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         return replace(split(), mix_layers=_mix_layers(rep))
     key = {
         "features": features_key,
-        "treebank": inputs.treebank_digest,
+        "treebank": inputs.labels_digest,
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
     }
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
+
+
+def _edge_data(
+    edges: tuple[EdgeProbingSet, EdgeProbingSet],
+    sentences: list[list[str]],
+    features: np.ndarray,
+    options: dict[str, Any],
+    name: str,
+) -> ProbeData:
+    """An edge-probing task's data: the word features (one row per word of ``sentences``, the
+    training sentences first) pooled into each target's spans."""
+    ends = np.cumsum([len(words) for words in sentences])
+    per_sentence = np.split(features, ends[:-1])
+    n_train = len(edges[0].sentences)
+    return edge_probe_data(
+        *edges,
+        per_sentence[:n_train],
+        per_sentence[n_train:],
+        options["pooling"],
+        name=name,
+        max_tokens=options["max_tokens"],
+    )
 
 
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:

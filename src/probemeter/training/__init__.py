@@ -8,7 +8,6 @@ from probemeter._lazy import lazy_exports
 _EXPORTS = {
     "BatchedAdam": ".early_stopping",
     "dev_split": ".early_stopping",
-    "stacked_losses": ".early_stopping",
     "train_with_dev_stopping": ".early_stopping",
     "TrainingConfig": ".config",
     "ProbeEvaluation": ".engine",

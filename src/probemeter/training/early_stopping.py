@@ -28,9 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from probemeter.probes.scalar_mix import mix_layers as mix_layers_of
-
-__all__ = ["BatchedAdam", "dev_split", "stacked_losses", "train_with_dev_stopping"]
+__all__ = ["BatchedAdam", "dev_split", "train_with_dev_stopping"]
 
 #: an epoch counts as a new development minimum when it beats the best loss by more than this
 #: (nats; Hewitt & Liang's code uses the same 1e-4 margin)
@@ -116,41 +114,6 @@ def dev_split(
     return shuffled[n_dev:], shuffled[:n_dev]
 
 
-@torch.no_grad()
-def stacked_losses(
-    parameters: list[torch.Tensor],
-    features: torch.Tensor,
-    labels: torch.Tensor,
-    weights: torch.Tensor,
-    mix_layers: int = 0,
-) -> torch.Tensor:
-    """Per probe, Σ_r w_r · CE(x_r, y_r) in nats for stacked ReLU-MLP parameters.
-
-    Args:
-        parameters: ``[W_1, b_1, W_2, b_2, ...]`` with W of shape (P, fan_in, fan_out) and b of
-            shape (P, 1, fan_out), the layout of :class:`~probemeter.probes.stacked_mlp.StackedMLP`;
-            with ``mix_layers``, followed by the scalar mix's logits (P, 1, L) and scale
-            (P, 1, 1).
-        features: (P, rows, d) inputs (with a mix, L layers side by side: (P, rows, L·d));
-            labels: (P, rows) int64; weights: (P, rows) float32.
-        mix_layers: L, the layers a scalar mix combines, or 0 for none.
-    """
-    hidden = features
-    if mix_layers:
-        *parameters, logits, scale = parameters
-        coefficients = torch.softmax(logits, dim=2) * scale
-        width = features.shape[2] // mix_layers
-        mixed = torch.empty(*features.shape[:2], width, device=features.device)
-        hidden = mix_layers_of(coefficients, features, mixed)
-    layers = list(zip(parameters[0::2], parameters[1::2]))
-    for index, (weight, bias) in enumerate(layers):
-        hidden = torch.baddbmm(bias, hidden, weight)
-        if index < len(layers) - 1:
-            hidden = hidden.clamp_min_(0.0)
-    nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
-    return (nll * weights).sum(dim=1)
-
-
 class _EpochStreams:
     """Each probe's minibatches: epochs over its own training indices, reshuffled per epoch."""
 
@@ -197,8 +160,8 @@ def train_with_dev_stopping(
 ) -> np.ndarray:
     """Train a stacked chunk with per-probe early stopping (§3.1); return epochs run per probe.
 
-    ``model`` is a :class:`~probemeter.probes.stacked_mlp.StackedMLP` (any object with
-    ``parameters``, ``accumulate_gradients`` and ``refresh`` of that layout). Training stops for
+    ``model`` is a :class:`~probemeter.probes.stacked_mlp.StackedMLP` (any object with its
+    ``parameters``, ``accumulate_gradients``, ``refresh`` and ``losses``). Training stops for
     probe p after ``patience`` epochs in a row without a new development minimum, or after
     ``max_epochs``; its learning rate is multiplied by ``lr_decay`` after every such epoch.
     At the end each probe's parameters are those of its best development epoch.
@@ -280,13 +243,7 @@ def train_with_dev_stopping(
         originals = torch.as_tensor(alive[ending], device=device)
         # a shared set is the same for every probe: slice its stride-0 view, copy nothing
         pick = originals if dev_set is None else slice(len(ending))
-        losses = stacked_losses(
-            [p[chosen] for p in stack.parameters],
-            dev_x[pick],
-            dev_y[pick],
-            dev_w[pick],
-            getattr(stack, "mix_layers", 0),
-        ).cpu()
+        losses = stack.losses(chosen, dev_x[pick], dev_y[pick], dev_w[pick]).cpu()
         for position, row in enumerate(ending):
             probe = alive[row]
             epochs[probe] += 1

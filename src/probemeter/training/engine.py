@@ -33,7 +33,6 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
-from probemeter._method import MAX_MEMORY_GIB
 from probemeter._validation import check_scalar
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
@@ -42,6 +41,7 @@ from probemeter.training.early_stopping import train_with_dev_stopping
 from probemeter.training.memory import (
     check_memory_budget,
     estimate_memory,
+    memory_budget,
     probes_per_chunk,
 )
 from probemeter.training.workers import exit_with_parent
@@ -111,7 +111,7 @@ def fit_evaluate(
     *,
     device: str | torch.device = "auto",
     n_jobs: int | None = -1,
-    max_memory: float = MAX_MEMORY_GIB,
+    max_memory: float | None = None,
     progress: bool = False,
     per_example: bool = False,
     dev_set: np.ndarray | None = None,
@@ -132,7 +132,8 @@ def fit_evaluate(
         n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
             (``-1``: one per core; ``None`` or ``1``: train in this process with torch's own
             threads). On CUDA the probes train in this process. Results do not depend on it.
-        max_memory: GiB budget for one chunk of stacked probes (per worker); the probe axis is
+        max_memory: GiB budget for one chunk of stacked probes (per worker; None: sized to the
+            device by :func:`memory_budget`, 2 GiB on the CPU); the probe axis is
             split into chunks that fit it (:func:`estimate_memory`: parameters, gradients, Adam
             state, bf16 shadows, minibatch activations, index stream, evaluation block). A
             probe that cannot fit in it even alone is refused with a ``ValueError`` before
@@ -153,6 +154,8 @@ def fit_evaluate(
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     dev_set = _check_dev_set(dev_set, config, len(X_train))
+    torch_device = resolve_device(device)
+    max_memory = memory_budget(max_memory, torch_device)
     check_memory_budget(  # validates max_memory too
         probe,
         X_train.shape[1],
@@ -164,7 +167,6 @@ def fit_evaluate(
         per_example=per_example,
         shared_dev_rows=None if dev_set is None else len(dev_set),
     )
-    torch_device = resolve_device(device)
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
     result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
@@ -470,8 +472,7 @@ class _ChunkRunner:
         metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
         if return_parameters:
             metrics["parameters"] = model.numpy_layers()
-        if model.mix is not None:
-            metrics["mix_logits"], metrics["mix_scale"] = model.numpy_mix()
+        metrics.update(model.stage_arrays())
         return metrics
 
 

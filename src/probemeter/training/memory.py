@@ -11,13 +11,40 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
+from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, positive
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 
-__all__ = ["MemoryEstimate", "check_memory_budget", "estimate_memory", "probes_per_chunk"]
+__all__ = [
+    "MemoryEstimate",
+    "check_memory_budget",
+    "estimate_memory",
+    "memory_budget",
+    "probes_per_chunk",
+]
+
+
+def memory_budget(max_memory: float | None, device: torch.device) -> float:
+    """The GiB budget of one chunk of stacked probes on ``device``.
+
+    ``max_memory`` when given (validated later by :func:`check_memory_budget`). By default
+    (None): :data:`~probemeter._method.MAX_MEMORY_GIB` (2 GiB) per worker process on the CPU,
+    where several workers share the machine's memory; on a CUDA device,
+    :data:`~probemeter._method.GPU_MEMORY_FRACTION` (half) of the memory the device has free
+    now (``torch.cuda.mem_get_info``), so that a large GPU stacks many probes per chunk (one
+    chunk at a time trains there) while the data, the matmul workspace and other processes
+    keep the rest; at least the CPU default's 2 GiB.
+    """
+    if max_memory is not None:
+        return max_memory
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return max(MAX_MEMORY_GIB, GPU_MEMORY_FRACTION * free / 2**30)
+    return MAX_MEMORY_GIB
 
 
 def probes_per_chunk(memory: MemoryEstimate, max_memory: float) -> int:
@@ -206,12 +233,13 @@ def estimate_memory(
     hidden = sum(probe.hidden)
     low = config.precision == "bf16" and rows >= BF16_MIN_ROWS
     element = _BF16 if low else _F32
-    # with a scalar mix: the mixed inputs (one layer's width) and their gradient
+    # with a scalar mix: the mixed inputs (one layer's width) and their gradient; with span
+    # pooling, also the projections and attention of every span token
     mixed = shapes[0][0] if probe.mix else 0
     # pre-activations of every layer; activations, deltas and (with dropout) masks of hidden ones
     masks = hidden if probe.dropout and probe.hidden else 0
     buffers = rows * element * (hidden + n_classes + 2 * hidden + masks)
-    buffers += rows * mixed * (2 * _F32 + (_BF16 if low else 0))
+    buffers += _F32 * probe.stage_floats(n_features, rows) + (rows * mixed * _BF16 if low else 0)
     # gathered inputs, their indices and labels, the softmax and its scatter operand
     minibatch = rows * (_F32 * n_features + 2 * _I64 + _F32 * (n_classes + 1))
     if low:  # bf16 inputs, the f32 logits of the softmax, the bf16 upstream gradient
@@ -222,8 +250,9 @@ def estimate_memory(
     pair = max(a + b for a, b in itertools.pairwise(widths))
     block = min(n_eval, EVAL_ROWS_PER_BLOCK)
     # losses, truncated losses, int64 predictions and their comparison with the labels (and the
-    # block's mixed inputs)
-    evaluation = block * (_F32 * pair + 2 * _F32 + _I64 + 1 + _F32 * mixed)
+    # block's mixed inputs or pooled spans)
+    evaluation = block * (_F32 * pair + 2 * _F32 + _I64 + 1)
+    evaluation += _F32 * probe.stage_floats(n_features, block, training=False)
     if per_example:  # every row's f32 loss and int32 prediction, in blocks, then concatenated
         evaluation += n_eval * 2 * (_F32 + _F32)
     early_stopping = index_stream = 0
@@ -241,7 +270,8 @@ def estimate_memory(
             gathered = 0
         # the carrying-on half's parameters, gradients and moments, shadows and buffers
         compaction = (4 * _F32 * n_params + shadows + buffers) // 2
-        dev_row = _F32 * (pair + mixed) + _I64 + 3 * _F32
+        dev_row = _F32 * pair + _I64 + 3 * _F32
+        dev_row += _F32 * probe.stage_floats(n_features, 1, training=False)
         dev_losses = _F32 * n_params + gathered + dev_rows * dev_row
         adam_step = 2 * _F32 * max(fan_in * fan_out for fan_in, fan_out in shapes)
         early_stopping = held + max(compaction, dev_losses, adam_step)

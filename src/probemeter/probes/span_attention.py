@@ -1,0 +1,189 @@
+"""Learned self-attentive pooling of spans, for P probes at once (Lee et al. 2017, §4; the span
+representation of Tenney et al. 2019 and of Voita & Titov 2020, Fig. 4).
+
+An edge-probing row holds, for each of its one or two spans, the token count and the span's
+token vectors h_1 … h_T (width d), padded with zeros
+(:class:`~probemeter.datasets.edge_probing.SpanLayout`).
+Each probe projects and pools every span with parameters of its own (W_s of d × q, b_s, w_s of
+q for span s)::
+
+    u_t = h_t W_s + b_s,    a = softmax_{t ≤ count}(u_t · w_s),    z_s = Σ_t a_t u_t,
+
+and its MLP reads [z_1, z_2] (q per span). Padded positions get no attention. The gradient is
+written by hand (with g = ∂L/∂z_s)::
+
+    ∂L/∂s_t = a_t (g·u_t − g·z_s),   ∂L/∂u_t = a_t g + (∂L/∂s_t) w_s,
+    ∂L/∂w_s = Σ_t (∂L/∂s_t) u_t,     ∂L/∂W_s = Σ_t h_tᵀ ∂L/∂u_t,   ∂L/∂b_s = Σ_t ∂L/∂u_t,
+
+summed over a minibatch's rows (padded rows carry weight 0 upstream). Parameters are drawn like
+``nn.Linear``'s, U(±1/√fan_in), from each probe's own random stream, before its MLP's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+__all__ = ["SpanAttentions", "pool_spans"]
+
+
+def _split(
+    features: torch.Tensor, tokens: Sequence[int], width: int
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """Per span, its token counts (..., 1) and its padded token vectors (..., T, d), as views
+    of ``features`` (..., n_spans + Σ T·d)."""
+    spans, offset = [], len(tokens)
+    for index, padded in enumerate(tokens):
+        counts = features[..., index : index + 1]
+        block = features[..., offset : offset + padded * width].unflatten(-1, (padded, width))
+        spans.append((counts, block))
+        offset += padded * width
+    return spans
+
+
+def _pool(
+    h: torch.Tensor, counts: torch.Tensor, W: torch.Tensor, b: torch.Tensor, w: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One span of P probes: projections u (P, n, T, q), attention a (P, n, T) and the pooled
+    z (P, n, q), for tokens ``h`` (P or 1, n, T, d), their counts (P or 1, n, 1) and parameters
+    W (P, d, q), b (P, 1, q), w (P, q, 1)."""
+    n_probes, (width, projection) = W.shape[0], W.shape[1:]
+    rows, tokens = h.shape[1], h.shape[2]
+    if h.shape[0] == 1:  # the same rows for every probe: one matrix product for all of them
+        flat = h.reshape(rows * tokens, width) @ W.transpose(0, 1).reshape(width, -1)
+        u = flat.view(rows, tokens, n_probes, projection).permute(2, 0, 1, 3)
+    else:  # batched products, without broadcasting W over the rows (which would copy it)
+        u = torch.bmm(h.reshape(n_probes, rows * tokens, width), W).view(
+            n_probes, rows, tokens, projection
+        )
+    u = u + b.unsqueeze(1)
+    scores = torch.bmm(u.reshape(n_probes, rows * tokens, projection), w).view(
+        n_probes, rows, tokens
+    )
+    positions = torch.arange(h.shape[-2], device=h.device)
+    scores = scores.masked_fill(positions >= counts, float("-inf"))
+    a = torch.softmax(scores, dim=-1)
+    return u, a, torch.matmul(a.unsqueeze(-2), u).squeeze(-2)
+
+
+def pool_spans(
+    parameters: Sequence[torch.Tensor],
+    tokens: Sequence[int],
+    width: int,
+    features: torch.Tensor,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The pooled spans [z_1, z_2] (P, n, q · spans) of rows ``features`` ((P, n, F): one batch
+    per probe, or (n, F): the same rows for every probe) under the stacked ``parameters``
+    ``[W_1, b_1, w_1, W_2, b_2, w_2]``; written into ``out`` when given."""
+    per_span = [parameters[i : i + 3] for i in range(0, len(parameters), 3)]
+    if features.dim() == 2:
+        features = features.unsqueeze(0)
+    pooled = [
+        _pool(h, counts, *span)[2]
+        for (counts, h), span in zip(_split(features, tokens, width), per_span)
+    ]
+    if out is None:
+        return torch.cat(pooled, dim=-1)
+    return torch.cat(pooled, dim=-1, out=out)
+
+
+class SpanAttentions:
+    """The span poolings of a stack of P probes (see the module docstring).
+
+    Args:
+        parameters: per span ``(W, b, w)``: W (P, d, q), b (P, 1, q), w (P, q, 1), float32; they
+            become parameters (with ``.grad``) of the probes' optimiser.
+        tokens: per span, its padded token count T.
+        rows: minibatch rows per probe.
+    """
+
+    def __init__(
+        self, parameters: Sequence[torch.Tensor], tokens: Sequence[int], rows: int
+    ) -> None:
+        self.parameters = list(parameters)
+        for tensor in self.parameters:
+            tensor.grad = torch.zeros_like(tensor)
+        self.tokens = tuple(int(t) for t in tokens)
+        n_probes, width, projection = self.parameters[0].shape
+        self.width, self.projection = int(width), int(projection)
+        device = self.parameters[0].device
+        shape = (n_probes, rows, projection * len(self.tokens))
+        self.output = torch.empty(shape, device=device)
+        self.upstream = torch.empty(shape, device=device)
+        self._saved: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    @classmethod
+    def initial(
+        cls,
+        rngs: Sequence[np.random.Generator],
+        tokens: Sequence[int],
+        width: int,
+        projection: int,
+        rows: int,
+        device: torch.device,
+    ) -> SpanAttentions:
+        """P poolings, probe i's drawn from ``rngs[i]`` alone: per span, W and b from U(±1/√d)
+        and then w from U(±1/√q) (float32 draws, :func:`~probemeter.probes.mlp.fill_uniform`)."""
+        from probemeter.probes.mlp import fill_uniform
+
+        stacked = [
+            np.empty((len(rngs), *shape), dtype=np.float32)
+            for _ in tokens
+            for shape in ((width, projection), (1, projection), (projection, 1))
+        ]
+        for probe, rng in enumerate(rngs):
+            for index in range(0, len(stacked), 3):
+                for array, fan_in in zip(stacked[index : index + 3], (width, width, projection)):
+                    fill_uniform(rng, array[probe], fan_in)
+        return cls([torch.from_numpy(a).to(device) for a in stacked], tokens, rows)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """The pooled spans (P, rows, q · spans) of a minibatch ``features`` (P, rows, F), into
+        :attr:`output`; the projections and attention are kept for :meth:`backward`."""
+        self._saved = []
+        pooled = []
+        for (counts, h), span in zip(self._spans(features), self._per_span()):
+            u, a, z = _pool(h, counts, *span)
+            self._saved.append((u, a))
+            pooled.append(z)
+        return torch.cat(pooled, dim=-1, out=self.output)
+
+    def backward(self, features: torch.Tensor) -> None:
+        """Write the parameters' gradients from :attr:`upstream`, the loss's gradient at the
+        pooled spans (see the module docstring)."""
+        q = self.projection
+        for index, ((_, h), (W, b, w), (u, a)) in enumerate(
+            zip(self._spans(features), self._per_span(), self._saved)
+        ):
+            g = self.upstream[..., index * q : (index + 1) * q].unsqueeze(-2)  # (P, rows, 1, q)
+            gu = (u * g).sum(dim=-1)  # (P, rows, T): g · u_t
+            ds = a * (gu - (a * gu).sum(dim=-1, keepdim=True))
+            du = a.unsqueeze(-1) * g + ds.unsqueeze(-1) * w.transpose(1, 2).unsqueeze(1)
+            n_probes = u.shape[0]
+            w.grad.copy_((ds.unsqueeze(-1) * u).sum(dim=(1, 2)).view(n_probes, q, 1))
+            flat_h = h.reshape(n_probes, -1, self.width)
+            torch.bmm(flat_h.transpose(1, 2), du.reshape(n_probes, -1, q), out=W.grad)
+            b.grad.copy_(du.sum(dim=(1, 2)).view(n_probes, 1, q))
+
+    def evaluator(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """Rows (n, F) → their pooled spans (P, n, q · spans) under the current parameters."""
+        parameters = [p.detach() for p in self.parameters]
+        return lambda rows: pool_spans(parameters, self.tokens, self.width, rows)
+
+    def select(self, rows: torch.Tensor) -> SpanAttentions:
+        """The poolings of the probes at ``rows``, as a new stack (copies)."""
+        chosen = [p.detach()[rows].clone() for p in self.parameters]
+        return SpanAttentions(chosen, self.tokens, self.output.shape[1])
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What the engine returns of the stage: nothing (a pooling has no summary)."""
+        return {}
+
+    def _spans(self, features: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        return _split(features, self.tokens, self.width)
+
+    def _per_span(self) -> list[list[torch.Tensor]]:
+        return [self.parameters[i : i + 3] for i in range(0, len(self.parameters), 3)]

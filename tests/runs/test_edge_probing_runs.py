@@ -1,0 +1,134 @@
+"""The ``edge-probing`` task of experiment files: its keys, the methods that can learn span
+pooling, word features pooled into the targets' spans, and runs with both methods."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from tiny_models import make_tiny_bert
+
+from probemeter.cli.main import main
+from probemeter.datasets.edge_probing import (
+    EdgeProbingSet,
+    EdgeSentence,
+    EdgeTarget,
+    write_edge_probing,
+)
+from probemeter.encoders import TransformerEncoder
+from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data
+
+pytest.importorskip("transformers")
+
+WORDS = [
+    ("the", "cat", "sat", "on", "the", "mat"),
+    ("dogs", "bark", "at", "night"),
+    ("a", "quick", "fox", "jumps"),
+    ("she", "reads", "old", "books"),
+]
+LABELS = {"the": "DET", "a": "DET", "cat": "NOUN", "mat": "NOUN", "dogs": "NOUN",
+          "night": "NOUN", "fox": "NOUN", "books": "NOUN", "sat": "VERB", "bark": "VERB",
+          "jumps": "VERB", "reads": "VERB", "on": "ADP", "at": "ADP", "quick": "ADJ",
+          "old": "ADJ", "she": "PRON"}  # fmt: skip
+
+
+def _phrases(sentences):
+    """Every word as a target, and every two-word phrase labelled by its second word."""
+    return EdgeProbingSet(
+        tuple(
+            EdgeSentence(
+                words,
+                tuple(EdgeTarget((i, i + 1), (LABELS[w],)) for i, w in enumerate(words))
+                + tuple(EdgeTarget((i, i + 2), (LABELS[w],)) for i, w in enumerate(words[1:])),
+            )
+            for words in sentences
+        )
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("edges")
+    write_edge_probing(_phrases(WORDS[:3] * 4), folder / "train.json")
+    write_edge_probing(_phrases(WORDS[3:] * 2), folder / "test.json")
+    make_tiny_bert(folder / "tiny-bert")
+    return folder
+
+
+CURVE = 'kind = "curve"\nepsilon = 0.5\nsizes = [20, 60]\nseeds = 1\nsteps = 5\nprobe = [8]'
+
+
+def _experiment(folder, task="", method=CURVE):
+    path = folder / "exp.toml"
+    path.write_text(
+        f'[task]\ndataset = "edge-probing"\ntrain = "train.json"\ntest = "test.json"\n{task}\n'
+        '[[representations]]\nname = "bert"\nkind = "transformer"\nmodel = "tiny-bert"\n'
+        f"layer = [0, 2]\n\n[method]\n{method}\n"
+    )
+    return path
+
+
+def test_task_keys_and_methods_are_checked(files, tmp_path):
+    experiment = load_experiment(_experiment(files))
+    assert experiment.task.options["train"] == str(files / "train.json")
+    assert experiment.task.options["pooling"] == "mean"
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        '[task]\ndataset = "edge-probing"\ntest = "nowhere.json"\npooling = "sum"\n'
+        '[[representations]]\nname = "g"\nkind = "glove"\n[method]\nkind = "mdl"\n'
+    )
+    with pytest.raises(ExperimentError) as error:
+        load_experiment(bad)
+    problems = "\n".join(error.value.problems)
+    assert "task.train: missing (required)" in problems
+    assert "task.pooling: must be one of ['mean', 'max', 'endpoints', 'self-attention']" in problems
+    power = 'kind = "power"\nbaseline = "bert-0"'
+    attention = 'pooling = "self-attention"'
+    with pytest.raises(ExperimentError, match=r"task\.pooling: self-attention pooling is learned"):
+        load_experiment(_experiment(files, attention, power))
+    keep = (
+        _experiment(files, attention)
+        .read_text()
+        .replace("[task]", "[run]\nsave_probes = true\n\n[task]")
+    )
+    (files / "keep.toml").write_text(keep)
+    with pytest.raises(ExperimentError, match=r"run\.save_probes: probes with self-attention"):
+        load_experiment(files / "keep.toml")
+
+
+def test_word_features_are_pooled_into_the_spans_of_each_split(files):
+    experiment = load_experiment(_experiment(files, 'pooling = "self-attention"'))
+    data = prepare_data(experiment)["bert-2"]
+    encoder = TransformerEncoder(files / "tiny-bert", 2, pooling="words", progress=False)
+    train_words = encoder.encode([list(w) for w in WORDS[:3] * 4])
+    test_words = encoder.encode([list(w) for w in WORDS[3:] * 2])
+    mean, std = train_words.mean(axis=0), train_words.std(axis=0)
+    assert data.span_tokens == (2,) and data.n_features == 1 + 2 * train_words.shape[1]
+    # the second target of the first sentence: "cat" alone (one token, one pad)
+    np.testing.assert_allclose(data.X_train[1, 0], 1)
+    np.testing.assert_allclose(data.X_train[1, 1:33], (train_words[1] - mean) / std, rtol=1e-5)
+    np.testing.assert_array_equal(data.X_train[1, 33:], 0)
+    # the first test phrase: "she reads", standardised with the training tokens' statistics
+    first_phrase = len(WORDS[3])
+    np.testing.assert_allclose(data.X_test[first_phrase, 0], 2)
+    expected = ((test_words[:2] - mean) / std).ravel()
+    np.testing.assert_allclose(data.X_test[first_phrase, 1:], expected, rtol=1e-4, atol=1e-5)
+    assert data.classes == ("ADJ", "ADP", "DET", "NOUN", "PRON", "VERB")  # PRON: test only
+    assert data.y_test[0] == data.classes.index("PRON")
+
+
+@pytest.mark.slow
+def test_runs_of_both_methods_on_an_edge_probing_task(files, tmp_path):
+    curve = _experiment(files, 'pooling = "self-attention"')
+    assert main(["run", str(curve), "--out", str(tmp_path), "--no-progress", "--n-jobs", "1"]) == 0
+    results = json.loads((tmp_path / "exp" / "results.json").read_text())
+    assert [c["name"] for c in results["curves"]] == ["bert-0", "bert-2"]
+    assert results["curves"][0]["metadata"]["probe"]["span"] == [2]
+    method = 'kind = "mdl"\nprobe = [8]\nseeds = 1\ntimesteps = [0.25, 0.5, 1.0]\nmax_epochs = 3'
+    mdl = _experiment(files, 'pooling = "endpoints"', method)
+    assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
+    results = json.loads((tmp_path / "mdl" / "exp" / "results.json").read_text())
+    entry = results["entries"][0]
+    assert entry["name"] == "bert-0" and entry["control_online"] is not None  # span-text control
