@@ -7,13 +7,13 @@ BIN := $(VENV)/bin
 # torch would pull a multi-GB CUDA build. pyproject.toml declares the range users may have.
 TORCH_PIN := torch==2.13.0
 
-.PHONY: venv demo test lint bench clean
+.PHONY: venv demo test docs lint bench clean
 
 $(BIN)/probemeter: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIN)
-	$(BIN)/pip install --quiet -e '.[dev,encoders,text,ray]'
+	$(BIN)/pip install --quiet -e '.[dev,encoders,text,ray,docs]'
 	touch $(BIN)/probemeter
 
 venv: $(BIN)/probemeter
@@ -22,13 +22,18 @@ demo: venv
 	$(BIN)/probemeter demo --out demo-results
 
 test: venv
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# The documentation site into site/: generates the references from the code and runs every
+# tutorial's small experiment for its figures (about 2 minutes on 2 cores).
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: venv
 	$(BIN)/python benchmarks/curve_speed.py
 
 clean:
-	rm -rf $(VENV) demo-results .pytest_cache build src/*.egg-info
+	rm -rf $(VENV) demo-results .pytest_cache build site src/*.egg-info

@@ -14,7 +14,7 @@ labels: a parser's output, not gold annotation):
 Each task is written as ``OUT/<task>/train.json`` and ``OUT/<task>/test.json`` (sentences split
 at random, ``--test-size``), with ``OUT/generation.json`` recording how. Then::
 
-    python examples/make_edge_probing.py --sentences 800 --out edge-probing-ptb
+    python examples/make_edge_probing.py --sentences 800 --out examples/data/edge-probing-ptb
     probemeter run examples/edge_probing_dependencies.toml --out runs
 
 With the real data, point ``train``/``test`` of ``[task]`` at jiant's files instead (e.g.
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sentences", type=int, default=800, help="PTB sentences to annotate")
     parser.add_argument("--split", default="test", help="PTB split the sentences come from")
-    parser.add_argument("--out", type=Path, default=Path("edge-probing-ptb"))
+    parser.add_argument("--out", type=Path, default=Path("examples/data/edge-probing-ptb"))
     parser.add_argument("--test-size", type=float, default=0.2)
     parser.add_argument("--random-state", type=int, default=0)
     args = parser.parse_args(argv)

@@ -63,6 +63,9 @@ _EXPORTS = {
     "recommend_epsilon": ".curves",
     "save_results": ".curves",
     "load_curves": ".curves",
+    "result_frames": ".curves",
+    # result tables as CSV or Parquet files
+    "export_frames": "._exports",
     # experiment files
     "Experiment": ".runs",
     "ExperimentError": ".runs",

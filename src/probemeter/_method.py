@@ -173,12 +173,15 @@ class UnitPlan:
 @dataclass(frozen=True)
 class MethodRun:
     """What a method's ``finish`` wrote: the printable table and the files; for loss-data
-    curves also the curves and their comparison."""
+    curves also the curves and their comparison. ``frames`` are the method's tables as
+    pandas DataFrames, by name (probe points, measures, …), which a run exports as CSV or
+    Parquet on request (:mod:`probemeter._exports`)."""
 
     table: str
     files: tuple[Path, ...]
     curves: tuple[Any, ...] = ()
     comparison: Any = None
+    frames: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 class Method(ABC):
@@ -325,6 +328,7 @@ def write_run_files(
     tables: tuple[str, str, str],
     files: tuple[Path, ...],
     extra: dict[str, Any],
+    frames: Mapping[str, Any],
 ) -> MethodRun:
     """The files every method but ``curve`` writes beside its own: ``table.md``,
     ``table.tex`` and ``run.json`` (method, the figure to show and every figure file,
@@ -335,6 +339,7 @@ def write_run_files(
         tables: the (text, Markdown, LaTeX) renderings of the method's table.
         files: the method's own files; the first ``.png`` (else ``.svg``) is the figure the
             report shows (none when figures are PDF only).
+        frames: the method's tables, by name (:attr:`MethodRun.frames`).
     """
     from probemeter._io import write_json_atomic, write_text_atomic
 
@@ -347,4 +352,4 @@ def write_run_files(
     described = {"method": method.kind, "figure": figure, "figures": saved}
     write_json_atomic(run_dir / RUN_NAME, {**described, **extra})
     written = (*files, run_dir / "table.md", run_dir / "table.tex", run_dir / RUN_NAME)
-    return MethodRun(text, written)
+    return MethodRun(text, written, frames=frames)

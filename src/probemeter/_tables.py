@@ -95,7 +95,10 @@ def render_table(
             column left, the others right.
         breaks: indices of the rows that start a new group: a blank line before them in
             ``"text"``, a ``\\midrule`` in ``"latex"``.
-        title: a first line (``"text"``) or caption (``"html"``).
+        title: the table's caption: a first line in ``"text"``, a ``Table: …`` paragraph
+            before the table in ``"markdown"`` (Pandoc's caption syntax), the ``\\caption`` of
+            a ``table`` float around the ``tabular`` in ``"latex"`` (escaped like the cells),
+            a ``<caption>`` in ``"html"``.
         escape: escape LaTeX's special characters in the header and cells (off: the caller
             wrote them as LaTeX).
         latex_head: LaTeX lines between ``\\toprule`` and the header (a grouped header).
@@ -109,9 +112,17 @@ def render_table(
     if fmt == "markdown":
         rule = [":---" if side == "l" else "---:" for side in align]
         table = "\n".join(markdown_row(row) for row in [header, rule, *rows])
+        if title is not None:
+            table = f"Table: {_markdown_cell(title)}\n\n{table}"
         return table if footer is None else f"{table}\n\n{_markdown_cell(footer)}"
     if fmt == "latex":
-        return _latex(header, rows, align, breaks, escape, latex_head, footer)
+        tabular = _latex(header, rows, align, breaks, escape, latex_head, footer)
+        if title is None:
+            return tabular
+        caption = latex_escape(title) if escape else title
+        return "\n".join(
+            [r"\begin{table}", r"\centering", rf"\caption{{{caption}}}", tabular, r"\end{table}"]
+        )
     if fmt == "html":
         return _html(header, rows, align, title, footer)
     table = _text(header, rows, align, breaks, title)

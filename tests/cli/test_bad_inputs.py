@@ -14,7 +14,8 @@ import pytest
 import probemeter.training.engine as engine
 from probemeter.cli.main import main
 
-TINY = ["--steps", "5", "--seeds", "1", "--n-jobs", "1", "--no-progress"]
+#: tiny training; -q: stderr holds the error alone, without the progress lines (logging)
+TINY = ["--steps", "5", "--seeds", "1", "--n-jobs", "1", "--no-progress", "-q"]
 
 
 @pytest.fixture

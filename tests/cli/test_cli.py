@@ -19,15 +19,28 @@ def _write(path, n=300, d=5, seed=0):
 @pytest.mark.slow
 def test_demo_quick_writes_table_results_and_plot(tmp_path, capsys):
     out = tmp_path / "demo"
-    assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--steps", "50"]) == 0
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    for word in ("pixels", "pca-8", "random-proj-8", "VA", "MDL", "SDL, ε=0.1", "SC, ε=0.1"):
+    for word in ("pixels", "pca-8", "random-proj-8", "VA", "MDL", "SDL, ε=0.4", "SC, ε=0.4"):
         assert word in printed
     payload = json.loads((out / "results.json").read_text())
     assert payload["schema"] == "probemeter.results/1"
     assert [c["name"] for c in payload["curves"]] == ["pixels", "pca-8", "random-proj-8"]
-    assert payload["comparison"]["epsilon"] == 0.1
+    assert payload["comparison"]["epsilon"] == 0.4
     assert (out / "curves.png").stat().st_size > 10_000
+    # ε is reachable: on the full pool at least one representation has a tight SDL and εSC,
+    # printed without the "> " of a lower bound
+    results = payload["comparison"]["results"]
+    full = max(result["n"] for result in results)
+    for measure in ("SDL", "SC"):
+        tight = [
+            result["representation"]
+            for result in results
+            if (result["measure"], result["n"]) == (measure, full) and not result["lower_bound"]
+        ]
+        assert "pixels" in tight, measure
+    (row,) = [line for line in printed.splitlines() if line.strip().startswith("SC, ε=0.4")][1:]
+    assert not row.split()[2].startswith(">")  # pixels' εSC on the full pool
 
 
 def test_curve_then_measures_recomputes_without_training(tmp_path, capsys):
@@ -129,7 +142,7 @@ def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
     assert main([*args, "--figure-format", "svg", "pdf", "--dpi", "200"]) == 0
     assert sorted(p.name for p in out.glob("curves.*")) == ["curves.pdf", "curves.svg"]
     assert (out / "curves.svg").read_bytes().startswith(b"<?xml")
-    assert "curves.svg, curves.pdf" in capsys.readouterr().out
+    assert "curves.svg, curves.pdf" in capsys.readouterr().err  # the files written: a log line
     capsys.readouterr()
     assert main([*args, "--dpi", "2"]) == 2  # before any training: one line
     (line,) = capsys.readouterr().err.strip().splitlines()
@@ -137,3 +150,29 @@ def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:  # argparse refuses the choice itself
         main([*args, "--figure-format", "bmp"])
     assert stopped.value.code == 2 and "invalid choice: 'bmp'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("extra", "steps", "epsilon"),
+    [([], 300, 0.4), (["--steps", "50", "--epsilon", "0.2"], 50, 0.2)],
+)
+def test_demo_quick_settings_yield_to_the_flags_given(tmp_path, monkeypatch, extra, steps, epsilon):
+    """``--quick`` sets its probe, steps, seeds, lr and ε = 0.4 only where no flag did."""
+    import probemeter.curves.method as method_module
+
+    seen = {}
+
+    def stop(data, *, method, **options):
+        seen["method"] = method
+        raise ValueError("stop before training")
+
+    monkeypatch.setattr(method_module, "curve_unit", stop)
+    argv = ["demo", "--quick", "--out", str(tmp_path), "-q", *extra]
+    assert main(argv) == 2
+    assert seen["method"].steps == steps and seen["method"].seeds == 2
+    assert seen["method"].probe == (64,) and seen["method"].lr == 1e-3
+    assert seen["method"].epsilon == epsilon  # resolved before training
+    # without --quick: the method's defaults and ε = 0.1
+    assert main(["demo", "--out", str(tmp_path), "-q", "--steps", "1"]) == 2
+    assert seen["method"].steps == 1 and seen["method"].probe == (512, 512)
+    assert seen["method"].epsilon == 0.1 and seen["method"].seeds == 4

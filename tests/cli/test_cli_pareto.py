@@ -3,9 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
+from exported import assert_exported
 from sklearn.datasets import load_digits
 
 from probemeter.cli.main import main
+from probemeter.pareto.frontiers import ParetoFrontiers
 
 #: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
 pytestmark = pytest.mark.slow
@@ -23,10 +25,16 @@ def swept(tmp_path_factory):
     code = main(
         ["pareto", "sweep", "--train", str(root / "pixels.npz"), "--train", str(root / "noise.npz"),
          "--task", "digits", "--penalties", "3", "--mlps", "2", "--steps", "40",
-         "--mlp-steps", "40", "--mlp-lr", "1e-2", "--out", str(out)]
+         "--mlp-steps", "40", "--mlp-lr", "1e-2", "--out", str(out), "--export", "csv,parquet"]
     )  # fmt: skip
     assert code == 0
     return out
+
+
+def test_sweep_exports_frontiers_and_hypervolumes(swept):
+    frames = ParetoFrontiers.load(swept / "pareto.json").frames()
+    assert frames["frontiers"]["on_frontier"].any() and len(frames["hypervolume"]) == 2 * 3
+    assert_exported(swept, frames, ("csv", "parquet"))
 
 
 def test_sweep_writes_points_analysis_and_plots(swept, capsys):

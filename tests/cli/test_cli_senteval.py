@@ -18,8 +18,8 @@ def test_generate_from_a_text_file(tmp_path, capsys):
     out = tmp_path / "tasks"
     args = ["senteval", "generate", "--text", str(text), "--out", str(out)]
     assert main([*args, "--tasks", "SentLen", "BShift", "--random-state", "4"]) == 0
-    printed = capsys.readouterr().out
-    assert "SentLen" in printed and "silver labels" in printed
+    captured = capsys.readouterr()  # the table on stdout, the closing line on stderr
+    assert "SentLen" in captured.out and "silver labels" in captured.err
     metadata = json.loads((out / METADATA_FILE).read_text())
     assert metadata["random_state"] == 4 and metadata["n_sentences"] == 60
     assert metadata["spacy"] is None  # no parser was needed
@@ -32,7 +32,7 @@ def test_generate_from_a_text_file(tmp_path, capsys):
 def test_the_command_names_the_generated_tasks_without_importing_datasets():
     assert _TASKS == GENERATED_TASKS
     code = (
-        "import sys\nfrom probemeter.cli.main import _parser\n_parser()\n"
+        "import sys\nfrom probemeter.cli.main import build_parser\nbuild_parser()\n"
         "print('probemeter.datasets' in sys.modules)"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

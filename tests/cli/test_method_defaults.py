@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from probemeter.cli._options import method_from_args
-from probemeter.cli.main import _parser
+from probemeter.cli.main import build_parser
 from probemeter.runs.config import load_experiment
 from probemeter.runs.methods import METHODS
 
@@ -65,7 +65,7 @@ def test_experiment_file_defaults_are_the_dataclass_defaults(kind, tmp_path):
 @pytest.mark.parametrize("kind", sorted(METHODS))
 def test_command_line_defaults_are_the_dataclass_defaults(kind):
     cls = METHODS[kind]
-    args = _parser().parse_args(COMMANDS[kind])
+    args = build_parser().parse_args(COMMANDS[kind])
     fixed = {**REQUIRED[kind], **FIXED.get(kind, {})}
     assert method_from_args(cls, args, fixed=fixed) == cls(**REQUIRED[kind])
     flags = {opt.name for opt in cls.options()} - set(fixed)

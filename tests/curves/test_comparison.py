@@ -115,7 +115,8 @@ def test_text_table_layout(comparison):
 
 
 def test_markdown_table(comparison):
-    lines = comparison.to_markdown().splitlines()
+    caption, blank, *lines = comparison.to_markdown().splitlines()
+    assert caption == "Table: " + comparison.caption() and blank == ""
     assert lines[0] == "| n | measure | A | B | raw_pixels |"
     assert lines[1] == "| ---: | :--- | ---: | ---: | ---: |"
     assert lines[2] == "| 20 | VA | 1.00 | 1.20 | 0.30 |"
@@ -126,13 +127,28 @@ def test_markdown_table(comparison):
 
 def test_latex_table(comparison):
     latex = comparison.to_latex()
+    caption = r"metric=loss, unit=nats ($\varepsilon$SC in examples), rule=last; $>x$: lower bound"
     assert latex.startswith(
+        f"\\begin{{table}}\n\\centering\n\\caption{{{caption}}}\n"
         "\\begin{tabular}{rlrrr}\n\\toprule\n$n$ & Measure & A & B & raw\\_pixels"
     )
     assert " & SDL, $\\varepsilon=0.1$ & 83.03 & $>$ 112.03 & $>$ 36.03 \\\\" in latex
     assert "100 & VA & 0.05 & 0.90 & 0.15 \\\\" in latex
     assert latex.count("\\midrule") == 2
-    assert latex.endswith("\\bottomrule\n\\end{tabular}")
+    assert latex.endswith("\\bottomrule\n\\end{tabular}\n\\end{table}")
+
+
+@pytest.mark.parametrize("unit", ["nats", "bits"])
+def test_markdown_and_latex_captions_name_metric_and_unit(curves, unit):
+    """A table in bits must not pass for one in nats: both formats keep the caption line."""
+    table = compare(curves, 0.1, unit=unit, metric="loss_truncated")
+    assert table.caption().startswith(f"metric=loss_truncated, unit={unit} ")
+    markdown, latex = table.to_markdown(), table.to_latex()
+    assert markdown.startswith(f"Table: metric=loss_truncated, unit={unit} (εSC in examples)")
+    assert f"\\caption{{metric=loss\\_truncated, unit={unit} ($\\varepsilon$SC" in latex
+    other = "bits" if unit == "nats" else "nats"
+    assert f"unit={other}" not in markdown and f"unit={other}" not in latex
+    assert str(table).splitlines()[0] == table.caption()
 
 
 def test_to_dict_is_json_ready(comparison):

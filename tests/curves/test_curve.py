@@ -445,7 +445,7 @@ def test_a_categorical_label_column_reaches_results_json_and_every_table(tmp_pat
     line = "classes: 0 = ADJ, 1 = NOUN, 2 = VERB (K = 3)"
     assert str(comparison).splitlines()[-1] == line
     assert comparison.to_markdown().endswith("|\n\n" + line)
-    assert comparison.to_latex().splitlines()[-2] == rf"\multicolumn{{4}}{{l}}{{{line}}} \\"
+    assert comparison.to_latex().splitlines()[-3] == rf"\multicolumn{{4}}{{l}}{{{line}}} \\"
     relabelled = replace(loaded, name="other", classes=("a", "b", "c"))
     assert "different label mappings" in compare([loaded, relabelled], 0.5).to_markdown()
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
+from exported import assert_exported
 
 from probemeter.cli.main import main
 from probemeter.mdl.online import BITS_PER_KBIT
-from probemeter.mdl.table import load_mdl_results, mdl_frame, mdl_table
+from probemeter.mdl.table import load_mdl_results, mdl_frame, mdl_frames, mdl_table
 
 
 def _npz(path, n=300, seed=0):
@@ -96,9 +98,16 @@ def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
     out = tmp_path / "out"
     arguments = ["mdl", str(features), "--hidden", "4", "--seeds", "1", "--timesteps", "0.1"]
     arguments += ["1.0", "--max-epochs", "2", "--stopping-set", "prefix", "--n-jobs", "1"]
+    arguments += ["--export", "csv,parquet"]
     status = main([*arguments, "--device", "cpu", "--no-progress", "--out", str(out)])
     assert status == 0
     (entry,) = load_mdl_results(out / "mdl.json")
+    frames = mdl_frames([entry])
+    assert_exported(out, frames, ("parquet",))
+    assert_exported(out, {"online": frames["online"]}, ("csv",))
+    # CSV cannot tell an empty string (no pruned architecture) from a missing value
+    numbers = frames["mdl"].select_dtypes("number")
+    pd.testing.assert_frame_equal(pd.read_csv(out / "mdl.csv")[numbers.columns], numbers)
     assert (entry.online.stopping_set, entry.online.n, entry.online.n_dev) == ("prefix", 240, 0)
 
 

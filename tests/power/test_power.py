@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from exported import assert_exported
 from scipy.stats import norm
 from sklearn.datasets import load_digits
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
@@ -36,7 +37,7 @@ from probemeter.power.sampling import (
     stratified_splits,
 )
 from probemeter.power.simulation import simulate_power
-from probemeter.power.table import PowerReport, power_report
+from probemeter.power.table import PowerReport, power_frames, power_report
 from probemeter.probes import MLP
 
 TABLES = [
@@ -442,10 +443,15 @@ def test_cli_recommend_and_power(tmp_path, capsys, digits):
     common = ["--seeds", "1", "--steps", "100", "--n-jobs", "1", "--simulations", "100"]
     out = tmp_path / "out"
     argv = ["power", "--a", str(tmp_path / "A.npz"), "--b", str(tmp_path / "B.npz")]
-    assert main([*argv, "--per-class", "8", "16", *common, "--out", str(out)]) == 0
+    export = ["--export", "csv,parquet"]
+    assert main([*argv, "--per-class", "8", "16", *common, "--out", str(out), *export]) == 0
     printed = capsys.readouterr().out
     assert "A vs B" in printed and "not collapsed" in printed
-    assert PowerReport.load(out / "power.json").to_frame()["n_train"].tolist() == [80, 160]
+    report = PowerReport.load(out / "power.json")
+    assert report.to_frame()["n_train"].tolist() == [80, 160]
+    frames = power_frames(report, [PairedComparison.load(out / "comparison.json")])
+    assert len(frames["runs"]) == 2  # two sizes, one seed
+    assert_exported(out, frames, ("csv", "parquet"))
     assert (out / "power.png").stat().st_size > 0 and (out / "bounds.png").stat().st_size > 0
     unpaired = ["power", "--a", str(tmp_path / "A.npz"), "--b", str(tmp_path / "C.npz")]
     assert main([*unpaired, *common]) == 2

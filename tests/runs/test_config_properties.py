@@ -50,6 +50,8 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from probemeter.cli.main import main
+from probemeter.datasets import Treebank, write_conllu
+from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
 from probemeter.datasets.senteval import TASK_FILES, write_senteval
 from probemeter.runs.config import ExperimentError, load_experiment
 
@@ -181,17 +183,28 @@ BASES = _bases()
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the feature files of ``npz-curve`` and ``npz-layers-power`` (3-D: 4 layers)
-    and the SentEval files of the ``senteval_*`` examples (generated there, not in the
-    repository); experiment files go here too."""
+    and the data files of the ``conllu``, ``edge_probing`` and ``senteval`` examples;
+    experiment files go here too."""
     folder = tmp_path_factory.mktemp("experiments")
-    for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
-        rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
-        write_senteval(folder / "senteval-ptb" / TASK_FILES[task], rows, task)
     rng = np.random.default_rng(0)
     for name, rows in (("train.npz", 60), ("test.npz", 20)):
         np.savez(folder / name, X=rng.normal(size=(rows, 3)), y=np.arange(rows) % 3)
     for name, rows in (("layers.npz", 60), ("layers_test.npz", 20)):  # 4 layers of 3 features
         np.savez(folder / name, X=rng.normal(size=(rows, 4, 3)), y=np.arange(rows) % 3)
+    (folder / "data").mkdir()  # the CoNLL-U files of examples/conllu_minilm*.toml
+    treebank = Treebank(
+        (("a", "b"),), (("DET", "NOUN"),), ((2, 0),), (("det", "root"),), False, "t"
+    )
+    for split in ("train", "dev", "test"):
+        write_conllu(treebank, folder / "data" / f"ptb-silver-{split}.conllu")
+    for task in ("dependencies", "pos"):  # the files of examples/edge_probing_*.toml
+        (folder / "data" / "edge-probing-ptb" / task).mkdir(parents=True)
+        for split in ("train", "test"):
+            path = folder / "data" / "edge-probing-ptb" / task / f"{split}.json"
+            write_edge_probing(treebank_targets(treebank, task), path)
+    for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
+        rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
+        write_senteval(folder / "data" / "senteval-ptb" / TASK_FILES[task], rows, task)
     return folder
 
 

@@ -184,10 +184,11 @@ def test_run_writes_results_then_resumes_and_fresh_recomputes(tmp_path, capsys):
     path, out = _write(tmp_path), tmp_path / "runs"
     args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]
     assert main(args) == 0
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr()
     run_dir = out / "tiny"
-    for word in ("pixels", "pca-8", "SDL, ε=0.3", str(run_dir)):
-        assert word in printed
+    for word in ("pixels", "pca-8", "SDL, ε=0.3"):
+        assert word in printed.out
+    assert f"to {run_dir} in" in printed.err  # the files written: a log line
     payload = _results(run_dir)
     assert payload["schema"] == "probemeter.results/1"
     assert [curve["name"] for curve in payload["curves"]] == ["pixels", "pca-8"]

@@ -289,7 +289,8 @@ def test_a_layer_sweep_stores_a_unit_per_layer_and_writes_the_layer_analysis(
     path.write_text(text.replace("[method]\n", "[method]\n" + METHODS[method]))
     out = tmp_path / "runs"
     assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     run_dir = out / "hub"
     assert len(list((run_dir / "units").glob("*.json"))) == n_layers  # one stored unit per layer
     analysis = LayerAnalysis.load(run_dir / "layers.json")
@@ -297,7 +298,7 @@ def test_a_layer_sweep_stores_a_unit_per_layer_and_writes_the_layer_analysis(
     assert analysis.method == method and analysis.verdicts[0].sweep == "m"
     for suffix, magic in (("png", b"\x89PNG"), ("pdf", b"%PDF")):
         assert (run_dir / f"layers.{suffix}").read_bytes().startswith(magic)
-    assert analysis.verdicts[0].describe() in printed and "layers.png" in printed
+    assert analysis.verdicts[0].describe() in printed and "layers.png" in captured.err
     report = (run_dir / "report.html").read_text()
     for anchor in ('id="layers-figure"', 'id="layers-table"', 'id="layer-verdicts"'):
         assert anchor in report

@@ -3,10 +3,12 @@
 import json
 from dataclasses import replace
 
+import pandas as pd
 import pytest
+from exported import assert_exported
 
 from probemeter.cli.main import main
-from probemeter.mdl.table import load_mdl_results
+from probemeter.mdl.table import load_mdl_results, mdl_frames
 from probemeter.pareto.frontiers import ParetoFrontiers
 from probemeter.power.table import PowerReport
 from probemeter.runs.config import ExperimentError, load_experiment
@@ -34,18 +36,21 @@ n_components = 8
 """
 
 
-def _run(tmp_path, text, name):
+def _run(tmp_path, text, name, *extra):
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
     out = tmp_path / "runs"
-    assert main(["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]) == 0
+    args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1", *extra]
+    assert main(args) == 0
     return out / name
 
 
 def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
     method = 'kind = "pareto"\npenalties = 3\nsteps = 60\nlr = 0.05'
-    run_dir = _run(tmp_path, DIGITS.format(name="pareto", method=method), "pareto")
+    text = DIGITS.format(name="pareto", method=method)
+    run_dir = _run(tmp_path, text, "pareto", "--export", "csv", "--export", "parquet")
     frontiers = ParetoFrontiers.load(run_dir / "results.json")
+    assert_exported(run_dir, frontiers.frames(), ("csv", "parquet"))
     table = frontiers.hypervolume_table().to_frame()
     assert set(table["representation"]) == {"pixels", "pca-8"}
     assert set(table["measure"]) == {"nuclear norm", "rank"}
@@ -63,9 +68,12 @@ def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
     method = (
         'kind = "power"\nbaseline = "pixels"\nper_class = [8, 16]\nseeds = 2\nsteps = 60\nlr = 0.01'
     )
-    run_dir = _run(tmp_path, DIGITS.format(name="power", method=method), "power")
+    run_dir = _run(tmp_path, DIGITS.format(name="power", method=method), "power", "--export=csv")
     report = PowerReport.load(run_dir / "results.json")
     frame = report.to_frame()
+    assert_exported(run_dir, {"power": frame}, ("csv",))
+    runs = pd.read_csv(run_dir / "runs.csv")  # every probe run: 2 sizes x 2 seeds
+    assert len(runs) == 4 and set(runs["a"]) == {"pixels"} and set(runs["b"]) == {"pca-8"}
     assert set(frame["comparison"]) == {"pixels vs pca-8"}
     assert len(frame) == 2  # one row per subsampled size
     assert frame["power"].between(0, 1).all()
@@ -102,9 +110,13 @@ max_epochs = 3
 def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
     pytest.importorskip("spacy")
     text = PTB_MDL.format(run="")
-    run_dir = _run(tmp_path, text, "mdl")
+    run_dir = _run(tmp_path, text, "mdl", "--export", "parquet")
     entries = load_mdl_results(run_dir / "results.json")
     assert [entry.name for entry in entries] == ["glove", "spacy"]
+    frames = mdl_frames(entries)
+    assert list(frames) == ["mdl", "online"]  # no variational code in this run
+    assert set(frames["online"]["task"]) == {"task", "control"}
+    assert_exported(run_dir, frames, ("parquet",))
     for entry in entries:
         assert entry.online is not None and entry.control_online is not None
         assert entry.online.codelength_bits > 0 and entry.control_online.codelength_bits > 0

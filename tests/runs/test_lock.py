@@ -254,7 +254,9 @@ def test_two_runs_into_one_folder_the_second_fails_and_computes_nothing(
     command = [sys.executable, "-m", "probemeter.cli.main", "run", str(path), "--out", str(out)]
     command += ["--no-progress", "--n-jobs", "1"]
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
-    first = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, text=True)
+    first = subprocess.Popen(  # progress lines are log records, on stderr
+        command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not lock_file.exists():

@@ -8,16 +8,19 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from probemeter._exports import EXPORT_FORMATS, export_formats
 from probemeter._figures import DEFAULT_DPI, DEFAULT_FORMATS, FIGURE_FORMATS, FigureOptions
 from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB, Method, Option
 from probemeter.data import LABEL_MODES
 
 __all__ = [
+    "add_export_option",
     "add_figure_options",
     "add_labels_option",
     "add_max_memory_option",
     "add_method_options",
     "add_run_options",
+    "export_option",
     "figure_options",
     "method_from_args",
     "option_argument",
@@ -27,9 +30,6 @@ __all__ = [
 def option_argument(opt: Option) -> dict[str, Any]:
     """The ``argparse.add_argument`` keywords of one method option (its type, arity, choices,
     default and help, all read off the dataclass field)."""
-    shown = opt.written_default
-    if isinstance(shown, list):
-        shown = " ".join(str(item) for item in shown) or "none"
     keywords: dict[str, Any] = {"dest": opt.name, "default": None if opt.required else opt.default}
     annotation = opt.annotation
     if annotation == "bool":
@@ -42,9 +42,10 @@ def option_argument(opt: Option) -> dict[str, Any]:
         keywords["type"] = int if annotation == "int" else float
     elif opt.check.choices:
         keywords["choices"] = opt.check.choices
-    suffix = " (required)" if opt.required else f" (default: {shown})"
-    # argparse %-formats help strings: a literal "%" (e.g. "0.1 %") must be doubled
-    keywords["help"] = (opt.help.removesuffix(" (required)") + suffix).replace("%", "%%")
+    # --help adds the default (cli._conventions.HelpFormatter); argparse %-formats help
+    # strings, so a literal "%" (e.g. "0.1 %") must be doubled
+    text = opt.help.removesuffix(" (required)") + (" (required)" if opt.required else "")
+    keywords["help"] = text.replace("%", "%%")
     return keywords
 
 
@@ -86,7 +87,7 @@ def add_labels_option(parser: argparse.ArgumentParser | Any) -> None:
         choices=LABEL_MODES,
         default="indices",
         help="y holds class indices 0..K-1 (indices), or any labels - strings, booleans, "
-        "1-based or sparse integers - mapped to 0..K-1 (encode) (default: indices)",
+        "1-based or sparse integers - mapped to 0..K-1 (encode)",
     )
 
 
@@ -100,11 +101,9 @@ def add_figure_options(parser: argparse.ArgumentParser | Any) -> None:
         choices=FIGURE_FORMATS,
         default=list(DEFAULT_FORMATS),
         metavar="FORMAT",
-        help="formats of every figure: png (screens, the report), pdf or svg (papers) "
-        f"(default: {' '.join(DEFAULT_FORMATS)})",
+        help="formats of every figure: png (screens, the report), pdf or svg (papers)",
     )
-    shown = f"dots per inch of PNG (default: {DEFAULT_DPI})"
-    group.add_argument("--dpi", type=int, default=DEFAULT_DPI, help=shown)
+    group.add_argument("--dpi", type=int, default=DEFAULT_DPI, help="dots per inch of PNG")
 
 
 def figure_options(args: argparse.Namespace) -> FigureOptions:
@@ -114,6 +113,25 @@ def figure_options(args: argparse.Namespace) -> FigureOptions:
         return FigureOptions(tuple(dict.fromkeys(args.figure_format)), args.dpi)
     except ValueError as error:
         raise ValueError(f"--figure-format/--dpi: {error}") from None
+
+
+def add_export_option(parser: argparse.ArgumentParser | Any, where: str = "--out") -> None:
+    """``--export csv|parquet``: also write the command's tables (probe points, measures,
+    method tables) as CSV and/or Parquet files in ``where`` (:mod:`probemeter._exports`)."""
+    parser.add_argument(
+        "--export",
+        action="append",
+        metavar="FORMAT",
+        help=f"also write the tables (probe points, measures, method tables) as "
+        f"{' and/or '.join(EXPORT_FORMATS)} files in {where}; repeat it or separate formats "
+        "with commas; parquet needs pyarrow (default: none)",
+    )
+
+
+def export_option(args: argparse.Namespace) -> tuple[str, ...]:
+    """The formats of parsed ``--export`` flags, checked (a ``ValueError`` naming the flag, also
+    for parquet without pyarrow)."""
+    return export_formats(args.export, "--export")
 
 
 def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:
@@ -137,12 +155,12 @@ def add_run_options(
     group = parser.add_argument_group("running")
     if memory:
         add_max_memory_option(group)
-    group.add_argument("--device", default="auto", help="auto, cpu or cuda (default: auto)")
+    group.add_argument("--device", default="auto", help="auto, cpu or cuda")
     group.add_argument(
-        "--n-jobs", type=int, default=-1, help="CPU worker processes (default: -1, all cores)"
+        "--n-jobs", type=int, default=-1, help="CPU worker processes (-1: all cores)"
     )
     group.add_argument(
-        "--random-state", type=int, default=0, help="seed of splits, subsets and inits (default: 0)"
+        "--random-state", type=int, default=0, help="seed of splits, subsets and inits"
     )
     if progress:
         group.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -8,6 +8,7 @@ The training flags are derived from :class:`~probemeter.curves.method.CurveMetho
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import time
 from pathlib import Path
@@ -16,10 +17,12 @@ from typing import Any
 from probemeter._io import writable_folder
 from probemeter._validation import check_scalar
 from probemeter.cli._options import (
+    add_export_option,
     add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    export_option,
     figure_options,
     method_from_args,
 )
@@ -29,17 +32,31 @@ __all__ = ["add_curve_commands"]
 
 #: ``demo --quick``: a small probe, fewer and faster updates, two seeds
 QUICK = {"probe": (64,), "steps": 300, "seeds": 2, "lr": 1e-3}
+#: ε of ``demo`` (nats): the full runs' pixels and PCA probes reach it (Whitney et al. Fig. 1)
+DEMO_EPSILON = 0.1
+#: ε of ``demo --quick`` (nats): its small probes reach 0.15-0.36 nats on the full pool of 1297
+#: digits, never 0.1; at 0.4 the pixels and PCA curves end below ε (tight SDL and εSC) and the
+#: random projection's does not (a lower bound), so the table ranks all three
+QUICK_EPSILON = 0.4
+
+_log = logging.getLogger(__name__)
 
 
 def add_curve_commands(commands: Any) -> None:
     """Register ``demo``, ``curve``, ``measures`` and ``report``."""
     demo = commands.add_parser("demo", help="run the bundled digits comparison")
     _training_options(demo)
-    _measure_options(demo, epsilon=0.1)
-    demo.add_argument("--out", type=Path, default=Path("probemeter-results"))
-    add_figure_options(demo)
-    quick = ", ".join(f"{key} {value}" for key, value in QUICK.items())
-    demo.add_argument("--quick", action="store_true", help=f"a small, fast run ({quick})")
+    _measure_options(demo, f"(default: {DEMO_EPSILON}; {QUICK_EPSILON} with --quick)")
+    _out_options(demo)
+    quick = ", ".join(
+        f"{CurveMethod.option_named(key).flag} {_shown(value)}" for key, value in QUICK.items()
+    )
+    demo.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"a small, fast run ({quick}, --epsilon {QUICK_EPSILON}; a flag given another "
+        "value than its default keeps it)",
+    )
     demo.set_defaults(handler=_run_demo)
 
     curve = commands.add_parser("curve", help="loss-data curves of your own features")
@@ -58,25 +75,28 @@ def add_curve_commands(commands: Any) -> None:
         help="test features, one per --train; without it each --train is shuffled and split",
     )
     curve.add_argument("--name", action="append", help="representation names, one per --train")
-    curve.add_argument(
-        "--test-size", type=float, default=0.2, help="test fraction when splitting (default: 0.2)"
-    )
+    curve.add_argument("--test-size", type=float, default=0.2, help="test fraction when splitting")
     curve.add_argument("--no-standardize", action="store_true", help="keep features as given")
     add_labels_option(curve)
     _training_options(curve)
-    _measure_options(curve, epsilon=None)
-    curve.add_argument("--out", type=Path, default=Path("probemeter-results"))
-    add_figure_options(curve)
+    _measure_options(curve, "(default: none, the curves only)")
+    _out_options(curve)
     curve.set_defaults(handler=_run_curve)
 
     measures = commands.add_parser("measures", help="recompute measures from a results file")
     measures.add_argument(
-        "results", type=Path, help="a results.json written by demo/curve, or its folder"
+        "results",
+        type=Path,
+        help="a results.json written by demo, curve or run, or its folder",
     )
-    _measure_options(measures, epsilon=None, required=True)
+    _measure_options(
+        measures, "(default: the ε of the results' comparison)", unit_help="(default: the unit "
+        "of the results' comparison, else nats)"
+    )  # fmt: skip
     measures.add_argument(
         "--format", choices=("text", "markdown", "latex"), default="text", help="table format"
     )
+    add_export_option(measures, "the results' folder")
     measures.set_defaults(handler=_run_measures)
 
     report = commands.add_parser("report", help="write the HTML report and tables of a run")
@@ -90,24 +110,41 @@ def add_curve_commands(commands: Any) -> None:
     report.set_defaults(handler=_run_report)
 
 
+def _shown(value: Any) -> str:
+    """A flag's value as typed: sequences space-separated."""
+    return " ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+
+
 def _training_options(parser: argparse.ArgumentParser) -> None:
     add_method_options(parser, CurveMethod, skip=("epsilon", "unit"), title="probe training")
     add_run_options(parser, memory=True)
 
 
+def _out_options(parser: argparse.ArgumentParser) -> None:
+    """Where results go: ``--out``, ``--export``, figure formats."""
+    parser.add_argument(
+        "--out", type=Path, default=Path("probemeter-results"), help="folder of the results"
+    )
+    add_export_option(parser)
+    add_figure_options(parser)
+
+
 def _measure_options(
-    parser: argparse.ArgumentParser, epsilon: float | None, required: bool = False
+    parser: argparse.ArgumentParser, epsilon_help: str, unit_help: str | None = None
 ) -> None:
+    """``--epsilon`` (its default in words: ``epsilon_help``), ``--unit`` (default: the
+    method's, or in words ``unit_help``, then None), ``--metric``, ``--at``."""
     group = parser.add_argument_group("measures")
     unit = CurveMethod.option_named("unit")
     group.add_argument(
-        "--epsilon",
-        type=float,
-        default=epsilon,
-        required=required,
-        help="loss tolerance ε of SDL and εSC, in --unit",
+        "--epsilon", type=float, help=f"loss tolerance ε of SDL and εSC, in --unit {epsilon_help}"
     )
-    group.add_argument("--unit", choices=unit.check.choices, default=unit.default, help=unit.help)
+    group.add_argument(
+        "--unit",
+        choices=unit.check.choices,
+        default=unit.default if unit_help is None else None,
+        help=unit.help if unit_help is None else f"{unit.help} {unit_help}",
+    )
     group.add_argument(
         "--metric",
         choices=("loss", "loss_truncated", "error"),
@@ -140,7 +177,8 @@ def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[An
             progress=not args.no_progress,
         )
         curves.append(LossDataCurve.from_dict(result))
-        print(f"{name}: {len(curves[-1].points)} probes in {time.perf_counter() - started:.1f} s")
+        seconds = time.perf_counter() - started
+        _log.info("%s: %d probes in %.1f s", name, len(curves[-1].points), seconds)
     return curves
 
 
@@ -152,13 +190,14 @@ def _check_before_training(datasets: dict[str, Any], args: argparse.Namespace) -
     if args.at is not None:
         for data in datasets.values():
             data.check_sizes(args.at, "--at")
-    figure_options(args)  # bad figure flags fail now, not after training
+    figure_options(args)  # bad figure and export flags fail now, not after training
+    export_option(args)
     writable_folder(args.out, "--out")
 
 
 def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
     """Save the curves first (a failure after training loses nothing), then compare them at ε
-    and save again with the comparison, and plot."""
+    and save again with the comparison (and export its tables), and plot."""
     from probemeter.curves.comparison import compare
     from probemeter.curves.plotting import plot_curves
     from probemeter.curves.results import save_results
@@ -170,28 +209,33 @@ def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
         comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
         print()
         print(comparison)
-        save_results(out / "results.json", curves, comparison)
+    exported = save_results(out / "results.json", curves, comparison, export=export_option(args))
     epsilon = None  # the figure draws losses in nats
     if args.epsilon is not None and args.metric == "loss":
         epsilon = args.epsilon * (math.log(2) if args.unit == "bits" else 1.0)
     figures = plot_curves(curves, epsilon, out / "curves", figure_options(args))
-    print(f"\nwrote {out / 'results.json'} and {', '.join(path.name for path in figures)}")
+    names = ", ".join(path.name for path in (*exported, *figures))
+    _log.info("wrote %s and %s", out / "results.json", names)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
     from probemeter.datasets import digits_representations
 
-    if args.quick:
+    if args.quick:  # the quick settings, but for flags given on the command line
         for name, value in QUICK.items():
-            setattr(args, name, value)
+            if getattr(args, name) == CurveMethod.option_named(name).default:
+                setattr(args, name, value)
+    if args.epsilon is None:
+        args.epsilon = QUICK_EPSILON if args.quick else DEMO_EPSILON
     datasets = digits_representations(random_state=args.random_state)
     _check_before_training(datasets, args)
     first = next(iter(datasets.values()))
-    print(
-        f"digits (scikit-learn): pool {first.pool_size}, test {len(first.y_test)}; probe "
-        f"MLP{tuple(args.probe)}, {args.steps} Adam steps (lr {args.lr}, batch "
-        f"{args.batch_size}), {args.seeds} seeds"
-    )
+    _log.info(
+        "digits (scikit-learn): pool %d, test %d; probe MLP%s, %d Adam steps (lr %s, batch %d), "
+        "%d seeds",
+        first.pool_size, len(first.y_test), tuple(args.probe), args.steps, args.lr,
+        args.batch_size, args.seeds,
+    )  # fmt: skip
     curves = _train_curves(datasets, args)
     _report(curves, args, args.out)
     return 0
@@ -230,25 +274,61 @@ def _run_curve(args: argparse.Namespace) -> int:
 
 
 def _run_measures(args: argparse.Namespace) -> int:
+    from probemeter._exports import export_frames
     from probemeter.curves.comparison import compare
-    from probemeter.curves.results import load_curves
+    from probemeter.curves.results import load_curves, result_frames
 
     path = args.results / "results.json" if args.results.is_dir() else args.results
+    formats = export_option(args)
     curves = load_curves(path)
-    unit = None if args.metric == "error" else args.unit
-    comparison = compare(curves, args.epsilon, args.at, metric=args.metric, unit=unit)
+    epsilon, unit = _measures_epsilon(path, args)
+    comparison = compare(curves, epsilon, args.at, metric=args.metric, unit=unit)
     rendered = {
         "text": str(comparison),
         "markdown": comparison.to_markdown(),
         "latex": comparison.to_latex(),
     }
     print(rendered[args.format])
+    if formats:
+        frames = result_frames(curves, comparison)
+        written = export_frames(frames, path.parent, formats)
+        _log.info("wrote %s", ", ".join(str(file) for file in written))
     return 0
+
+
+def _measures_epsilon(path: Path, args: argparse.Namespace) -> tuple[float, str | None]:
+    """ε and the loss unit of ``probemeter measures``: the flags, or else the results'
+    comparison's (ε converted when ``--unit`` differs from its unit: 1 bit = ln 2 nats);
+    the unit is None for ``--metric error``."""
+    from probemeter.curves.results import stored_comparison
+
+    stored = None if args.epsilon is not None and args.unit else stored_comparison(path)
+    if args.metric == "error":
+        unit = None
+    else:
+        unit = args.unit or (stored["unit"] if stored and stored["metric"] != "error" else "nats")
+    if args.epsilon is not None:
+        return args.epsilon, unit
+    if stored is None:
+        raise ValueError(
+            f"--epsilon not given and {str(path)!r} holds no comparison to take it from (its "
+            "curves were saved without ε); give --epsilon"
+        )
+    if (stored["metric"] == "error") != (args.metric == "error"):
+        raise ValueError(
+            f"--epsilon not given, and the ε {stored['epsilon']} of {str(path)!r} is for "
+            f"--metric {stored['metric']}, not {args.metric}; give --epsilon"
+        )
+    epsilon = float(stored["epsilon"])
+    if unit is not None and unit != stored["unit"]:  # nats <-> bits
+        epsilon = epsilon / math.log(2) if unit == "bits" else epsilon * math.log(2)
+    _log.info("ε = %g %s, from %s", epsilon, unit or stored["unit"], path)
+    return epsilon, unit
 
 
 def _run_report(args: argparse.Namespace) -> int:
     from probemeter.runs.html_report import write_report
 
     files = write_report(args.run_dir, epsilon=args.epsilon, template=args.template)
-    print("wrote " + ", ".join(str(path) for path in files.paths))
+    _log.info("wrote %s", ", ".join(str(path) for path in files.paths))
     return 0

@@ -11,20 +11,25 @@ bits), ``mdl.md`` (the Table-2-style table) and ``mdl.png`` (Fig. 2 a–c) to ``
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
 from probemeter.cli._options import (
+    add_export_option,
     add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    export_option,
     figure_options,
     method_from_args,
 )
 from probemeter.mdl.method import MDLMethod
 
 __all__ = ["add_mdl_command"]
+
+_log = logging.getLogger(__name__)
 
 
 def add_mdl_command(commands: Any) -> None:
@@ -40,16 +45,19 @@ def add_mdl_command(commands: Any) -> None:
     parser.add_argument(
         "--groups", help="word-type ids: an array name in each .npz or a .npy file (one file)"
     )
-    parser.add_argument(
-        "--test-size", type=float, default=0.2, help="test fraction of each file (default: 0.2)"
-    )
+    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
     add_labels_option(parser)
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
     add_run_options(parser, memory=True)
     add_figure_options(parser)
-    parser.add_argument("--format", choices=("markdown", "text", "latex"), default="markdown")
-    parser.add_argument("--out", type=Path, default=Path("mdl-results"))
+    parser.add_argument(
+        "--format", choices=("markdown", "text", "latex"), default="markdown", help="table format"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=Path("mdl-results"), help="folder of the results"
+    )
+    add_export_option(parser)
     parser.set_defaults(handler=run_mdl)
 
 
@@ -82,9 +90,10 @@ def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -
 
 def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
+    from probemeter._exports import export_frames
     from probemeter._io import writable_folder, write_text_atomic
     from probemeter.mdl.method import entry_from_dict, mdl_unit
-    from probemeter.mdl.table import mdl_figure, mdl_table, save_mdl_results
+    from probemeter.mdl.table import mdl_figure, mdl_frames, mdl_table, save_mdl_results
 
     names = args.name or [path.stem for path in args.features]
     if len(names) != len(args.features):
@@ -93,6 +102,7 @@ def run_mdl(args: argparse.Namespace) -> int:
     # every file is read and the output folder proven writable before any probe is trained
     datasets = [_load(path, args.groups, args, name) for name, path in zip(names, args.features)]
     figures = figure_options(args)
+    formats = export_option(args)
     writable_folder(args.out, "--out")
     entries = []
     for data in datasets:
@@ -109,7 +119,8 @@ def run_mdl(args: argparse.Namespace) -> int:
     table = mdl_table(entries, args.format)
     save_mdl_results(args.out / "mdl.json", entries, {"command": "probemeter mdl"})
     write_text_atomic(args.out / "mdl.md", mdl_table(entries, "markdown") + "\n")
-    written = figures.save(mdl_figure(entries), args.out / "mdl")
+    written = export_frames(mdl_frames(entries), args.out, formats)
+    written += figures.save(mdl_figure(entries), args.out / "mdl")
     print(table)
-    print(f"\nwrote {args.out / 'mdl.json'}, mdl.md and {', '.join(p.name for p in written)}")
+    _log.info("wrote %s, mdl.md and %s", args.out / "mdl.json", ", ".join(p.name for p in written))
     return 0

@@ -13,15 +13,18 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from probemeter.cli._options import (
+    add_export_option,
     add_figure_options,
     add_labels_option,
     add_method_options,
     add_run_options,
+    export_option,
     figure_options,
     method_from_args,
 )
@@ -31,6 +34,8 @@ __all__ = ["add_pareto_parser"]
 
 #: --measures choices -> the measure names of the points (pareto.frontiers)
 _MEASURES = {"nuclear-norm": "nuclear norm", "rank": "rank", "label-shuffled": "label-shuffled"}
+
+_log = logging.getLogger(__name__)
 
 
 def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
@@ -46,23 +51,26 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     sweep.add_argument("--name", action="append", help="representation names, one per --train")
     sweep.add_argument("--task", default="task", help="task name for tables and plots")
-    sweep.add_argument("--test-size", type=float, default=0.2)
+    sweep.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
     add_labels_option(sweep)
     sweep.add_argument(
-        "--measures", nargs="+", choices=sorted(_MEASURES), default=sorted(_MEASURES)
+        "--measures",
+        nargs="+",
+        choices=sorted(_MEASURES),
+        default=sorted(_MEASURES),
+        help="complexity measures to sweep",
     )
     add_method_options(sweep, ParetoMethod, title="linear probes (nuclear norm, rank)")
     family = sweep.add_argument_group("random MLP family (label-shuffled complexity, App. A)")
-    family.add_argument("--mlps", type=int, default=50, help="family size (default: 50)")
-    family.add_argument(
-        "--mlp-steps", type=int, default=2000, help="Adam updates per MLP (default: 2000)"
-    )
-    family.add_argument(
-        "--mlp-lr", type=float, default=1e-3, help="Adam learning rate of the MLPs (default: 1e-3)"
-    )
+    family.add_argument("--mlps", type=int, default=50, help="family size")
+    family.add_argument("--mlp-steps", type=int, default=2000, help="Adam updates per MLP")
+    family.add_argument("--mlp-lr", type=float, default=1e-3, help="Adam learning rate of the MLPs")
     add_run_options(sweep, progress=False)
     add_figure_options(sweep)
-    sweep.add_argument("--out", type=Path, default=Path("probemeter-results"))
+    sweep.add_argument(
+        "--out", type=Path, default=Path("probemeter-results"), help="folder of the results"
+    )
+    add_export_option(sweep)
     sweep.set_defaults(handler=_run_sweep)
 
     table = actions.add_parser("table", help="hypervolume table and plots of saved points")
@@ -71,12 +79,15 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
         "--cap", action="append", default=[], metavar="MEASURE=VALUE",
         help="hypervolume interval [0, VALUE] for a measure (default: the shared maximum)",
     )  # fmt: skip
-    table.add_argument("--format", choices=("text", "markdown", "latex"), default="text")
+    table.add_argument(
+        "--format", choices=("text", "markdown", "latex"), default="text", help="table format"
+    )
     table.add_argument("--plot", type=Path, help="write the frontier plots to this image")
     table.set_defaults(handler=_run_table)
 
 
 def _run_sweep(args: argparse.Namespace) -> int:
+    from probemeter._exports import export_frames
     from probemeter._io import writable_folder
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_features
@@ -101,6 +112,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
         for name, path in zip(names, args.train)
     }  # fmt: skip
     figures = figure_options(args)
+    formats = export_option(args)
     writable_folder(args.out, "--out")
     frames = []
     for name, data in datasets.items():
@@ -123,7 +135,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
                     n_jobs=args.n_jobs, device=args.device,
                 )
             )  # fmt: skip
-        print(f"{name}: {time.perf_counter() - started:.1f} s")
+        _log.info("%s: %.1f s", name, time.perf_counter() - started)
     import pandas as pd
 
     points = pd.concat(frames, ignore_index=True)
@@ -131,9 +143,10 @@ def _run_sweep(args: argparse.Namespace) -> int:
     analysis = ParetoFrontiers(points, metadata={"command": "probemeter pareto sweep"})
     analysis.save(args.out / "pareto.json")
     _print_analysis(analysis, "text")
-    written = figures.save(analysis.figure(), args.out / "frontiers")
+    written = export_frames(analysis.frames(), args.out, formats)
+    written += figures.save(analysis.figure(), args.out / "frontiers")
     names = ", ".join(path.name for path in written)
-    print(f"wrote {args.out / 'points.csv'}, {args.out / 'pareto.json'}, {names}")
+    _log.info("wrote %s, %s, %s", args.out / "points.csv", args.out / "pareto.json", names)
     return 0
 
 
@@ -165,7 +178,7 @@ def _run_table(args: argparse.Namespace) -> int:
     _print_analysis(analysis, args.format)
     if args.plot:
         analysis.figure().savefig(args.plot, dpi=150, bbox_inches="tight")
-        print(f"wrote {args.plot}")
+        _log.info("wrote %s", args.plot)
     return 0
 
 

@@ -12,14 +12,17 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 from pathlib import Path
 from typing import Any
 
 from probemeter.cli._options import (
+    add_export_option,
     add_figure_options,
     add_method_options,
     add_run_options,
+    export_option,
     figure_options,
     method_from_args,
 )
@@ -27,6 +30,8 @@ from probemeter.power.bounds import COUNTINGS, VARIANTS
 from probemeter.power.method import PowerMethod
 
 __all__ = ["add_power_commands"]
+
+_log = logging.getLogger(__name__)
 
 
 def add_power_commands(commands: Any) -> None:
@@ -47,22 +52,27 @@ def add_power_commands(commands: Any) -> None:
             type=int,
             nargs="*",
             default=list(probe.default),
-            help=f"hidden widths of {side.upper()}'s probe (default: none, linear)",
+            help=f"hidden widths of {side.upper()}'s probe (none: linear)",
         )
     # --a is the baseline; each configuration has its own probe (--hidden-a/--hidden-b)
     add_method_options(power, PowerMethod, skip=("baseline", "probe"))
-    power.add_argument("--simulations", type=int, default=1000)
+    power.add_argument(
+        "--simulations", type=int, default=1000, help="simulated test sets per power estimate"
+    )
     _bound_options(power)
     power.add_argument(
         "--collapse",
         choices=("rotation", "none"),
         default="rotation",
-        help="also run the 6-fold rotation and give a collapse verdict (default: rotation)",
+        help="also run the 6-fold rotation and give a collapse verdict",
     )
     power.add_argument("--tolerance", type=float, default=0.01, help="collapse tolerance")
     add_run_options(power, progress=False)
     add_figure_options(power)
-    power.add_argument("--out", type=Path, default=Path("probemeter-power"))
+    power.add_argument(
+        "--out", type=Path, default=Path("probemeter-power"), help="folder of the results"
+    )
+    add_export_option(power)
     power.set_defaults(handler=_run_power)
 
     recommend = commands.add_parser(
@@ -82,7 +92,9 @@ def add_power_commands(commands: Any) -> None:
     )
     recommend.add_argument("--hidden", type=int, nargs="*", default=[], help="MLP widths")
     _bound_options(recommend)
-    recommend.add_argument("--variant", choices=VARIANTS, default="standard")
+    recommend.add_argument(
+        "--variant", choices=VARIANTS, default="standard", help="the bound's variant"
+    )
     recommend.add_argument("--C", type=float, default=1.0, help="Theorem 3's constant")
     recommend.add_argument(
         "--first-block-fraction", type=float, default=0.001, help="t1 / n of prequential MDL"
@@ -115,6 +127,7 @@ def _run_power(args: argparse.Namespace) -> int:
     from probemeter.probes import MLP
 
     method = method_from_args(PowerMethod, args, fixed={"baseline": args.name_a or "a"})
+    figures, formats = figure_options(args), export_option(args)
     X_a, y = load_features(args.a)
     X_b, y_b = load_features(args.b) if args.b else (X_a, y)
     y, y_b = np.asarray(y).astype(np.int64), np.asarray(y_b).astype(np.int64)
@@ -167,18 +180,20 @@ def _run_power(args: argparse.Namespace) -> int:
         ).pair(name_a, name_b)  # fmt: skip
         verdict = collapse_verdict(rotation, alpha=method.alpha, tolerance=args.tolerance)
         print(f"\ncollapse (6-fold rotation): {verdict}")
-    print(f"\ntrained in {time.perf_counter() - started:.1f} s")
-    _write_power_outputs(args.out, report, comparison, verdict, figure_options(args))
+    _log.info("trained in %.1f s", time.perf_counter() - started)
+    _write_power_outputs(args.out, report, comparison, verdict, figures, formats)
     return 0
 
 
 def _write_power_outputs(
-    out: Path, report: Any, comparison: Any, verdict: Any, figures: Any
+    out: Path, report: Any, comparison: Any, verdict: Any, figures: Any, formats: tuple[str, ...]
 ) -> None:
     from matplotlib.figure import Figure
 
+    from probemeter._exports import export_frames
     from probemeter._figures import shared_legend
     from probemeter._io import write_json_atomic
+    from probemeter.power.table import power_frames
 
     out.mkdir(parents=True, exist_ok=True)
     report.save(out / "power.json")
@@ -190,8 +205,9 @@ def _write_power_outputs(
     ax.get_legend().remove()  # one legend for the figure, below it
     ax.set_title("accuracy and the generalisation bound (Zhu et al. Fig. 2)", fontsize=10)
     shared_legend(bounds, [ax], columns=2)
-    written = figures.save(report.figure(), out / "power") + figures.save(bounds, out / "bounds")
-    print(f"wrote {out}/power.json, comparison.json, {', '.join(p.name for p in written)}")
+    written = export_frames(power_frames(report, [comparison]), out, formats)
+    written += figures.save(report.figure(), out / "power") + figures.save(bounds, out / "bounds")
+    _log.info("wrote %s/power.json, comparison.json, %s", out, ", ".join(p.name for p in written))
 
 
 def _run_recommend(args: argparse.Namespace) -> int:

@@ -4,24 +4,31 @@ resumable, in this process or on a Ray cluster (``--backend ray``)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import math
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._options import add_figure_options, add_max_memory_option, figure_options
+from probemeter.cli._options import (
+    add_export_option,
+    add_figure_options,
+    add_max_memory_option,
+    export_option,
+    figure_options,
+)
 
 __all__ = ["add_run_command"]
+
+_log = logging.getLogger(__name__)
 
 
 def add_run_command(commands: Any) -> None:
     """Register ``run``."""
     run = commands.add_parser("run", help="run an experiment file (TOML), resuming a stopped run")
     run.add_argument("experiment", type=Path, help="the experiment file (see README)")
-    run.add_argument(
-        "--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name> (default: runs)"
-    )
+    run.add_argument("--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name>")
     run.add_argument("--fresh", action="store_true", help="recompute units already stored")
     run.add_argument("--check", action="store_true", help="only validate the file, then exit")
     run.add_argument(
@@ -34,6 +41,7 @@ def add_run_command(commands: Any) -> None:
     )
     add_max_memory_option(run)
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    add_export_option(run, "the run folder")
     add_figure_options(run)
     run.add_argument(
         "--template",
@@ -110,7 +118,7 @@ def _run_experiment(args: argparse.Namespace) -> int:
     from probemeter.runs.runner import run_experiment
 
     ray = _ray_settings(args)
-    figures = figure_options(args)
+    figures, formats = figure_options(args), export_option(args)
     experiment = load_experiment(args.experiment)
     if args.save_probes:
         problem = save_probes_problem(experiment.method)
@@ -134,16 +142,17 @@ def _run_experiment(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         ray=ray,
         figures=figures,
+        export=formats,
     )
     for name, timing in run.timings.items():
         how = "loaded (computed earlier in" if timing["loaded"] else "computed in"
-        print(f"{name}: {how} {timing['seconds']:.1f} s" + (")" if timing["loaded"] else ""))
+        _log.info("%s: %s %.1f s%s", name, how, timing["seconds"], ")" if timing["loaded"] else "")
     print()
     print(run.table)
     files = write_report(run.run_dir, template=args.template)
     written = ", ".join(path.name for path in run.files)
-    print(
-        f"\nwrote {written}, experiment.toml and units/ to {run.run_dir} "
-        f"in {time.perf_counter() - started:.1f} s; report: {files.html}"
-    )
+    _log.info(
+        "wrote %s, experiment.toml and units/ to %s in %.1f s; report: %s",
+        written, run.run_dir, time.perf_counter() - started, files.html,
+    )  # fmt: skip
     return 0

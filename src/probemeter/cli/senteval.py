@@ -13,10 +13,13 @@ pipeline, counts). The labels are silver: spaCy's tags and parses
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
 __all__ = ["add_senteval_command"]
+
+_log = logging.getLogger(__name__)
 
 # the names of generate_tasks' tasks (checked against GENERATED_TASKS by a test): the
 # command's --help must not import the datasets package
@@ -92,9 +95,12 @@ def _generate(args: argparse.Namespace) -> int:
             f"te {counts['te']:5d}  classes {classes}"
         )
     seconds = time.perf_counter() - start
-    print(
-        f"wrote {len(metadata['tasks'])} task files (silver labels) from "
-        f"{metadata['n_usable']} of {metadata['n_sentences']} sentences to {args.out} in "
-        f"{seconds:.1f} s"
+    _log.info(
+        "wrote %d task files (silver labels) from %d of %d sentences to %s in %.1f s",
+        len(metadata["tasks"]),
+        metadata["n_usable"],
+        metadata["n_sentences"],
+        args.out,
+        seconds,
     )
     return 0

@@ -36,6 +36,7 @@ _EXPORTS = {
     "refine_sample_complexity": ".refine",
     "rounds_for_width": ".refine",
     "load_curves": ".results",
+    "result_frames": ".results",
     "save_results": ".results",
 }
 __all__ = sorted(_EXPORTS)

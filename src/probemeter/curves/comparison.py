@@ -135,25 +135,39 @@ class Comparison:
         return rows
 
     def to_markdown(self, digits: int = 2) -> str:
-        """A GitHub-flavoured Markdown table in the layout of Whitney et al., Table 1."""
-        return self._render("markdown", ["n", "measure"], self.table_rows(digits))
+        """A GitHub-flavoured Markdown table in the layout of Whitney et al., Table 1, under
+        the caption line of :meth:`caption` (Pandoc's ``Table: …``), so a table in bits
+        cannot pass for one in nats."""
+        rows = self.table_rows(digits)
+        return self._render("markdown", ["n", "measure"], rows, title=self.caption())
 
     def to_latex(self, digits: int = 2) -> str:
-        """A LaTeX ``tabular`` (booktabs rules) in the layout of Whitney et al., Table 1."""
+        """A LaTeX ``table`` float: the ``tabular`` (booktabs rules) in the layout of Whitney
+        et al., Table 1, and :meth:`caption` as its ``\\caption``."""
         rows = [
             [n, re.sub(r"ε=(\S+)", r"$\\varepsilon=\1$", label)]
             + [cell.replace(">", "$>$") for cell in values]
             for n, label, *values in self.table_rows(digits)
         ]
         names = [latex_escape(name) for name in self.representations]
-        return self._render("latex", ["$n$", "Measure"], rows, names=names, escape=False)
+        caption = (
+            latex_escape(self.caption()).replace("εSC", r"$\varepsilon$SC").replace("> x", "$>x$")
+        )
+        return self._render(
+            "latex", ["$n$", "Measure"], rows, names=names, escape=False, title=caption
+        )
 
-    def __str__(self) -> str:
-        title = (
+    def caption(self) -> str:
+        """The line every rendering of the table starts with: the metric, the unit of VA,
+        MDL, SDL and ε (εSC counts examples), the threshold rule, and how lower bounds look;
+        e.g. ``metric=loss, unit=bits (εSC in examples), rule=last; > x: lower bound``."""
+        return (
             f"metric={self.metric}, unit={self.unit} (εSC in examples), rule={self.rule}; "
             "> x: lower bound"
         )
-        return self._render("text", ["n", "measure"], self.table_rows(), title=title)
+
+    def __str__(self) -> str:
+        return self._render("text", ["n", "measure"], self.table_rows(), title=self.caption())
 
     def _render(
         self,

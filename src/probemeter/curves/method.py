@@ -112,7 +112,7 @@ class CurveMethod(Method):
         from probemeter.curves.comparison import compare
         from probemeter.curves.curve import LossDataCurve
         from probemeter.curves.plotting import plot_curves
-        from probemeter.curves.results import save_results
+        from probemeter.curves.results import result_frames, save_results
 
         curves = tuple(LossDataCurve.from_dict(result) for result in results)
         comparison = compare(curves, self.epsilon, unit=self.unit)
@@ -120,7 +120,10 @@ class CurveMethod(Method):
         nats = self.epsilon if self.unit == "nats" else self.epsilon * math.log(2)
         figure_files = plot_curves(curves, nats, run_dir / "curves", figures)
         files = (run_dir / "results.json", *figure_files)
-        return MethodRun(str(comparison), files, curves=curves, comparison=comparison)
+        frames = result_frames(curves, comparison)
+        return MethodRun(
+            str(comparison), files, curves=curves, comparison=comparison, frames=frames
+        )
 
     def headlines(self) -> tuple[Headline, ...]:
         """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer)."""

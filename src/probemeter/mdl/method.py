@@ -103,10 +103,10 @@ class MDLMethod(Method):
     keeps_probes = True
 
     def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
-        if self.control and task not in ("ptb", "edge-probing"):
+        if self.control and task not in ("ptb", "conllu", "edge-probing"):
             message = (
-                "the control task maps word types to labels: it needs a text task (ptb or "
-                "edge-probing); set control = false"
+                "the control task maps word types to labels: it needs a text task (ptb, "
+                "conllu or edge-probing); set control = false"
             )
             return [("method.control", message)]
         return []
@@ -136,14 +136,14 @@ class MDLMethod(Method):
         extra: dict[str, Any],
         figures: FigureOptions,
     ) -> MethodRun:
-        from probemeter.mdl.table import mdl_figure, mdl_table, save_mdl_results
+        from probemeter.mdl.table import mdl_figure, mdl_frames, mdl_table, save_mdl_results
 
         entries = [entry_from_dict(result) for result in results]
         save_mdl_results(run_dir / "results.json", entries, extra)
         figure_files = figures.save(mdl_figure(entries), run_dir / "mdl")
         tables = (mdl_table(entries, "text"), mdl_table(entries), mdl_table(entries, "latex"))
         files = (run_dir / "results.json", *figure_files)
-        return write_run_files(self, run_dir, tables, files, extra)
+        return write_run_files(self, run_dir, tables, files, extra, mdl_frames(entries))
 
     def _headline_codes(self) -> list[tuple[str, str, Headline]]:
         """Per headline: the :class:`~probemeter.mdl.table.MDLEntry` code it reads (e.g.

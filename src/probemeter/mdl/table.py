@@ -35,6 +35,7 @@ __all__ = [
     "load_mdl_results",
     "mdl_figure",
     "mdl_frame",
+    "mdl_frames",
     "mdl_table",
     "save_mdl_results",
 ]
@@ -99,6 +100,26 @@ def mdl_frame(entries: Sequence[MDLEntry]) -> pd.DataFrame:
         row["selectivity"] = row["accuracy"] - row["control_accuracy"]
         rows.append(row)
     return pd.DataFrame(rows).set_index("representation")
+
+
+def mdl_frames(entries: Sequence[MDLEntry]) -> dict[str, pd.DataFrame]:
+    """The tables of an MDL run, by name: ``mdl``, one row per representation
+    (:func:`mdl_frame`, its index as the ``representation`` column); ``online``, every block
+    of every online code (:meth:`OnlineCode.to_frame`, in bits), and ``variational``, every
+    seed of every variational code (:meth:`VariationalCode.to_frame`, in bits), each with a
+    ``task`` column: ``"task"`` or ``"control"`` (Voita & Titov §3.1). A kind of code that no
+    entry has gives no table."""
+    frames = {"mdl": mdl_frame(entries).reset_index()}
+    for code in ("online", "variational"):
+        parts = [
+            getattr(entry, f"{prefix}{code}").to_frame().assign(task=task)
+            for entry in entries
+            for prefix, task in (("", "task"), ("control_", "control"))
+            if getattr(entry, f"{prefix}{code}") is not None
+        ]
+        if parts:
+            frames[code] = pd.concat(parts, ignore_index=True)
+    return frames
 
 
 def mdl_table(entries: Sequence[MDLEntry], fmt: str = "markdown") -> str:

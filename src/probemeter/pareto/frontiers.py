@@ -379,6 +379,12 @@ class ParetoFrontiers(JsonResult):
             }
         )
 
+    def frames(self) -> dict[str, pd.DataFrame]:
+        """The tables of the analysis, by name: ``frontiers``, every probe with its frontier
+        flags (:meth:`to_frame`), and ``hypervolume``, the hypervolume of each measure,
+        representation and task (:meth:`HypervolumeTable.to_frame`, Tables 2–3)."""
+        return {"frontiers": self.to_frame(), "hypervolume": self.hypervolume_table().to_frame()}
+
     def hypervolume_table(
         self, measures: Sequence[str] | None = None, tasks: Sequence[str] | None = None
     ) -> HypervolumeTable:

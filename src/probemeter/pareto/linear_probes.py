@@ -216,10 +216,11 @@ def fit_rank_probes(
     ``K × (d+1)`` map has rank ≤ r. Probes of different r share one stack of width
     max(r); columns beyond a probe's r are masked to zero.
 
+    The other arguments are as in :func:`fit_nuclear_norm_probes` (``d`` is
+    ``learned_input`` when given).
+
     Args:
         ranks: maximum ranks, integers in 1 … min(K, d) (default: all of them).
-        Other arguments as in :func:`fit_nuclear_norm_probes` (``d`` is ``learned_input`` when
-        given).
 
     Raises:
         ValueError: an empty rank list, a rank < 1 or above min(K, d).

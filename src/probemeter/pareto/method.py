@@ -87,7 +87,7 @@ class ParetoMethod(Method):
         table = frontiers.hypervolume_table()
         tables = (str(table), table.to_markdown(), table.to_latex())
         files = (run_dir / "results.json", run_dir / "points.csv", *figure_files)
-        return write_run_files(self, run_dir, tables, files, extra)
+        return write_run_files(self, run_dir, tables, files, extra, frontiers.frames())
 
     def _measures(self) -> tuple[str, ...]:
         from probemeter.pareto.frontiers import NUCLEAR_NORM, RANK

@@ -21,7 +21,7 @@ hypervolumes:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -284,6 +284,7 @@ def treebank_tasks(
     *,
     name: str = "representation",
     standardize: bool = True,
+    relations: Sequence[str] | None = None,
 ) -> tuple[ProbeData, ProbeData, ParseSplit]:
     """POSL, DAL and parsing data of one representation of ``treebank`` (§6, §7).
 
@@ -293,10 +294,16 @@ def treebank_tasks(
             :func:`probemeter.datasets.conll.sentence_test_mask`).
         standardize: standardise features with training-pool statistics (turn it off for
             one-hot indicators).
+        relations: the DAL label vocabulary (default: the treebank's relations, sorted); for
+            a treebank's official split give the vocabulary of all its files,
+            ``splits.vocabulary("deprel")`` with ``treebank = splits.combined`` and
+            ``test_mask = splits.test_mask``
+            (:class:`~probemeter.datasets.treebank_splits.TreebankSplits`).
 
     Returns:
         ``(posl, dal, parsing)``: POSL data grouped by word type; DAL data of ``[h_tail;
-        h_head]`` pairs (root arcs left out) labelled with the tail's relation; parsing data.
+        h_head]`` pairs (root arcs left out) labelled with the tail's relation and grouped by
+        the tail's word type (for control tasks); parsing data.
 
     Raises:
         ValueError: shapes that do not match the treebank, a split that cuts a sentence.
@@ -321,13 +328,15 @@ def treebank_tasks(
         standardize=False, name=f"{name}:POSL", groups=types[~test], groups_test=types[test],
     )  # fmt: skip
     heads = np.array([h for sentence in treebank.heads for h in sentence], dtype=np.int64)
-    relations, relation_vocabulary = task_labels(treebank, "deprel")
+    relation_ids, relation_vocabulary = task_labels(treebank, "deprel", relations)
     pairs, tails, _ = arc_pairs(X, heads, sentences)
     on_test = test[tails]
     dal = ProbeData.from_arrays(
-        pairs[~on_test], relations[tails][~on_test], pairs[on_test], relations[tails][on_test],
-        n_classes=len(relation_vocabulary), standardize=False, name=f"{name}:DAL",
+        pairs[~on_test], relation_ids[tails][~on_test], pairs[on_test],
+        relation_ids[tails][on_test], n_classes=len(relation_vocabulary), standardize=False,
+        name=f"{name}:DAL", groups=types[tails][~on_test], groups_test=types[tails][on_test],
     )  # fmt: skip
+    dal = replace(dal, classes=tuple(relation_vocabulary))
     parsing = ParseSplit(
         X[~test], heads[~test], sentences[~test], X[test], heads[test], sentences[test]
     )

@@ -35,6 +35,7 @@ _EXPORTS = {
     "check_alpha": ".simulation",
     "simulate_power": ".simulation",
     "PowerReport": ".table",
+    "power_frames": ".table",
     "power_report": ".table",
 }
 __all__ = sorted(_EXPORTS)

@@ -173,7 +173,7 @@ def detect_collapse(
             subsamples of ``per_class`` training examples per class, 4:1:1).
         seeds: seeds per split.
         training: passed to :func:`probemeter.power.paired.run_configurations` (steps, lr,
-        n_jobs...).
+            n_jobs...).
     """
     one_of("rotation", "pilots")(method, "method")
     if method == "rotation":

@@ -98,7 +98,7 @@ class PowerMethod(Method):
         figures: FigureOptions,
     ) -> MethodRun:
         from probemeter.power.paired import PairedComparison
-        from probemeter.power.table import power_report
+        from probemeter.power.table import power_frames, power_report
 
         comparisons = [PairedComparison.from_dict(result) for result in results]
         report = power_report(comparisons, alpha=self.alpha)
@@ -107,7 +107,8 @@ class PowerMethod(Method):
         latex = report.to_frame().to_latex(index=False, float_format=lambda v: f"{v:.3g}")
         tables = (str(report), report.to_markdown(), latex)
         files = (run_dir / "results.json", *figure_files)
-        return write_run_files(self, run_dir, tables, files, extra)
+        frames = power_frames(report, comparisons)
+        return write_run_files(self, run_dir, tables, files, extra, frames)
 
     def headlines(self) -> tuple[Headline, ...]:
         """Test accuracy at the largest split (Zhu et al., Table 2's R)."""

