@@ -179,3 +179,14 @@ def test_callable_encoder_rejects_bad_output(function, dimension, match) -> None
 def test_callable_encoder_rejects_bad_arguments(kwargs, match) -> None:
     with pytest.raises(ValueError, match=match):
         CallableEncoder(**kwargs)
+
+
+def test_sentence_means_average_the_known_words_of_each_sentence():
+    vectors = np.array([[1.0, 2.0], [3.0, 6.0], [-4.0, 0.5]], dtype=np.float32)
+    encoder = StaticWordVectors(["a", "b", "c"], vectors)
+    means = encoder.sentence_means([["a", "b"], ["zzz", "C"], ["zzz"], ["a", "a", "c"]])
+    expected = [[2.0, 4.0], [-4.0, 0.5], [0.0, 0.0], [-2.0 / 3, 4.5 / 3]]
+    np.testing.assert_allclose(means, expected, rtol=1e-6)
+    assert means.dtype == np.float32 and encoder.oov_count == 2
+    with pytest.raises(ValueError, match=r"inputs\[1\] must be a non-empty list of words"):
+        encoder.sentence_means([["a"], []])

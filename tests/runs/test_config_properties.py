@@ -52,6 +52,7 @@ from hypothesis import strategies as st
 from probemeter.cli.main import main
 from probemeter.datasets import Treebank, write_conllu
 from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
+from probemeter.datasets.senteval import TASK_FILES, write_senteval
 from probemeter.runs.config import ExperimentError, load_experiment
 
 if sys.version_info >= (3, 11):
@@ -182,8 +183,8 @@ BASES = _bases()
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder with the feature files of ``npz-curve`` and ``npz-layers-power`` (3-D: 4 layers)
-    and the data files of the ``conllu`` and ``edge_probing`` examples; experiment files go
-    here too."""
+    and the data files of the ``conllu``, ``edge_probing`` and ``senteval`` examples;
+    experiment files go here too."""
     folder = tmp_path_factory.mktemp("experiments")
     rng = np.random.default_rng(0)
     for name, rows in (("train.npz", 60), ("test.npz", 20)):
@@ -201,6 +202,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for split in ("train", "test"):
             path = folder / "data" / "edge-probing-ptb" / task / f"{split}.json"
             write_edge_probing(treebank_targets(treebank, task), path)
+    for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
+        rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
+        write_senteval(folder / "data" / "senteval-ptb" / TASK_FILES[task], rows, task)
     return folder
 
 

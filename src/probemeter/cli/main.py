@@ -7,6 +7,8 @@
 * ``probemeter power`` / ``probemeter recommend`` — statistical power and data requirements of
   a comparison problem (Zhu et al.; :mod:`probemeter.cli.power`);
 * ``probemeter pareto sweep|table`` — Pareto probing (:mod:`probemeter.cli.pareto`);
+* ``probemeter senteval generate`` — SentEval probing files from raw text
+  (:mod:`probemeter.cli.senteval`);
 * ``probemeter completion bash|zsh`` — the shell completion script
   (:mod:`probemeter.cli.completion`).
 
@@ -42,6 +44,7 @@ from probemeter.cli.mdl import add_mdl_command
 from probemeter.cli.pareto import add_pareto_parser
 from probemeter.cli.power import add_power_commands
 from probemeter.cli.run import add_run_command
+from probemeter.cli.senteval import add_senteval_command
 
 __all__ = ["build_parser", "main"]
 
@@ -103,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_power_commands(commands)
     add_pareto_parser(commands)
     add_mdl_command(commands)
+    add_senteval_command(commands)
     add_completion_command(commands)
     add_output_options(parser, top=True)
     for command in subparsers(parser):

@@ -102,6 +102,22 @@ class StaticWordVectors:
         self.oov_count = int((~known).sum())
         return features, known
 
+    def sentence_means(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
+        """One row per sentence: the mean of its in-vocabulary words' vectors (a zero row when
+        none is known), float32 ``(n_sentences, dimension)`` — the averaged-GloVe sentence
+        baseline of Zhu et al. 2020 §4.1 (and of SentEval). :attr:`oov_count` counts the
+        out-of-vocabulary words of all sentences.
+
+        Raises:
+            ValueError: no sentences, or a sentence that is not a non-empty list of words.
+        """
+        features, known = self.lookup(sentences)  # validates: non-empty word lists
+        lengths = np.array([len(sentence) for sentence in sentences])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        sums = np.add.reduceat(features, starts, axis=0)
+        counts = np.add.reduceat(known.astype(np.float32), starts)
+        return (sums / np.maximum(counts, 1)[:, None]).astype(np.float32)
+
     def _key(self, word: str) -> str:
         return word.lower() if self.lowercase else word
 

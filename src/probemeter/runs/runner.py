@@ -48,6 +48,7 @@ from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank, probe_data
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
+from probemeter.datasets.senteval import SentEvalData
 from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
@@ -308,13 +309,16 @@ class _TaskInputs:
     treebank: Treebank | None = None
     #: an edge-probing task's training and test files
     edges: tuple[EdgeProbingSet, EdgeProbingSet] | None = None
+    #: the task file of a ``senteval`` task (one row per sentence)
+    senteval: SentEvalData | None = None
     #: a gold treebank's official split (task "conllu"); ``treebank`` is its train + test
     splits: TreebankSplits | None = None
     #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
     heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
-    #: per (model, random_init, dtype, word_pooling): the encoder's key and every layer's word
-    #: features (one encoder pass for all; memory-mapped files when there is a feature cache)
-    layers: dict[tuple[str, bool, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
+    #: per (model, random_init, dtype, word_pooling, pooling): the encoder's key and every
+    #: layer's features (one encoder pass for all; memory-mapped files when there is a
+    #: feature cache)
+    layers: dict[tuple[str, bool, str, str, str], tuple[dict[str, Any], list[np.ndarray]]] = field(
         default_factory=dict
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
@@ -338,7 +342,9 @@ class _TaskInputs:
     def labels_digest(self) -> str:
         """A hash of the words and their annotation (what the labels are made of): a
         treebank's, every split file's of an official split (the split and the label
-        vocabulary), or an edge-probing task's sentences and targets."""
+        vocabulary), an edge-probing task's sentences and targets, or a SentEval file's lines."""
+        if self.senteval is not None:
+            return self.senteval.digest
         treebank = self.treebank
         content: list[Any] = (
             [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
@@ -404,6 +410,10 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
         return _TaskInputs({}, task=task, edges=edges)
     if task.dataset == "conllu":
         return _treebank_split_inputs(task)
+    if task.dataset == "senteval":
+        from probemeter.datasets.senteval import read_senteval
+
+        return _TaskInputs({}, task=task, senteval=read_senteval(options["path"], options["task"]))
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
@@ -505,16 +515,21 @@ def _fitted_features(rep: Representation, inputs: _TaskInputs, build: _Build) ->
 
 
 def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
-    """Encode the task's words (one row per word) and split them by sentence (a treebank), or
-    pool them into the spans of an edge-probing task's targets (its own split)."""
-    sentences = inputs.words
+    """Encode the task's text: words (one row per word) split by sentence (a treebank), or
+    pooled into the spans of an edge-probing task's targets (its own split); or SentEval's
+    sentences (one row per sentence, the file's own split)."""
+    senteval = inputs.senteval
+    sentences: list[Any] = list(senteval.sentences) if senteval is not None else inputs.words
     if rep.kind == "transformer":
         model, random_init = rep.options["model"], rep.options["random_init"]
         dtype, batch_size = rep.options["dtype"], rep.options["batch_size"]
         word_pooling = rep.options["word_pooling"]
-        group = (model, random_init, dtype, word_pooling)
+        pooling = rep.options.get("pooling") or "words"
+        group = (model, random_init, dtype, word_pooling, pooling)
         if group not in inputs.layers:
-            encoder = _transformer(model, random_init, dtype, word_pooling, batch_size, build)
+            encoder = _transformer(
+                model, random_init, dtype, word_pooling, batch_size, build, pooling
+            )
             inputs.layers[group] = (
                 {**encoder.cache_key, "layer": "all"},
                 _layer_features(encoder, sentences, build.cache),
@@ -532,6 +547,13 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
             features = np.concatenate([layers[layer] for layer in chosen], axis=1)
         else:
             features = layers[chosen]
+    elif senteval is not None:  # glove (spacy is refused by the file's checks)
+        glove = glove_6b_50d()
+        features_key = {**glove.cache_key, "pooling": "mean"}
+        words = [sentence.split() for sentence in sentences]
+        features = _cached(
+            build.cache, {**features_key, "sentences": words}, lambda: glove.sentence_means(words)
+        )
     else:
         encoder = (
             glove_6b_50d() if rep.kind == "glove" else SpacyTokenVectors(progress=build.progress)
@@ -543,6 +565,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
     options = inputs.task.options
 
     def split() -> ProbeData:
+        if senteval is not None:
+            return senteval.probe_data(features, name=rep.name)
         if inputs.edges is not None:
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
         if inputs.splits is not None:  # the official split
@@ -632,17 +656,24 @@ def _layer_features(
 
 
 def _transformer(
-    model: str, random_init: bool, dtype: str, word_pooling: str, batch_size: int, build: _Build
+    model: str,
+    random_init: bool,
+    dtype: str,
+    word_pooling: str,
+    batch_size: int,
+    build: _Build,
+    pooling: str = "words",
 ) -> TransformerEncoder:
-    """The word encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a
-    local folder's absolute path or a Hugging Face Hub id (as the file reader left it)."""
+    """The encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a local
+    folder's absolute path or a Hugging Face Hub id (as the file reader left it); ``pooling``
+    ``"words"`` (ptb) or a sentence pooling (senteval)."""
     source = (
         minilm_path() if model == "minilm" else Path(model) if Path(model).is_absolute() else model
     )
     return TransformerEncoder(
         source,
         0,
-        pooling="words",
+        pooling=pooling,
         batch_size=batch_size,
         device=build.device,
         dtype=dtype,
