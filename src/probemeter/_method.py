@@ -192,6 +192,10 @@ class Method(ABC):
     #: whether its probes can learn a scalar mix of layers (``combine = "scalar-mix"``: the
     #: data's ``mix_layers``)
     mixes_layers: ClassVar[bool] = False
+    #: whether its probes train in the engine from :func:`~probemeter.probes.probe_for`, so
+    #: they can pool edge-probing spans with learned self-attention (the data's
+    #: ``span_tokens``)
+    pools_spans: ClassVar[bool] = False
     #: one line: what the method computes and from which paper
     summary: ClassVar[str]
     #: whether its units can keep their trained probes (``save_probes``): then their functions

@@ -84,10 +84,10 @@ def test_task_keys_and_methods_are_checked(files, tmp_path):
     problems = "\n".join(error.value.problems)
     assert "task.train: missing (required)" in problems
     assert "task.pooling: must be one of ['mean', 'max', 'endpoints', 'self-attention']" in problems
-    power = 'kind = "power"\nbaseline = "bert-0"'
     attention = 'pooling = "self-attention"'
+    pareto = 'kind = "pareto"'
     with pytest.raises(ExperimentError, match=r"task\.pooling: self-attention pooling is learned"):
-        load_experiment(_experiment(files, attention, power))
+        load_experiment(_experiment(files, attention, pareto))
     keep = (
         _experiment(files, attention)
         .read_text()
@@ -129,6 +129,17 @@ def test_runs_of_both_methods_on_an_edge_probing_task(files, tmp_path):
     method = 'kind = "mdl"\nprobe = [8]\nseeds = 1\ntimesteps = [0.25, 0.5, 1.0]\nmax_epochs = 3'
     mdl = _experiment(files, 'pooling = "endpoints"', method)
     assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
+    power = 'kind = "power"\nbaseline = "bert-0"\nper_class = [4]\nseeds = 1\nsteps = 5'
+    # every class often enough for stratified 4:1:1 splits of 4 training examples per class
+    write_edge_probing(_phrases(WORDS[:3] * 6), files / "power_train.json")
+    write_edge_probing(_phrases(WORDS[:3] * 2), files / "power_test.json")
+    span_power = _experiment(files, 'pooling = "self-attention"', power)
+    text = span_power.read_text().replace('"train.json"', '"power_train.json"')
+    span_power.write_text(text.replace('"test.json"', '"power_test.json"'))
+    assert main(["run", str(span_power), "--out", str(tmp_path / "power"), "-q"]) == 0
+    compared = json.loads((tmp_path / "power" / "exp" / "results.json").read_text())
+    probes = compared["metadata"]["training"]["probes"]
+    assert probes["bert-2"]["span"] == [2] and probes["bert-0"]["projection"] == 256
     results = json.loads((tmp_path / "mdl" / "exp" / "results.json").read_text())
     entry = results["entries"][0]
     assert entry["name"] == "bert-0" and entry["control_online"] is not None  # span-text control

@@ -69,6 +69,7 @@ class CurveMethod(Method):
 
     kind = "curve"
     mixes_layers = True
+    pools_spans = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
 

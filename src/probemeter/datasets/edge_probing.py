@@ -430,9 +430,9 @@ def edge_probe_data(
     vectors are standardised with the statistics of the training tokens before the spans are
     laid out (the counts and the zero padding stay as they are), both splits share one
     :class:`SpanLayout`, and ``span_tokens`` tells :func:`~probemeter.probes.probe_for` to
-    pool them with learned attention: loss-data curves and online codes train such probes
-    (through ``probe_for``); power analyses, Pareto sweeps and kept probes take the fixed
-    poolings.
+    pool them with learned attention: loss-data curves, online codes and power analyses
+    train such probes (through ``probe_for``); Pareto sweeps, variational codes and kept
+    probes take the fixed poolings.
 
     Raises:
         ValueError: as :func:`edge_labels` and :func:`span_features`; splits with different

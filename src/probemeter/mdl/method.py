@@ -99,6 +99,7 @@ class MDLMethod(Method):
 
     kind = "mdl"
     mixes_layers = True
+    pools_spans = True
     summary = "Voita & Titov: online code of each representation and its control task, bits"
     keeps_probes = True
 

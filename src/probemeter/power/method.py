@@ -56,6 +56,7 @@ class PowerMethod(Method):
     )
 
     kind = "power"
+    pools_spans = True
     summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
 
     def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
@@ -167,7 +168,7 @@ def power_unit(
     ``per_class`` training examples per class (Zhu et al. §4.1), as JSON."""
     from probemeter.power.paired import paired_data, run_configurations
     from probemeter.power.sampling import stratified_splits
-    from probemeter.probes import MLP
+    from probemeter.probes import MLP, probe_for
 
     baseline, other = pair
     X_a, X_b, y = paired_data(baseline, other)
@@ -177,7 +178,10 @@ def power_unit(
         y,
         splits,
         method.seeds,
-        probes=MLP(method.probe),
+        probes={  # span probes where the rows are edge-probing spans (self-attention)
+            data.name: probe_for(data, method.probe) if data.span_tokens else MLP(method.probe)
+            for data in pair
+        },
         steps=method.steps,
         batch_size=method.batch_size,
         lr=method.lr,

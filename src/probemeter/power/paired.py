@@ -195,7 +195,10 @@ def run_configurations(
         probes: one probe for all configurations or name -> probe; default linear (logistic
             regression, the paper's main probe).
         standardize: z-score each configuration's features with statistics of all its rows
-            (an unsupervised transform; labels are never used).
+            (an unsupervised transform; labels are never used); not the rows of span probes
+            (``MLP(span=...)``), whose token counts and zero padding must stay as they are
+            (:func:`~probemeter.datasets.edge_probing.edge_probe_data` standardises their
+            token vectors).
         steps, batch_size, lr, device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
         classes: the original label of each class index of ``y`` (``ProbeData.classes``),
             kept in the results; None: not known.
@@ -223,7 +226,7 @@ def run_configurations(
     correct: dict[str, tuple[np.ndarray, ...]] = {}
     seconds = {}
     for name, X in arrays.items():
-        if standardize:
+        if standardize and not probe_map[name].span:
             std = X.std(axis=0, dtype=np.float64)
             std[std == 0] = 1.0
             X = ((X - X.mean(axis=0, dtype=np.float64)) / std).astype(np.float32)

@@ -29,8 +29,8 @@ Schema (every key not marked *required* has the default shown)::
     #                multiword tokens read as their words, empty nodes skipped
     # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
-    #                | "endpoints" | "self-attention": learned by the probes, curve and mdl
-    #                methods only), max_tokens = 32 (longest span with self-attention) --
+    #                | "endpoints" | "self-attention": learned by the probes; curve, mdl
+    #                (online) and power methods), max_tokens = 32 (longest span with self-attention) --
     #                one row per target, its span(s) pooled from the words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
@@ -471,11 +471,11 @@ def _check_method(
     for where, message in method.check_setup(task.dataset if task else None, names):
         reader.add(where, message)
     if task is not None and task.options.get("pooling") == "self-attention":
-        if not method.mixes_layers or getattr(method, "variational", False):
+        if not method.pools_spans or getattr(method, "variational", False):
             reader.add(
                 "task.pooling",
-                "self-attention pooling is learned by the engine's probes (curve and mdl "
-                f"methods, online code): the {method.kind} method cannot train it; use "
+                "self-attention pooling is learned by the engine's probes (curve, mdl and "
+                f"power methods, online code): the {method.kind} method cannot train it; use "
                 '"mean", "max" or "endpoints"',
             )
     for rep in reps:
