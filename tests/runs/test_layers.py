@@ -173,3 +173,31 @@ def test_files_round_trip_and_tables(tmp_path):
     assert set(frame["measure"]) == {"SDL", "SC", "accuracy"} and len(frame) == 9
     with pytest.raises(ValueError, match=r"probemeter\.layers/1"):
         LayerAnalysis.from_dict({"schema": "other"})
+
+
+def test_a_control_line_is_listed_once_per_model_in_the_legend():
+    def estimate(value):
+        return {"value": value, "low": None, "high": None, "lower_bound": False}
+
+    panel = "online codelength (kbits)"
+    headlines = [
+        {"name": "task", "label": panel, "better": "lower", "panel": panel},
+        {"name": "control", "label": f"control: {panel}", "better": "lower", "panel": panel,
+         "dashed": True},
+        {"name": "ratio", "label": "compression", "better": "higher", "panel": "compression"},
+        {"name": "control_ratio", "label": "control: compression", "better": "higher",
+         "panel": "compression", "dashed": True},
+    ]  # fmt: skip
+    rows = [
+        {"sweep": "m", "layer": layer, "representation": f"m-{layer}",
+         "estimates": {name: estimate(1.0 + layer) for name in ("task", "control", "ratio",
+                                                                 "control_ratio")},
+         "accuracy": estimate(0.5), "previous": None}
+        for layer in (0, 1)
+    ]  # fmt: skip
+    analysis = LayerAnalysis.from_dict(
+        {"schema": "probemeter.layers/1", "method": "mdl", "alpha": 0.05,
+         "headlines": headlines, "rows": rows, "verdicts": []}
+    )  # fmt: skip
+    labels = [text.get_text() for text in analysis.plot().legends[0].get_texts()]
+    assert labels == ["m", "m, control"]

@@ -30,8 +30,9 @@ Schema (every key not marked *required* has the default shown)::
     # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
     #                | "endpoints" | "self-attention": learned by the probes; curve, mdl
-    #                (online) and power methods), max_tokens = 32 (longest span with self-attention) --
-    #                one row per target, its span(s) pooled from the words' features
+    #                (online) and power methods), max_tokens = 32 (longest span with
+    #                self-attention) -- one row per target, its span(s) pooled from the
+    #                words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one

@@ -334,8 +334,9 @@ class LayerAnalysis(JsonResult):
         sweeps = list(dict.fromkeys(row.sweep for row in self.rows))
         for ax, panel in zip(axes[0], panels):
             for headline in self.headlines:
-                if headline.panel == panel:
-                    self._draw(ax, sweeps, headline.name, headline.dashed, headline.label)
+                if headline.panel == panel:  # a dashed line's role: its label less the panel's
+                    role = headline.label.removesuffix(panel).rstrip(": ") or headline.label
+                    self._draw(ax, sweeps, headline.name, headline.dashed, role)
             ax.set_title(panel, fontsize=9)
         self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
         axes[0][-1].set_title("test accuracy of the best probes", fontsize=9)
@@ -351,7 +352,7 @@ class LayerAnalysis(JsonResult):
         )
         return figure
 
-    def _draw(self, ax: Any, sweeps: list[str], measure: str, dashed: bool, label: str) -> None:
+    def _draw(self, ax: Any, sweeps: list[str], measure: str, dashed: bool, role: str) -> None:
         for index, sweep in enumerate(sweeps):
             rows = [row for row in self.rows if row.sweep == sweep]
             estimates = [
@@ -362,7 +363,7 @@ class LayerAnalysis(JsonResult):
             low = np.array([e.value if e.low is None else e.low for e in estimates])
             high = np.array([e.value if e.high is None else e.high for e in estimates])
             colour = f"C{index % 10}"
-            name = sweep if measure == "accuracy" or not dashed else f"{sweep}, {label}"
+            name = sweep if measure == "accuracy" or not dashed else f"{sweep}, {role}"
             ax.errorbar(
                 layers, values, yerr=[values - low, high - values], color=colour,
                 ls="--" if dashed else "-", marker="o", ms=4, capsize=3, label=name,
