@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -454,39 +454,36 @@ def _root(parse: _Parsed) -> int:
     return parse.heads.index(-1)
 
 
-def _tense(
-    sentences: _Sentences, parsed: _Parses, recipe: Recipe, rng: np.random.Generator
-) -> list[_Example]:
-    found = []
-    for parse in parsed:
-        if parse is None:
-            continue
-        root = _root(parse)
-        label = _TENSES.get(parse.tags[root])
-        if label is not None:
-            form = parse.words[root].lower()
-            found.append((label, parse.words, form, recipe.length_bin(len(parse.words))))
-    return found
+def _tagged_word(word: Callable[[_Parsed], int | None], labels: Mapping[str, str]) -> _Builder:
+    """A task labelling each parsed sentence by the fine tag of one of its words (``word``
+    gives its index, or None to skip the sentence), mapped through ``labels`` (sentences whose
+    tag has no label are left out); the word's lower-cased form is kept for the split."""
 
-
-def _number(relations: Sequence[str]) -> _Builder:
     def build(
         sentences: _Sentences, parsed: _Parses, recipe: Recipe, rng: np.random.Generator
     ) -> list[_Example]:
         found = []
         for parse in parsed:
-            if parse is None:
+            index = None if parse is None else word(parse)
+            if index is None:
                 continue
-            targets = parse.children(_root(parse), relations)
-            if not targets:
-                continue
-            label = _NUMBERS.get(parse.tags[targets[0]])
+            label = labels.get(parse.tags[index])
             if label is not None:
-                form = parse.words[targets[0]].lower()
+                form = parse.words[index].lower()
                 found.append((label, parse.words, form, recipe.length_bin(len(parse.words))))
         return found
 
     return build
+
+
+def _first_child(relations: Sequence[str]) -> Callable[[_Parsed], int | None]:
+    """The root's first dependent by one of ``relations``, or None."""
+
+    def word(parse: _Parsed) -> int | None:
+        targets = parse.children(_root(parse), relations)
+        return targets[0] if targets else None
+
+    return word
 
 
 def _coordination(parse: _Parsed) -> tuple[str, ...] | None:
@@ -530,9 +527,9 @@ _BUILDERS: dict[str, _Builder] = {
     "WC": _word_content,
     "TreeDepth": _tree_depth,
     "BShift": _bigram_shift,
-    "Tense": _tense,
-    "SubjNum": _number(_SUBJECTS),
-    "ObjNum": _number(("dobj",)),
+    "Tense": _tagged_word(_root, _TENSES),
+    "SubjNum": _tagged_word(_first_child(_SUBJECTS), _NUMBERS),
+    "ObjNum": _tagged_word(_first_child(("dobj",)), _NUMBERS),
     "CoordInv": _coordination_inversion,
 }
 
