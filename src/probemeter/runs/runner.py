@@ -330,7 +330,7 @@ class _TaskInputs:
             self.files[train, test] = (*load_features(train), *load_features(test))
         return self.files[train, test]
 
-    @property
+    @cached_property
     def words(self) -> list[list[str]]:
         """The words to encode, sentence after sentence (an edge-probing task's training
         sentences, then its test sentences)."""
@@ -345,24 +345,22 @@ class _TaskInputs:
         vocabulary), an edge-probing task's sentences and targets, or a SentEval file's lines."""
         if self.senteval is not None:
             return self.senteval.digest
-        treebank = self.treebank
-        content: list[Any] = (
-            [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
-            if treebank
-            else []
-        )
-        if self.splits is not None:
-            columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
-            content = [
-                [name, *(getattr(split, column) for column in columns)]
-                for name, split in self.splits.splits.items()
-            ]
+        content: list[Any]
         if self.edges is not None:
             content = [
                 [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
                 for split in self.edges
                 for s in split.sentences
             ]
+        elif self.splits is not None:
+            columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
+            content = [
+                [name, *(getattr(split, column) for column in columns)]
+                for name, split in self.splits.splits.items()
+            ]
+        else:
+            treebank = self.treebank
+            content = [treebank.sentences, treebank.upos, treebank.heads, treebank.deprels]
         text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
