@@ -68,26 +68,31 @@ def _pool(
     return u, a, torch.matmul(a.unsqueeze(-2), u).squeeze(-2)
 
 
+def _per_span(parameters: Sequence[torch.Tensor]) -> list[Sequence[torch.Tensor]]:
+    """``[W_1, b_1, w_1, W_2, b_2, w_2]`` as one ``(W, b, w)`` per span."""
+    return [parameters[i : i + 3] for i in range(0, len(parameters), 3)]
+
+
+def _pool_all(
+    parameters: Sequence[torch.Tensor], tokens: Sequence[int], width: int, features: torch.Tensor
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Per span, :func:`_pool`'s projections, attention and pooled span of rows ``features``
+    ((P, n, F), or (1, n, F): the same rows for every probe)."""
+    return [
+        _pool(h, counts, *span)
+        for (counts, h), span in zip(_split(features, tokens, width), _per_span(parameters))
+    ]
+
+
 def pool_spans(
-    parameters: Sequence[torch.Tensor],
-    tokens: Sequence[int],
-    width: int,
-    features: torch.Tensor,
-    out: torch.Tensor | None = None,
+    parameters: Sequence[torch.Tensor], tokens: Sequence[int], width: int, features: torch.Tensor
 ) -> torch.Tensor:
     """The pooled spans [z_1, z_2] (P, n, q · spans) of rows ``features`` ((P, n, F): one batch
     per probe, or (n, F): the same rows for every probe) under the stacked ``parameters``
-    ``[W_1, b_1, w_1, W_2, b_2, w_2]``; written into ``out`` when given."""
-    per_span = [parameters[i : i + 3] for i in range(0, len(parameters), 3)]
+    ``[W_1, b_1, w_1, W_2, b_2, w_2]``."""
     if features.dim() == 2:
         features = features.unsqueeze(0)
-    pooled = [
-        _pool(h, counts, *span)[2]
-        for (counts, h), span in zip(_split(features, tokens, width), per_span)
-    ]
-    if out is None:
-        return torch.cat(pooled, dim=-1)
-    return torch.cat(pooled, dim=-1, out=out)
+    return torch.cat([z for _, _, z in _pool_all(parameters, tokens, width, features)], dim=-1)
 
 
 class SpanAttentions:
@@ -143,20 +148,17 @@ class SpanAttentions:
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """The pooled spans (P, rows, q · spans) of a minibatch ``features`` (P, rows, F), into
         :attr:`output`; the projections and attention are kept for :meth:`backward`."""
-        self._saved = []
-        pooled = []
-        for (counts, h), span in zip(self._spans(features), self._per_span()):
-            u, a, z = _pool(h, counts, *span)
-            self._saved.append((u, a))
-            pooled.append(z)
-        return torch.cat(pooled, dim=-1, out=self.output)
+        spans = _pool_all(self.parameters, self.tokens, self.width, features)
+        self._saved = [(u, a) for u, a, _ in spans]
+        return torch.cat([z for _, _, z in spans], dim=-1, out=self.output)
 
     def backward(self, features: torch.Tensor) -> None:
         """Write the parameters' gradients from :attr:`upstream`, the loss's gradient at the
         pooled spans (see the module docstring)."""
         q = self.projection
+        spans = _split(features, self.tokens, self.width)
         for index, ((_, h), (W, b, w), (u, a)) in enumerate(
-            zip(self._spans(features), self._per_span(), self._saved)
+            zip(spans, _per_span(self.parameters), self._saved)
         ):
             g = self.upstream[..., index * q : (index + 1) * q].unsqueeze(-2)  # (P, rows, 1, q)
             gu = (u * g).sum(dim=-1)  # (P, rows, T): g · u_t
@@ -181,9 +183,3 @@ class SpanAttentions:
     def arrays(self) -> dict[str, np.ndarray]:
         """What the engine returns of the stage: nothing (a pooling has no summary)."""
         return {}
-
-    def _spans(self, features: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-        return _split(features, self.tokens, self.width)
-
-    def _per_span(self) -> list[list[torch.Tensor]]:
-        return [self.parameters[i : i + 3] for i in range(0, len(self.parameters), 3)]
