@@ -35,14 +35,15 @@ def train_with_adam(
     order: np.ndarray,
     batch: int,
     lr: float,
+    loss_function: Callable[[torch.Tensor, torch.Tensor], torch.Tensor] = F.cross_entropy,
 ) -> None:
-    """Minimise the mean cross-entropy of ``forward`` on each minibatch of ``order`` in turn,
-    one ``torch.optim.Adam`` step each."""
+    """Minimise the mean ``loss_function`` (default: cross-entropy) of ``forward`` on each
+    minibatch of ``order`` in turn, one ``torch.optim.Adam`` step each."""
     optimizer = torch.optim.Adam(parameters, lr=lr)
     inputs, labels = torch.from_numpy(x_train), torch.from_numpy(y_train)
     for step in range(len(order) // batch):
         idx = torch.from_numpy(order[step * batch : (step + 1) * batch])
-        loss = F.cross_entropy(forward(inputs[idx]), labels[idx])
+        loss = loss_function(forward(inputs[idx]), labels[idx])
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()

@@ -10,12 +10,13 @@ while the master weights, their gradients, Adam's state and the softmax stay in 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import torch
 
+from probemeter.probes.multilabel import binary_nll, evaluate_multilabel, sigmoid_gradient
 from probemeter.probes.scalar_mix import mixer
 
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
@@ -99,12 +100,14 @@ class StackedMLP:
         self, inputs: torch.Tensor, labels: torch.Tensor, row_weights: torch.Tensor
     ) -> None:
         """Write into ``.grad`` the gradient of each probe's weighted cross-entropy
-        Σ_r w_r · CE(x_r, y_r) (w_r = 1/batch on its real rows, 0 on padding).
+        Σ_r w_r · CE(x_r, y_r) (w_r = 1/batch on its real rows, 0 on padding); with
+        multi-label targets, of Σ_r w_r · ℓ(x_r, y_r), ℓ the binary cross-entropy summed over
+        the labels (:mod:`probemeter.probes.multilabel`).
 
         Args:
             inputs: (P, rows, d) float32 minibatch features (with a stage, what it reads:
                 L layers side by side, span rows).
-            labels: (P, rows, 1) int64 labels.
+            labels: (P, rows, 1) int64 labels, or (P, rows, K) float32 0/1 label sets.
             row_weights: (P, rows, 1) float32 weights.
         """
         features = inputs
@@ -121,10 +124,12 @@ class StackedMLP:
                 hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
                 if self._masks:  # inverted dropout: act *= bernoulli(keep) / keep
                     hidden.mul_(self._draw_mask(layer, row_weights))
-        # d loss / d logits = w_r · (softmax − onehot), in f32
-        upstream = torch.softmax(self._pre[last].float(), dim=-1)
-        upstream.scatter_add_(2, labels, torch.full(labels.shape, -1.0, device=labels.device))
-        upstream.mul_(row_weights)
+        if labels.is_floating_point():  # label sets: d loss / d logits = w_r · (σ − y)
+            upstream = sigmoid_gradient(self._pre[last], labels, row_weights)
+        else:  # d loss / d logits = w_r · (softmax − onehot), in f32
+            upstream = torch.softmax(self._pre[last].float(), dim=-1)
+            upstream.scatter_add_(2, labels, torch.full(labels.shape, -1.0, device=labels.device))
+            upstream.mul_(row_weights)
         if self._low:
             upstream = upstream.to(torch.bfloat16)
         for layer in range(last, -1, -1):
@@ -215,8 +220,9 @@ class StackedMLP:
         weights: torch.Tensor,
     ) -> torch.Tensor:
         """Per probe of the stack's ``rows``, Σ_r w_r · CE(x_r, y_r) in nats (f32), on its own
-        ``features`` (len(rows), n, F), ``labels`` (len(rows), n) and ``weights``: the
-        development losses of early stopping."""
+        ``features`` (len(rows), n, F), ``labels`` (len(rows), n; or label sets (len(rows), n,
+        K), then with the multi-label loss ℓ) and ``weights``: the development losses of early
+        stopping."""
         hidden = features
         if self.stage is not None:
             hidden = self.stage.select(rows).evaluator()(features)
@@ -225,6 +231,8 @@ class StackedMLP:
             hidden = torch.baddbmm(bias[rows], hidden, weight[rows])
             if index < len(layers) - 1:
                 hidden = hidden.clamp_min_(0.0)
+        if labels.is_floating_point():
+            return (binary_nll(hidden, labels) * weights).sum(dim=1)
         nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
         return (nll * weights).sum(dim=1)
 
@@ -243,7 +251,9 @@ def evaluate_stacked(
     """Per probe of stacked ReLU-MLP parameters, in f32 and streaming over blocks of rows: mean
     cross-entropy (nats), mean of min(CE, 1) and accuracy on ``(features, labels)``; with
     ``per_example`` also each example's cross-entropy ``nll`` (P, n) float32 and arg-max
-    ``predictions`` (P, n) int32.
+    ``predictions`` (P, n) int32. Multi-label ``labels`` (n, K) float32 0/1 are scored by
+    :func:`~probemeter.probes.multilabel.evaluate_multilabel` (binary cross-entropy summed
+    over labels, exact-set-match accuracy, micro- and macro-F1).
 
     ``weights[l]`` is (P, fan_in, fan_out) and ``biases[l]`` (P, 1, fan_out), float32, on the
     device of ``features`` (float32, (n, d)) and ``labels`` (int64, (n,)). Each block's
@@ -254,18 +264,13 @@ def evaluate_stacked(
     (P, n, width)) first turns each block of rows into what the first layer reads.
     """
     n_probes = weights[0].shape[0]
+    blocks = _logit_blocks(weights, biases, features, rows_per_block, outputs, stage)
+    if labels.dim() == 2:
+        return evaluate_multilabel(blocks, labels, per_example)
     totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
     per_row: dict[str, list[torch.Tensor]] = {"nll": [], "predictions": []}
-    for start in range(0, features.shape[0], rows_per_block):
-        x = features[start : start + rows_per_block]
+    for start, hidden in blocks:
         y = labels[start : start + rows_per_block]
-        if stage is None:
-            x = x.expand(n_probes, -1, -1)
-        else:
-            x = stage(x) if outputs is None else stage(x, outputs)
-        hidden = _affine(biases[0], x, weights[0], outputs)
-        for w, b in zip(weights[1:], biases[1:]):
-            hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
         log_probs = torch.log_softmax(hidden, dim=-1)
         nll = -log_probs.gather(2, y.view(1, -1, 1).expand(n_probes, -1, 1)).squeeze(2)
         totals[0] += nll.sum(dim=1, dtype=torch.float64)
@@ -280,6 +285,29 @@ def evaluate_stacked(
     if per_example:
         metrics.update({name: torch.cat(parts, dim=1).numpy() for name, parts in per_row.items()})
     return metrics
+
+
+def _logit_blocks(
+    weights: list[torch.Tensor],
+    biases: list[torch.Tensor],
+    features: torch.Tensor,
+    rows_per_block: int,
+    outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None,
+    stage: Callable[..., torch.Tensor] | None,
+) -> Iterator[tuple[int, torch.Tensor]]:
+    """Each block of ``rows_per_block`` rows of ``features``: its first row and the stacked
+    probes' logits (P, rows, fan_out) (see :func:`evaluate_stacked`)."""
+    n_probes = weights[0].shape[0]
+    for start in range(0, features.shape[0], rows_per_block):
+        x = features[start : start + rows_per_block]
+        if stage is None:
+            x = x.expand(n_probes, -1, -1)
+        else:
+            x = stage(x) if outputs is None else stage(x, outputs)
+        hidden = _affine(biases[0], x, weights[0], outputs)
+        for w, b in zip(weights[1:], biases[1:]):
+            hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
+        yield start, hidden
 
 
 def _affine(

@@ -199,7 +199,7 @@ def train_with_dev_stopping(
     else:  # one shared set: probe axis of stride 0
         shared = torch.as_tensor(np.asarray(dev_set, dtype=np.int64), device=device)
         dev_x = pool_x[shared].unsqueeze(0).expand(n_probes, -1, -1)
-        dev_y = pool_y[shared].unsqueeze(0).expand(n_probes, -1)
+        dev_y = pool_y[shared].unsqueeze(0).expand(n_probes, *pool_y[shared].shape)
         dev_w = torch.full((1, shared.numel()), 1.0 / shared.numel(), device=device)
         dev_w = dev_w.expand(n_probes, -1)
 
@@ -231,7 +231,7 @@ def train_with_dev_stopping(
                 ending.append(row)
         idx = torch.from_numpy(index).to(device).view(-1)
         x_batch = pool_x.index_select(0, idx).view(width, rows, -1)
-        labels = pool_y[idx].view(width, rows, 1)
+        labels = pool_y[idx].view(width, rows, -1)
         weights_t = torch.from_numpy(weight).to(device).view(width, rows, 1)
         stack.accumulate_gradients(x_batch, labels, weights_t)
         optimizer.step()

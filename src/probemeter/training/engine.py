@@ -33,6 +33,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
+from probemeter._multilabel import check_label_sets, uniform_nats
 from probemeter._validation import check_scalar
 from probemeter.probes import MLP
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
@@ -64,13 +65,16 @@ class ProbeEvaluation:
     """Per-probe test metrics, aligned with the probes passed to :func:`fit_evaluate`.
 
     Attributes:
-        loss: mean cross-entropy on the evaluation set, in nats.
+        loss: mean cross-entropy on the evaluation set, in nats (multi-label targets: the
+            binary cross-entropy summed over the K labels, :mod:`probemeter.probes.multilabel`).
         loss_truncated: mean of min(cross-entropy, 1 nat): the [0, 1]-bounded loss of
             Whitney et al., App. A, for Hoeffding intervals.
-        accuracy: fraction of evaluation examples whose arg-max prediction is the label.
+        accuracy: fraction of evaluation examples whose arg-max prediction is the label
+            (multi-label: whose predicted label set is exactly the target's).
         nll: only with ``per_example=True``: (P, n_eval) float32 cross-entropy of every
             evaluation example, in nats (online codes sum it over blocks; paired tests need it).
-        predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions.
+        predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions
+            (multi-label: (P, n_eval, K) uint8 0/1, label k predicted when σ(z_k) > 0.5).
         epochs: only with ``config.early_stopping``: (P,) epochs each probe trained.
         parameters: only with ``return_parameters=True``: the trained parameters, per layer
             ``(W, b)`` stacked on the probe axis, ``W`` of shape (P, fan_in, fan_out) and ``b``
@@ -84,6 +88,8 @@ class ProbeEvaluation:
             for bit.
         mix_logits, mix_scale: only for probes with a scalar mix (``probe.mix``): (P, L) the
             trained mixing logits a and (P,) the scale γ; the layer weights are softmax(a).
+        micro_f1, macro_f1: only for multi-label targets: (P,) F1 scores on the evaluation
+            set (:func:`probemeter._multilabel.f1_scores`).
     """
 
     loss: np.ndarray
@@ -96,6 +102,8 @@ class ProbeEvaluation:
     stack_rows: np.ndarray | None = None
     mix_logits: np.ndarray | None = None
     mix_scale: np.ndarray | None = None
+    micro_f1: np.ndarray | None = None
+    macro_f1: np.ndarray | None = None
 
 
 def fit_evaluate(
@@ -120,8 +128,11 @@ def fit_evaluate(
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
     Args:
-        X_train, y_train: the training pool, float32 (n_pool, d) and int64 (n_pool,).
-        X_eval, y_eval: the evaluation set shared by all probes.
+        X_train, y_train: the training pool, float32 (n_pool, d) and int64 (n_pool,); or,
+            for multi-label targets, y_train a 0/1 indicator matrix (n_pool, K): the probes
+            then have K sigmoid outputs trained with binary cross-entropy per label (Tenney et
+            al. 2019; :mod:`probemeter.probes.multilabel`).
+        X_eval, y_eval: the evaluation set shared by all probes (labels like ``y_train``).
         n_classes: number of output logits K.
         subsets: per probe, the indices into the pool of its training examples.
         keys: per probe, a tuple of integers seeding its own random stream (initial weights
@@ -170,9 +181,16 @@ def fit_evaluate(
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
     result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
+    multilabel = np.ndim(y_train) == 2
+    if multilabel:
+        result.update(micro_f1=np.empty(n_probes), macro_f1=np.empty(n_probes))
     if per_example:
         result["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
-        result["predictions"] = np.empty((n_probes, len(y_eval)), dtype=np.int32)
+        result["predictions"] = (
+            np.empty((n_probes, *np.shape(y_eval)), dtype=np.uint8)
+            if multilabel
+            else np.empty((n_probes, len(y_eval)), dtype=np.int32)
+        )
     if config.early_stopping:
         result["epochs"] = np.empty(n_probes, dtype=np.int64)
     if probe.mix:
@@ -240,24 +258,26 @@ def fit_evaluate(
                 parameters[layer][1][members] = biases
         for name, values in metrics.items():
             result[name][members] = values
-    _warn_if_diverged(result["loss"], subsets, n_classes, config.lr)
+    _warn_if_diverged(result["loss"], subsets, uniform_nats(n_classes, multilabel), config.lr)
     return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
 
 
 def _warn_if_diverged(
-    losses: np.ndarray, subsets: Sequence[np.ndarray], n_classes: int, lr: float
+    losses: np.ndarray, subsets: Sequence[np.ndarray], uniform: float, lr: float
 ) -> None:
     """Warn when probes ended with a non-finite test loss, or one over ``DIVERGED_FACTOR``
-    times the uniform code's ln K nats: no probe that learnt anything ends there, even one
-    that overfits a handful of examples — it is a step size too large for Adam."""
-    limit = DIVERGED_FACTOR * math.log(max(n_classes, 2))
+    times the ``uniform`` code's nats per example (ln K; K·ln 2 for label sets): no probe
+    that learnt anything ends there, even one that overfits a handful of examples — it is a
+    step size too large for Adam."""
+    uniform = max(uniform, math.log(2))
+    limit = DIVERGED_FACTOR * uniform
     diverged = np.flatnonzero(~np.isfinite(losses) | (losses > limit))
     if diverged.size:
         first = diverged[0]
         warnings.warn(
             f"{diverged.size} of {len(losses)} probes diverged: test loss "
-            f"{losses[first]:.3g} nats (n={len(subsets[first])}) against ln K = "
-            f"{math.log(max(n_classes, 2)):.3g} for guessing uniformly; lr={lr:g} is likely too "
+            f"{losses[first]:.3g} nats (n={len(subsets[first])}) against "
+            f"{uniform:.3g} for guessing uniformly; lr={lr:g} is likely too "
             "large (Adam usually needs 1e-4 to 1e-2). Their numbers are not meaningful",
             RuntimeWarning,
             stacklevel=3,
@@ -278,9 +298,12 @@ def _check_engine_inputs(
         raise ValueError(f"got {len(subsets)} subsets but {len(keys)} keys")
     if len(y_eval) == 0:
         raise ValueError("the evaluation set X_eval/y_eval is empty")
-    for name, labels in (("y_train", y_train), ("y_eval", y_eval)):
-        if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
-            raise ValueError(f"{name} holds labels outside [0, n_classes={n_classes})")
+    if np.ndim(y_train) == 2 or np.ndim(y_eval) == 2:
+        check_label_sets(y_train, y_eval, n_classes)
+    else:
+        for name, labels in (("y_train", y_train), ("y_eval", y_eval)):
+            if len(labels) and (labels.min() < 0 or labels.max() >= n_classes):
+                raise ValueError(f"{name} holds labels outside [0, n_classes={n_classes})")
     for position, subset in enumerate(subsets):
         if len(subset) == 0:
             raise ValueError(f"subsets[{position}] is empty: a probe needs training examples")
@@ -416,8 +439,11 @@ class _ChunkRunner:
             features = [
                 torch.as_tensor(a, dtype=torch.float32, device=device) for a in (X_train, X_eval)
             ]
-            labels = [
-                torch.as_tensor(a, dtype=torch.int64, device=device) for a in (y_train, y_eval)
+            labels = [  # label sets (n, K) as float32 0/1, the targets of the sigmoids
+                torch.as_tensor(
+                    a, dtype=torch.int64 if a.ndim == 1 else torch.float32, device=device
+                )
+                for a in (y_train, y_eval)
             ]
         return cls(
             features[0],
@@ -573,7 +599,7 @@ def _train_chunk(
     for step in range(config.steps):
         idx = order_t[:, step * rows : (step + 1) * rows].reshape(-1)
         torch.index_select(pool_x, 0, idx, out=x_batch)
-        labels = pool_y[idx].view(n_probes, rows, 1)
+        labels = pool_y[idx].view(n_probes, rows, -1)
         model.accumulate_gradients(x_batch.view(n_probes, rows, -1), labels, weights_t)
         optimizer.step()
         model.refresh()
