@@ -185,9 +185,13 @@ class SeedCorrectness:
     def from_predictions(
         cls, seeds: Sequence[int], predictions: np.ndarray, labels: np.ndarray, n_train: int
     ) -> SeedCorrectness:
-        """From (seeds, n_test) arg-max ``predictions`` of the test ``labels``."""
+        """From (seeds, n_test) arg-max ``predictions`` of the test ``labels``; or, for label
+        sets, (seeds, n_test, K) 0/1 predictions of (n_test, K) ``labels``, an example being
+        correct when its whole set is predicted (exact set match)."""
         labels = np.asarray(labels)
         correct = np.asarray(predictions) == labels[None, :]
+        if correct.ndim == 3:
+            correct = correct.all(axis=2)
         return cls(
             tuple(int(s) for s in seeds),
             tuple(correct),

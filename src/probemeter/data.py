@@ -3,6 +3,11 @@
 A :class:`ProbeData` holds a training *pool* (from which every probe draws its subset) and a
 held-out *test* set on which every probe is evaluated. Features are standardised to zero mean and
 unit variance with statistics of the training pool only (Whitney et al., App. C.1).
+
+Labels are one class per example, or (``labels="indicator"``) a *set* of labels per example,
+a 0/1 indicator matrix (n, K): multi-label targets such as edge-probing targets with several
+labels (Tenney et al. 2019), whose probes have K sigmoid outputs and whose code is a sum of K
+Bernoulli codes (:mod:`probemeter._multilabel`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ __all__ = [
     "LABEL_MODES",
     "ProbeData",
     "check_probe_data",
+    "check_single_label",
     "layer_data",
     "nested_subset",
     "seed_ids",
@@ -40,8 +46,9 @@ __all__ = [
 ]
 
 
-#: how ``from_arrays`` reads labels: class indices 0..K−1 as given, or any labels encoded
-LABEL_MODES = ("indices", "encode")
+#: how ``from_arrays`` reads labels: class indices 0..K−1 as given, any labels encoded, or
+#: label sets as a 0/1 indicator matrix (n, K) (multi-label targets)
+LABEL_MODES = ("indices", "encode", "indicator")
 #: what :meth:`ProbeData.save` writes: one .npy file per array, then the JSON description
 _ARRAYS = ("X_train", "y_train", "X_test", "y_test", "groups_train", "groups_test")
 _META = "probe_data.json"
@@ -118,10 +125,12 @@ class ProbeData:
 
     Attributes:
         X_train: (n_pool, d) float32 training pool.
-        y_train: (n_pool,) int64 class indices.
+        y_train: (n_pool,) int64 class indices; or, for multi-label targets
+            (:attr:`multilabel`), an (n_pool, K) uint8 0/1 indicator matrix of label sets.
         X_test: (n_test, d) float32 test features.
-        y_test: (n_test,) int64 class indices.
-        n_classes: K, the size of the label alphabet (uniform code costs log K per label).
+        y_test: (n_test,) int64 class indices (or (n_test, K) label sets).
+        n_classes: K, the size of the label alphabet (uniform code costs log K per label; for
+            label sets, K·log 2, one fair coin per label).
         name: a label for tables and plots.
         groups_train, groups_test: optional integer group ids (word types, sentences), used by
             control tasks and grouped splits.
@@ -184,21 +193,28 @@ class ProbeData:
         classes (1-based labels, or {0, 1000}) are refused: they would add classes no example
         has, and every codelength counts log K. ``labels="encode"`` maps any labels — strings,
         booleans, categories, sparse integers — to 0..K−1 in sorted order over pool and test set,
-        keeping the original label of each index in :attr:`classes`.
+        keeping the original label of each index in :attr:`classes`. ``labels="indicator"``
+        takes ``y`` as label sets, a 0/1 matrix (n, K) (multi-label targets; each of the K
+        labels must occur in the pool or the test set): probes then have K sigmoid outputs
+        trained with binary cross-entropy per label (Tenney et al. 2019), and only the methods
+        that train them in the engine take such data (loss-data curves, the online code).
 
         Raises:
             ValueError: non-2-D (3-D: naming :func:`layer_data`) or empty features, lists
                 that mix rows with blocks or have ragged widths, NaN/inf, length mismatches,
                 non-integer, negative or gapped labels (with ``labels="indices"``), fewer than
                 two classes, a bad ``test_size``, ``n_classes``, ``labels`` or ``random_state``
-                (a non-negative integer).
+                (a non-negative integer); with ``labels="indicator"``, label sets that are not
+                0/1 matrices of one width, or a label that never occurs.
         """
         check_scalar(random_state, "random_state", int, min_val=0)
-        encode = one_of(*LABEL_MODES)(labels, "labels") == "encode"
-        if encode and n_classes is not None:
-            raise ValueError("n_classes is implied by labels='encode' (the distinct labels)")
+        mode = one_of(*LABEL_MODES)(labels, "labels")
+        encode, indicator = mode == "encode", mode == "indicator"
+        if mode != "indices" and n_classes is not None:
+            raise ValueError(f"n_classes is implied by labels={mode!r} (the distinct labels)")
         X = _as_features("X", X)
-        y = _as_labels("y", y, X.shape[0], "X", encode)
+        read_labels = _as_label_sets if indicator else _as_labels
+        y = read_labels("y", y, X.shape[0], "X", encode)
         classes = None
         if encode and X_test is None:
             (y,), classes = _encode_labels(y)
@@ -213,7 +229,7 @@ class ProbeData:
             )
         else:
             X_test = _as_features("X_test", X_test)
-            y_test = _as_labels("y_test", y_test, X_test.shape[0], "X_test", encode)
+            y_test = read_labels("y_test", y_test, X_test.shape[0], "X_test", encode)
             if encode:
                 (y, y_test), classes = _encode_labels(y, y_test)
             test_group_ids = (
@@ -223,27 +239,30 @@ class ProbeData:
             )
             if X_test.shape[1] != X.shape[1]:
                 raise ValueError(f"X_test has {X_test.shape[1]} features but X has {X.shape[1]}")
-        seen = np.unique(y)
-        if seen.size < 2:
-            raise ValueError(
-                f"y has a single class ({seen[0]}); probing needs at least two classes"
-            )
-        inferred = int(max(y.max(), y_test.max())) + 1
-        if n_classes is None:
-            _refuse_phantom_classes(np.union1d(seen, np.unique(y_test)), inferred)
-            n_classes = inferred
-        elif check_scalar(n_classes, "n_classes", int) < inferred:
-            raise ValueError(
-                f"n_classes={n_classes} but labels go up to {inferred - 1}; "
-                f"n_classes must be at least {inferred}"
-            )
-        unseen = np.setdiff1d(np.unique(y_test), seen)
-        if unseen.size:
-            warnings.warn(
-                f"test labels {unseen.tolist()} never occur in the training pool; probes "
-                "cannot predict them and their loss is high",
-                stacklevel=2,
-            )
+        if indicator:
+            n_classes = _label_set_width(y, y_test)
+        else:
+            seen = np.unique(y)
+            if seen.size < 2:
+                raise ValueError(
+                    f"y has a single class ({seen[0]}); probing needs at least two classes"
+                )
+            inferred = int(max(y.max(), y_test.max())) + 1
+            if n_classes is None:
+                _refuse_phantom_classes(np.union1d(seen, np.unique(y_test)), inferred)
+                n_classes = inferred
+            elif check_scalar(n_classes, "n_classes", int) < inferred:
+                raise ValueError(
+                    f"n_classes={n_classes} but labels go up to {inferred - 1}; "
+                    f"n_classes must be at least {inferred}"
+                )
+            unseen = np.setdiff1d(np.unique(y_test), seen)
+            if unseen.size:
+                warnings.warn(
+                    f"test labels {unseen.tolist()} never occur in the training pool; probes "
+                    "cannot predict them and their loss is high",
+                    stacklevel=2,
+                )
         if standardize:
             mean = X.mean(axis=0, dtype=np.float64)
             std = X.std(axis=0, dtype=np.float64)
@@ -260,6 +279,12 @@ class ProbeData:
             groups_test=test_group_ids,
             classes=classes,
         )
+
+    @property
+    def multilabel(self) -> bool:
+        """Whether the labels are label sets, an (n, K) 0/1 indicator matrix (multi-label
+        targets), rather than one class index per example."""
+        return self.y_train.ndim == 2
 
     @property
     def pool_size(self) -> int:
@@ -399,6 +424,48 @@ def _standardized(X: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarra
     return out
 
 
+def _as_label_sets(
+    name: str, array: object, n_rows: int, features_name: str, encode: bool = False
+) -> np.ndarray:
+    """Label sets: a 0/1 indicator matrix (n_rows, K) as uint8 (``encode`` is unused: label
+    sets are always given as indicators)."""
+    labels = as_numpy(array, name, example_ndim=1)
+    if labels.ndim != 2 or labels.shape[1] == 0:
+        raise ValueError(
+            f"{name} must be a 0/1 indicator matrix (n_examples, n_labels) of label sets "
+            f"(labels='indicator'); got shape {labels.shape}"
+        )
+    if labels.shape[0] != n_rows:
+        raise ValueError(
+            f"{name} has {labels.shape[0]} label sets but {features_name} has {n_rows} rows"
+        )
+    numeric = labels.dtype == bool or np.issubdtype(labels.dtype, np.number)
+    if not numeric or not np.isin(labels, (0, 1)).all():
+        raise ValueError(f"{name} must hold only 0 and 1 (label absent / present)")
+    return labels.astype(np.uint8)
+
+
+def _label_set_width(y: np.ndarray, y_test: np.ndarray) -> int:
+    """K of the label sets ``y`` and ``y_test``: one width, every label occurring somewhere
+    (a label that never does would add log 2 to the uniform code of every example)."""
+    if y_test.shape[1] != y.shape[1]:
+        raise ValueError(f"y_test has {y_test.shape[1]} label columns but y has {y.shape[1]}")
+    never = np.flatnonzero((y.sum(axis=0) + y_test.sum(axis=0)) == 0)
+    if never.size:
+        raise ValueError(
+            f"label column(s) {never[:5].tolist()} never occur in y or y_test: drop them (each "
+            "adds a label every example is coded against)"
+        )
+    unseen = np.flatnonzero(y.sum(axis=0) == 0)
+    if unseen.size:
+        warnings.warn(
+            f"label column(s) {unseen[:5].tolist()} never occur in the training pool; probes "
+            "cannot predict them",
+            stacklevel=3,
+        )
+    return int(y.shape[1])
+
+
 def _encode_labels(*parts: np.ndarray) -> tuple[list[np.ndarray], tuple[Any, ...]]:
     """Each part's labels as indices into the sorted distinct labels of all parts."""
     try:
@@ -510,6 +577,19 @@ def _layer_indices(layers: object, n_layers: int) -> list[int]:
                 f"layers: layer {layer} does not exist; X has {n_layers} layers (0..{n_layers - 1})"
             )
     return chosen
+
+
+def check_single_label(data: ProbeData, method: str, argument: str = "data") -> ProbeData:
+    """``data`` itself when it holds one class per example; a ValueError naming ``argument``
+    and ``method`` when it holds label sets (multi-label targets), which only the methods that
+    train K-sigmoid probes in the engine measure: loss-data curves and the online code."""
+    if data.multilabel:
+        raise ValueError(
+            f"{argument} holds label sets ({data.n_classes} labels, multi-label targets), but "
+            f"{method} needs one class per example; measure label sets with a loss-data curve "
+            "or the online code (binary cross-entropy per label)"
+        )
+    return data
 
 
 def check_probe_data(data: object, argument: str = "data") -> ProbeData:

@@ -28,6 +28,8 @@ __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
 
 #: per-probe columns of :meth:`LossDataCurve.to_frame`
 METRICS = ("loss", "loss_truncated", "accuracy")
+#: per-probe columns a curve of label sets adds (:attr:`LossDataCurve.multilabel`)
+F1_METRICS = ("micro_f1", "macro_f1")
 
 
 def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 10) -> np.ndarray:
@@ -54,8 +56,11 @@ class LossDataCurve(JsonResult):
         name: the representation's name.
         points: tidy table, one row per probe, columns ``n, seed, loss, loss_truncated,
             accuracy``; ``loss`` is the mean test cross-entropy in **nats**, ``loss_truncated``
-            the mean of min(CE, 1 nat), ``accuracy`` the test accuracy.
-        n_classes: K, so the uniform code costs log K nats per label.
+            the mean of min(CE, 1 nat), ``accuracy`` the test accuracy. For label sets
+            (``multilabel``) ``loss`` is the binary cross-entropy summed over the K labels (nats
+            per example), ``accuracy`` the exact-set-match rate, and the columns ``micro_f1``
+            and ``macro_f1`` are added (:mod:`probemeter._multilabel`).
+        n_classes: K, so the uniform code costs log K nats per label (K·log 2 for label sets).
         pool_size: size of the training pool (the largest n possible).
         n_test: number of test examples each probe was evaluated on.
         metadata: probe, training config (with its stopping rule), random state, device,
@@ -70,6 +75,8 @@ class LossDataCurve(JsonResult):
             (:class:`~probemeter.probes.ProbeSet`); else None. Not part of :meth:`to_dict`
             (nor of saved results or equality), and not carried by :meth:`truncate` and
             :meth:`merge`.
+        multilabel: the labels were label sets (multi-label targets; Tenney et al. 2019): K
+            sigmoid outputs, binary cross-entropy per label.
     """
 
     name: str
@@ -81,9 +88,11 @@ class LossDataCurve(JsonResult):
     final_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
+    multilabel: bool = False
 
     def __post_init__(self) -> None:
-        missing = {"n", "seed", *METRICS} - set(self.points.columns)
+        needed = {"n", "seed", *METRICS, *(F1_METRICS if self.multilabel else ())}
+        missing = needed - set(self.points.columns)
         if missing:
             raise ValueError(f"points lacks column(s) {sorted(missing)}")
         if self.points.empty:
@@ -102,9 +111,15 @@ class LossDataCurve(JsonResult):
         """The smallest number of seeds measured at any size."""
         return int(self.points.groupby("n")["seed"].nunique().min())
 
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The per-probe metric columns: :data:`METRICS`, and :data:`F1_METRICS` for label
+        sets."""
+        return METRICS + (F1_METRICS if self.multilabel else ())
+
     def summary(self, metric: str = "loss") -> pd.DataFrame:
         """Per size n: mean, standard deviation, min and max of ``metric`` over seeds."""
-        one_of(*METRICS)(metric, "metric")
+        one_of(*self.metrics)(metric, "metric")
         grouped = self.points.groupby("n")[metric]
         return pd.DataFrame(
             {
@@ -159,11 +174,12 @@ class LossDataCurve(JsonResult):
     def merge(self, other: LossDataCurve) -> LossDataCurve:
         """This curve with the points of ``other`` (same representation) added; a point
         (n, seed) present in both is kept from ``other``."""
-        if (other.n_classes, other.pool_size, other.n_test, other.classes) != (
+        if (other.n_classes, other.pool_size, other.n_test, other.classes, other.multilabel) != (
             self.n_classes,
             self.pool_size,
             self.n_test,
             self.classes,
+            self.multilabel,
         ):
             raise ValueError(
                 "cannot merge curves of different data (classes, class labels, pool or test size)"
@@ -181,7 +197,9 @@ class LossDataCurve(JsonResult):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly. ``classes``
-        is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null."""
+        is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null;
+        ``multilabel`` is written only for label sets (true)."""
+        columns = ("n", "seed", *self.metrics)
         return {
             "name": self.name,
             "unit": "nats",
@@ -189,9 +207,10 @@ class LossDataCurve(JsonResult):
             "classes": classes_to_json(self.classes),
             "pool_size": self.pool_size,
             "n_test": self.n_test,
-            "points": {column: self.points[column].tolist() for column in ("n", "seed", *METRICS)},
+            "points": {column: self.points[column].tolist() for column in columns},
             "metadata": self.metadata,
             "final_correct": None if self.final_correct is None else self.final_correct.to_dict(),
+            **({"multilabel": True} if self.multilabel else {}),
         }
 
     @classmethod
@@ -210,6 +229,7 @@ class LossDataCurve(JsonResult):
                 metadata=payload.get("metadata", {}),
                 final_correct=None if final is None else SeedCorrectness.from_dict(final),
                 classes=classes_from_json(payload.get("classes")),
+                multilabel=bool(payload.get("multilabel", False)),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -302,6 +322,12 @@ def loss_data_curve(
     the engine and evaluated on the test set. Which test examples the probes of the largest
     size got right is kept (:attr:`LossDataCurve.final_correct`) for paired tests.
 
+    Label sets (``data.multilabel``: multi-label targets, e.g. edge probing after Tenney et
+    al. 2019) are measured by probes with K sigmoid outputs and binary cross-entropy per label:
+    the loss is the sum of the K Bernoulli codes in nats per example, the code SDL and εSC
+    integrate unchanged; an example counts as correct (``accuracy``, ``final_correct``) when
+    its whole label set is predicted exactly; the points add micro- and macro-F1.
+
     Args:
         data: the representation's features and labels.
         probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1).
@@ -347,7 +373,7 @@ def loss_data_curve(
             return_parameters=keep_probes,
         )
     final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
-    final_correct = SeedCorrectness.from_predictions(
+    final_correct = SeedCorrectness.from_predictions(  # label sets: exact set match
         [grid[i][0] for i in final], evaluation.predictions[final], data.y_test, size_values[-1]
     )
     probes = None
@@ -373,6 +399,11 @@ def loss_data_curve(
             "loss": evaluation.loss,
             "loss_truncated": evaluation.loss_truncated,
             "accuracy": evaluation.accuracy,
+            **(
+                {"micro_f1": evaluation.micro_f1, "macro_f1": evaluation.macro_f1}
+                if data.multilabel
+                else {}
+            ),
         }
     )
     metadata = run_metadata(
@@ -397,4 +428,5 @@ def loss_data_curve(
         final_correct=final_correct,
         classes=data.classes,
         probes=probes,
+        multilabel=data.multilabel,
     )

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pandas as pd
 
+from probemeter._multilabel import uniform_nats
 from probemeter._validation import check_delta, check_scalar, one_of
 
 if TYPE_CHECKING:
@@ -307,7 +308,9 @@ def description_length(
     where c_1 = log K (the uniform code over K classes; ``first_block="uniform"``) or the
     given per-example cost (nats for the cross-entropy metrics, an error rate for ``"error"``).
     For ``"loss_truncated"`` the uniform cost is min(log K, 1) and for ``"error"`` 1 − 1/K, the
-    uniform predictor's loss under that metric.
+    uniform predictor's loss under that metric. For a curve of label sets (multi-label
+    targets, ``curve.multilabel``) the uniform code is K·log 2 (K fair coins) and its error
+    1 − 2^−K (exact set match).
     """
     unit, scale = _resolve_unit(metric, unit)
     limited = _limit(curve, n)
@@ -541,11 +544,10 @@ def _first_block_cost(curve: LossDataCurve, metric: str, first_block: str | floa
     if isinstance(first_block, str):
         if first_block != "uniform":
             raise ValueError(f"first_block must be 'uniform' or a number; got {first_block!r}")
-        uniform = {
-            "loss": math.log(curve.n_classes),
-            "loss_truncated": min(math.log(curve.n_classes), 1.0),
-            "error": 1.0 - 1.0 / curve.n_classes,
-        }
+        nats = uniform_nats(curve.n_classes, curve.multilabel)
+        # label sets: the uniform guess gets a set right with probability 2^-K
+        guessed = 0.5**curve.n_classes if curve.multilabel else 1.0 / curve.n_classes
+        uniform = {"loss": nats, "loss_truncated": min(nats, 1.0), "error": 1.0 - guessed}
         return uniform[metric]
     upper = 1 if metric in _BOUNDED_METRICS else None
     return float(check_scalar(first_block, "first_block", float, min_val=0, max_val=upper))

@@ -27,8 +27,15 @@ token representations inside the spans.
 
 Voita & Titov (§4.1, footnote 7) train edge probes with a softmax and cross-entropy over one
 label per target, where Tenney et al. used sigmoids and binary cross-entropy; probemeter does
-as Voita & Titov, so codelengths are those of eq. 3–4 with K the number of labels. A file whose
-targets carry several labels is read, and refused by :func:`edge_labels` with that reason.
+as Voita & Titov by default, so codelengths are those of eq. 3–4 with K the number of labels,
+and a file whose targets carry several labels is refused by :func:`edge_labels` with that
+reason. With ``multilabel=True`` (:func:`edge_labels`, :func:`edge_probe_data`; ``[task]
+multilabel = true`` in an experiment file) each target's labels are a *set*, a row of a 0/1
+indicator matrix over one vocabulary, and the probes do as Tenney et al.: K sigmoid outputs,
+binary cross-entropy per label. The code of a target is then the sum of K Bernoulli codes,
+−Σ_k log p(y_k | x) (the uniform code: K bits per target), and eq. 4's online code is that
+sum over the transmitted targets (:mod:`probemeter._multilabel`). Single-label targets can be
+measured either way; the two codes differ (a softmax over K labels against K coins).
 """
 
 from __future__ import annotations
@@ -282,21 +289,36 @@ def split_sentences(
     )
 
 
-def edge_labels(*splits: EdgeProbingSet) -> tuple[list[np.ndarray], tuple[str, ...]]:
+def edge_labels(
+    *splits: EdgeProbingSet, multilabel: bool = False
+) -> tuple[list[np.ndarray], tuple[str, ...]]:
     """Each split's target labels as indices into one vocabulary over all splits (sorted), and
-    the vocabulary.
+    the vocabulary; with ``multilabel``, each split's label sets as a 0/1 indicator matrix
+    (n_targets, K) (uint8; a label listed twice in a target counts once), the columns in the
+    vocabulary's order, for probes with K sigmoid outputs (Tenney et al. 2019).
 
     Raises:
-        ValueError: a target with several labels (the probes predict one label per target
-            with a softmax, as Voita & Titov §4.1 footnote 7 do).
+        ValueError: without ``multilabel``, a target with several labels (the probes predict
+            one label per target with a softmax, as Voita & Titov §4.1 footnote 7 do).
     """
+    if multilabel:
+        vocabulary = tuple(sorted({label for s in splits for t in s.targets for label in t.labels}))
+        column = {label: i for i, label in enumerate(vocabulary)}
+        sets = []
+        for split in splits:
+            indicator = np.zeros((len(split.targets), len(vocabulary)), dtype=np.uint8)
+            for row, target in enumerate(split.targets):
+                indicator[row, [column[label] for label in target.labels]] = 1
+            sets.append(indicator)
+        return sets, vocabulary
     for split in splits:
         several = [target for target in split.targets if len(target.labels) != 1]
         if several:
             raise ValueError(
                 f"{split.source!r} has {len(several)} target(s) with several labels (e.g. "
                 f"{list(several[0].labels)}); the probes predict one label per target with a "
-                "softmax (Voita & Titov 2020 §4.1): keep one label per target"
+                "softmax (Voita & Titov 2020 §4.1): keep one label per target, or measure "
+                "label sets (multilabel=True; [task] multilabel = true in an experiment file)"
             )
     vocabulary = tuple(sorted({t.labels[0] for split in splits for t in split.targets}))
     index = {label: i for i, label in enumerate(vocabulary)}
@@ -414,11 +436,15 @@ def edge_probe_data(
     *,
     name: str = "representation",
     max_tokens: int = 32,
+    multilabel: bool = False,
 ) -> ProbeData:
     """The probing data of an edge-probing task on its own split: one row per target of
     ``train`` (the pool) and of ``test`` (the test set), from their sentences' per-token
     features ((n_tokens, d) each), with one label vocabulary over both splits (kept in
-    ``classes``).
+    ``classes``). With ``multilabel`` the labels are each target's label *set*, a 0/1
+    indicator matrix (:func:`edge_labels`; ``ProbeData.multilabel``): probes with K sigmoid
+    outputs and binary cross-entropy per label measure them (Tenney et al. 2019), by
+    loss-data curves and the online code.
 
     Each target's group (``groups_train``/``groups_test``) is the text of its first span, so
     the control task of :func:`~probemeter.mdl.controls.control_task` gives every span text
@@ -442,7 +468,7 @@ def edge_probe_data(
         raise ValueError(
             f"train has {train.n_spans} span(s) per target but test has {test.n_spans}"
         )
-    (y_train, y_test), classes = edge_labels(train, test)
+    (y_train, y_test), classes = edge_labels(train, test, multilabel=multilabel)
     span_tokens = None
     if pooling == "self-attention":
         stacked = np.concatenate([np.asarray(f, dtype=np.float32) for f in train_features])
@@ -477,10 +503,11 @@ def edge_probe_data(
         X_test,
         y_test,
         standardize=span_tokens is None,
-        n_classes=len(classes),
+        n_classes=None if multilabel else len(classes),
         name=name,
         groups=groups,
         groups_test=groups_test,
+        labels="indicator" if multilabel else "indices",
     )
     return replace(data, classes=classes, span_tokens=span_tokens)
 

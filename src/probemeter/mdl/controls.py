@@ -89,7 +89,9 @@ def control_task_labels(
 def control_task(data: ProbeData, *, random_state: int = 0) -> ProbeData:
     """``data`` with its labels replaced by the control task's: one label per word type (from
     ``groups_train``/``groups_test``, one map for both), drawn from the empirical label
-    distribution of the training pool.
+    distribution of the training pool. For label sets (``data.multilabel``), one label *set*
+    per word type, that of a pool example drawn uniformly: a draw from the empirical
+    distribution of the pool's label sets.
 
     Raises:
         ValueError: ``data`` has no ``groups_train``/``groups_test``.
@@ -98,9 +100,13 @@ def control_task(data: ProbeData, *, random_state: int = 0) -> ProbeData:
         raise ValueError(
             "the control task needs word types: build ProbeData with groups (and groups_test)"
         )
-    (train, test), _ = _type_labels(
-        [data.groups_train, data.groups_test], data.y_train, data.n_classes, random_state
-    )
+    groups = [data.groups_train, data.groups_test]
+    if data.multilabel:
+        types = np.unique(np.concatenate(groups))
+        drawn = np.random.default_rng(random_state).integers(0, data.pool_size, types.size)
+        train, test = (data.y_train[drawn[np.searchsorted(types, g)]] for g in groups)
+    else:
+        (train, test), _ = _type_labels(groups, data.y_train, data.n_classes, random_state)
     return dataclasses.replace(data, y_train=train, y_test=test, name=f"{data.name} (control)")
 
 

@@ -26,6 +26,15 @@ set is side information both Alice and Bob hold: its labels are not counted in t
 rest, and the whole pool is transmitted. With fixed-steps training (no early stopping) there is
 no stopping set (recorded as ``"none"``) and the whole pool is transmitted.
 
+Label sets (multi-label targets: ``ProbeData.multilabel``, e.g. edge-probing targets with
+several labels, Tenney et al. 2019). The probes have K sigmoid outputs trained with binary
+cross-entropy per label, so a target's label set is sent as K independent Bernoulli codes and
+its codelength is their sum, ``−Σ_k log2 p_θ(y_k | x)`` bits; the first block is sent with the
+uniform code of K fair coins, ``t_1 · K`` bits, and compression is ``n·K / L_online``. The
+blocks' and the full-data probe's ``accuracy`` is the exact-set-match rate (an example is
+correct when its whole set is predicted; McNemar's test pairs that); ``micro_f1`` (blocks and
+seeds) and ``macro_f1`` (seeds) are added.
+
 Units: codes are in bits; tables and printouts give kbits, 1024 bits each
 (:data:`BITS_PER_KBIT`), as the paper's tables do — n·log2 K ÷ (compression × codelength) over
 the cells of its Tables 2 and 6 is 1021–1025, not 1000.
@@ -48,6 +57,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
+from probemeter._multilabel import f1_scores, label_counts, uniform_nats
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -91,9 +101,10 @@ STOPPING_SETS = ("dev", "prefix")
 _DEV_STREAM = 0xDE7
 
 
-def uniform_codelength(n: int, n_classes: int) -> float:
-    """``n · log2 K`` bits: the labels sent without looking at the data (§2.1)."""
-    return float(n) * math.log2(n_classes)
+def uniform_codelength(n: int, n_classes: int, multilabel: bool = False) -> float:
+    """``n · log2 K`` bits: the labels sent without looking at the data (§2.1); for label
+    sets (``multilabel``), ``n · K`` bits, one fair coin per label and example."""
+    return float(n) * uniform_nats(n_classes, multilabel) * BITS_PER_NAT
 
 
 def paper_training(**overrides: Any) -> TrainingConfig:
@@ -241,6 +252,8 @@ class OnlineCode(SeedResults):
             it was recorded.
         classes: the original label of each class index (``ProbeData.classes``); None when
             the data had none (and in results written before labels were recorded).
+        multilabel: the labels were label sets (multi-label targets): codes are sums of K
+            Bernoulli codes, the uniform code is K bits per example (see the module docstring).
         probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
             (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
             ``{"seed", "role": "block", "block": i, "train_size": t_{i-1}}`` (trained on the
@@ -263,10 +276,11 @@ class OnlineCode(SeedResults):
     test_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
+    multilabel: bool = False
 
     @property
     def uniform_bits(self) -> float:
-        return uniform_codelength(self.n, self.n_classes)
+        return uniform_codelength(self.n, self.n_classes, self.multilabel)
 
     @property
     def codelength_bits(self) -> float:
@@ -277,7 +291,8 @@ class OnlineCode(SeedResults):
         return self.mean("compression")
 
     def block_table(self) -> pd.DataFrame:
-        """Per block, mean over seeds: bounds, training size, bits, bits per label, accuracy."""
+        """Per block, mean over seeds: bounds, training size, bits, bits per label, accuracy
+        (and micro-F1 for label sets)."""
         return self.blocks.groupby("block").agg(
             start=("start", "first"),
             end=("end", "first"),
@@ -285,6 +300,7 @@ class OnlineCode(SeedResults):
             codelength_bits=("codelength_bits", "mean"),
             bits_per_label=("bits_per_label", "mean"),
             accuracy=("accuracy", "mean"),
+            **({"micro_f1": ("micro_f1", "mean")} if self.multilabel else {}),
         )
 
     def to_frame(self) -> pd.DataFrame:
@@ -330,6 +346,7 @@ class OnlineCode(SeedResults):
             "seeds": _columns(self.seeds),
             "metadata": self.metadata,
             "test_correct": None if self.test_correct is None else self.test_correct.to_dict(),
+            **({"multilabel": True} if self.multilabel else {}),
         }
 
     @classmethod
@@ -358,6 +375,7 @@ class OnlineCode(SeedResults):
             n_dev=int(payload.get("n_dev", 0)),
             test_correct=None if correct is None else SeedCorrectness.from_dict(correct),
             classes=classes_from_json(payload.get("classes")),
+            multilabel=bool(payload.get("multilabel", False)),
         )
 
     def plot(
@@ -484,12 +502,16 @@ def online_codelength(
     pool_correct = evaluation.predictions[:, :pool] == data.y_train[None, :]
     test_predictions = evaluation.predictions[:, pool:]
     test_correct = test_predictions == data.y_test[None, :]
+    if data.multilabel:  # an example is correct when its whole label set is (exact set match)
+        pool_correct, test_correct = pool_correct.all(axis=2), test_correct.all(axis=2)
     block_rows, seed_rows, full_rows = [], [], []
     for seed in seeds_used:
         order = orders[seed]
         rows = [i for i, (s, _) in enumerate(grid) if s == seed]
-        total = uniform_codelength(ends[0], data.n_classes)
+        total = uniform_codelength(ends[0], data.n_classes, data.multilabel)
         block_rows.append(_block_row(seed, 0, 0, int(ends[0]), 0, total, np.nan))
+        if data.multilabel:
+            block_rows[-1]["micro_f1"] = np.nan
         for block in range(1, len(ends)):
             probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
             sent = order[ends[block - 1] : ends[block]]
@@ -507,10 +529,14 @@ def online_codelength(
                     accuracy,
                 )
             )
+            if data.multilabel:
+                predicted = evaluation.predictions[probe_row, sent]
+                counts = label_counts(predicted, data.y_train[sent])
+                block_rows[-1]["micro_f1"] = f1_scores(counts)[0]
         full = rows[-1]  # trained on all n examples
         full_rows.append(full)
         data_bits = float(pool_bits[full, transmitted].sum())
-        uniform = uniform_codelength(n, data.n_classes)
+        uniform = uniform_codelength(n, data.n_classes, data.multilabel)
         seed_rows.append(
             {
                 "seed": seed,
@@ -523,6 +549,9 @@ def online_codelength(
                 "epochs": np.nan if evaluation.epochs is None else float(evaluation.epochs[full]),
             }
         )
+        if data.multilabel:  # F1 of the full-data probe on the test set
+            micro, macro = f1_scores(label_counts(test_predictions[full], data.y_test))
+            seed_rows[-1].update(micro_f1=micro, macro_f1=macro)
     training = config.to_dict()
     if used == "dev":
         training["stopping"] = (
@@ -565,6 +594,7 @@ def online_codelength(
         ),
         classes=data.classes,
         probes=probes,
+        multilabel=data.multilabel,
     )
 
 

@@ -31,7 +31,7 @@ from tqdm.auto import tqdm
 from probemeter._device import resolve_device, single_threaded
 from probemeter._io import classes_from_json, classes_to_json
 from probemeter._validation import check_scalar
-from probemeter.data import ProbeData, check_probe_data, seed_ids
+from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
 from probemeter.mdl.online import BITS_PER_KBIT, BITS_PER_NAT, SeedResults, uniform_codelength
 from probemeter.training.probe_runs import Stopwatch, run_metadata
@@ -144,7 +144,7 @@ def variational_codelength(
     Raises:
         ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state.
     """
-    check_probe_data(data)
+    check_single_label(check_probe_data(data), "the variational code (a softmax probe)")
     check_scalar(epochs, "epochs", int, min_val=1)
     check_scalar(batch_size, "batch_size", int, min_val=1)
     check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")

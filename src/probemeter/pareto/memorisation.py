@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from probemeter.data import ProbeData, check_probe_data
+from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.probes import MLP
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
@@ -94,7 +94,7 @@ def memorisation_complexity(
     Raises:
         ValueError: no probes, or ``shuffled_inputs`` of the wrong shape.
     """
-    check_probe_data(data)
+    check_single_label(check_probe_data(data), "the memorisation test")
     probes = tuple(probes)
     if not probes:
         raise ValueError("probes is empty: give at least one probe architecture")

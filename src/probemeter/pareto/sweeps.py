@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from probemeter.data import ProbeData, check_probe_data
+from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.datasets.conll import Treebank, task_labels
 from probemeter.pareto.biaffine import fit_biaffine_parsers
 from probemeter.pareto.frontiers import FULLY_SHUFFLED, LABEL_SHUFFLED, NUCLEAR_NORM, RANK
@@ -111,7 +111,7 @@ def linear_sweep(
         learned_input: width of a learned input embedding (one-hot baseline), else None.
         Others: see :func:`probemeter.pareto.linear_probes.fit_nuclear_norm_probes`.
     """
-    check_probe_data(data)
+    check_single_label(check_probe_data(data), "a Pareto sweep (softmax probes)")
     arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
     common = dict(
         learned_input=learned_input,

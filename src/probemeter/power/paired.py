@@ -22,7 +22,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json, pack_bits, unpack_bits
 from probemeter._validation import check_scalar
-from probemeter.data import ProbeData, check_probe_data, seed_ids
+from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
 from probemeter.power.bounds import (
     generalization_bound,
     log_function_class_size,
@@ -48,8 +48,9 @@ def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.
             pool or test set, or different original labels :attr:`ProbeData.classes`): their
             predictions could not be paired.
     """
-    check_probe_data(a, "a")
-    check_probe_data(b, "b")
+    for argument, data in (("a", a), ("b", b)):
+        what = "a power comparison (stratified splits of so many examples per class)"
+        check_single_label(check_probe_data(data, argument), what, argument)
     if None not in (a.classes, b.classes) and a.classes != b.classes:
         raise ValueError(
             f"{a.name!r} and {b.name!r} encode different labels as the same class indices "

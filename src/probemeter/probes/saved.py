@@ -349,6 +349,11 @@ class ProbeSet:
                 "probes with self-attentive span pooling cannot be kept yet (their poolings "
                 "are not saved); keep probes of fixed span poolings ('mean', 'max', 'endpoints')"
             )
+        if np.ndim(y_test) == 2:
+            raise ValueError(
+                "probes of label sets (multi-label targets, K sigmoid outputs) cannot be kept "
+                "yet: a saved probe predicts one class per example"
+            )
         n_probes = len(parameters[0][0])
         rows = [0] * n_probes if stack_rows is None else [int(row) for row in stack_rows]
         for argument, values in (("infos", infos), ("stack_rows", rows)):
