@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
-from probemeter._multilabel import f1_scores, label_counts, uniform_nats
+from probemeter._multilabel import f1_scores, label_counts
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -104,7 +104,7 @@ _DEV_STREAM = 0xDE7
 def uniform_codelength(n: int, n_classes: int, multilabel: bool = False) -> float:
     """``n · log2 K`` bits: the labels sent without looking at the data (§2.1); for label
     sets (``multilabel``), ``n · K`` bits, one fair coin per label and example."""
-    return float(n) * uniform_nats(n_classes, multilabel) * BITS_PER_NAT
+    return float(n) * (n_classes if multilabel else math.log2(n_classes))
 
 
 def paper_training(**overrides: Any) -> TrainingConfig:
