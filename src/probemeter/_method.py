@@ -196,6 +196,9 @@ class Method(ABC):
     #: they can pool edge-probing spans with learned self-attention (the data's
     #: ``span_tokens``)
     pools_spans: ClassVar[bool] = False
+    #: whether it measures label sets (multi-label targets, ``ProbeData.multilabel``): its
+    #: probes train in the engine with one sigmoid per label (edge probing's ``multilabel``)
+    measures_label_sets: ClassVar[bool] = False
     #: one line: what the method computes and from which paper
     summary: ClassVar[str]
     #: whether its units can keep their trained probes (``save_probes``): then their functions

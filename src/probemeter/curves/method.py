@@ -70,6 +70,7 @@ class CurveMethod(Method):
     kind = "curve"
     mixes_layers = True
     pools_spans = True
+    measures_label_sets = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
 

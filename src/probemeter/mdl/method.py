@@ -100,6 +100,7 @@ class MDLMethod(Method):
     kind = "mdl"
     mixes_layers = True
     pools_spans = True
+    measures_label_sets = True
     summary = "Voita & Titov: online code of each representation and its control task, bits"
     keeps_probes = True
 

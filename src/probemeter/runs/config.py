@@ -31,8 +31,12 @@ Schema (every key not marked *required* has the default shown)::
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
     #                | "endpoints" | "self-attention": learned by the probes; curve, mdl
     #                (online) and power methods), max_tokens = 32 (longest span with
-    #                self-attention) -- one row per target, its span(s) pooled from the
-    #                words' features
+    #                self-attention), multilabel = false (true: each target's labels are a
+    #                set, "label": ["A", "B"]; probes with one sigmoid per label and binary
+    #                cross-entropy, Tenney et al. 2019; codes are sums of K Bernoulli codes,
+    #                K bits per target uniform; curve and mdl (online) methods; accuracy is
+    #                the exact set match, micro/macro-F1 reported) -- one row per target,
+    #                its span(s) pooled from the words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one
@@ -251,6 +255,7 @@ DATASETS: dict[str, _Dataset] = {
             "test": (_string, _REQUIRED),
             "pooling": (_one_of(*SPAN_POOLINGS), "mean"),
             "max_tokens": (_integer(1), 32),
+            "multilabel": (_boolean, False),
         },
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
@@ -453,6 +458,8 @@ def load_experiment(path: str | Path) -> Experiment:
         reader.add("run.save_probes", problem)
     if run.save_probes and task is not None and task.options.get("pooling") == "self-attention":
         reader.add("run.save_probes", "probes with self-attention span pooling cannot be kept yet")
+    if run.save_probes and task is not None and task.options.get("multilabel"):
+        reader.add("run.save_probes", "probes of label sets (multilabel) cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
@@ -478,6 +485,14 @@ def _check_method(
                 "self-attention pooling is learned by the engine's probes (curve, mdl and "
                 f"power methods, online code): the {method.kind} method cannot train it; use "
                 '"mean", "max" or "endpoints"',
+            )
+    if task is not None and task.options.get("multilabel"):
+        if not method.measures_label_sets or getattr(method, "variational", False):
+            reader.add(
+                "task.multilabel",
+                "label sets are measured by probes with one sigmoid per label (curve method, "
+                f"mdl method's online code): the {method.kind} method needs one label per "
+                "target; set multilabel = false and keep one label per target",
             )
     for rep in reps:
         if rep.options.get("combine") != "scalar-mix":

@@ -249,7 +249,12 @@ def _spec(
 
 
 def _task_dict(task: Task | None) -> dict[str, Any] | None:
-    return None if task is None else {"dataset": task.dataset, **task.options}
+    """The task in unit keys; ``multilabel = false``, the default that edge-probing units were
+    computed with before it existed, is left out, so those stored units stay valid."""
+    if task is None:
+        return None
+    options = {k: v for k, v in task.options.items() if (k, v) != ("multilabel", False)}
+    return {"dataset": task.dataset, **options}
 
 
 def prepare_data(
@@ -609,6 +614,7 @@ def _edge_data(
         options["pooling"],
         name=name,
         max_tokens=options["max_tokens"],
+        multilabel=options["multilabel"],
     )
 
 
