@@ -99,3 +99,4 @@ def test_curve_and_online_code_runs_on_label_sets(files, tmp_path):
     assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
     text = (tmp_path / "mdl" / "exp" / "results.json").read_text()
     assert '"multilabel": true' in text
+    assert "micro-F1 (%)" in (tmp_path / "mdl" / "exp" / "table.md").read_text()

@@ -277,7 +277,12 @@ class LossDataCurve(JsonResult):
                 )
         ax.set_xscale("log")
         ax.set_xlabel("training examples n")
-        ax.set_ylabel({"loss": "test loss (nats)", "accuracy": "test accuracy"}.get(metric, metric))
+        labels = {
+            "loss": "test loss (nats)",
+            "accuracy": "test accuracy",
+            "micro_f1": "test micro-F1",
+        }
+        ax.set_ylabel(labels.get(metric, metric))
         return ax
 
 

@@ -19,22 +19,25 @@ def curves_figure(curves: Sequence[LossDataCurve], epsilon: float | None = None)
     seeds as a line and the min–max band, each representation in its colour
     (:func:`~probemeter._figures.representation_colours`: a model's layers in sequential
     shades), the tolerance ε (nats) as a dashed line, one legend below. The SDL area is shaded
-    only for a single curve (several would overlap). Returns the matplotlib figure."""
+    only for a single curve (several would overlap). For label sets (multi-label targets) the
+    second panel is the test micro-F1. Returns the matplotlib figure."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(10, 4.4), layout="constrained")
     loss_ax, accuracy_ax = figure.subplots(1, 2)
     colours = representation_colours([curve.name for curve in curves])
     single = len(curves) == 1  # shade its SDL area (it draws ε itself)
+    label_sets = any(curve.multilabel for curve in curves)
+    metric, title = ("micro_f1", "test micro-F1") if label_sets else ("accuracy", "test accuracy")
     for curve in curves:
         colour = colours[curve.name]
         shown = epsilon if single else None
         curve.plot(loss_ax, epsilon=shown, shade_sdl=single, color=colour)
-        curve.plot(accuracy_ax, metric="accuracy", color=colour)
+        curve.plot(accuracy_ax, metric=metric, color=colour)
     if epsilon is not None and not single:  # once, last in the legend
         loss_ax.axhline(epsilon, color="0.3", ls="--", lw=1, label=f"ε = {epsilon:g} nats")
     loss_ax.set_title("test loss (nats)", fontsize=10)
-    accuracy_ax.set_title("test accuracy", fontsize=10)
+    accuracy_ax.set_title(title, fontsize=10)
     figure.suptitle(
         "loss-data curves: mean over seeds, band min–max over seeds (Whitney et al. §2.1)",
         fontsize=10,
