@@ -9,13 +9,17 @@ labels: a parser's output, not gold annotation):
 * ``dependencies``: per word but the root, its span and its head's, labelled with the relation
   (spaCy's ClearNLP labels);
 * ``entities``: each named entity spaCy recognises, labelled with its type (PTB text is
-  lower-cased, so the recogniser finds few).
+  lower-cased, so the recogniser finds few);
+* ``morphology``: per word with morphological features, its span labelled with the *set* of
+  its features (``"label": ["Number=Sing", "Person=3"]``), a multi-label task: read it with
+  ``[task] multilabel = true`` (probes with one sigmoid per label, Tenney et al. 2019).
 
 Each task is written as ``OUT/<task>/train.json`` and ``OUT/<task>/test.json`` (sentences split
 at random, ``--test-size``), with ``OUT/generation.json`` recording how. Then::
 
     python examples/make_edge_probing.py --sentences 800 --out examples/data/edge-probing-ptb
     probemeter run examples/edge_probing_dependencies.toml --out runs
+    probemeter run examples/edge_probing_morphology.toml --out runs
 
 With the real data, point ``train``/``test`` of ``[task]`` at jiant's files instead (e.g.
 ``dep_ewt/en_ewt-ud-train.json`` and ``dep_ewt/en_ewt-ud-test.json``).
@@ -51,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         "pos": treebank_targets(treebank, "pos"),
         "dependencies": treebank_targets(treebank, "dependencies"),
         "entities": entity_targets(treebank.sentences),
+        "morphology": treebank_targets(treebank, "morphology"),
     }
     counts = {}
     for name, data in tasks.items():

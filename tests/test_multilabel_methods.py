@@ -5,6 +5,7 @@ cannot use label sets refuse them with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -184,3 +185,25 @@ def test_methods_without_label_sets_refuse_them(data):
         paired_data(data, data)
     with pytest.raises(ValueError, match=r"label sets .* cannot be kept"):
         loss_data_curve(data, Linear(), [20], 1, steps=2, n_jobs=1, keep_probes=True)
+
+
+def test_morphology_targets_are_the_feature_sets_of_words():
+    from probemeter.datasets.conll import Treebank
+    from probemeter.datasets.edge_probing import treebank_targets
+
+    treebank = Treebank(
+        sentences=(("the", "cats", "sat"),),
+        upos=(("DET", "NOUN", "VERB"),),
+        heads=((2, 3, 0),),
+        deprels=(("det", "nsubj", "root"),),
+        silver=True,
+        source="hand",
+        feats=(("_", "Number=Plur", "VerbForm=Fin|Tense=Past"),),
+    )
+    morphology = treebank_targets(treebank, "morphology")
+    assert [(t.span1, t.labels) for t in morphology.targets] == [
+        ((1, 2), ("Number=Plur",)),
+        ((2, 3), ("Tense=Past", "VerbForm=Fin")),
+    ]  # "the" has no feature: no target
+    with pytest.raises(ValueError, match="no FEATS column"):
+        treebank_targets(dataclasses.replace(treebank, feats=None), "morphology")

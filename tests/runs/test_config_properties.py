@@ -197,11 +197,12 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     for split in ("train", "dev", "test"):
         write_conllu(treebank, folder / "data" / f"ptb-silver-{split}.conllu")
-    for task in ("dependencies", "pos"):  # the files of examples/edge_probing_*.toml
+    # the files of examples/edge_probing_*.toml (morphology's label sets: tags will do)
+    for task, source in (("dependencies", "dependencies"), ("pos", "pos"), ("morphology", "pos")):
         (folder / "data" / "edge-probing-ptb" / task).mkdir(parents=True)
         for split in ("train", "test"):
             path = folder / "data" / "edge-probing-ptb" / task / f"{split}.json"
-            write_edge_probing(treebank_targets(treebank, task), path)
+            write_edge_probing(treebank_targets(treebank, source), path)
     for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
         rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
         write_senteval(folder / "data" / "senteval-ptb" / TASK_FILES[task], rows, task)

@@ -51,6 +51,7 @@ import numpy as np
 from probemeter._io import write_text_atomic
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
+from probemeter.datasets.conll import NO_FEATURE
 
 __all__ = [
     "SPAN_POOLINGS",
@@ -224,16 +225,32 @@ def write_edge_probing(data: EdgeProbingSet, path: str | Path) -> None:
 
 
 def treebank_targets(treebank: Any, task: str) -> EdgeProbingSet:
-    """The ``"pos"`` or ``"dependencies"`` task of a :class:`~probemeter.datasets.conll.Treebank`:
-    one single-token span per word labelled with its UPOS tag, or, per word but the root, its
-    token (span1) and its head's (span2) labelled with the relation (Tenney et al. 2019, Table
-    1's POS and dependency-labelling tasks). Silver when the treebank is."""
-    one_of("pos", "dependencies")(task, "task")
+    """The ``"pos"``, ``"dependencies"`` or ``"morphology"`` task of a
+    :class:`~probemeter.datasets.conll.Treebank`: one single-token span per word labelled with
+    its UPOS tag, or, per word but the root, its token (span1) and its head's (span2) labelled
+    with the relation (Tenney et al. 2019, Table 1's POS and dependency-labelling tasks); or,
+    per word with morphological features, its span labelled with the *set* of its features
+    (``("Number=Sing", "Person=3")``), a multi-label task (read it with ``multilabel=True``).
+    Silver when the treebank is.
+
+    Raises:
+        ValueError: ``task`` unknown, or ``"morphology"`` of a treebank without FEATS.
+    """
+    one_of("pos", "dependencies", "morphology")(task, "task")
+    if task == "morphology" and treebank.feats is None:
+        raise ValueError(f"treebank {treebank.source!r} has no FEATS column for 'morphology'")
+    feats = treebank.feats if task == "morphology" else treebank.upos
     sentences = []
-    for words, tags, heads, relations in zip(
-        treebank.sentences, treebank.upos, treebank.heads, treebank.deprels
+    for words, tags, heads, relations, features in zip(
+        treebank.sentences, treebank.upos, treebank.heads, treebank.deprels, feats
     ):
-        if task == "pos":
+        if task == "morphology":
+            targets = [
+                EdgeTarget((i, i + 1), tuple(sorted(text.split("|"))))
+                for i, text in enumerate(features)
+                if text not in ("", NO_FEATURE)
+            ]
+        elif task == "pos":
             targets = [EdgeTarget((i, i + 1), (tag,)) for i, tag in enumerate(tags)]
         else:
             targets = [
