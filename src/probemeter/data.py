@@ -35,6 +35,7 @@ from probemeter._io import (
 from probemeter._validation import check_scalar, integer_list, is_integer, one_of, text
 
 __all__ = [
+    "INDICATOR",
     "LABEL_MODES",
     "ProbeData",
     "check_probe_data",
@@ -46,9 +47,11 @@ __all__ = [
 ]
 
 
-#: how ``from_arrays`` reads labels: class indices 0..K−1 as given, any labels encoded, or
-#: label sets as a 0/1 indicator matrix (n, K) (multi-label targets)
-LABEL_MODES = ("indices", "encode", "indicator")
+#: how ``from_arrays`` reads labels: class indices 0..K−1 as given, or any labels encoded
+LABEL_MODES = ("indices", "encode")
+#: ``from_arrays(labels=INDICATOR)``: label sets as a 0/1 indicator matrix (n, K) (multi-label
+#: targets; arrays only: feature files and experiment files hold one label per row)
+INDICATOR = "indicator"
 #: what :meth:`ProbeData.save` writes: one .npy file per array, then the JSON description
 _ARRAYS = ("X_train", "y_train", "X_test", "y_test", "groups_train", "groups_test")
 _META = "probe_data.json"
@@ -208,8 +211,8 @@ class ProbeData:
                 0/1 matrices of one width, or a label that never occurs.
         """
         check_scalar(random_state, "random_state", int, min_val=0)
-        mode = one_of(*LABEL_MODES)(labels, "labels")
-        encode, indicator = mode == "encode", mode == "indicator"
+        mode = one_of(*LABEL_MODES, INDICATOR)(labels, "labels")
+        encode, indicator = mode == "encode", mode == INDICATOR
         if mode != "indices" and n_classes is not None:
             raise ValueError(f"n_classes is implied by labels={mode!r} (the distinct labels)")
         X = _as_features("X", X)

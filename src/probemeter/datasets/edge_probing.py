@@ -50,7 +50,7 @@ import numpy as np
 
 from probemeter._io import write_text_atomic
 from probemeter._validation import check_scalar, one_of
-from probemeter.data import ProbeData
+from probemeter.data import INDICATOR, ProbeData
 from probemeter.datasets.conll import NO_FEATURE
 
 __all__ = [
@@ -524,7 +524,7 @@ def edge_probe_data(
         name=name,
         groups=groups,
         groups_test=groups_test,
-        labels="indicator" if multilabel else "indices",
+        labels=INDICATOR if multilabel else "indices",
     )
     return replace(data, classes=classes, span_tokens=span_tokens)
 
