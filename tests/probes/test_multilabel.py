@@ -244,3 +244,22 @@ def test_uniform_code_and_binary_nll():
     logits = torch.tensor([[[2.0, 2.0]]])
     got = binary_nll(logits, torch.tensor([[1.0, 0.0]]))
     assert got.item() == pytest.approx(math.log1p(math.exp(-2)) + math.log1p(math.exp(2)))
+
+
+@pytest.mark.slow
+def test_label_sets_train_alike_in_worker_processes(task, monkeypatch):
+    """Label sets travel to worker processes (as shared memory maps) and train there to the
+    same numbers as in this process."""
+    from probemeter.training import engine
+
+    config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
+    subsets = [np.arange(n) for n in (20, 45, 90, POOL)]
+    keys = [(5, i, len(s)) for i, s in enumerate(subsets)]
+    run = [*task, K, subsets, keys, MLP((8,)), config]
+    in_process = fit_evaluate(*run, device="cpu", n_jobs=1, per_example=True)
+    monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)  # tiny work: force the workers
+    in_workers = fit_evaluate(*run, device="cpu", n_jobs=2, per_example=True)
+    for name in ("loss", "accuracy", "micro_f1", "macro_f1", "nll"):
+        np.testing.assert_allclose(
+            getattr(in_workers, name), getattr(in_process, name), rtol=1e-6, atol=1e-7
+        )
