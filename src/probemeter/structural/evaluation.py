@@ -131,7 +131,8 @@ def spearman_by_length(
         norms = np.sqrt((centred[0] ** 2).sum(-1) * (centred[1] ** 2).sum(-1))
         defined = norms > 0
         rho = (centred[0] * centred[1]).sum(-1)[defined] / norms[defined]
-        by_length.setdefault(n, []).extend(rho.tolist())
+        if rho.size:
+            by_length.setdefault(n, []).extend(rho.tolist())
     means = {n: float(np.mean(values)) for n, values in sorted(by_length.items())}
     average = float(np.mean(list(means.values()))) if means else float("nan")
     return average, means
