@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from probemeter._io import JsonResult
+from probemeter._tables import render_table
 from probemeter.structural.family import StructuralFamily, structural_probes
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import TreeData, sentence_split
@@ -53,6 +54,27 @@ class StructuralLayers(JsonResult):
                 }
             )
         return pd.DataFrame(rows).set_index("layer")
+
+    def format(self, fmt: str = "markdown") -> str:
+        """:meth:`table` as a paper table (``"markdown"``, ``"latex"``, ``"html"`` or
+        ``"text"``): UUAS, DSpr., root accuracy and NSpr. per layer, with the ranks chosen."""
+        header = ["layer", "UUAS", "DSpr.", "rank", "root acc.", "NSpr.", "rank"]
+        rows = [
+            [
+                str(row.Index),
+                f"{row.uuas:.3f}",
+                f"{row.dspr:.3f}",
+                str(row.distance_rank),
+                f"{row.root_accuracy:.3f}",
+                f"{row.nspr:.3f}",
+                str(row.depth_rank),
+            ]
+            for row in self.table().itertuples()
+        ]
+        return render_table(header, rows, fmt)
+
+    def __str__(self) -> str:
+        return self.format("text")
 
     def to_frame(self) -> pd.DataFrame:
         """Every probe of every layer, tidy (one row per probe)."""
