@@ -94,3 +94,12 @@ def test_sentence_split_keeps_whole_sentences_and_is_seeded():
     assert pool.tolist() == again[0].tolist()
     with pytest.raises(ValueError, match="test_size"):
         sentence_split(10, 1.0)
+
+
+def test_the_package_exports_resolve():
+    import probemeter as pm
+    from probemeter import structural
+
+    assert pm.structural is structural
+    for name in structural.__all__:
+        assert getattr(structural, name) is not None
