@@ -103,3 +103,18 @@ def test_the_package_exports_resolve():
     assert pm.structural is structural
     for name in structural.__all__:
         assert getattr(structural, name) is not None
+
+
+def test_trees_from_a_conllu_file_carry_its_heads_and_punctuation():
+    from probemeter.datasets.conll import read_conllu
+
+    text = (
+        "1\tDogs\t_\tNOUN\t_\t_\t2\tnsubj\t_\t_\n"
+        "2\tbark\t_\tVERB\t_\t_\t0\troot\t_\t_\n"
+        "3\tloudly\t_\tADV\t_\t_\t2\tadvmod\t_\t_\n"
+        "4\t.\t_\tPUNCT\t_\t_\t2\tpunct\t_\t_\n\n"
+    )
+    trees = TreeData.from_treebank(read_conllu(text))
+    assert trees.heads == ((2, 0, 2, 2),)
+    assert trees.punctuation == ((False, False, False, True),)
+    assert trees.depths(0).tolist() == [1, 0, 1, 1]

@@ -240,7 +240,7 @@ def _block_row(
 
 
 @dataclass(frozen=True)
-class StructuralCurve:
+class StructuralCurve(JsonResult):
     """The loss-data curve of structural probes: per probe, the mean codelength of a test
     sentence's targets (nats) against the number n of training sentences.
 

@@ -95,11 +95,11 @@ class StructuralFamily(JsonResult):
     def frontier(self, metric: str | None = None) -> pd.DataFrame:
         """The Pareto frontier of the mean ``metric`` (default the headline) against rank
         (:func:`probemeter.pareto.pareto_frontier`): the rows of :meth:`summary` whose score is
-        higher than that of every lower rank."""
+        higher than that of every lower rank. ``metric`` is a score where higher is better: the
+        headline or ``"spearman"``."""
         metric = metric or self.metric
-        table = self.summary() if metric in self.summary().columns else None
-        if table is None:
-            raise ValueError(f"metric must be a score of summary(); got {metric!r}")
+        one_of(self.metric, "spearman")(metric, "metric")
+        table = self.summary()
         table = table[np.isfinite(table[metric])]
         if table.empty:
             raise ValueError(f"no probe has a finite {metric}")
@@ -108,8 +108,10 @@ class StructuralFamily(JsonResult):
 
     def hypervolume(self, cap: float | None = None, metric: str | None = None) -> float:
         """Pareto hypervolume of the mean ``metric`` over ranks in [0, cap] (default: the
-        largest rank), normalised by the cap (Pimentel et al. 2020, §3)."""
+        largest rank), normalised by the cap (Pimentel et al. 2020, §3); ``metric`` as in
+        :meth:`frontier`."""
         metric = metric or self.metric
+        one_of(self.metric, "spearman")(metric, "metric")
         table = self.summary()
         cap = float(table.index.max()) if cap is None else cap
         return pareto_hypervolume(table.index.to_numpy(float), table[metric].to_numpy(float), cap)
