@@ -141,3 +141,9 @@ def test_family_frontier_hypervolume_and_round_trip(noisy_corpus):
     assert family.to_frame().target.eq("distance").all()
     with pytest.raises(ValueError, match="overlap"):
         structural_probes(features, trees, split=([0, 1], [1, 2]), config=CONFIG)
+
+
+def test_uniform_codelength_by_hand():
+    trees = TreeData(((2, 0, 2), (0,)))
+    assert uniform_codelength(trees, "distance", [0, 1]) == pytest.approx(3 * math.log(2))
+    assert uniform_codelength(trees, "depth", [0, 1]) == pytest.approx(3 * math.log(3))

@@ -42,6 +42,7 @@ from probemeter.structural.scoring import (
     fitted_scale,
     predict_sentences,
     score,
+    sentence_codelengths,
     uniform_codelength,
 )
 from probemeter.structural.training import (
@@ -205,13 +206,9 @@ def structural_online_code(
                 prefix = predict_sentences(projection, array, trees, target, orders[s][:start])
                 scale = fitted_scale(prefix, target)
                 sent = predict_sentences(projection, array, trees, target, orders[s][start:end])
-                coded = score(sent, trees, target, scale)
-                nats = float(coded.codelength)
-                rows.append(
-                    _block_row(
-                        s, block, int(start), int(end), nats, coded.uniform_codelength, scale
-                    )
-                )
+                nats = float(sentence_codelengths(sent, target, scale).sum())
+                uniform = uniform_codelength(trees, target, orders[s][start:end])
+                rows.append(_block_row(s, block, int(start), int(end), nats, uniform, scale))
     return StructuralOnlineCode(
         name=name or "features",
         target=target,

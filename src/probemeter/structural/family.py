@@ -18,7 +18,7 @@ import pandas as pd
 from probemeter._io import JsonResult, environment
 from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.frontiers import pareto_frontier, pareto_hypervolume
-from probemeter.structural.scoring import fitted_scale, predict_sentences, score
+from probemeter.structural.scoring import fitted_scale, mean_loss, predict_sentences, score
 from probemeter.structural.training import (
     TARGETS,
     ProbeSpec,
@@ -221,7 +221,6 @@ def structural_probes(
         for spec, projection in zip(specs, projections):
             on_pool = predict_sentences(projection, array, trees, target, pool)
             scale = fitted_scale(on_pool, target)
-            fitted = score(on_pool, trees, target)
             tested = score(
                 predict_sentences(projection, array, trees, target, test), trees, target, scale
             )
@@ -230,7 +229,7 @@ def structural_probes(
                     "rank": spec.rank,
                     "seed": spec.seed,
                     "n_train": spec.n,
-                    "train_loss": fitted.loss,
+                    "train_loss": mean_loss(on_pool, target),
                     "loss": tested.loss,
                     "uuas": tested.uuas,
                     "root_accuracy": tested.root_accuracy,

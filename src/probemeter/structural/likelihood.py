@@ -103,7 +103,7 @@ def fit_laplace_scale(
 ) -> float:
     """The maximum-likelihood scale b of :func:`laplace_codelengths` on training targets: the
     b in [MIN_SCALE, MAX_SCALE] minimising their total codelength (bounded Brent search in
-    ln b)."""
+    ln b, to 10⁻⁴ in ln b: the scale within 0.01 %)."""
     from scipy.optimize import minimize_scalar
 
     y, mu = np.asarray(targets, np.float64), np.asarray(predictions, np.float64)
@@ -118,6 +118,6 @@ def fit_laplace_scale(
         total,
         bounds=(math.log(MIN_SCALE), math.log(MAX_SCALE)),
         method="bounded",
-        options={"xatol": 1e-6},
+        options={"xatol": 1e-4},
     )
     return float(math.exp(found.x))

@@ -21,8 +21,10 @@ __all__ = [
     "Scores",
     "SentencePredictions",
     "fitted_scale",
+    "mean_loss",
     "predict_sentences",
     "score",
+    "sentence_codelengths",
     "target_codes",
     "uniform_codelength",
 ]
@@ -118,6 +120,26 @@ class Scores:
     uniform_codelength: float
 
 
+def mean_loss(predictions: SentencePredictions, target: str) -> float:
+    """The paper's normalised L1 loss averaged over the sentences: Σ|pred − gold| / |s|² for
+    distances (every ordered pair, the diagonal included), / |s| for depths."""
+    losses = [
+        float(np.abs(predicted - gold).sum())
+        / (gold.size if target == "distance" else gold.shape[0])
+        for predicted, gold in zip(predictions.predicted, predictions.gold)
+    ]
+    return float(np.mean(losses))
+
+
+def sentence_codelengths(predictions: SentencePredictions, target: str, scale: float) -> np.ndarray:
+    """Per sentence, the codelength of its targets in nats under the discretised Laplace of
+    scale ``scale`` (:func:`~probemeter.structural.likelihood.laplace_codelengths`)."""
+    y, mu, low, high, position = target_codes(predictions, target)
+    codes = laplace_codelengths(y, mu, low, high, scale)
+    count = len(predictions.sentences)
+    return np.bincount(position.astype(np.int64), weights=codes, minlength=count)
+
+
 def score(
     predictions: SentencePredictions,
     trees: TreeData,
@@ -125,12 +147,8 @@ def score(
     scale: float | None = None,
 ) -> Scores:
     """Score a probe's predictions against the trees (module docstring)."""
-    losses, found, total, roots = [], 0, 0, []
-    for s, predicted, gold in zip(predictions.sentences, predictions.predicted, predictions.gold):
-        n = gold.shape[0]
-        losses.append(
-            float(np.abs(predicted - gold).sum()) / (n * n if target == "distance" else n)
-        )
+    found, total, roots = 0, 0, []
+    for s, predicted in zip(predictions.sentences, predictions.predicted):
         punctuation = trees.punctuation[s]  # type: ignore[index]
         if target == "distance":
             hit, gold_edges = uuas_counts(predicted, trees.heads[s], punctuation)
@@ -140,22 +158,15 @@ def score(
             if correct is not None:
                 roots.append(correct)
     spearman, _ = spearman_by_length(zip(predictions.predicted, predictions.gold))
-    y, mu, low, high, position = target_codes(predictions, target)
-    per_sentence = None
-    codelength = None
-    if scale is not None:
-        codes = laplace_codelengths(y, mu, low, high, scale)
-        per_sentence = np.bincount(
-            position.astype(np.int64), weights=codes, minlength=len(predictions.sentences)
-        )
-        codelength = float(codes.sum())
+    per_sentence = None if scale is None else sentence_codelengths(predictions, target, scale)
+    _, _, low, high, _ = target_codes(predictions, target)
     nan = float("nan")
     return Scores(
-        loss=float(np.mean(losses)),
+        loss=mean_loss(predictions, target),
         uuas=(found / total if total else nan) if target == "distance" else nan,
         root_accuracy=(float(np.mean(roots)) if roots else nan) if target == "depth" else nan,
         spearman=spearman,
-        codelength=codelength,
+        codelength=None if per_sentence is None else float(per_sentence.sum()),
         sentence_codelengths=per_sentence,
         uniform_codelength=float(uniform_codelengths(low, high).sum()),
     )
