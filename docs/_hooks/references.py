@@ -34,6 +34,7 @@ API_PACKAGES = (
     ("MDL probing (Voita & Titov)", ("probemeter.mdl",)),
     ("Power (Zhu et al.)", ("probemeter.power",)),
     ("Pareto probing (Pimentel et al.)", ("probemeter.pareto",)),
+    ("Structural probes (Hewitt & Manning)", ("probemeter.structural",)),
     ("Probes", ("probemeter.probes",)),
     ("Training engine", ("probemeter.training",)),
     ("Datasets", ("probemeter.datasets",)),

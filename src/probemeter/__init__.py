@@ -7,7 +7,9 @@ One subpackage per paper:
 * :mod:`probemeter.mdl` — online and variational MDL with control tasks (Voita & Titov);
 * :mod:`probemeter.power` — data requirements and statistical power of comparisons (Zhu et al.);
 * :mod:`probemeter.pareto` — Pareto frontiers of accuracy against probe complexity (Pimentel et
-  al.).
+  al.);
+* :mod:`probemeter.structural` — structural probes of syntax trees (Hewitt & Manning), with
+  their codelengths and rank frontiers.
 
 The top level holds what a first user needs: data, probes (and trained probes kept for
 inspection), the loss-data curve and its measures, and experiment files. Names are imported on
@@ -24,6 +26,7 @@ _EXPORTS = {
     "mdl": ".mdl",
     "power": ".power",
     "pareto": ".pareto",
+    "structural": ".structural",
     "datasets": ".datasets",
     "encoders": ".encoders",
     "probes": ".probes",

@@ -1,0 +1,48 @@
+"""Structural probes (Hewitt & Manning, *A Structural Probe for Finding Syntax in Word
+Representations*, NAACL 2019): linear maps B whose squared distances ‖Bᵀ(h_i − h_j)‖² match
+tree distances (distance probe) and whose squared norms ‖Bᵀh_i‖² match tree depths (depth
+probe), trained as a batched family over ranks and seeds; their evaluations (UUAS, DSpr./NSpr.,
+root accuracy); a codelength for their integer targets (a discretised Laplace, in nats) with
+the online code and loss-data curves over sentences; Pareto frontiers of UUAS against rank.
+
+This package sits above the paper packages: it reuses the block ends of :mod:`probemeter.mdl`,
+the loss-data curve and measures of :mod:`probemeter.curves` and the frontiers of
+:mod:`probemeter.pareto`.
+"""
+
+from probemeter._lazy import lazy_exports
+
+_EXPORTS = {
+    "STRUCTURAL_TIMESTEPS": ".codes",
+    "StructuralCurve": ".codes",
+    "StructuralOnlineCode": ".codes",
+    "structural_curve": ".codes",
+    "structural_online_code": ".codes",
+    "SPEARMAN_LENGTHS": ".evaluation",
+    "minimum_spanning_edges": ".evaluation",
+    "root_correct": ".evaluation",
+    "spearman_by_length": ".evaluation",
+    "tree_edges": ".evaluation",
+    "uuas_counts": ".evaluation",
+    "StructuralFamily": ".family",
+    "structural_probes": ".family",
+    "StructuralLayers": ".layers",
+    "structural_layers": ".layers",
+    "UNIFORM_WEIGHT": ".likelihood",
+    "fit_laplace_scale": ".likelihood",
+    "laplace_codelengths": ".likelihood",
+    "uniform_codelengths": ".likelihood",
+    "Scores": ".scoring",
+    "predict_sentences": ".scoring",
+    "score": ".scoring",
+    "ProbeSpec": ".training",
+    "StructuralTraining": ".training",
+    "fit_structural_probes": ".training",
+    "PUNCTUATION_TAGS": ".trees",
+    "TreeData": ".trees",
+    "sentence_split": ".trees",
+    "tree_depths": ".trees",
+    "tree_distances": ".trees",
+}
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

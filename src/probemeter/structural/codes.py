@@ -1,0 +1,363 @@
+"""Codelengths of tree structure: the online code over blocks of sentences and the loss-data
+curve of structural probes, with the discretised-Laplace codelength of
+:mod:`probemeter.structural.likelihood` (nats).
+
+* :func:`structural_online_code` — Voita & Titov (2020), §2.2.2, eq. 4, with sentences as the
+  transmitted items: a seeded order of the sentences is cut at the block ends
+  t_1 < … < t_S (:func:`probemeter.mdl.block_ends`); the first t_1 sentences' targets are sent
+  with the uniform code over their supports, and block (t_i, t_{i+1}] with a probe trained on
+  the first t_i sentences (its Laplace scale fitted on them too)::
+
+      L = Σ_{s ≤ t_1} U(s) + Σ_{i=1}^{S−1} Σ_{t_i < s ≤ t_{i+1}} −ln Q(y_s | B_{t_i}, b_{t_i})
+
+  where U(s) is the uniform code of sentence s's targets and Q the probe's likelihood.
+
+* :func:`structural_curve` — Whitney et al. (2021), §2.1: probes trained on nested subsets of
+  n pool sentences, the loss L(n) being the **mean codelength per test sentence** in nats.
+  The result holds a :class:`~probemeter.curves.LossDataCurve` (examples are sentences), so
+  the curve measures (``description_length``, ``sdl``, ``sample_complexity``) apply unchanged
+  given the first block's per-sentence cost (:attr:`StructuralCurve.first_block`, the mean
+  uniform code of a pool sentence): :meth:`StructuralCurve.measure` passes it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probemeter._io import JsonResult
+from probemeter._validation import check_scalar, one_of
+from probemeter.curves import measures
+from probemeter.curves.curve import LossDataCurve, default_sizes
+from probemeter.data import nested_subset, subset_permutation
+from probemeter.mdl.online import BITS_PER_NAT, block_ends
+from probemeter.structural.family import HEADLINE, _metadata, _split
+from probemeter.structural.scoring import (
+    fitted_scale,
+    predict_sentences,
+    score,
+    sentence_codelengths,
+    uniform_codelength,
+)
+from probemeter.structural.training import (
+    TARGETS,
+    ProbeSpec,
+    StructuralTraining,
+    check_features,
+    fit_structural_probes,
+)
+from probemeter.structural.trees import TreeData
+from probemeter.training.probe_runs import Stopwatch
+
+__all__ = [
+    "STRUCTURAL_TIMESTEPS",
+    "StructuralCurve",
+    "StructuralOnlineCode",
+    "structural_curve",
+    "structural_online_code",
+]
+
+#: block ends as fractions of the sentences: doubling blocks, as the paper's timesteps, but
+#: starting at 1/64 so that a few hundred sentences fill every block
+STRUCTURAL_TIMESTEPS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+
+
+@dataclass(frozen=True)
+class StructuralOnlineCode(JsonResult):
+    """The online codelength of the trees' distances or depths under one representation.
+
+    Attributes:
+        name: the representation; target: ``"distance"`` or ``"depth"``; rank: the probes'.
+        n: sentences transmitted; ends: the block ends t_1 < … < t_S = n.
+        blocks: one row per (seed, block): ``seed, block, start, end, train_size`` (0 for the
+            uniform first block), ``codelength`` (nats), ``uniform_codelength`` (nats, the same
+            targets under the uniform code) and ``scale`` (NaN for the first block).
+        metadata: training protocol, trees, timings, versions.
+    """
+
+    name: str
+    target: str
+    rank: int
+    n: int
+    ends: tuple[int, ...]
+    blocks: pd.DataFrame = field(repr=False)
+    metadata: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def per_seed(self) -> pd.DataFrame:
+        """Per seed: ``online`` and ``uniform`` codelengths (nats) and their ratio
+        ``compression``."""
+        grouped = self.blocks.groupby("seed")
+        table = pd.DataFrame(
+            {"online": grouped["codelength"].sum(), "uniform": grouped["uniform_codelength"].sum()}
+        )
+        return table.assign(compression=table["uniform"] / table["online"])
+
+    @property
+    def codelength(self) -> float:
+        """The online codelength in nats, the mean over seeds (data orders)."""
+        return float(self.per_seed()["online"].mean())
+
+    @property
+    def codelength_bits(self) -> float:
+        return self.codelength * BITS_PER_NAT
+
+    @property
+    def uniform_codelength(self) -> float:
+        """The uniform code of all n sentences' targets, in nats (the same for every order)."""
+        return float(self.per_seed()["uniform"].mean())
+
+    @property
+    def compression(self) -> float:
+        """uniform / online codelength (Voita & Titov, §2.2)."""
+        return self.uniform_codelength / self.codelength
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-block table with the representation, target and rank."""
+        return self.blocks.assign(representation=self.name, target=self.target, rank=self.rank)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (nats); :meth:`from_dict` restores it."""
+        return {
+            "name": self.name,
+            "target": self.target,
+            "rank": self.rank,
+            "unit": "nats",
+            "n": self.n,
+            "ends": list(self.ends),
+            "blocks": {c: self.blocks[c].tolist() for c in self.blocks.columns},
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> StructuralOnlineCode:
+        if payload.get("unit", "nats") != "nats":
+            raise ValueError(f"codelengths must be stored in nats; got {payload['unit']!r}")
+        return cls(
+            name=payload["name"],
+            target=payload["target"],
+            rank=int(payload["rank"]),
+            n=int(payload["n"]),
+            ends=tuple(int(e) for e in payload["ends"]),
+            blocks=pd.DataFrame(payload["blocks"]),
+            metadata=payload.get("metadata", {}),
+        )
+
+    def plot(self, ax: Any = None, *, label: str | None = None) -> Any:
+        """Nats per block against the block's end (log x), online and uniform. Returns the
+        matplotlib axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        mean = self.blocks.groupby("end")[["codelength", "uniform_codelength"]].mean()
+        line = ax.plot(mean.index, mean["codelength"], marker="o", label=label or self.name)
+        ax.plot(mean.index, mean["uniform_codelength"], ls="--", color=line[0].get_color())
+        ax.set_xscale("log")
+        ax.set_xlabel("block end (sentences)")
+        ax.set_ylabel("block codelength (nats)")
+        return ax
+
+
+def structural_online_code(
+    features: object,
+    trees: TreeData,
+    target: str = "distance",
+    *,
+    rank: int = 32,
+    timesteps: Sequence[float] = STRUCTURAL_TIMESTEPS,
+    seeds: int = 1,
+    sentences: Sequence[int] | None = None,
+    config: StructuralTraining | None = None,
+    name: str | None = None,
+) -> StructuralOnlineCode:
+    """The online codelength (nats) of the trees' distances or depths given the features
+    (module docstring): per seed, one data order of ``sentences`` (default: all), the blocks of
+    ``timesteps``, and every block probe of every seed trained at once.
+
+    Raises:
+        ValueError: bad features, target, rank, seeds, or timesteps too fine for the number of
+            sentences (:func:`probemeter.mdl.block_ends`).
+    """
+    one_of(*TARGETS)(target, "target")
+    config = config or StructuralTraining()
+    array = check_features(features, trees)
+    check_scalar(rank, "rank", int, min_val=1)
+    check_scalar(seeds, "seeds", int, min_val=1)
+    pool = np.arange(trees.n_sentences) if sentences is None else np.asarray(sentences, np.int64)
+    ends = block_ends(int(pool.size), timesteps)
+    orders = {s: pool[subset_permutation(pool.size, config.random_state, s)] for s in range(seeds)}
+    specs = [ProbeSpec(rank, s, orders[s][:end]) for s in range(seeds) for end in ends[:-1]]
+    with Stopwatch() as training:
+        projections = fit_structural_probes(array, trees, target, specs, config)
+    trained = {(spec.seed, spec.n): projection for spec, projection in zip(specs, projections)}
+    rows = []
+    with Stopwatch() as scoring:
+        for s in range(seeds):
+            uniform = uniform_codelength(trees, target, orders[s][: ends[0]])
+            rows.append(_block_row(s, 0, 0, int(ends[0]), uniform, uniform, math.nan))
+            for block, (start, end) in enumerate(itertools.pairwise(ends), start=1):
+                projection = trained[s, int(start)]
+                prefix = predict_sentences(projection, array, trees, target, orders[s][:start])
+                scale = fitted_scale(prefix, target)
+                sent = predict_sentences(projection, array, trees, target, orders[s][start:end])
+                nats = float(sentence_codelengths(sent, target, scale).sum())
+                uniform = uniform_codelength(trees, target, orders[s][start:end])
+                rows.append(_block_row(s, block, int(start), int(end), nats, uniform, scale))
+    return StructuralOnlineCode(
+        name=name or "features",
+        target=target,
+        rank=rank,
+        n=int(pool.size),
+        ends=tuple(int(e) for e in ends),
+        blocks=pd.DataFrame(rows),
+        metadata=_metadata(trees, config, {"train": training.seconds, "score": scoring.seconds}),
+    )
+
+
+def _block_row(
+    seed: int, block: int, start: int, end: int, nats: float, uniform: float, scale: float
+) -> dict[str, Any]:
+    """One row of :attr:`StructuralOnlineCode.blocks` (block 0 trains on nothing)."""
+    return {
+        "seed": seed,
+        "block": block,
+        "start": start,
+        "end": end,
+        "train_size": start,
+        "codelength": nats,
+        "uniform_codelength": uniform,
+        "scale": scale,
+    }
+
+
+@dataclass(frozen=True)
+class StructuralCurve(JsonResult):
+    """The loss-data curve of structural probes: per probe, the mean codelength of a test
+    sentence's targets (nats) against the number n of training sentences.
+
+    Attributes:
+        target: ``"distance"`` or ``"depth"``; rank: the probes'.
+        curve: the :class:`~probemeter.curves.LossDataCurve`: examples are sentences;
+            ``loss`` is nats per test sentence, ``loss_truncated`` min(loss, 1),
+            ``accuracy`` the test UUAS (distance) or root accuracy (depth). Its
+            ``n_classes`` is the largest support size of any target (the longest sentence's
+            length): the curve measures' default uniform first block (ln K per example) does
+            not apply to sentences, so give ``first_block`` (:meth:`measure` does).
+        first_block: the per-sentence cost of the first block, nats: the mean uniform code of
+            a pool sentence's targets.
+    """
+
+    target: str
+    rank: int
+    curve: LossDataCurve
+    first_block: float
+
+    def measure(self, name: str, *args: Any, **kwargs: Any) -> measures.MeasureResult:
+        """A curve measure of :mod:`probemeter.curves.measures` on this curve, with this
+        curve's ``first_block`` where the measure takes one: ``measure("description_length")``,
+        ``measure("sdl", epsilon)``, ``measure("sample_complexity", epsilon)``."""
+        allowed = ("description_length", "sdl", "sample_complexity", "validation_performance")
+        one_of(*allowed)(name, "name")
+        if name in ("description_length", "sdl"):
+            kwargs.setdefault("first_block", self.first_block)
+        return getattr(measures, name)(self.curve, *args, **kwargs)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.curve.to_frame().assign(target=self.target, rank=self.rank)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "rank": self.rank,
+            "first_block": self.first_block,
+            "curve": self.curve.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> StructuralCurve:
+        return cls(
+            target=payload["target"],
+            rank=int(payload["rank"]),
+            curve=LossDataCurve.from_dict(payload["curve"]),
+            first_block=float(payload["first_block"]),
+        )
+
+    def plot(self, ax: Any = None, **kwargs: Any) -> Any:
+        """The curve's plot (:meth:`LossDataCurve.plot`), its y axis in nats per sentence."""
+        ax = self.curve.plot(ax, **kwargs)
+        ax.set_xlabel("training sentences n")
+        ax.set_ylabel("test codelength (nats per sentence)")
+        return ax
+
+
+def structural_curve(
+    features: object,
+    trees: TreeData,
+    target: str = "distance",
+    *,
+    rank: int = 32,
+    sizes: Sequence[int] | None = None,
+    seeds: int = 2,
+    test_size: float = 0.2,
+    split: tuple[Sequence[int], Sequence[int]] | None = None,
+    config: StructuralTraining | None = None,
+    name: str | None = None,
+) -> StructuralCurve:
+    """The loss-data curve of rank-``rank`` structural probes (module docstring): for each
+    size n (default :func:`probemeter.curves.default_sizes` of the pool's sentences) and seed,
+    a probe trained on the seed's nested subset of n pool sentences, scored on the test
+    sentences. All probes are trained at once.
+
+    Raises:
+        ValueError: bad features, target, rank, seeds, sizes or split.
+    """
+    one_of(*TARGETS)(target, "target")
+    config = config or StructuralTraining()
+    array = check_features(features, trees)
+    check_scalar(rank, "rank", int, min_val=1)
+    check_scalar(seeds, "seeds", int, min_val=1)
+    pool, test = _split(trees, test_size, split, config.random_state)
+    sizes = default_sizes(int(pool.size), smallest=2) if sizes is None else np.asarray(sizes)
+    specs = [
+        ProbeSpec(rank, s, pool[nested_subset(pool.size, int(n), config.random_state, s)])
+        for n in sizes
+        for s in range(seeds)
+    ]
+    with Stopwatch() as training:
+        projections = fit_structural_probes(array, trees, target, specs, config)
+    rows = []
+    with Stopwatch() as scoring:
+        for spec, projection in zip(specs, projections):
+            scale = fitted_scale(
+                predict_sentences(projection, array, trees, target, spec.sentences), target
+            )
+            tested = score(
+                predict_sentences(projection, array, trees, target, test), trees, target, scale
+            )
+            loss = float(tested.codelength) / test.size
+            rows.append(
+                {
+                    "n": spec.n,
+                    "seed": spec.seed,
+                    "loss": loss,
+                    "loss_truncated": min(loss, 1.0),
+                    "accuracy": getattr(tested, HEADLINE[target]),
+                }
+            )
+    pool_uniform = uniform_codelength(trees, target, pool)
+    metadata = _metadata(trees, config, {"train": training.seconds, "score": scoring.seconds})
+    curve = LossDataCurve(
+        name=name or "features",
+        points=pd.DataFrame(rows),
+        n_classes=int(trees.lengths.max()),
+        pool_size=int(pool.size),
+        n_test=int(test.size),
+        metadata={**metadata, "loss": "nats per test sentence", "rank": rank},
+    )
+    return StructuralCurve(target, rank, curve, pool_uniform / pool.size)

@@ -1,0 +1,192 @@
+"""One trained structural probe scored on a set of sentences: its loss, UUAS or root accuracy,
+Spearman correlation, and its codelength (Hewitt & Manning 2019, §3.1; the codelength of
+:mod:`probemeter.structural.likelihood`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from probemeter.structural.evaluation import root_correct, spearman_by_length, uuas_counts
+from probemeter.structural.likelihood import (
+    fit_laplace_scale,
+    laplace_codelengths,
+    uniform_codelengths,
+)
+from probemeter.structural.trees import TreeData
+
+__all__ = [
+    "Scores",
+    "SentencePredictions",
+    "fitted_scale",
+    "mean_loss",
+    "predict_sentences",
+    "score",
+    "sentence_codelengths",
+    "target_codes",
+    "uniform_codelength",
+]
+
+
+@dataclass(frozen=True)
+class SentencePredictions:
+    """A probe's predictions for some sentences, with their gold targets (float64).
+
+    Attributes:
+        sentences: the sentence indices, in order.
+        predicted: per sentence, (n, n) squared distances or (n,) squared norms.
+        gold: per sentence, the gold distances or depths of the same shape.
+    """
+
+    sentences: tuple[int, ...]
+    predicted: tuple[np.ndarray, ...]
+    gold: tuple[np.ndarray, ...]
+
+
+def predict_sentences(
+    projection: np.ndarray,
+    features: np.ndarray,
+    trees: TreeData,
+    target: str,
+    sentences: Sequence[int] | np.ndarray,
+) -> SentencePredictions:
+    """The probe B's predictions ‖Bᵀ(h_i − h_j)‖² (distance) or ‖Bᵀh_i‖² (depth) for each
+    sentence, computed in float64."""
+    weights = np.asarray(projection, dtype=np.float64)
+    predicted, gold = [], []
+    index = tuple(int(s) for s in np.asarray(sentences).reshape(-1))
+    for s in index:
+        words = np.asarray(features[trees.offsets[s] : trees.offsets[s + 1]], dtype=np.float64)
+        projected = words @ weights
+        norms = np.einsum("ir,ir->i", projected, projected)
+        if target == "depth":
+            predicted.append(norms)
+            gold.append(trees.depths(s).astype(np.float64))
+        else:
+            squared = norms[:, None] + norms[None, :] - 2.0 * projected @ projected.T
+            predicted.append(np.maximum(squared, 0.0))
+            gold.append(trees.distances(s).astype(np.float64))
+    return SentencePredictions(index, tuple(predicted), tuple(gold))
+
+
+def target_codes(
+    predictions: SentencePredictions, target: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The coded targets of the sentences, flattened: (gold, predicted, lowest, highest,
+    sentence position) — pairs i < j for distances (support 1..n − 1), every word for depths
+    (support 0..n − 1)."""
+    columns: list[list[np.ndarray]] = [[], [], [], [], []]
+    for position, (predicted, gold) in enumerate(zip(predictions.predicted, predictions.gold)):
+        n = gold.shape[0]
+        if target == "distance":
+            upper = np.triu_indices(n, k=1)
+            y, mu, low = gold[upper], predicted[upper], 1.0
+        else:
+            y, mu, low = gold, predicted, 0.0
+        for column, values in zip(
+            columns,
+            (y, mu, np.full(y.size, low), np.full(y.size, n - 1.0), np.full(y.size, position)),
+        ):
+            column.append(values)
+    return tuple(  # type: ignore[return-value]
+        np.concatenate(column) if column else np.empty(0) for column in columns
+    )
+
+
+@dataclass(frozen=True)
+class Scores:
+    """A probe's scores on a set of sentences.
+
+    Attributes:
+        loss: the paper's normalised L1 loss, averaged over the sentences.
+        uuas: distance probe: UUAS (punctuation left out), NaN for the depth probe.
+        root_accuracy: depth probe: root accuracy, NaN for the distance probe.
+        spearman: DSpr. (distance) or NSpr. (depth): Spearman correlation averaged per length
+            5–50, then over lengths (NaN when no sentence has such a length).
+        codelength: total codelength of the sentences' targets in nats, under the discretised
+            Laplace with ``scale`` (None when no scale was given).
+        sentence_codelengths: per sentence, its targets' codelength in nats (or None).
+        uniform_codelength: the uniform code of the same targets, in nats.
+    """
+
+    loss: float
+    uuas: float
+    root_accuracy: float
+    spearman: float
+    codelength: float | None
+    sentence_codelengths: np.ndarray | None
+    uniform_codelength: float
+
+
+def mean_loss(predictions: SentencePredictions, target: str) -> float:
+    """The paper's normalised L1 loss averaged over the sentences: Σ|pred − gold| / |s|² for
+    distances (every ordered pair, the diagonal included), / |s| for depths."""
+    losses = [
+        float(np.abs(predicted - gold).sum())
+        / (gold.size if target == "distance" else gold.shape[0])
+        for predicted, gold in zip(predictions.predicted, predictions.gold)
+    ]
+    return float(np.mean(losses))
+
+
+def sentence_codelengths(predictions: SentencePredictions, target: str, scale: float) -> np.ndarray:
+    """Per sentence, the codelength of its targets in nats under the discretised Laplace of
+    scale ``scale`` (:func:`~probemeter.structural.likelihood.laplace_codelengths`)."""
+    y, mu, low, high, position = target_codes(predictions, target)
+    codes = laplace_codelengths(y, mu, low, high, scale)
+    count = len(predictions.sentences)
+    return np.bincount(position.astype(np.int64), weights=codes, minlength=count)
+
+
+def score(
+    predictions: SentencePredictions,
+    trees: TreeData,
+    target: str,
+    scale: float | None = None,
+) -> Scores:
+    """Score a probe's predictions against the trees (module docstring)."""
+    found, total, roots = 0, 0, []
+    for s, predicted in zip(predictions.sentences, predictions.predicted):
+        punctuation = trees.punctuation[s]  # type: ignore[index]
+        if target == "distance":
+            hit, gold_edges = uuas_counts(predicted, trees.heads[s], punctuation)
+            found, total = found + hit, total + gold_edges
+        else:
+            correct = root_correct(predicted, trees.heads[s], punctuation)
+            if correct is not None:
+                roots.append(correct)
+    spearman, _ = spearman_by_length(zip(predictions.predicted, predictions.gold))
+    per_sentence = None if scale is None else sentence_codelengths(predictions, target, scale)
+    _, _, low, high, _ = target_codes(predictions, target)
+    nan = float("nan")
+    return Scores(
+        loss=mean_loss(predictions, target),
+        uuas=(found / total if total else nan) if target == "distance" else nan,
+        root_accuracy=(float(np.mean(roots)) if roots else nan) if target == "depth" else nan,
+        spearman=spearman,
+        codelength=None if per_sentence is None else float(per_sentence.sum()),
+        sentence_codelengths=per_sentence,
+        uniform_codelength=float(uniform_codelengths(low, high).sum()),
+    )
+
+
+def fitted_scale(predictions: SentencePredictions, target: str) -> float:
+    """The maximum-likelihood Laplace scale of a probe on its training sentences."""
+    y, mu, low, high, _ = target_codes(predictions, target)
+    if y.size == 0:
+        raise ValueError("the training sentences hold no coded target (one-word sentences only)")
+    return fit_laplace_scale(y, mu, low, high)
+
+
+def uniform_codelength(
+    trees: TreeData, target: str, sentences: Sequence[int] | np.ndarray
+) -> float:
+    """The uniform code of the sentences' targets in nats: Σ over sentences of n = |s| words of
+    (n choose 2)·ln(n − 1) for distances (pairs i < j in 1..n − 1), n·ln n for depths."""
+    lengths = trees.lengths[np.asarray(sentences, dtype=np.int64)].astype(np.float64)
+    if target == "distance":
+        pairs = lengths * (lengths - 1) / 2
+        return float(np.sum(pairs * np.log(np.maximum(lengths - 1, 1))))
+    return float(np.sum(lengths * np.log(lengths)))

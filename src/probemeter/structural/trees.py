@@ -1,0 +1,223 @@
+"""Tree targets of the structural probe: path distances and depths of dependency trees.
+
+Hewitt & Manning (2019), *A Structural Probe for Finding Syntax in Word Representations*
+(NAACL), §2: the distance probe is trained towards d_T(w_i, w_j), the number of edges on the
+path between words i and j of the parse tree T, and the depth probe towards ‖w_i‖, the number
+of edges between word i and the root. :class:`TreeData` holds the heads of every sentence
+(1-based, 0 for the root, as in CoNLL-U) with a punctuation mask, and gives both targets as
+padded arrays for the batched trainer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from probemeter._validation import check_scalar
+
+__all__ = [
+    "PUNCTUATION_TAGS",
+    "TreeData",
+    "sentence_split",
+    "tree_depths",
+    "tree_distances",
+]
+
+#: UPOS tags whose words are left out of UUAS and root accuracy (Hewitt & Manning, §3.1)
+PUNCTUATION_TAGS = ("PUNCT",)
+
+
+def _check_heads(heads: Sequence[int], where: str) -> np.ndarray:
+    """``heads`` as an int64 array that forms one tree over its words (a single root, no
+    cycle); a ValueError naming ``where`` otherwise."""
+    array = np.asarray(heads, dtype=np.int64)
+    n = array.size
+    if array.ndim != 1 or n == 0:
+        raise ValueError(f"{where} must be a non-empty 1-D sequence of heads; got {heads!r}")
+    if array.min() < 0 or array.max() > n:
+        raise ValueError(f"{where} has heads outside 0..{n} (0 is the root): {array.tolist()}")
+    if int(np.sum(array == 0)) != 1:
+        raise ValueError(f"{where} needs exactly one root (head 0); got {array.tolist()}")
+    if np.any(array == np.arange(1, n + 1)):
+        raise ValueError(f"{where} has a word that is its own head: {array.tolist()}")
+    return array
+
+
+def _ancestors(heads: Sequence[int], where: str) -> np.ndarray:
+    """(n, n) bool: ``[i, k]`` is True when word k lies on the path from word i to the root
+    (both ends included); a ValueError naming ``where`` for heads that form no tree."""
+    array = _check_heads(heads, where)
+    n = array.size
+    ancestors = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        node = i
+        while not ancestors[i, node]:
+            ancestors[i, node] = True
+            if array[node] == 0:
+                break
+            node = int(array[node]) - 1
+        else:
+            raise ValueError(f"{where} has a cycle through word {node + 1}: {array.tolist()}")
+    return ancestors
+
+
+def tree_depths(heads: Sequence[int], where: str = "heads") -> np.ndarray:
+    """(n,) int64: the number of edges from each word to the root (the root has depth 0).
+
+    Raises:
+        ValueError: heads that do not form one tree (several roots, a cycle, a bad index).
+    """
+    return _ancestors(heads, where).sum(axis=1).astype(np.int64) - 1
+
+
+def tree_distances(heads: Sequence[int], where: str = "heads") -> np.ndarray:
+    """(n, n) int64: d_T(w_i, w_j), the number of edges on the tree path between words i, j.
+
+    d(i, j) = depth(i) + depth(j) − 2·depth(lca(i, j)), where the words shared by the two root
+    paths are the root path of the lowest common ancestor, so depth(lca) + 1 counts them.
+
+    Raises:
+        ValueError: heads that do not form one tree.
+    """
+    ancestors = _ancestors(heads, where).astype(np.int64)
+    depth = ancestors.sum(axis=1) - 1
+    lca_depth = ancestors @ ancestors.T - 1
+    return depth[:, None] + depth[None, :] - 2 * lca_depth
+
+
+@dataclass(frozen=True)
+class TreeData:
+    """Dependency trees of sentences, with the targets of the structural probes.
+
+    Attributes:
+        heads: one tuple of head indices per sentence: 1-based, 0 for the root.
+        punctuation: one tuple of booleans per sentence, True for words that UUAS and root
+            accuracy leave out; default none.
+        source: where the trees came from (for results).
+        silver: True when the trees are a parser's output, not gold annotation.
+
+    Raises:
+        ValueError: no sentences, a sentence whose heads do not form one tree, or a
+            punctuation mask whose length differs from its sentence.
+    """
+
+    heads: tuple[tuple[int, ...], ...]
+    punctuation: tuple[tuple[bool, ...], ...] | None = None
+    source: str = "<trees>"
+    silver: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.heads) == 0:
+            raise ValueError("heads is empty; give at least one sentence")
+        heads = tuple(tuple(int(h) for h in sentence) for sentence in self.heads)
+        for index, sentence in enumerate(heads):
+            _check_heads(sentence, f"heads[{index}]")
+        object.__setattr__(self, "heads", heads)
+        if self.punctuation is None:
+            object.__setattr__(self, "punctuation", tuple((False,) * len(s) for s in heads))
+        marks = tuple(tuple(bool(p) for p in sentence) for sentence in self.punctuation or ())
+        if len(marks) != len(heads):
+            raise ValueError(f"punctuation has {len(marks)} sentences but heads has {len(heads)}")
+        for index, (mask, sentence) in enumerate(zip(marks, heads)):
+            if len(mask) != len(sentence):
+                raise ValueError(
+                    f"punctuation[{index}] has {len(mask)} entries but sentence {index} has "
+                    f"{len(sentence)} words"
+                )
+        object.__setattr__(self, "punctuation", marks)
+
+    @classmethod
+    def from_treebank(
+        cls, treebank: Any, punctuation_tags: Sequence[str] = PUNCTUATION_TAGS
+    ) -> TreeData:
+        """The trees of a :class:`~probemeter.datasets.conll.Treebank` (from ``read_conllu``,
+        or silver ones from ``annotate_text``), with words whose UPOS tag is in
+        ``punctuation_tags`` marked as punctuation."""
+        tags = set(punctuation_tags)
+        return cls(
+            heads=treebank.heads,
+            punctuation=tuple(tuple(tag in tags for tag in sentence) for sentence in treebank.upos),
+            source=treebank.source,
+            silver=treebank.silver,
+        )
+
+    @property
+    def n_sentences(self) -> int:
+        return len(self.heads)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """(n_sentences,) int64 number of words of each sentence."""
+        return np.array([len(sentence) for sentence in self.heads], dtype=np.int64)
+
+    @property
+    def n_words(self) -> int:
+        return int(self.lengths.sum())
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """(n_sentences + 1,) int64: sentence s holds words ``offsets[s]:offsets[s + 1]`` of
+        the per-word feature rows."""
+        return np.concatenate([[0], np.cumsum(self.lengths)]).astype(np.int64)
+
+    @cached_property
+    def _distances(self) -> tuple[np.ndarray, ...]:
+        return tuple(tree_distances(h, f"heads[{s}]") for s, h in enumerate(self.heads))
+
+    def distances(self, sentence: int) -> np.ndarray:
+        """(n, n) int64 tree distances of one sentence (:func:`tree_distances`)."""
+        return self._distances[sentence]
+
+    def depths(self, sentence: int) -> np.ndarray:
+        """(n,) int64 tree depths of one sentence (:func:`tree_depths`): its distances to the
+        root."""
+        return self._distances[sentence][self.heads[sentence].index(0)]
+
+    def padded(self, target: str) -> np.ndarray:
+        """Every sentence's target, padded with zeros to the longest sentence: ``"distance"``
+        gives (n_sentences, L, L), ``"depth"`` (n_sentences, L); float32."""
+        longest = int(self.lengths.max())
+        if target == "distance":
+            out = np.zeros((self.n_sentences, longest, longest), dtype=np.float32)
+            for s, n in enumerate(self.lengths):
+                out[s, :n, :n] = self.distances(s)
+            return out
+        if target == "depth":
+            out = np.zeros((self.n_sentences, longest), dtype=np.float32)
+            for s, n in enumerate(self.lengths):
+                out[s, :n] = self.depths(s)
+            return out
+        raise ValueError(f'target must be "distance" or "depth"; got {target!r}')
+
+    def subset(self, sentences: Sequence[int] | np.ndarray) -> TreeData:
+        """The trees of the given sentence indices, in that order."""
+        index = [int(s) for s in np.asarray(sentences).reshape(-1)]
+        return TreeData(
+            heads=tuple(self.heads[s] for s in index),
+            punctuation=tuple(self.punctuation[s] for s in index),  # type: ignore[index]
+            source=self.source,
+            silver=self.silver,
+        )
+
+
+def sentence_split(
+    n_sentences: int, test_size: float = 0.2, random_state: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(pool, test) sentence indices: a seeded shuffle of the sentences, the first
+    ⌈test_size · n_sentences⌉ of it the test set (whole sentences, so no sentence straddles the
+    split); both sorted.
+
+    Raises:
+        ValueError: ``test_size`` outside (0, 1), or a split that leaves either side empty.
+    """
+    check_scalar(n_sentences, "n_sentences", int, min_val=2)
+    check_scalar(test_size, "test_size", float, min_val=0, max_val=1, include_boundaries="neither")
+    order = np.random.default_rng(random_state).permutation(n_sentences)
+    n_test = int(np.ceil(test_size * n_sentences))
+    if n_test >= n_sentences:
+        raise ValueError(f"test_size={test_size} leaves no pool sentence of {n_sentences}")
+    return np.sort(order[n_test:]), np.sort(order[:n_test])
