@@ -67,10 +67,16 @@ class _Sentences:
 
     @classmethod
     def build(
-        cls, name: str, X: object, heads: object, sentence_ids: object, device: torch.device
+        cls,
+        name: str,
+        X: object,
+        heads: object,
+        sentence_ids: object,
+        device: torch.device,
+        rooted: bool = True,
     ) -> _Sentences:
         features = np.asarray(X, dtype=np.float32)
-        heads, sentence_ids = check_parse(heads, sentence_ids)
+        heads, sentence_ids = check_parse(heads, sentence_ids, rooted=rooted)
         if features.ndim != 2 or features.shape[0] != heads.size:
             raise ValueError(f"{name} must be (n_words={heads.size}, d); got {features.shape}")
         starts, lengths = sentence_offsets(sentence_ids)
@@ -153,6 +159,7 @@ def fit_biaffine_parsers(
     decode: str = "argmax",
     random_state: int = 0,
     device: str | torch.device = "cpu",
+    rooted: bool = True,
 ) -> ParserEvaluation:
     """Train one biaffine parser per key on the training sentences; evaluate on each set.
 
@@ -167,6 +174,8 @@ def fit_biaffine_parsers(
         steps, batch_sentences, lr: Adam updates on minibatches of whole sentences.
         decode: ``"argmax"`` (App. B) or ``"mst"`` (Edmonds' maximum spanning tree).
         random_state: seeds the minibatch order, shared by the stacked parsers.
+        rooted: require a word attached to the root in every sentence (False for the heads
+            of a control task, :func:`~probemeter.pareto.parsing.check_parse`).
 
     Raises:
         ValueError: no keys, a bad ``decode``, invalid heads (e.g. a sentence with no root).
@@ -177,9 +186,9 @@ def fit_biaffine_parsers(
     check_scalar(steps, "steps", int, min_val=1)
     check_scalar(batch_sentences, "batch_sentences", int, min_val=1)
     torch_device = resolve_device(device)
-    train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device)
+    train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device, rooted)
     evaluations = [
-        _Sentences.build(f"eval_sets[{i}] features", *triple, torch_device)
+        _Sentences.build(f"eval_sets[{i}] features", *triple, torch_device, rooted)
         for i, triple in enumerate(eval_sets)
     ]
     for position, corpus in enumerate(evaluations):

@@ -106,6 +106,7 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
+from probemeter.datasets.arcs import ARC_HEADS
 from probemeter.datasets.edge_probing import SPAN_POOLINGS
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, senteval_file
@@ -229,7 +230,7 @@ DATASETS: dict[str, _Dataset] = {
         {
             "n_sentences": (_integer(2), 1000),
             "split": (_one_of("train", "valid", "test"), "test"),
-            "label": (_one_of("upos", "deprel"), "upos"),
+            "label": (_one_of("upos", "deprel", ARC_HEADS), "upos"),
             "test_size": (_fraction, 0.2),
         },
         pool=lambda options: None,
@@ -479,6 +480,7 @@ def _check_method(
                 f"power methods, online code): the {method.kind} method cannot train it; use "
                 '"mean", "max" or "endpoints"',
             )
+    _check_heads(reader, method, task, reps)
     for rep in reps:
         if rep.options.get("combine") != "scalar-mix":
             continue
@@ -495,6 +497,47 @@ def _check_method(
                 f"the variational probe has no scalar mix for {rep.name!r} (combine = "
                 '"scalar-mix"): set variational = false, or combine = "concat"',
             )
+
+
+def _check_heads(
+    reader: _Reader, method: Method, task: Task | None, reps: list[Representation]
+) -> None:
+    """Head selection (task label ``"arcs"``) and the biaffine parsing probe go together: the
+    task needs the pareto method's biaffine family, the family needs the task's sentences."""
+    heads = task is not None and task.options.get("label") == ARC_HEADS
+    parses = getattr(method, "family", None) == "biaffine"
+    if heads and method.kind != "pareto":
+        reader.add(
+            "method.kind",
+            f'task label "{ARC_HEADS}" (each word\'s head, unlabelled parsing) runs with the '
+            f'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
+            f"the {method.kind} method's probes give every row one class of a fixed set, "
+            "while a word's candidate heads are the words of its own sentence, which only "
+            "the biaffine parsing probe scores",
+        )
+    elif heads and not parses:
+        reader.add(
+            "method.family",
+            f'task label "{ARC_HEADS}" needs family = "biaffine" (the biaffine parsing probe '
+            "of Pimentel et al. §7.2, scored by UAS): nuclear-norm and rank linear probes "
+            "classify single words",
+        )
+    elif parses and not heads:
+        label = None if task is None else task.options.get("label")
+        reader.add(
+            "method.family",
+            f'"biaffine" parses sentences: it needs a conllu or ptb task with label = '
+            f'"{ARC_HEADS}"; got '
+            + ("no task" if task is None else f"dataset {task.dataset!r}, label {label!r}"),
+        )
+    if heads:
+        for index, rep in enumerate(reps):
+            if rep.kind == "npz":
+                reader.add(
+                    f"representations[{index}].kind",
+                    f'"npz" features have their own labels, not the sentences and heads of '
+                    f'task label "{ARC_HEADS}": use a word representation',
+                )
 
 
 def _check_feature_files(
