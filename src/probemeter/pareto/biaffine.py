@@ -18,7 +18,8 @@ heads and is left out.
 
 P parsers of one architecture train at once: every parameter has a leading probe axis and all
 probes see the same minibatches of sentences (their order keyed by ``random_state``); probe
-i's initial weights come from its own ``keys[i]`` stream.
+i's initial weights and its dropout masks come from its own ``keys[i]`` streams, so a parser
+trains alike whichever parsers share its stack, and a rerun gives the same parsers.
 """
 
 from __future__ import annotations
@@ -114,13 +115,32 @@ class _StackedBiaffine(torch.nn.Module):
         self.biaffine = _stack([rng.uniform(-bound, bound, (out, out)) for rng in rngs])
         self.head_prior = _stack([np.zeros(out) for _ in rngs])
         self.depth = len(probe.hidden)
+        #: per probe, the seed of its dropout masks (its own stream, after its weights)
+        self.dropout_seeds = [int(rng.integers(2**63)) for rng in rngs]
+        self.generators: list[torch.Generator] = []
+
+    def _dropout(self, x: torch.Tensor) -> torch.Tensor:
+        """Inverted dropout with probe p's mask drawn from its own generator (x: (P, ...))."""
+        if not self.training or self.dropout == 0:
+            return x
+        if not self.generators:
+            self.generators = [
+                torch.Generator(device=x.device).manual_seed(seed) for seed in self.dropout_seeds
+            ]
+        keep = torch.stack(
+            [
+                torch.rand(x.shape[1:], generator=generator, device=x.device)
+                for generator in self.generators
+            ]
+        )
+        return x * (keep >= self.dropout) / (1 - self.dropout)
 
     def _mlp(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         for layer in range(self.depth):
             weight = self.layers[offset + 2 * layer][:, None]
             bias = self.layers[offset + 2 * layer + 1][:, None]
             x = torch.relu(x @ weight + bias)
-            x = torch.nn.functional.dropout(x, self.dropout, self.training)
+            x = self._dropout(x)
         return x
 
     def forward(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
