@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from probemeter import _validation as valid
 from probemeter._figures import FigureOptions
@@ -88,6 +88,17 @@ class ParetoMethod(Method):
     )
 
     kind = "pareto"
+    #: the options of the biaffine family only (the ``pareto sweep`` command, on feature files
+    #: without sentences, has no flags for them)
+    PARSER_OPTIONS: ClassVar[tuple[str, ...]] = (
+        "family",
+        "parsers",
+        "parser_hidden",
+        "parser_lr",
+        "batch_sentences",
+        "decode",
+        "control",
+    )
     summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"
 
     def check_options(self) -> list[tuple[Option, str]]:
