@@ -13,7 +13,7 @@ from tiny_models import make_tiny_bert
 from probemeter.datasets import read_conllu
 from probemeter.datasets.arcs import head_probe_data
 from probemeter.pareto.frontiers import LABEL_SHUFFLED
-from probemeter.pareto.method import ParetoMethod, largest_parser
+from probemeter.pareto.method import ParetoMethod, least_constrained_parser
 from probemeter.pareto.sweeps import ParseSplit, parser_sweep
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.layers import LayerAnalysis
@@ -171,13 +171,9 @@ def test_npz_features_cannot_be_parsed(folder):
     assert 'representations[0].kind: "npz" features have their own labels' in problems
 
 
-def test_largest_parser_counts_both_views_and_the_biaffine_weights():
-    from probemeter.probes import MLP
-
-    # d = 10: linear views (0 + U 10x10 + u 10 = 110); one layer of 4 (2 * 44 + 16 + 4 = 108);
-    # one layer of 5 (2 * 55 + 25 + 5 = 140)
-    family = [MLP(hidden=()), MLP(hidden=(4,)), MLP(hidden=(5,)), MLP(hidden=(5,), dropout=0.1)]
-    assert largest_parser(family, 10) == 2
+def test_the_least_constrained_parser_memorises_most_and_is_chosen_without_test_scores():
+    points = {"complexity": [0.2, 0.5, 0.1, 0.5], "accuracy": [0.9, 0.1, 0.8, 0.7]}
+    assert least_constrained_parser(points) == 1  # the first of the two most complex
 
 
 def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
@@ -210,9 +206,9 @@ def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
         ]
         np.testing.assert_allclose([points["accuracy"][i] for i in rows], sweep.points["accuracy"])
         np.testing.assert_allclose(sweep.correct.mean(axis=1), sweep.points["accuracy"])
-        # the layer table's UAS is the largest parser's test UAS
+        # the layer table's UAS is the test UAS of the parser that memorised most
         row = next(r for r in run.layers.rows if r.representation == name)
-        chosen = largest_parser(family, bert.n_features)
+        chosen = least_constrained_parser(sweep.points)
         assert row.accuracy.value == pytest.approx(sweep.points["accuracy"][chosen])
     # UAS named as such in the tables and figures; the control's hypervolume dashed beside
     assert run.layers.accuracy == "UAS"

@@ -76,7 +76,7 @@ class _Sentences:
         device: torch.device,
         rooted: bool = True,
     ) -> _Sentences:
-        features = np.asarray(X, dtype=np.float32)
+        features = np.array(X, dtype=np.float32)  # a writable copy (X may be memory-mapped)
         heads, sentence_ids = check_parse(heads, sentence_ids, rooted=rooted)
         if features.ndim != 2 or features.shape[0] != heads.size:
             raise ValueError(f"{name} must be (n_words={heads.size}, d); got {features.shape}")

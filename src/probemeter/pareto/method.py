@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,7 +33,7 @@ from probemeter.data import ProbeData
 if TYPE_CHECKING:
     from probemeter.probes.mlp import MLP
 
-__all__ = ["FAMILIES", "ParetoMethod", "largest_parser", "pareto_unit", "parser_unit"]
+__all__ = ["FAMILIES", "ParetoMethod", "least_constrained_parser", "pareto_unit", "parser_unit"]
 
 #: the probe families of the method: linear probes (§4.1), or biaffine parsers (§7.2)
 FAMILIES = ("linear", "biaffine")
@@ -232,7 +231,8 @@ class ParetoMethod(Method):
     ) -> dict[str, Summary]:
         """The biaffine family's summaries: hypervolumes of the task (and its control), each
         against the cap shared by all representations, and the test UAS and per-word
-        correctness of the parser chosen before any score is seen (:func:`largest_parser`)."""
+        correctness of the parser chosen before any test score is seen
+        (:func:`least_constrained_parser`)."""
         found = {}
         for result, frame in zip(results, frames):
             name = str(frame["representation"].iloc[0])
@@ -291,17 +291,14 @@ def pareto_unit(
     }
 
 
-def largest_parser(probes: Sequence[MLP], n_features: int) -> int:
-    """Index of the parser with the most parameters on ``n_features`` inputs (two MLP views,
-    the biaffine matrix U and the head prior u; the first of equals): the biaffine family's
-    least constrained probe, chosen before any score is seen, whose per-word correctness
-    serves McNemar's test across layers."""
-    sizes = []
-    for probe in probes:
-        widths = [n_features, *probe.hidden]
-        views = sum(fan_in * fan_out + fan_out for fan_in, fan_out in pairwise(widths))
-        sizes.append(2 * views + widths[-1] ** 2 + widths[-1])
-    return sizes.index(max(sizes))
+def least_constrained_parser(points: Any) -> int:
+    """Row of :func:`~probemeter.pareto.sweeps.parser_sweep`'s points holding the family's
+    least constrained parser by its own complexity measure, the highest label-shuffled (or
+    fully shuffled) training UAS (the first of equals): a choice made on training data only,
+    before any test score is seen, as the linear family's λ = 0 probe. Its per-word test
+    correctness serves McNemar's test across layers."""
+    complexity = list(points["complexity"])
+    return complexity.index(max(complexity))
 
 
 def parser_unit(
@@ -357,7 +354,7 @@ def parser_unit(
         role: parser_sweep(split, names[role], data.name, family, **options)
         for role, split in splits.items()
     }
-    chosen = largest_parser(family, data.n_features)
+    chosen = least_constrained_parser(sweeps["task"].points)
     correct = SeedCorrectness(
         (0,), (sweeps["task"].correct[chosen],), labels_digest(data.y_test), data.pool_size
     )
