@@ -265,6 +265,12 @@ class Method(ABC):
         shown = {opt.name: opt.show(getattr(self, opt.name)) for opt in self.options()}
         return {"kind": self.kind, **shown}
 
+    @property
+    def accuracy_name(self) -> str:
+        """What the test accuracy of its probes is called in tables and figures (``"UAS"``
+        for a parsing probe)."""
+        return "accuracy"
+
     @classmethod
     def option_named(cls, name: str) -> Option:
         """The option ``name``."""

@@ -53,7 +53,16 @@ LABEL_MODES = ("indices", "encode")
 #: targets; arrays only: feature files and experiment files hold one label per row)
 INDICATOR = "indicator"
 #: what :meth:`ProbeData.save` writes: one .npy file per array, then the JSON description
-_ARRAYS = ("X_train", "y_train", "X_test", "y_test", "groups_train", "groups_test")
+_ARRAYS = (
+    "X_train",
+    "y_train",
+    "X_test",
+    "y_test",
+    "groups_train",
+    "groups_test",
+    "sentences_train",
+    "sentences_test",
+)
 _META = "probe_data.json"
 _SCHEMA = "probemeter.probe_data/1"
 
@@ -145,6 +154,10 @@ class ProbeData:
             (:class:`~probemeter.datasets.edge_probing.SpanLayout`: each span's token count,
             then its token vectors zero-padded), each span's padded token count; probes pool
             them with learned attention (:func:`~probemeter.probes.probe_for`); else None.
+        sentences_train, sentences_test: for head selection (unlabelled dependency parsing,
+            :func:`~probemeter.datasets.arcs.head_probe_data`), each row's sentence id, each
+            sentence's rows contiguous and in word order; the labels are then head positions
+            within the sentence (0 = the ROOT slot), not classes shared by all rows; else None.
     """
 
     X_train: np.ndarray
@@ -158,6 +171,8 @@ class ProbeData:
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     mix_layers: tuple[int, ...] | None = field(default=None, repr=False)
     span_tokens: tuple[int, ...] | None = field(default=None, repr=False)
+    sentences_train: np.ndarray | None = field(default=None, repr=False)
+    sentences_test: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -299,11 +314,15 @@ class ProbeData:
         return int(self.X_train.shape[1])
 
     def fingerprint(self) -> str:
-        """A short hash of the arrays, the class count and the original labels (:attr:`classes`,
-        when known): equal data give equal fingerprints, and so do data without ``classes``
-        before and after ``classes`` were recorded."""
+        """A short hash of the arrays, the class count, the original labels (:attr:`classes`,
+        when known) and the sentence ids of head-selection data (when set): equal data give
+        equal fingerprints, and so do data without ``classes`` before and after ``classes``
+        were recorded."""
         digest = hashlib.sha256()
-        for array in (self.X_train, self.y_train, self.X_test, self.y_test):
+        arrays = [self.X_train, self.y_train, self.X_test, self.y_test]
+        if self.sentences_train is not None and self.sentences_test is not None:
+            arrays += [self.sentences_train, self.sentences_test]
+        for array in arrays:
             digest.update(str(array.shape).encode())
             digest.update(np.ascontiguousarray(array))  # the buffer itself: no copy
         digest.update(str(self.n_classes).encode())
@@ -362,7 +381,7 @@ class ProbeData:
                     arrays[name] = np.load(path, mmap_mode="r" if mmap else None)
                 except (OSError, ValueError, EOFError) as error:
                     raise ValueError(f"{str(path)!r} cannot be read: {error}") from None
-            elif not name.startswith("groups"):
+            elif not name.startswith(("groups", "sentences")):
                 raise ValueError(f"saved ProbeData {str(folder)!r} lacks {name}.npy")
         X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
         if X.ndim != 2 or X_test.ndim != 2 or len(X) != len(y) or len(X_test) != len(y_test):
@@ -378,6 +397,8 @@ class ProbeData:
             span_tokens=None if "span_tokens" not in meta else tuple(meta["span_tokens"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),
+            sentences_train=arrays.get("sentences_train"),
+            sentences_test=arrays.get("sentences_test"),
             classes=classes_from_json(meta.get("classes")),
         )
 

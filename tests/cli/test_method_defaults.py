@@ -20,7 +20,15 @@ COMMANDS = {
     "power": ["power", "--a", "a.npz"],
 }
 #: options a command sets from its own inputs instead of a flag
-FIXED = {"mdl": {"control": True}, "power": {"baseline": "pixels", "probe": ()}}
+FIXED = {
+    "mdl": {"control": True},
+    "power": {"baseline": "pixels", "probe": ()},
+    # the biaffine family parses sentences: experiment files only, no flags on feature files
+    "pareto": {
+        name: METHODS["pareto"].option_named(name).default
+        for name in METHODS["pareto"].PARSER_OPTIONS
+    },
+}
 
 EXPERIMENT = """
 [task]

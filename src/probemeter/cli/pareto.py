@@ -60,7 +60,12 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
         default=sorted(_MEASURES),
         help="complexity measures to sweep",
     )
-    add_method_options(sweep, ParetoMethod, title="linear probes (nuclear norm, rank)")
+    add_method_options(
+        sweep,
+        ParetoMethod,
+        skip=ParetoMethod.PARSER_OPTIONS,  # parsers need sentences: experiment files only
+        title="linear probes (nuclear norm, rank)",
+    )
     family = sweep.add_argument_group("random MLP family (label-shuffled complexity, App. A)")
     family.add_argument("--mlps", type=int, default=50, help="family size")
     family.add_argument("--mlp-steps", type=int, default=2000, help="Adam updates per MLP")

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from probemeter.data import ProbeData
+from probemeter.datasets.arcs import ARC_HEADS
 from probemeter.datasets.conll import (
     Treebank,
     label_problem,
@@ -54,11 +55,15 @@ ARC_LABELS = "deprel-arcs"
 
 def split_label_problem(label: object) -> str | None:
     """Why ``label`` is no label of a ``conllu`` task (a word label of
-    :func:`~probemeter.datasets.conll.label_problem`, or :data:`ARC_LABELS`), or None."""
-    if label == ARC_LABELS:
+    :func:`~probemeter.datasets.conll.label_problem`, :data:`ARC_LABELS`, or
+    :data:`~probemeter.datasets.arcs.ARC_HEADS`: each word's head), or None."""
+    if label in (ARC_LABELS, ARC_HEADS):
         return None
     problem = label_problem(label)
-    return None if problem is None else problem.replace(' or "feats', ', "deprel-arcs" or "feats')
+    if problem is None:
+        return None
+    problem = problem.replace(' or "feats', ', "deprel-arcs" or "feats')
+    return problem.replace("); got", f'), or "{ARC_HEADS}" (each word\'s head); got')
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ _EXPORTS = {
     "linear_sweep": ".sweeps",
     "mlp_family_points": ".sweeps",
     "parser_points": ".sweeps",
+    "parser_sweep": ".sweeps",
     "treebank_tasks": ".sweeps",
 }
 __all__ = sorted(_EXPORTS)

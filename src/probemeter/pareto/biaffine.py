@@ -18,7 +18,8 @@ heads and is left out.
 
 P parsers of one architecture train at once: every parameter has a leading probe axis and all
 probes see the same minibatches of sentences (their order keyed by ``random_state``); probe
-i's initial weights come from its own ``keys[i]`` stream.
+i's initial weights and its dropout masks come from its own ``keys[i]`` streams, so a parser
+trains alike whichever parsers share its stack, and a rerun gives the same parsers.
 """
 
 from __future__ import annotations
@@ -67,10 +68,16 @@ class _Sentences:
 
     @classmethod
     def build(
-        cls, name: str, X: object, heads: object, sentence_ids: object, device: torch.device
+        cls,
+        name: str,
+        X: object,
+        heads: object,
+        sentence_ids: object,
+        device: torch.device,
+        rooted: bool = True,
     ) -> _Sentences:
-        features = np.asarray(X, dtype=np.float32)
-        heads, sentence_ids = check_parse(heads, sentence_ids)
+        features = np.array(X, dtype=np.float32)  # a writable copy (X may be memory-mapped)
+        heads, sentence_ids = check_parse(heads, sentence_ids, rooted=rooted)
         if features.ndim != 2 or features.shape[0] != heads.size:
             raise ValueError(f"{name} must be (n_words={heads.size}, d); got {features.shape}")
         starts, lengths = sentence_offsets(sentence_ids)
@@ -108,13 +115,32 @@ class _StackedBiaffine(torch.nn.Module):
         self.biaffine = _stack([rng.uniform(-bound, bound, (out, out)) for rng in rngs])
         self.head_prior = _stack([np.zeros(out) for _ in rngs])
         self.depth = len(probe.hidden)
+        #: per probe, the seed of its dropout masks (its own stream, after its weights)
+        self.dropout_seeds = [int(rng.integers(2**63)) for rng in rngs]
+        self.generators: list[torch.Generator] = []
+
+    def _dropout(self, x: torch.Tensor) -> torch.Tensor:
+        """Inverted dropout with probe p's mask drawn from its own generator (x: (P, ...))."""
+        if not self.training or self.dropout == 0:
+            return x
+        if not self.generators:
+            self.generators = [
+                torch.Generator(device=x.device).manual_seed(seed) for seed in self.dropout_seeds
+            ]
+        keep = torch.stack(
+            [
+                torch.rand(x.shape[1:], generator=generator, device=x.device)
+                for generator in self.generators
+            ]
+        )
+        return x * (keep >= self.dropout) / (1 - self.dropout)
 
     def _mlp(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         for layer in range(self.depth):
             weight = self.layers[offset + 2 * layer][:, None]
             bias = self.layers[offset + 2 * layer + 1][:, None]
             x = torch.relu(x @ weight + bias)
-            x = torch.nn.functional.dropout(x, self.dropout, self.training)
+            x = self._dropout(x)
         return x
 
     def forward(self, words: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -153,6 +179,7 @@ def fit_biaffine_parsers(
     decode: str = "argmax",
     random_state: int = 0,
     device: str | torch.device = "cpu",
+    rooted: bool = True,
 ) -> ParserEvaluation:
     """Train one biaffine parser per key on the training sentences; evaluate on each set.
 
@@ -167,6 +194,8 @@ def fit_biaffine_parsers(
         steps, batch_sentences, lr: Adam updates on minibatches of whole sentences.
         decode: ``"argmax"`` (App. B) or ``"mst"`` (Edmonds' maximum spanning tree).
         random_state: seeds the minibatch order, shared by the stacked parsers.
+        rooted: require a word attached to the root in every sentence (False for the heads
+            of a control task, :func:`~probemeter.pareto.parsing.check_parse`).
 
     Raises:
         ValueError: no keys, a bad ``decode``, invalid heads (e.g. a sentence with no root).
@@ -177,9 +206,9 @@ def fit_biaffine_parsers(
     check_scalar(steps, "steps", int, min_val=1)
     check_scalar(batch_sentences, "batch_sentences", int, min_val=1)
     torch_device = resolve_device(device)
-    train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device)
+    train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device, rooted)
     evaluations = [
-        _Sentences.build(f"eval_sets[{i}] features", *triple, torch_device)
+        _Sentences.build(f"eval_sets[{i}] features", *triple, torch_device, rooted)
         for i, triple in enumerate(eval_sets)
     ]
     for position, corpus in enumerate(evaluations):

@@ -460,6 +460,7 @@ class ParetoFrontiers(JsonResult):
         *,
         xmax: float | None = None,
         show_probes: bool = True,
+        metric: str = "accuracy",
     ) -> Any:
         """Draw one step-line frontier per representation, as in the paper's Figs. 2–5.
 
@@ -469,8 +470,9 @@ class ParetoFrontiers(JsonResult):
         faint dot. A representation keeps its colour
         (:func:`~probemeter._figures.representation_colours` of :attr:`representations`: a
         model's layers in sequential shades) in every panel. The panel is titled with the
-        measure, its x-axis says what the complexity is, its y-axis names the task. Returns the
-        matplotlib axes.
+        measure, its x-axis says what the complexity is, its y-axis names the task and the
+        ``metric`` the accuracy column holds (``"UAS"`` for parsing). Returns the matplotlib
+        axes.
         """
         if ax is None:
             from matplotlib.figure import Figure
@@ -491,8 +493,9 @@ class ParetoFrontiers(JsonResult):
                 shown = probes[probes["complexity"] <= xmax]
                 ax.scatter(shown["complexity"], shown["accuracy"], s=8, alpha=0.3, color=colour)
         ax.set_xlim(0, xmax)
-        ax.set_xlabel(COMPLEXITY_AXES.get(measure, f"complexity: {measure}"), fontsize=9)
-        ax.set_ylabel(f"{task}: test accuracy", fontsize=9)
+        axis = COMPLEXITY_AXES.get(measure, f"complexity: {measure}")
+        ax.set_xlabel(axis.replace("accuracy", metric), fontsize=9)
+        ax.set_ylabel(f"{task}: test {metric}", fontsize=9)
         ax.set_title(f"Pareto frontier, {measure}", fontsize=10)
         return ax
 
@@ -502,9 +505,11 @@ class ParetoFrontiers(JsonResult):
         tasks: Sequence[str] | None = None,
         *,
         xmax: Mapping[str, float] | None = None,
+        metric: str = "accuracy",
     ) -> Any:
         """A grid of :meth:`plot` panels, one row per task and one column per measure (the
-        layout of Fig. 2), with one legend below. ``xmax`` maps measures to their x-range.
+        layout of Fig. 2), with one legend below. ``xmax`` maps measures to their x-range;
+        ``metric`` names what the accuracy column holds (``"UAS"`` for parsing).
         Returns a matplotlib ``Figure`` (save it with ``figure.savefig(path)`` or
         :meth:`probemeter._figures.FigureOptions.save`)."""
         from matplotlib.figure import Figure
@@ -518,12 +523,12 @@ class ParetoFrontiers(JsonResult):
             for column, measure in enumerate(measures):
                 ax = axes[row, column]
                 try:
-                    self.plot(task, measure, ax, xmax=xmax.get(measure))
+                    self.plot(task, measure, ax, xmax=xmax.get(measure), metric=metric)
                 except KeyError:
                     ax.set_visible(False)
         shared_legend(figure, list(axes.flat), columns=min(len(self.representations), 5))
         figure.suptitle(
-            "test accuracy against probe complexity: Pareto frontiers (Pimentel et al. §3)",
+            f"test {metric} against probe complexity: Pareto frontiers (Pimentel et al. §3)",
             fontsize=10,
         )
         return figure

@@ -30,12 +30,18 @@ __all__ = [
 ]
 
 
-def check_parse(heads: object, sentence_ids: object) -> tuple[np.ndarray, np.ndarray]:
+def check_parse(
+    heads: object, sentence_ids: object, *, rooted: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate per-word ``heads`` and ``sentence_ids``; return them as int64 arrays.
+
+    ``rooted=False`` accepts sentences without a word attached to the root (0), as the heads
+    of a control task have (:func:`~probemeter.datasets.dependency_control.dependency_control`
+    with its self-attachments on the ROOT slot, :func:`~probemeter.datasets.arcs.control_heads`).
 
     Raises:
         ValueError: lengths differ, sentence ids not contiguous runs, a head outside
-            0..len(sentence), or a sentence with no root (no word with head 0).
+            0..len(sentence), or (``rooted``) a sentence with no root (no word with head 0).
     """
     heads = np.asarray(heads)
     sentence_ids = np.asarray(sentence_ids)
@@ -52,7 +58,7 @@ def check_parse(heads: object, sentence_ids: object) -> tuple[np.ndarray, np.nda
         bad = int(np.flatnonzero((heads < 0) | (heads > lengths[owner]))[0])
         raise ValueError(f"heads[{bad}] = {heads[bad]} is outside 0..len(its sentence)")
     roots = np.bincount(owner, weights=heads == 0, minlength=len(starts))
-    if np.any(roots == 0):
+    if rooted and np.any(roots == 0):
         sentence = int(sentence_ids[starts[int(np.flatnonzero(roots == 0)[0])]])
         raise ValueError(f"sentence {sentence} has no root: no word with head 0")
     return heads, sentence_ids
@@ -96,10 +102,13 @@ def arc_pairs(
     return np.concatenate([X[tails], X[head_index]], axis=1), tails, head_index
 
 
-def shuffle_heads(heads: object, sentence_ids: object, random_state: int = 0) -> np.ndarray:
+def shuffle_heads(
+    heads: object, sentence_ids: object, random_state: int = 0, *, rooted: bool = True
+) -> np.ndarray:
     """Permute the heads within each sentence (the label-shuffled parsing task, §7): word i
-    receives the head of another word of its sentence, so the result is generally no tree."""
-    heads, sentence_ids = check_parse(heads, sentence_ids)
+    receives the head of another word of its sentence, so the result is generally no tree.
+    ``rooted``: as for :func:`check_parse`."""
+    heads, sentence_ids = check_parse(heads, sentence_ids, rooted=rooted)
     starts, lengths = sentence_offsets(sentence_ids)
     rng = np.random.default_rng([random_state, 0x4EAD])
     keys = np.repeat(np.arange(len(starts)), lengths) + rng.random(heads.size)

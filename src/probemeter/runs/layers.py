@@ -242,13 +242,16 @@ class LayerAnalysis(JsonResult):
     rows: tuple[LayerRow, ...]
     verdicts: tuple[SweepVerdict, ...]
     alpha: float
+    #: what the best probes' test accuracy is called (``"UAS"`` for head selection)
+    accuracy: str = "accuracy"
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (sweep, layer, measure): value, seed range, lower-bound flag; the
-        accuracy of the best probes is the measure ``"accuracy"``."""
+        accuracy of the best probes is the measure :attr:`accuracy` (``"accuracy"``, or
+        ``"UAS"``)."""
         records = []
         for row in self.rows:
-            measures = {**row.estimates, "accuracy": row.accuracy}
+            measures = {**row.estimates, self.accuracy: row.accuracy}
             for measure, estimate in measures.items():
                 records.append(
                     {
@@ -266,6 +269,7 @@ class LayerAnalysis(JsonResult):
             "schema": SCHEMA,
             "method": self.method,
             "alpha": self.alpha,
+            "accuracy": self.accuracy,
             "headlines": [asdict(headline) for headline in self.headlines],
             "rows": [row.to_dict() for row in self.rows],
             "verdicts": [verdict.to_dict() for verdict in self.verdicts],
@@ -281,6 +285,7 @@ class LayerAnalysis(JsonResult):
             tuple(LayerRow.from_dict(row) for row in payload["rows"]),
             tuple(SweepVerdict.from_dict(v) for v in payload["verdicts"]),
             float(payload["alpha"]),
+            str(payload.get("accuracy", "accuracy")),
         )
 
     def table(self, fmt: str = "markdown") -> str:
@@ -289,7 +294,7 @@ class LayerAnalysis(JsonResult):
             "model",
             "layer",
             *(headline.label for headline in self.headlines),
-            "accuracy",
+            self.accuracy,
             "vs previous layer",
         ]
         rows, breaks = [], []
@@ -311,7 +316,8 @@ class LayerAnalysis(JsonResult):
         """How to read the table, then one verdict per sweep."""
         return [
             "Values [min, max over seeds]; > x: a lower bound (the data ran out first). "
-            "Accuracy: the test accuracy of the method's best probes. McNemar's test on their "
+            f"{self.accuracy[0].upper()}{self.accuracy[1:]}: the test {self.accuracy} of the "
+            "method's best probes. McNemar's test on their "
             "paired test predictions per seed, power by bootstrap of the test set pooled over "
             f"seeds at α = {self.alpha:g}; a difference is established at power ≥ 0.8 "
             "(Zhu et al. 2022, §3.5).",
@@ -339,7 +345,7 @@ class LayerAnalysis(JsonResult):
                     self._draw(ax, sweeps, headline.name, headline.dashed, role)
             ax.set_title(panel, fontsize=9)
         self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
-        axes[0][-1].set_title("test accuracy of the best probes", fontsize=9)
+        axes[0][-1].set_title(f"test {self.accuracy} of the best probes", fontsize=9)
         layers = sorted({row.layer for row in self.rows})
         for ax in axes[0]:
             ax.set_xlabel("layer (0 = embeddings)")
@@ -480,7 +486,9 @@ def analyse_layers(
             summary = summaries[name]
             rows.append(LayerRow(sweep, layer, name, summary.estimates, summary.accuracy, previous))
         verdicts.append(_verdict(sweep, members, summaries, headlines[0], options))
-    return LayerAnalysis(method.kind, headlines, tuple(rows), tuple(verdicts), alpha)
+    return LayerAnalysis(
+        method.kind, headlines, tuple(rows), tuple(verdicts), alpha, method.accuracy_name
+    )
 
 
 def _verdict(

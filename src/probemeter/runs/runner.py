@@ -45,7 +45,8 @@ from probemeter._validation import check_scalar
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
-from probemeter.datasets.conll import Treebank, probe_data
+from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
+from probemeter.datasets.conll import Treebank, probe_data, sentence_test_mask
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.datasets.senteval import SentEvalData
@@ -432,8 +433,9 @@ def _treebank_split_inputs(task: Task) -> _TaskInputs:
     options = task.options
     splits = read_treebank_splits(options["train"], options["test"], options["dev"])
     label = options["label"]
-    splits.vocabulary(label)  # a column the files lack is an error here, before encoding
-    unseen = splits.describe_unseen(label)
+    if label != ARC_HEADS:  # heads are no vocabulary: every file has the HEAD column
+        splits.vocabulary(label)  # a column the files lack is an error here, before encoding
+    unseen = None if label == ARC_HEADS else splits.describe_unseen(label)
     if unseen:
         warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
     if splits.silver:
@@ -574,6 +576,11 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
         if inputs.splits is not None:  # the official split
             return _official_split(inputs.splits, features, options["label"], rep.name)
+        if options["label"] == ARC_HEADS:
+            test = sentence_test_mask(
+                inputs.treebank, float(options["test_size"]), build.random_state
+            )
+            return head_probe_data(inputs.treebank, features, test, name=rep.name)
         return probe_data(
             inputs.treebank,
             features,
@@ -623,7 +630,10 @@ def _official_split(
 ) -> ProbeData:
     """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
     per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
-    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type)."""
+    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type),
+    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`)."""
+    if label == ARC_HEADS:
+        return head_probe_data(splits.combined, features, splits.test_mask, name=name)
     if label != ARC_LABELS:
         return splits.probe_data(features, label, name=name)
     from probemeter.pareto.sweeps import treebank_tasks
