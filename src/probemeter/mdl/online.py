@@ -241,6 +241,12 @@ class OnlineCode(SeedResults):
             it was recorded.
         classes: the original label of each class index (``ProbeData.classes``); None when
             the data had none (and in results written before labels were recorded).
+        example_bits: with ``online_codelength(..., keep_example_bits=True)``, a (seeds, n)
+            float64 array: per seed (in :attr:`seeds` order), the bits of every transmitted
+            example in that seed's transmission order (``log2 K`` each in the uniform first
+            block), whose block sums are the ``codelength_bits`` of :attr:`blocks` (the
+            per-example losses a switching code mixes, :mod:`probemeter.mdl.switching`).
+            Else None; not part of :meth:`to_dict` (nor of saved results or equality).
         probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
             (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
             ``{"seed", "role": "block", "block": i, "train_size": t_{i-1}}`` (trained on the
@@ -263,6 +269,7 @@ class OnlineCode(SeedResults):
     test_correct: SeedCorrectness | None = field(default=None, repr=False, compare=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
+    example_bits: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -400,6 +407,7 @@ def online_codelength(
     max_memory: float | None = None,
     progress: bool = False,
     keep_probes: bool = False,
+    keep_example_bits: bool = False,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
@@ -424,6 +432,8 @@ def online_codelength(
             code's ``probes``, each evaluated once more on the test set for its stored loss,
             accuracy and predictions (:meth:`ProbeSet.from_stacked`). The code is the same
             either way.
+        keep_example_bits: keep every transmitted example's bits, per seed in its order
+            (:attr:`OnlineCode.example_bits`). The code is the same either way.
 
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
@@ -485,7 +495,8 @@ def online_codelength(
     test_predictions = evaluation.predictions[:, pool:]
     test_correct = test_predictions == data.y_test[None, :]
     block_rows, seed_rows, full_rows = [], [], []
-    for seed in seeds_used:
+    example_bits = np.full((len(seeds_used), n), math.log2(data.n_classes))
+    for seed, seed_bits in zip(seeds_used, example_bits, strict=True):
         order = orders[seed]
         rows = [i for i, (s, _) in enumerate(grid) if s == seed]
         total = uniform_codelength(ends[0], data.n_classes)
@@ -493,7 +504,8 @@ def online_codelength(
         for block in range(1, len(ends)):
             probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
             sent = order[ends[block - 1] : ends[block]]
-            bits = float(pool_bits[probe_row, sent].sum())
+            seed_bits[ends[block - 1] : ends[block]] = pool_bits[probe_row, sent]
+            bits = float(seed_bits[ends[block - 1] : ends[block]].sum())
             accuracy = float(pool_correct[probe_row, sent].mean())
             total += bits
             block_rows.append(
@@ -565,6 +577,7 @@ def online_codelength(
         ),
         classes=data.classes,
         probes=probes,
+        example_bits=example_bits if keep_example_bits else None,
     )
 
 
