@@ -52,7 +52,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from probemeter._validation import check_scalar
 
@@ -123,27 +122,43 @@ def switch_forward(losses_bits: np.ndarray, rate: str | float = "harmonic") -> S
     """The switching code of ``losses_bits`` (T rounds × K families, each ``−log2 p_k(y_t)``)
     by the forward algorithm in log space (module docstring), uniform prior over families.
 
+    The recursion is sequential in t; it runs on Python floats (about 1 µs per family and
+    round), far faster than numpy calls on K-element arrays.
+
     Raises:
         ValueError: ``losses_bits`` not a finite non-negative (T, K) array, or a bad ``rate``.
     """
     losses = _check_losses(losses_bits) * _LN2  # nats
     n_rounds, n_families = losses.shape
     rates = switching_rates(n_rounds, rate)
-    log_prior = -math.log(n_families)
     with np.errstate(divide="ignore"):  # log 0 = -inf for alpha = 0: no mass moves
-        log_stay = np.log1p(-rates)
-        log_move = np.log(rates) + log_prior
+        log_stays = np.log1p(-rates).tolist()
+        log_moves = (np.log(rates) - math.log(n_families)).tolist()
     round_nats = np.empty(n_rounds)
-    posterior = np.empty((n_rounds, n_families))
-    log_v = np.full(n_families, log_prior)  # before round 1: the prior (alpha_1 = 0)
-    for t in range(n_rounds):
-        log_w = np.logaddexp(log_stay[t] + log_v, log_move[t])
-        joint = log_w - losses[t]
-        log_p = logsumexp(joint)
-        log_v = joint - log_p
+    log_posterior = np.empty((n_rounds, n_families))
+    log_v = [-math.log(n_families)] * n_families  # before round 1: the prior (alpha_1 = 0)
+    for t, row in enumerate(losses.tolist()):
+        log_w = _share(log_v, log_stays[t], log_moves[t])
+        joint = [w - loss for w, loss in zip(log_w, row, strict=True)]
+        top = max(joint)
+        log_p = top + math.log(math.fsum([math.exp(j - top) for j in joint]))
+        log_v = [j - log_p for j in joint]
         round_nats[t] = -log_p
-        posterior[t] = np.exp(log_v)
-    return SwitchForward(round_nats / _LN2, posterior, rates)
+        log_posterior[t] = log_v
+    return SwitchForward(round_nats / _LN2, np.exp(log_posterior), rates)
+
+
+def _share(log_v: list[float], log_stay: float, log_move: float) -> list[float]:
+    """``log((1 − α) v + α π)`` per family, from ``log v``, ``log(1 − α)`` and ``log(α π)``
+    (a log-sum-exp of two terms; ``log_move = −inf``: no switch, ``log v`` itself)."""
+    if log_move == -math.inf:
+        return log_v
+    shared = []
+    for value in log_v:
+        value += log_stay
+        high, low = (value, log_move) if value > log_move else (log_move, value)
+        shared.append(high + math.log1p(math.exp(low - high)))
+    return shared
 
 
 def best_sequences(losses_bits: np.ndarray, max_switches: int) -> np.ndarray:
