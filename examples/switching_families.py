@@ -17,6 +17,33 @@ hidden states of each layer (as in ``examples/mdl_minilm_pos.py``). Writes
 ``switching_<dataset>.json`` (every code), ``.md`` (the table) and ``.png`` (each
 representation's cumulative codelengths against the switching code's, and the posterior over
 families after each block) to ``--out``.
+
+Recorded runs (defaults: 2 data orders, batch 64, at most 100 epochs; a 2-core machine shared
+with other jobs at load 10-30, so wall times are several times the unloaded ones; kbits of 1024
+bits; "over best" is switching − best family in hindsight, bits, mean over seeds; the bound
+B_0 = log2 3 + log2 n):
+
+digits (n = 1167 sent, bound 11.8 bits; 192 s wall, 48 s CPU)::
+
+    representation  linear  mlp-64  mlp-64x64  mixture  switching  best       over best
+    pixels          0.731   0.454   0.480      0.456    0.451      mlp-64     -3.3
+    pca-8           1.914   0.697   0.631      0.633    0.634      mlp-64x64  +2.1
+    random-proj-8   2.556   1.703   1.740      1.698    1.695      mlp-64     -0.8
+
+Fashion-MNIST, ``--n-train 3000`` (n = 2700 sent, bound 13.0 bits; 598 s wall, 72 s CPU)::
+
+    representation  linear  mlp-64  mlp-64x64  mixture  switching  best       over best
+    pixels          2.533   2.423   2.465      2.425    2.388      mlp-64     -36.0
+    pca-16          3.669   2.715   2.681      2.682    2.660      mlp-64x64  -21.0
+    random-proj-16  4.511   3.896   3.923      3.891    3.868      mlp-64     -21.6
+
+The best family changes with the representation (MLP-1 for pixels, MLP-2 for PCA) and with
+the amount of data (the posterior leans to the linear probe over the first few dozen labels,
+up to ~170 for Fashion pixels, then to an MLP): the switching code follows it, within its
+bound of the best family everywhere and shorter than every family in 5 of 6 cases. The
+Bayesian mixture stays within log2 3 = 1.6 bits of each seed's best family but never below it.
+The families rank the representations alike here (only the size of the gaps differs: a linear
+probe makes pixels 2.6x shorter than pca-8 on digits, MLP-2 1.3x).
 """
 
 from __future__ import annotations
