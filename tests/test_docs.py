@@ -93,7 +93,8 @@ def test_missing_entries_are_reported(references):
     without_command = cli.replace("## `probemeter recommend`\n", "## recommend\n")
     without_flag = cli.replace("`--per-class`", "`--gone`")
     assert references.missing_from_references(without_row, cli) == [
-        "experiment reference: mdl.max_epochs"
+        "experiment reference: mdl.max_epochs",
+        "experiment reference: switching.max_epochs",
     ]
     assert references.missing_from_references(experiment, without_command) == [
         "CLI reference: probemeter recommend"

@@ -12,12 +12,19 @@ from probemeter.runs.config import load_experiment
 from probemeter.runs.methods import METHODS
 
 #: values for the options without a default, and the command line of each method
-REQUIRED = {"curve": {"epsilon": 0.25}, "mdl": {}, "pareto": {}, "power": {"baseline": "pixels"}}
+REQUIRED = {
+    "curve": {"epsilon": 0.25},
+    "mdl": {},
+    "pareto": {},
+    "power": {"baseline": "pixels"},
+    "switching": {},
+}
 COMMANDS = {
     "curve": ["curve", "--train", "a.npz", "--epsilon", "0.25"],
     "mdl": ["mdl", "a.npz"],
     "pareto": ["pareto", "sweep", "--train", "a.npz"],
     "power": ["power", "--a", "a.npz"],
+    "switching": ["switching", "a.npz"],
 }
 #: options a command sets from its own inputs instead of a flag
 FIXED = {

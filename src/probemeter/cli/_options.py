@@ -38,6 +38,8 @@ def option_argument(opt: Option) -> dict[str, Any]:
         keywords.update(type=int, nargs="*" if opt.flag == "--hidden" else "+", metavar="N")
     elif annotation.startswith("tuple[float"):
         keywords.update(type=float, nargs="+", metavar="X")
+    elif annotation.startswith("tuple[str"):
+        keywords.update(nargs="+", metavar="S")
     elif annotation in ("int", "float"):
         keywords["type"] = int if annotation == "int" else float
     elif opt.check.choices:

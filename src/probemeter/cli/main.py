@@ -45,6 +45,7 @@ from probemeter.cli.pareto import add_pareto_parser
 from probemeter.cli.power import add_power_commands
 from probemeter.cli.run import add_run_command
 from probemeter.cli.senteval import add_senteval_command
+from probemeter.cli.switching import add_switching_command
 
 __all__ = ["build_parser", "main"]
 
@@ -106,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_power_commands(commands)
     add_pareto_parser(commands)
     add_mdl_command(commands)
+    add_switching_command(commands)
     add_senteval_command(commands)
     add_completion_command(commands)
     add_output_options(parser, top=True)

@@ -1,6 +1,7 @@
 """Minimum description length probing (Voita & Titov, *Information-Theoretic Probing with
 Minimum Description Length*): the online code (§2.2, eq. 4), the variational code with
-Bayesian-compression layers (§2.1, eq. 3), control tasks (§3.1) and the Table-2 layout.
+Bayesian-compression layers (§2.1, eq. 3), control tasks (§3.1) and the Table-2 layout; and a
+switching code over probe families' online codes (van Erven, Grünwald & de Rooij 2012).
 """
 
 from probemeter._lazy import lazy_exports
@@ -36,6 +37,15 @@ _EXPORTS = {
     "mdl_table": ".table",
     "mdl_figure": ".table",
     "save_mdl_results": ".table",
+    "GRANULARITIES": ".switching_code",
+    "SwitchForward": ".switching",
+    "SwitchingCode": ".switching_code",
+    "best_sequences": ".switching",
+    "overhead_bound": ".switching",
+    "switch_forward": ".switching",
+    "switching_code": ".switching_code",
+    "switching_codelength": ".switching_code",
+    "switching_rates": ".switching",
     "VariationalCode": ".variational",
     "variational_codelength": ".variational",
 }

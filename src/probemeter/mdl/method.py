@@ -34,7 +34,7 @@ from probemeter._method import (
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 
-__all__ = ["PAPER_TIMESTEPS", "MDLMethod", "mdl_unit"]
+__all__ = ["PAPER_TIMESTEPS", "MDLMethod", "block_problems", "mdl_unit"]
 
 #: the headline measures of a representation: (code, measure, per-seed column, label, better);
 #: each also for the control task, drawn dashed in the same panel (Voita & Titov, Fig. 2 by layer)
@@ -56,6 +56,24 @@ def _timesteps(value: Any) -> str | None:
     if any(later <= earlier for earlier, later in itertools.pairwise(value)):
         return f"must be strictly increasing; got {value!r}"
     return None
+
+
+def block_problems(
+    pool_size: int, n_classes: int | None, stopping_set: str, timesteps: Sequence[float]
+) -> list[tuple[str, str]]:
+    """The problem, as (location, text), of online-code blocks ``timesteps`` over the examples
+    transmitted from a pool of ``pool_size`` (less the held-out development set with
+    ``stopping_set = "dev"``); none before the data are loaded (``n_classes`` None)."""
+    if n_classes is None:
+        return []
+    from probemeter.mdl.online import block_ends, paper_training, transmitted_size
+
+    try:
+        n = transmitted_size(pool_size, stopping_set, paper_training().dev_fraction)
+        block_ends(n, timesteps)
+    except ValueError as error:
+        return [("method.timesteps", str(error))]
+    return []
 
 
 @dataclass(frozen=True)
@@ -116,16 +134,7 @@ class MDLMethod(Method):
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
         """The blocks of the online code over the examples transmitted from a pool of
         ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
-        if n_classes is None:
-            return []
-        from probemeter.mdl.online import block_ends, paper_training, transmitted_size
-
-        try:
-            n = transmitted_size(pool_size, self.stopping_set, paper_training().dev_fraction)
-            block_ends(n, self.timesteps)
-        except ValueError as error:
-            return [("method.timesteps", str(error))]
-        return []
+        return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         options = context.keywords(*ENGINE_KEYWORDS, "keep_probes")

@@ -254,6 +254,12 @@ class OnlineCode(SeedResults):
             the data had none (and in results written before labels were recorded).
         multilabel: the labels were label sets (multi-label targets): codes are sums of K
             Bernoulli codes, the uniform code is K bits per example (see the module docstring).
+        example_bits: with ``online_codelength(..., keep_example_bits=True)``, a (seeds, n)
+            float64 array: per seed (in :attr:`seeds` order), the bits of every transmitted
+            example in that seed's transmission order (``log2 K`` each in the uniform first
+            block, ``K`` for label sets), whose block sums are the ``codelength_bits`` of :attr:`blocks` (the
+            per-example losses a switching code mixes, :mod:`probemeter.mdl.switching`).
+            Else None; not part of :meth:`to_dict` (nor of saved results or equality).
         probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
             (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
             ``{"seed", "role": "block", "block": i, "train_size": t_{i-1}}`` (trained on the
@@ -277,6 +283,7 @@ class OnlineCode(SeedResults):
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
     multilabel: bool = False
+    example_bits: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def uniform_bits(self) -> float:
@@ -418,6 +425,7 @@ def online_codelength(
     max_memory: float | None = None,
     progress: bool = False,
     keep_probes: bool = False,
+    keep_example_bits: bool = False,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
@@ -442,6 +450,8 @@ def online_codelength(
             code's ``probes``, each evaluated once more on the test set for its stored loss,
             accuracy and predictions (:meth:`ProbeSet.from_stacked`). The code is the same
             either way.
+        keep_example_bits: keep every transmitted example's bits, per seed in its order
+            (:attr:`OnlineCode.example_bits`). The code is the same either way.
 
     Raises:
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
@@ -505,7 +515,10 @@ def online_codelength(
     if data.multilabel:  # an example is correct when its whole label set is (exact set match)
         pool_correct, test_correct = pool_correct.all(axis=2), test_correct.all(axis=2)
     block_rows, seed_rows, full_rows = [], [], []
-    for seed in seeds_used:
+    example_bits = np.full(
+        (len(seeds_used), n), uniform_codelength(1, data.n_classes, data.multilabel)
+    )
+    for seed, seed_bits in zip(seeds_used, example_bits, strict=True):
         order = orders[seed]
         rows = [i for i, (s, _) in enumerate(grid) if s == seed]
         total = uniform_codelength(ends[0], data.n_classes, data.multilabel)
@@ -515,7 +528,8 @@ def online_codelength(
         for block in range(1, len(ends)):
             probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
             sent = order[ends[block - 1] : ends[block]]
-            bits = float(pool_bits[probe_row, sent].sum())
+            seed_bits[ends[block - 1] : ends[block]] = pool_bits[probe_row, sent]
+            bits = float(seed_bits[ends[block - 1] : ends[block]].sum())
             accuracy = float(pool_correct[probe_row, sent].mean())
             total += bits
             block_rows.append(
@@ -595,6 +609,7 @@ def online_codelength(
         classes=data.classes,
         probes=probes,
         multilabel=data.multilabel,
+        example_bits=example_bits if keep_example_bits else None,
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from probemeter._method import Method
 from probemeter.curves.method import CurveMethod
 from probemeter.mdl.method import MDLMethod
+from probemeter.mdl.switching_method import SwitchingMethod
 from probemeter.pareto.method import ParetoMethod
 from probemeter.power.method import PowerMethod
 
@@ -17,7 +18,7 @@ __all__ = ["METHODS", "method_class", "options_markdown"]
 
 #: every method, by kind, in the order the docs list them
 METHODS: dict[str, type[Method]] = {
-    cls.kind: cls for cls in (CurveMethod, MDLMethod, ParetoMethod, PowerMethod)
+    cls.kind: cls for cls in (CurveMethod, MDLMethod, ParetoMethod, PowerMethod, SwitchingMethod)
 }
 
 

@@ -1,0 +1,316 @@
+"""The ``switching`` method: every probe family's online code of each representation and the
+switching code over them (van Erven, Grünwald & de Rooij 2012; :mod:`probemeter.mdl.switching`).
+
+One stored unit per representation (a :class:`~probemeter.mdl.switching_code.SwitchingCode`);
+the run folder gets ``results.json`` (schema ``probemeter.switching/1``, bits), ``table.md`` /
+``table.tex`` (each family's online code, the Bayesian mixture and the switching code in kbits
+of 1024 bits; the best family; the switching code's overhead over it and the bound B_0 in bits)
+and ``switching.png`` (per representation: cumulative bits against the switching code's, and
+the posterior over families after each block).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
+from probemeter._method import (
+    ENGINE_KEYWORDS,
+    Method,
+    MethodRun,
+    RunContext,
+    UnitPlan,
+    option,
+    write_run_files,
+)
+from probemeter._summary import Estimate, Headline, Summary
+from probemeter.data import ProbeData
+from probemeter.mdl.method import PAPER_TIMESTEPS, _timesteps, block_problems
+
+__all__ = ["SCHEMA", "SwitchingMethod", "family_widths", "switching_unit"]
+
+#: the schema of a switching run's ``results.json``
+SCHEMA = "probemeter.switching/1"
+
+#: kbits of the tables, as the MDL tables (Voita & Titov's unit)
+_KBIT = 1024
+
+
+def family_widths(spec: str) -> tuple[int, ...]:
+    """A family as written in an experiment file: ``"linear"`` (no hidden layer) or hidden
+    widths joined by ``x`` (``"64"``, ``"256x256"``).
+
+    Raises:
+        ValueError: anything else.
+    """
+    if spec == "linear":
+        return ()
+    parts = str(spec).split("x")
+    if not all(part.isdigit() and int(part) >= 1 for part in parts):
+        raise ValueError(
+            f"a probe family is 'linear' or hidden widths joined by 'x' (e.g. '64x64'); "
+            f"got {spec!r}"
+        )
+    return tuple(int(part) for part in parts)
+
+
+def _families(value: Any) -> str | None:
+    if not isinstance(value, (list, tuple)) or len(value) < 2:
+        return f"must be a list of two or more probe families; got {value!r}"
+    try:
+        widths = [family_widths(spec) for spec in value]
+    except ValueError as error:
+        return f"must hold probe families: {error}"
+    if len(set(widths)) != len(widths):
+        return f"must hold distinct probe families; got {value!r}"
+    return None
+
+
+def _parse_rate(value: Any) -> str | float:
+    """``"harmonic"``, or the constant rate as a float (from a number or, on the command line,
+    its text); the value as written otherwise (for :func:`_rate` to refuse)."""
+    if value == "harmonic" or valid.is_number(value):
+        return value if isinstance(value, str) else float(value)
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def _rate(value: Any) -> str | None:
+    rate = _parse_rate(value)
+    if rate == "harmonic" or (valid.is_number(rate) and 0 <= rate < 1):
+        return None
+    return f'must be "harmonic" (alpha_t = 1/t) or a number in [0, 1); got {value!r}'
+
+
+@dataclass(frozen=True)
+class SwitchingMethod(Method):
+    """``[method] kind = "switching"``: a switching code over probe families' online codes."""
+
+    families: tuple[str, ...] = option(
+        ("linear", "64", "64x64"),
+        check=valid.Check(_families),
+        help='probe families: "linear" or hidden widths joined by x ("64", "64x64")',
+    )
+    seeds: int = option(2, check=valid.integer(1), help="data orders of the online codes")
+    timesteps: tuple[float, ...] = option(
+        PAPER_TIMESTEPS,
+        check=valid.Check(_timesteps),
+        help="block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
+    )
+    rate: str | float = option(
+        "harmonic",
+        check=valid.Check(_rate),
+        parse=_parse_rate,
+        help='switching rate: "harmonic" (alpha_t = 1/t), a constant in [0, 1), 0: no switching',
+    )
+    granularity: str = option(
+        "example",
+        check=valid.one_of("example", "block"),
+        help="rounds of the switching code: every label, or every online-code block",
+    )
+    max_switches: int = option(
+        3, check=valid.integer(0), help="best sequences in hindsight with up to this many switches"
+    )
+    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
+    lr: float = option(1e-3, check=valid.positive(), help="initial Adam learning rate")
+    max_epochs: int = option(
+        100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
+    )
+    stopping_set: str = option(
+        "dev",
+        check=valid.one_of("dev", "prefix"),
+        help='where probes early-stop: "dev" (held out, not transmitted) or "prefix"',
+    )
+
+    kind = "switching"
+    mixes_layers = True
+    pools_spans = True
+    summary = (
+        "van Erven et al.: switching code over probe families' online codes (Voita & Titov), bits"
+    )
+
+    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        """The blocks of the online codes (as the ``mdl`` method's)."""
+        return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        return self.per_representation(datasets, switching_unit, context.keywords(*ENGINE_KEYWORDS))
+
+    def finish(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
+    ) -> MethodRun:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        from probemeter._io import environment, write_json_atomic
+
+        codes = _codes(results)
+        write_json_atomic(
+            run_dir / "results.json",
+            {
+                "schema": SCHEMA,
+                "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "versions": environment(),
+                "codes": [code.to_dict() for code in codes],
+                "run": extra,
+            },
+        )
+        figure, axes = plt.subplots(len(codes), 2, figsize=(10, 3.2 * len(codes)), squeeze=False)
+        for row, code in zip(axes, codes, strict=True):
+            code.plot(row)
+        figure.tight_layout()
+        figure_files = figures.save(figure, run_dir / "switching")
+        tables = (
+            switching_table(codes, "text"),
+            switching_table(codes, "markdown"),
+            switching_table(codes, "latex"),
+        )
+        frames = {
+            name: pd.concat(
+                [getattr(code, name).assign(representation=code.name) for code in codes],
+                ignore_index=True,
+            )
+            for name in ("blocks", "posterior", "seeds", "hindsight")
+        }
+        files = (run_dir / "results.json", *figure_files)
+        return write_run_files(
+            self,
+            run_dir,
+            tables,
+            files,
+            extra,
+            {f"switching_{name}": frame for name, frame in frames.items()},
+        )
+
+    def headlines(self) -> tuple[Headline, ...]:
+        """The switching codelength (ranks) and the best family's, in kbits of 1024 bits, in
+        one panel (the best family dashed); the switching code's compression."""
+        panel = "codelength (kbits)"
+        return (
+            Headline("switching_codelength", "switching codelength (kbits)", "lower", panel),
+            Headline(
+                "best_family_codelength",
+                "best family's online codelength (kbits)",
+                "lower",
+                panel,
+                dashed=True,
+            ),
+            Headline("switching_compression", "switching compression", "higher", "compression"),
+        )
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per representation: the headlines over seeds, and the test accuracy and correctness
+        of the probes trained on all data of the family with the shortest mean online code."""
+        found = {}
+        for code in _codes(results):
+            seeds = code.seeds
+            best = code.codes[int(np.argmin([c.codelength_bits for c in code.codes]))]
+            found[code.name] = Summary(
+                {
+                    "switching_codelength": Estimate.over_seeds(seeds["switching_bits"] / _KBIT),
+                    "best_family_codelength": Estimate.over_seeds(
+                        seeds["best_family_bits"] / _KBIT
+                    ),
+                    "switching_compression": Estimate.over_seeds(seeds["compression"]),
+                },
+                Estimate.over_seeds(best.seeds["accuracy"].tolist()),
+                best.test_correct,
+                tuple(best.metadata["probe"]["hidden"]),
+                best.metadata.get("n_features"),
+                best.n_classes,
+            )
+        return found
+
+
+def _codes(results: Sequence[Mapping[str, Any]]) -> list[Any]:
+    from probemeter.mdl.switching_code import SwitchingCode
+
+    return [SwitchingCode.from_dict(dict(result)) for result in results]
+
+
+def switching_table(codes: Sequence[Any], fmt: str = "markdown") -> str:
+    """One row per representation: each family's online code, the Bayesian mixture and the
+    switching code (kbits of 1024 bits, means over seeds), the best family in hindsight (the
+    most frequent over seeds), the switching code's overhead over it and the bound B_0 (bits),
+    in ``fmt`` (:func:`probemeter._tables.render_table`)."""
+    from probemeter._tables import render_table
+
+    families = list(dict.fromkeys(f for code in codes for f in code.families))
+    header = [
+        "representation",
+        *(f"{family} kbits" for family in families),
+        "mixture kbits",
+        "switching kbits",
+        "best family",
+        "switching − best (bits)",
+        "bound B0 (bits)",
+    ]
+    rows = []
+    for code in codes:
+        table = code.summary_table()["bits"]
+        rows.append(
+            [
+                code.name,
+                *(
+                    f"{table[family] / _KBIT:.3f}" if family in table else "–"
+                    for family in families
+                ),
+                f"{table['mixture (no switching)'] / _KBIT:.3f}",
+                f"{table['switching'] / _KBIT:.3f}",
+                str(code.seeds["best_family"].mode().iloc[0]),
+                f"{code.mean('overhead_bits'):.1f}",
+                f"{code.mean('bound_bits'):.1f}",
+            ]
+        )
+    align = "l" + "r" * (len(families) + 2) + "l" + "rr"
+    return render_table(header, rows, fmt, align=align)
+
+
+def switching_unit(
+    data: ProbeData,
+    *,
+    method: SwitchingMethod,
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    max_memory: float | None,
+    progress: bool,
+) -> dict[str, Any]:
+    """Every family's online code of ``data`` and the switching code over them, as the JSON
+    of a :class:`~probemeter.mdl.switching_code.SwitchingCode`."""
+    from probemeter.mdl.online import paper_training
+    from probemeter.mdl.switching_code import switching_codelength
+    from probemeter.probes import probe_for
+
+    config = paper_training(
+        batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
+    )
+    return switching_codelength(
+        data,
+        [probe_for(data, family_widths(spec)) for spec in method.families],
+        method.timesteps,
+        method.seeds,
+        config=config,
+        stopping_set=method.stopping_set,
+        rate=method.rate,
+        granularity=method.granularity,
+        max_switches=method.max_switches,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+    ).to_dict()
