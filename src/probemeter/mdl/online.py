@@ -257,8 +257,9 @@ class OnlineCode(SeedResults):
         example_bits: with ``online_codelength(..., keep_example_bits=True)``, a (seeds, n)
             float64 array: per seed (in :attr:`seeds` order), the bits of every transmitted
             example in that seed's transmission order (``log2 K`` each in the uniform first
-            block, ``K`` for label sets), whose block sums are the ``codelength_bits`` of :attr:`blocks` (the
-            per-example losses a switching code mixes, :mod:`probemeter.mdl.switching`).
+            block, ``K`` for label sets), whose block sums are the ``codelength_bits`` of
+            :attr:`blocks` (the per-example losses a switching code mixes,
+            :mod:`probemeter.mdl.switching`).
             Else None; not part of :meth:`to_dict` (nor of saved results or equality).
         probes: with ``online_codelength(..., keep_probes=True)``, every trained probe
             (:class:`~probemeter.probes.ProbeSet`), seed after seed: the block probes, ``info``
