@@ -451,8 +451,6 @@ def load_experiment(path: str | Path) -> Experiment:
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
         reader.add("run.save_probes", problem)
-    if run.save_probes and task is not None and task.options.get("pooling") == "self-attention":
-        reader.add("run.save_probes", "probes with self-attention span pooling cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
