@@ -470,12 +470,12 @@ def _check_method(
     for where, message in method.check_setup(task.dataset if task else None, names):
         reader.add(where, message)
     if task is not None and task.options.get("pooling") == "self-attention":
-        if not method.pools_spans or getattr(method, "variational", False):
+        if not method.pools_spans:
             reader.add(
                 "task.pooling",
-                "self-attention pooling is learned by the engine's probes (curve, mdl and "
-                f"power methods, online code): the {method.kind} method cannot train it; use "
-                '"mean", "max" or "endpoints"',
+                "self-attention pooling is learned by the probes of the curve, mdl (online and "
+                f"variational codes), power and pareto methods: the {method.kind} method "
+                'cannot train it; use "mean", "max" or "endpoints"',
             )
     for rep in reps:
         if rep.options.get("combine") != "scalar-mix":
