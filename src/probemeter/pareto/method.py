@@ -45,6 +45,7 @@ class ParetoMethod(Method):
     lr: float = option(1e-2, check=valid.positive(), help="Adam learning rate of linear probes")
 
     kind = "pareto"
+    pools_spans = True
     summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"
 
     def check_options(self) -> list[tuple[Option, str]]:
