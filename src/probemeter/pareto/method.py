@@ -1,6 +1,10 @@
 """The ``pareto`` method: nuclear-norm and rank linear probes of every representation and the
 Pareto hypervolumes of accuracy against complexity (Pimentel et al., §4.1, Tables 2–3).
 
+On edge-probing span rows with ``pooling = "self-attention"`` each linear probe learns one
+attention vector per span and its complexity is that of its map of the pooled spans
+(:mod:`probemeter.pareto.span_pooling`).
+
 One stored unit per representation; the run folder gets ``results.json`` (the
 :class:`~probemeter.pareto.frontiers.ParetoFrontiers`), ``points.csv``,
 ``table.md``/``table.tex`` (Table 3 layout) and ``frontiers.png`` (Figs. 2–3).

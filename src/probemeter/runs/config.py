@@ -29,10 +29,11 @@ Schema (every key not marked *required* has the default shown)::
     #                multiword tokens read as their words, empty nodes skipped
     # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
-    #                | "endpoints" | "self-attention": learned by the probes; curve, mdl
-    #                (online) and power methods), max_tokens = 32 (longest span with
-    #                self-attention) -- one row per target, its span(s) pooled from the
-    #                words' features
+    #                | "endpoints" | "self-attention": learned by the probes, in every
+    #                method; variational: the poolings are variational, in the model bits;
+    #                pareto linear probes: one attention vector per span, outside the
+    #                complexity), max_tokens = 32 (longest span with self-attention) -- one
+    #                row per target, its span(s) pooled from the words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one
