@@ -17,6 +17,10 @@ written by hand (with g = ∂L/∂z_s)::
 
 summed over a minibatch's rows (padded rows carry weight 0 upstream). Parameters are drawn like
 ``nn.Linear``'s, U(±1/√fan_in), from each probe's own random stream, before its MLP's.
+
+A trained probe's poolings are kept as a :class:`SpanPooling` (with the probe,
+:class:`~probemeter.probes.saved.SavedProbe`), and run as an ordinary module by
+:class:`SpanAttention`.
 """
 
 from __future__ import annotations
@@ -106,7 +110,10 @@ def pooler(
     pooled spans do not depend on its companions: a stack's one matrix product for all
     projections would round each probe's differently with the stack's width, and a kept probe
     pooled alone (:func:`~probemeter.probes.stacked_mlp.evaluate_as_row`) could not reproduce
-    them. The output is written probe by probe into one (P, n, q · spans) tensor."""
+    them. The output is written probe by probe into one (P, n, q · spans) tensor. Measured on
+    this project's CPU, one thread, 4096 rows of two spans: 20 probes with d = 64, q = 32 took
+    2.1 s alone against 3.7 s in one product; 10 probes with d = 384, q = 256 (T = 16) 34 s
+    against 30 s."""
 
     def pool(
         rows: torch.Tensor, allocate: Callable[..., torch.Tensor] | None = None
