@@ -180,5 +180,3 @@ def test_span_probes_through_the_curve_and_the_online_code(task):
         progress=False,
     )
     assert online.compression > 1  # it compresses: fewer bits than the uniform code
-    with pytest.raises(ValueError, match="self-attentive span pooling cannot be kept"):
-        loss_data_curve(data, probe, [20], 1, steps=2, n_jobs=1, keep_probes=True)

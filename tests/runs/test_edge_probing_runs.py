@@ -84,18 +84,6 @@ def test_task_keys_and_methods_are_checked(files, tmp_path):
     problems = "\n".join(error.value.problems)
     assert "task.train: missing (required)" in problems
     assert "task.pooling: must be one of ['mean', 'max', 'endpoints', 'self-attention']" in problems
-    attention = 'pooling = "self-attention"'
-    pareto = 'kind = "pareto"'
-    with pytest.raises(ExperimentError, match=r"task\.pooling: self-attention pooling is learned"):
-        load_experiment(_experiment(files, attention, pareto))
-    keep = (
-        _experiment(files, attention)
-        .read_text()
-        .replace("[task]", "[run]\nsave_probes = true\n\n[task]")
-    )
-    (files / "keep.toml").write_text(keep)
-    with pytest.raises(ExperimentError, match=r"run\.save_probes: probes with self-attention"):
-        load_experiment(files / "keep.toml")
 
 
 def test_word_features_are_pooled_into_the_spans_of_each_split(files):

@@ -22,7 +22,13 @@ from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
-from probemeter.training.probe_runs import Stopwatch, learned_mix, run_metadata, seed_grid
+from probemeter.training.probe_runs import (
+    Stopwatch,
+    kept_spans,
+    learned_mix,
+    run_metadata,
+    seed_grid,
+)
 
 __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
 
@@ -392,6 +398,7 @@ def loss_data_curve(
             data.y_test,
             stack_rows=evaluation.stack_rows,
             mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
+            spans=kept_spans(evaluation),
             device=device,
             evaluated=(evaluation.loss, evaluation.accuracy, evaluation.predictions),
         )

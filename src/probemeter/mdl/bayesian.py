@@ -27,6 +27,11 @@ Jeffreys). For a layer with inputs i and outputs j, the weights are ``w_ij = z_i
   input groups of each layer: input features, then hidden units) is the pruned architecture of
   Voita & Titov's Tables 3 and 9–15.
 
+With ``span`` (edge-probing rows of span tokens), the probe first pools each span with a
+variational self-attentive pooling (:mod:`probemeter.mdl.bayesian_spans`: Gaussian posteriors
+under an N(0, 1) prior, its KL part of the model code, not pruned); its first layer's input
+groups are then the pooled spans' S · q units.
+
 Parameters of P probes are stacked on a leading axis; gradients come from autograd on the stacked
 tensors (every probe's loss depends only on its own slice, so one backward pass serves all).
 """
@@ -34,12 +39,16 @@ tensors (every probe's loss depends only on its own slice, so one backward pass 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from probemeter._validation import check_scalar, integer_list
+from probemeter.data import ProbeData
+from probemeter.mdl.bayesian_spans import VariationalSpanPoolings
+from probemeter.probes.mlp import MLP, SPAN_PROJECTION
 
 __all__ = ["BayesianMLP", "StackedBayesianMLP"]
 
@@ -53,21 +62,53 @@ class BayesianMLP:
     Args:
         hidden: hidden widths; ``()`` gives a variational linear probe.
         threshold: prune an input group when ``log α ≥ threshold``.
+        span: for edge-probing span rows, each span's padded token count (one or two spans),
+            as :class:`~probemeter.probes.MLP`'s: the probe first pools each span with a
+            variational self-attention (:mod:`probemeter.mdl.bayesian_spans`).
+        projection: q, the width of the span projection (with ``span``).
     """
 
     hidden: tuple[int, ...] = (1000, 1000)
     threshold: float = 3.0
+    span: tuple[int, ...] = ()
+    projection: int = 0
 
     def __post_init__(self) -> None:
         hidden = integer_list(1)(tuple(self.hidden), "hidden")
         object.__setattr__(self, "hidden", tuple(int(w) for w in hidden))
         check_scalar(self.threshold, "threshold", float)
+        # the span checks of the engine's probes (one or two spans, a projection with them)
+        spans = MLP(span=self.span, projection=self.projection)
+        object.__setattr__(self, "span", spans.span)
+        object.__setattr__(self, "projection", spans.projection)
+
+    @classmethod
+    def for_data(
+        cls, data: ProbeData, hidden: Sequence[int], *, projection: int = SPAN_PROJECTION
+    ) -> BayesianMLP:
+        """A variational MLP of ``hidden`` widths for ``data``: with variational span pooling
+        of each span, projected to ``projection`` dimensions, when the rows are edge-probing
+        spans (``data.span_tokens``), as :func:`~probemeter.probes.probe_for`; a plain one
+        else."""
+        if data.span_tokens is not None:
+            return cls(tuple(hidden), span=data.span_tokens, projection=projection)
+        return cls(tuple(hidden))
 
     @property
     def name(self) -> str:
-        return "bayesian-" + ("x".join(str(w) for w in self.hidden) or "linear")
+        name = "bayesian-" + ("x".join(str(w) for w in self.hidden) or "linear")
+        if self.span:
+            name += f"-span{'x'.join(map(str, self.span))}-proj{self.projection}"
+        return name
 
     def layer_shapes(self, n_features: int, n_classes: int) -> list[tuple[int, int]]:
+        """(fan_in, fan_out) of each layer; with ``span`` the first reads the pooled spans.
+
+        Raises:
+            ValueError: with ``span``, rows of ``n_features`` that do not hold the spans.
+        """
+        if self.span:
+            n_features = MLP(span=self.span, projection=self.projection).input_width(n_features)
         return list(itertools.pairwise([n_features, *self.hidden, n_classes]))
 
     def stack(
@@ -75,8 +116,14 @@ class BayesianMLP:
     ) -> StackedBayesianMLP:
         """P probes, probe p initialised from ``rngs[p]`` alone (Louizos et al.'s code's
         initialisation: μ_z ~ N(1, 0.01²), log σ_z² ~ N(−9, 0.01²), μ_W ~ N(0, 1/fan_in),
-        log σ_W² ~ N(−9, 0.01²), μ_b = 0, log σ_b² ~ N(−9, 0.01²))."""
+        log σ_W² ~ N(−9, 0.01²), μ_b = 0, log σ_b² ~ N(−9, 0.01²)); with ``span``, each
+        probe's span poolings are drawn first
+        (:meth:`~probemeter.mdl.bayesian_spans.VariationalSpanPoolings.initial`)."""
         shapes = self.layer_shapes(n_features, n_classes)
+        stage = None
+        if self.span:
+            width = MLP(span=self.span, projection=self.projection).token_width(n_features)
+            stage = VariationalSpanPoolings.initial(rngs, self.span, width, self.projection, device)
         tensors: list[list[np.ndarray]] = [[] for _ in range(6 * len(shapes))]
         for rng in rngs:
             for layer, (fan_in, fan_out) in enumerate(shapes):
@@ -94,20 +141,31 @@ class BayesianMLP:
             torch.tensor(np.stack(values), dtype=torch.float32, device=device, requires_grad=True)
             for values in tensors
         ]
-        return StackedBayesianMLP(parameters, self.threshold)
+        return StackedBayesianMLP(parameters, self.threshold, stage)
 
     def to_dict(self) -> dict:
-        return {"family": "bayesian-mlp", "hidden": list(self.hidden), "threshold": self.threshold}
+        spec = {"family": "bayesian-mlp", "hidden": list(self.hidden), "threshold": self.threshold}
+        return spec | (
+            {"span": list(self.span), "projection": self.projection} if self.span else {}
+        )
 
 
 class StackedBayesianMLP:
     """P group-sparse variational MLPs; parameters per layer ``z_mu (P, in), z_logvar (P, in),
-    w_mu (P, in, out), w_logvar (P, in, out), b_mu (P, 1, out), b_logvar (P, 1, out)``."""
+    w_mu (P, in, out), w_logvar (P, in, out), b_mu (P, 1, out), b_logvar (P, 1, out)``; with a
+    ``stage`` (:class:`~probemeter.mdl.bayesian_spans.VariationalSpanPoolings`), the span
+    poolings before the first layer, whose parameters follow the layers'."""
 
-    def __init__(self, parameters: list[torch.Tensor], threshold: float) -> None:
-        self.parameters = parameters
+    def __init__(
+        self,
+        parameters: list[torch.Tensor],
+        threshold: float,
+        stage: VariationalSpanPoolings | None = None,
+    ) -> None:
         self.threshold = float(threshold)
         self._layers = [parameters[i : i + 6] for i in range(0, len(parameters), 6)]
+        self.stage = stage
+        self.parameters = list(parameters) + ([] if stage is None else stage.parameters)
 
     def log_alpha(self) -> list[torch.Tensor]:
         """Per layer (P, in): log α_i = log σ_i² − log μ_i² of each input group."""
@@ -115,8 +173,9 @@ class StackedBayesianMLP:
 
     def kl(self) -> torch.Tensor:
         """(P,) KL(β‖α) in nats (module docstring: Molchanov et al.'s approximation for the
-        log-uniform scales, exact Gaussian terms for the weights and biases)."""
-        total = 0.0
+        log-uniform scales, exact Gaussian terms for the weights and biases, and for the span
+        poolings' parameters when there are any)."""
+        total = 0.0 if self.stage is None else self.stage.kl()
         for (_, _, w_mu, w_logvar, b_mu, b_logvar), log_alpha in zip(
             self._layers, self.log_alpha()
         ):
@@ -135,8 +194,9 @@ class StackedBayesianMLP:
         self, x: torch.Tensor, generator: torch.Generator | None = None
     ) -> torch.Tensor:
         """Stochastic logits (P, rows, K) for inputs (P, rows, d): one draw of z per example and
-        of the pre-activations (local reparameterisation)."""
-        hidden = x
+        of the pre-activations (local reparameterisation); with span poolings, one draw of
+        their parameters per probe first (the rows are then span rows)."""
+        hidden = x if self.stage is None else self.stage.sample(x, generator)
         for index, (z_mu, z_logvar, w_mu, w_logvar, b_mu, b_logvar) in enumerate(self._layers):
             noise = torch.randn(hidden.shape, generator=generator, device=hidden.device)
             z = z_mu.unsqueeze(1) + (0.5 * z_logvar).exp().unsqueeze(1) * noise
@@ -155,8 +215,9 @@ class StackedBayesianMLP:
 
     @torch.no_grad()
     def pruned_logits(self, x: torch.Tensor) -> torch.Tensor:
-        """Deterministic logits (P, rows, K) of the pruned network at the posterior means."""
-        hidden = x
+        """Deterministic logits (P, rows, K) of the pruned network at the posterior means (the
+        span poolings' too)."""
+        hidden = x if self.stage is None else self.stage.mean(x)
         for index, ((z_mu, _, w_mu, _, b_mu, _), keep) in enumerate(zip(self._layers, self.kept())):
             hidden = torch.baddbmm(b_mu, hidden * (z_mu * keep).unsqueeze(1), w_mu)
             if index < len(self._layers) - 1:

@@ -278,7 +278,7 @@ def mdl_unit(
         if method.variational:
             codes[f"{role}variational"] = variational_codelength(
                 task,
-                BayesianMLP(method.probe),
+                BayesianMLP.for_data(task, method.probe),
                 seeds=1,
                 epochs=method.variational_epochs,
                 lr=method.variational_lr,

@@ -14,6 +14,13 @@ one draw per example of the local reparameterisation over the whole pool.
 
 Several seeds (initialisations and minibatch orders) are trained at once, stacked on a probe
 axis; every probe trains on the whole pool.
+
+On edge-probing span rows (``data.span_tokens``) the probe pools each span with a learned
+self-attention first (Voita & Titov, Fig. 4). Those poolings are variational too, not point
+estimates: Gaussian posteriors under an N(0, 1) prior whose exact KL is added to the model code
+(:mod:`probemeter.mdl.bayesian_spans`), so the codelength pays for every parameter of the
+probe; they are not pruned (``architecture`` counts the MLP's groups, the first layer's being
+the pooled spans' S · q units).
 """
 
 from __future__ import annotations
@@ -133,7 +140,8 @@ def variational_codelength(
 
     Args:
         data: the pool is transmitted; the test set gives the pruned probe's accuracy.
-        probe: default ``BayesianMLP((1000, 1000))`` (MLP-2, h = 1000, §3.1).
+        probe: default ``BayesianMLP((1000, 1000))`` (MLP-2, h = 1000, §3.1), with span
+            pooling on span rows (:meth:`BayesianMLP.for_data`).
         seeds: a count or explicit seed ids (initialisation, minibatch order and noise).
         epochs: passes over the pool (200 in the paper).
         batch_size: minibatch size; lr: Adam learning rate (1e-3, §3.1).
@@ -142,14 +150,22 @@ def variational_codelength(
         progress: show a progress bar over epochs.
 
     Raises:
-        ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state.
+        ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state; a
+            probe whose spans are not those of the data's rows (a probe without spans on span
+            rows, or one with spans on other rows).
     """
     check_single_label(check_probe_data(data), "the variational code (a softmax probe)")
     check_scalar(epochs, "epochs", int, min_val=1)
     check_scalar(batch_size, "batch_size", int, min_val=1)
     check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")
     check_scalar(random_state, "random_state", int, min_val=0)
-    probe = BayesianMLP() if probe is None else probe
+    probe = BayesianMLP.for_data(data, BayesianMLP().hidden) if probe is None else probe
+    if probe.span != (data.span_tokens or ()):
+        raise ValueError(
+            f"probe pools spans {probe.span or 'none'} but the data's rows hold "
+            f"{'spans ' + str(data.span_tokens) if data.span_tokens else 'no spans'}: use "
+            "BayesianMLP.for_data(data, hidden)"
+        )
     seeds_used = seed_ids(seeds)
     torch_device = resolve_device(device)
     rngs = [np.random.default_rng([random_state, seed]) for seed in seeds_used]

@@ -20,7 +20,10 @@ leaves them open: the cross-entropy in eq. (3) is the *mean* over a minibatch *i
 input, ``h ← h / ‖h‖``. ``learned_input=m`` adds a learned, unpenalised input map ``E ∈
 R^{d×m}`` before the probe: with one-hot input it is the learned word embedding of the one-hot
 baseline (§6: "one-hot ... are learned with the other network parameters"), whose parameters
-are not part of the probe's complexity.
+are not part of the probe's complexity. ``span`` (edge-probing span rows) pools each span with
+a learned self-attention first (:mod:`probemeter.pareto.span_pooling`): W then maps the pooled
+spans, its complexity measured as for fixed poolings, the attention vectors unpenalised; the
+nuclear-norm probe normalises the pooled spans side by side.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._validation import check_scalar, is_integer
+from probemeter.pareto.span_pooling import attention_pool
 
 __all__ = [
     "LinearComplexityResult",
@@ -149,6 +153,7 @@ def fit_nuclear_norm_probes(
     penalties: Sequence[float] | np.ndarray | None = None,
     *,
     learned_input: int | None = None,
+    span: Sequence[int] | None = None,
     steps: int = 2000,
     batch_size: int = 256,
     lr: float = 1e-2,
@@ -164,13 +169,18 @@ def fit_nuclear_norm_probes(
         penalties: the λ per probe (default :func:`nuclear_norm_penalties`, 50 probes).
         learned_input: width m of a learned, unpenalised input map (one-hot baseline); None
             for fixed representations.
+        span: for edge-probing span rows, each span's padded token count (``ProbeData.
+            span_tokens``): the probe pools each span with a learned self-attention first
+            (:mod:`probemeter.pareto.span_pooling`), and ‖W‖* is that of its map of the
+            pooled spans; None for rows read as they are.
         steps, batch_size, lr: Adam updates, minibatch size and learning rate.
         random_state: seeds the shared minibatch order; probe initial weights are keyed by
             (random_state, λ).
         device: torch device.
 
     Raises:
-        ValueError: empty or negative penalties, bad shapes or labels.
+        ValueError: empty or negative penalties, bad shapes or labels; ``span`` with
+            ``learned_input``, or rows that do not hold the spans.
     """
     lambdas = np.asarray(penalties if penalties is not None else nuclear_norm_penalties(), float)
     if lambdas.ndim != 1 or lambdas.size == 0:
@@ -186,7 +196,7 @@ def fit_nuclear_norm_probes(
         keys,
         None,
         (X_train, y_train, X_eval, y_eval, n_classes),
-        learned_input,
+        (learned_input, None if span is None else tuple(span)),
         steps,
         batch_size,
         lr,
@@ -204,6 +214,7 @@ def fit_rank_probes(
     ranks: Sequence[int] | np.ndarray | None = None,
     *,
     learned_input: int | None = None,
+    span: Sequence[int] | None = None,
     steps: int = 2000,
     batch_size: int = 256,
     lr: float = 1e-2,
@@ -217,7 +228,7 @@ def fit_rank_probes(
     max(r); columns beyond a probe's r are masked to zero.
 
     The other arguments are as in :func:`fit_nuclear_norm_probes` (``d`` is
-    ``learned_input`` when given).
+    ``learned_input`` when given, the pooled spans' S · d with ``span``).
 
     Args:
         ranks: maximum ranks, integers in 1 … min(K, d) (default: all of them).
@@ -226,6 +237,8 @@ def fit_rank_probes(
         ValueError: an empty rank list, a rank < 1 or above min(K, d).
     """
     d = learned_input if learned_input is not None else np.asarray(X_train).shape[-1]
+    if span is not None:
+        d = _pooled_width(np.asarray(X_train).shape[-1], span)
     limit = min(int(n_classes), int(d))
     values = np.arange(1, limit + 1) if ranks is None else np.asarray(ranks)
     if values.ndim != 1 or values.size == 0:
@@ -240,7 +253,7 @@ def fit_rank_probes(
         keys,
         values,
         (X_train, y_train, X_eval, y_eval, n_classes),
-        learned_input,
+        (learned_input, None if span is None else tuple(span)),
         steps,
         batch_size,
         lr,
@@ -249,26 +262,41 @@ def fit_rank_probes(
     )
 
 
+def _pooled_width(n_features: int, span: Sequence[int]) -> int:
+    """S · d, the width of the pooled spans of rows of ``n_features`` (a ValueError if the
+    rows do not hold the spans)."""
+    from probemeter.probes.mlp import MLP
+
+    return MLP(span=tuple(span), projection=1).token_width(n_features) * len(span)
+
+
 class _StackedLinear(torch.nn.Module):
-    """P linear probes on a leading axis: optional learned input map, then either a full
-    ``(d+1) × K`` matrix or a rank-masked factorisation."""
+    """P linear probes on a leading axis: optional learned input map or span attention
+    (``stage``: ``(learned_input, span)``), then either a full ``(d+1) × K`` matrix or a
+    rank-masked factorisation."""
 
     def __init__(
         self,
         keys: list[list[int]],
         n_features: int,
         n_classes: int,
-        learned_input: int | None,
+        stage: tuple[int | None, tuple[int, ...] | None],
         ranks: np.ndarray | None,
         normalize: bool,
     ) -> None:
         super().__init__()
         rngs = [np.random.default_rng(key) for key in keys]
+        learned_input, self.span = stage
         width = n_features if learned_input is None else learned_input
         self.normalize = normalize
-        self.embed = None
+        self.embed = self.scores = None
         if learned_input is not None:
             self.embed = _param([rng.normal(0, 1, (n_features, width)) for rng in rngs])
+        if self.span is not None:  # attention vectors at 0: mean pooling to start
+            width = _pooled_width(n_features, self.span)
+            self.token_width = width // len(self.span)
+            shape = (len(rngs), len(self.span), self.token_width)
+            self.scores = torch.nn.Parameter(torch.zeros(shape))
         if ranks is None:
             bound = 1 / math.sqrt(width)
             self.weight = _param(
@@ -294,7 +322,10 @@ class _StackedLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits (P, B, K) of a shared minibatch ``x`` (B, d)."""
-        h = x.unsqueeze(0) if self.embed is None else x @ self.embed
+        if self.scores is not None:
+            h = attention_pool(x, self.scores, self.span, self.token_width)
+        else:
+            h = x.unsqueeze(0) if self.embed is None else x @ self.embed
         if self.normalize:
             h = h / (h.norm(dim=-1, keepdim=True) + 1e-5)
         matrix = self.matrix()
@@ -312,7 +343,7 @@ def _fit(
     keys: list[list[int]],
     ranks: np.ndarray | None,
     arrays: tuple,
-    learned_input: int | None,
+    stage: tuple[int | None, tuple[int, ...] | None],
     steps: int,
     batch_size: int,
     lr: float,
@@ -320,10 +351,15 @@ def _fit(
     device: str | torch.device,
 ) -> LinearComplexityResult:
     X_train, y_train, X_eval, y_eval, n_classes = arrays
+    learned_input, span = stage
     check_scalar(steps, "steps", int, min_val=1)
     check_scalar(batch_size, "batch_size", int, min_val=1)
     if learned_input is not None:
         check_scalar(learned_input, "learned_input", int, min_val=1)
+        if span is not None:
+            raise ValueError("learned_input and span exclude each other: give one input stage")
+    if span is not None:
+        _pooled_width(np.asarray(X_train).shape[-1], span)
     X_train, y_train = _check_xy("X_train", X_train, "y_train", y_train, n_classes)
     X_eval, y_eval = _check_xy("X_eval", X_eval, "y_eval", y_eval, n_classes)
     if X_eval.shape[1] != X_train.shape[1]:
@@ -332,7 +368,7 @@ def _fit(
         )
     torch_device = resolve_device(device)
     model = _StackedLinear(
-        keys, X_train.shape[1], int(n_classes), learned_input, ranks, normalize=ranks is None
+        keys, X_train.shape[1], int(n_classes), stage, ranks, normalize=ranks is None
     ).to(torch_device)
     penalty = torch.as_tensor(
         settings if kind == "nuclear_norm" else np.zeros(len(settings)),
@@ -385,6 +421,7 @@ def _fit(
             "stopping": f"fixed {steps} steps",
             "random_state": int(random_state),
             "learned_input": learned_input,
+            "span_attention": None if span is None else list(span),
             "input_normalisation": "l2" if ranks is None else "none",
             "loss": "mean cross-entropy in bits" + (" + λ‖W‖*" if kind == "nuclear_norm" else ""),
             "torch": torch.__version__,

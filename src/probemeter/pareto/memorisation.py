@@ -14,6 +14,9 @@ Pimentel et al. (2020), §5. For each architecture of a probe family,
 
 Architectures are grouped so that repeated ones train together in the batched engine
 (:func:`probemeter.training.engine.fit_evaluate`); each probe is keyed by (random_state, its draw).
+Memorisation complexity needs nothing of the architecture, so on edge-probing span rows
+(``data.span_tokens``) each probe of the family learns a self-attentive pooling of the spans
+first (:func:`span_probe`), whose parameters are part of what it memorises with.
 """
 
 from __future__ import annotations
@@ -27,10 +30,16 @@ import torch
 
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.probes import MLP
+from probemeter.probes.mlp import SPAN_PROJECTION
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 
-__all__ = ["MemorisationResult", "memorisation_complexity", "shuffle_within_sentences"]
+__all__ = [
+    "MemorisationResult",
+    "memorisation_complexity",
+    "shuffle_within_sentences",
+    "span_probe",
+]
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,15 @@ def memorisation_complexity(
         random_state: seeds the label permutation and every probe's stream.
         n_jobs, device: as in :func:`probemeter.training.engine.fit_evaluate`.
 
+    On span rows, ``probes`` without span pooling are given the data's
+    (:func:`span_probe`); ``MemorisationResult.probes`` holds the architectures trained.
+
     Raises:
-        ValueError: no probes, or ``shuffled_inputs`` of the wrong shape.
+        ValueError: no probes, ``shuffled_inputs`` of the wrong shape, or a probe that pools
+            other spans than the data's rows hold.
     """
     check_single_label(check_probe_data(data), "the memorisation test")
-    probes = tuple(probes)
+    probes = tuple(span_probe(probe, data) for probe in probes)
     if not probes:
         raise ValueError("probes is empty: give at least one probe architecture")
     config = config or TrainingConfig()
@@ -140,6 +153,24 @@ def memorisation_complexity(
             "numpy": np.__version__,
         },
     )
+
+
+def span_probe(probe: MLP, data: ProbeData, *, projection: int = SPAN_PROJECTION) -> MLP:
+    """``probe`` as it reads ``data``'s rows: on edge-probing span rows
+    (``data.span_tokens``), a probe without span pooling gets the data's, projected to
+    ``projection`` dimensions (as :func:`~probemeter.probes.probe_for`); else ``probe``.
+
+    Raises:
+        ValueError: ``probe`` pools spans other than the data's rows hold.
+    """
+    if probe.span == (data.span_tokens or ()):
+        return probe
+    if probe.span or data.span_tokens is None:
+        raise ValueError(
+            f"probe {probe.name} pools spans {probe.span or 'none'} but the rows hold "
+            f"{data.span_tokens or 'no spans'}"
+        )
+    return MLP(probe.hidden, probe.dropout, span=data.span_tokens, projection=projection)
 
 
 def shuffle_within_sentences(

@@ -4,6 +4,10 @@ for head selection (task label ``"arcs"``, ``family = "biaffine"``), the biaffin
 probe over a random MLP family, test UAS against label-shuffled complexity (§7.2, Table 2,
 App. A–B), with Hewitt & Liang's dependency control task on request (``control``).
 
+On edge-probing span rows with ``pooling = "self-attention"`` each linear probe learns one
+attention vector per span and its complexity is that of its map of the pooled spans
+(:mod:`probemeter.pareto.span_pooling`).
+
 One stored unit per representation; the run folder gets ``results.json`` (the
 :class:`~probemeter.pareto.frontiers.ParetoFrontiers`), ``points.csv``,
 ``table.md``/``table.tex`` (Table 3 layout) and ``frontiers.png`` (Figs. 2–3).
@@ -98,6 +102,7 @@ class ParetoMethod(Method):
         "decode",
         "control",
     )
+    pools_spans = True
     summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"
 
     def check_options(self) -> list[tuple[Option, str]]:

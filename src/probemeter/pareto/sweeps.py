@@ -106,7 +106,9 @@ def linear_sweep(
     device: str | torch.device = "cpu",
 ) -> LinearSweep:
     """Nuclear-norm and rank probes of one representation on one task (§4.1, §6.1): their
-    points and which test examples each got right.
+    points and which test examples each got right. On edge-probing span rows
+    (``data.span_tokens``) each probe pools the spans with a learned self-attention and its
+    complexity is that of its map of the pooled spans (:mod:`probemeter.pareto.span_pooling`).
 
     Args:
         penalties: λ values (default: 0 and 49 log-spaced in [2⁻¹⁰, 8]); ``()`` skips them.
@@ -118,6 +120,7 @@ def linear_sweep(
     arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
     common = dict(
         learned_input=learned_input,
+        span=data.span_tokens,
         steps=steps,
         batch_size=batch_size,
         lr=lr,

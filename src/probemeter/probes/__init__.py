@@ -1,5 +1,6 @@
 """Probe families: the architectures the engine trains, stacked on a leading probe axis (with
-an optional learned scalar mix of layers, :mod:`probemeter.probes.scalar_mix`), and trained
+an optional learned scalar mix of layers, :mod:`probemeter.probes.scalar_mix`, or learned
+self-attentive span pooling, :mod:`probemeter.probes.span_attention`), and trained
 probes kept for inspection (:mod:`probemeter.probes.saved`)."""
 
 from probemeter._lazy import lazy_exports
@@ -8,6 +9,8 @@ _EXPORTS = {
     "MLP": ".mlp",
     "Linear": ".mlp",
     "ScalarMix": ".scalar_mix",
+    "SpanAttention": ".span_attention",
+    "SpanPooling": ".span_attention",
     "probe_for": ".mlp",
     "ProbeSet": ".saved",
     "SavedProbe": ".saved",

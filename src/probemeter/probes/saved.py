@@ -16,9 +16,13 @@ File format (schema ``probemeter.probes/1``)::
 
     probe.<i>.<k>.weight   float32 (fan_out, fan_in)   probe i's affine layer at position k of
     probe.<i>.<k>.bias     float32 (fan_out,)          its nn.Sequential (k = 0, 2, 4, ...;
-                                                       1, 3, 5, ... after a scalar mix)
+                                                       1, 3, 5, ... after a scalar mix or a
+                                                       span pooling)
     probe.<i>.0.logits     float32 (L,)                with a scalar mix (architecture "mix":
     probe.<i>.0.scale      float32 (1,)                L): its logits a and scale γ
+    probe.<i>.0.weight     float32 (S, d, q)           with span pooling (architecture "span":
+    probe.<i>.0.bias       float32 (S, q)              S spans, "projection": q): each span's
+    probe.<i>.0.score      float32 (S, q)              W_s, b_s and w_s (a SpanAttention)
     predictions.<i>        int32 (n_test,)             probe i's arg-max test predictions
     header metadata        "format": "probemeter.probes/1", "name": the representation,
                            "probes": JSON list, per probe {"architecture": MLP.to_dict(),
@@ -47,12 +51,16 @@ from probemeter._io import write_bytes_atomic
 from probemeter._validation import check_scalar, is_number
 from probemeter.probes.mlp import MLP
 from probemeter.probes.scalar_mix import ScalarMix
+from probemeter.probes.span_attention import SpanPooling
 from probemeter.probes.stacked_mlp import evaluate_as_row
 
 __all__ = ["FORMAT", "ProbeSet", "SavedProbe", "load_probes", "safetensors_problem"]
 
 #: the ``format`` entry of a probes file's header
 FORMAT = "probemeter.probes/1"
+
+#: a span pooling's tensors in a probes file, in :class:`SpanPooling`'s order
+_SPAN_PARTS = ("weight", "bias", "score")
 
 #: columns of :meth:`ProbeSet.to_frame` besides a probe's ``info``: no info key may take them
 _COLUMNS = ("representation", "architecture", "n_test", "loss", "loss_truncated", "accuracy")
@@ -77,10 +85,14 @@ class SavedProbe:
             engine's numbers bit for bit.
         mix: with a scalar mix (``architecture.mix`` = L): its logits a, (L,) float32, and its
             scale γ; the probe then reads L layers side by side and mixes them first.
+        span: with self-attentive span pooling (``architecture.span``): its trained poolings
+            (W_s, b_s, w_s of each span); the probe then reads edge-probing span rows
+            (:class:`~probemeter.datasets.edge_probing.SpanLayout`) and pools them first.
 
     Raises:
         ValueError: layers that do not chain, do not fit the architecture or are not float32;
-            a mix missing, unwanted or not L float32 logits;
+            a mix missing, unwanted or not L float32 logits; span poolings missing, unwanted
+            or not those of the architecture's spans and projection;
             predictions that are not a 1-D array of class indices; an accuracy outside
             [0, 1]; info that is not JSON scalars or uses a name of :meth:`ProbeSet.to_frame`'s
             own columns; a negative stack row.
@@ -94,6 +106,7 @@ class SavedProbe:
     info: Mapping[str, Any] = field(default_factory=dict)
     stack_row: int = 0
     mix: tuple[np.ndarray, float] | None = field(default=None, repr=False)
+    span: SpanPooling | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.architecture, MLP):
@@ -102,8 +115,9 @@ class SavedProbe:
         if not layers:
             raise ValueError("layers is empty: a probe has at least one affine layer")
         object.__setattr__(self, "mix", _check_mix(self.mix, self.architecture.mix))
+        _check_span(self.span, self.architecture)
         widths = (layers[0][0].shape[0], *(weight.shape[1] for weight, _ in layers))
-        read = widths[0] * max(self.architecture.mix, 1)
+        read = _features_read(widths[0], self.architecture, self.span)
         expected = self.architecture.layer_shapes(read, widths[-1])
         if [weight.shape for weight, _ in layers] != expected:
             raise ValueError(
@@ -129,8 +143,9 @@ class SavedProbe:
 
     @property
     def n_features(self) -> int:
-        """d, the features the probe reads (L layers side by side with a scalar mix)."""
-        return int(self.layers[0][0].shape[0]) * max(self.architecture.mix, 1)
+        """d, the features the probe reads (L layers side by side with a scalar mix; the span
+        counts and padded token vectors with span pooling)."""
+        return _features_read(int(self.layers[0][0].shape[0]), self.architecture, self.span)
 
     @property
     def n_classes(self) -> int:
@@ -145,7 +160,8 @@ class SavedProbe:
     def module(self) -> torch.nn.Sequential:
         """The probe as an ordinary ``torch.nn.Sequential`` of ``nn.Linear`` layers with
         ``nn.ReLU`` between them (after a :class:`~probemeter.probes.scalar_mix.ScalarMix`
-        when it has a mix), in eval mode, on the CPU: ``module(x)`` gives the (n, K) logits of
+        when it has a mix, a :class:`~probemeter.probes.span_attention.SpanAttention` when it
+        pools spans), in eval mode, on the CPU: ``module(x)`` gives the (n, K) logits of
         float32 features ``x`` (n, d).
 
         Its parameters are copies of :attr:`layers`, ``W`` transposed into ``nn.Linear``'s
@@ -162,6 +178,8 @@ class SavedProbe:
                 mix.logits.copy_(torch.from_numpy(self.mix[0]))
                 mix.scale.fill_(self.mix[1])
             modules.append(mix)
+        if self.span is not None:
+            modules.append(self.span.module())
         for index, (weight, bias) in enumerate(self.layers):
             linear = nn.utils.skip_init(nn.Linear, weight.shape[0], weight.shape[1])
             with torch.no_grad():
@@ -183,7 +201,18 @@ class SavedProbe:
             ValueError: ``X`` not (n, n_features), or ``y`` not n class indices below K.
         """
         features, labels = _eval_tensors(X, y, self.n_features, self.n_classes, device)
-        return _evaluate(self.layers, self.stack_row, features, labels, self.mix)
+        return _evaluate(self.layers, self.stack_row, features, labels, self.mix, self.span)
+
+    def predict(self, X: np.ndarray, *, device: str | torch.device = "cpu") -> np.ndarray:
+        """The (n,) int32 arg-max classes of the rows ``X`` (n, n_features), computed as
+        :meth:`evaluate` computes its ``predictions`` (the engine's arithmetic).
+
+        Raises:
+            ValueError: ``X`` not (n, n_features) or empty.
+        """
+        rows = np.asarray(X)
+        placeholder = np.zeros(rows.shape[0] if rows.ndim else 0, dtype=np.int64)
+        return self.evaluate(rows, placeholder, device=device)["predictions"]
 
 
 def _check_layer(index: int, layer: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -224,6 +253,33 @@ def _check_mix(mix: Any, n_layers: int) -> tuple[np.ndarray, float] | None:
             f"{logits.shape} and {scale!r}"
         )
     return np.ascontiguousarray(logits), float(scale)
+
+
+def _check_span(span: Any, architecture: MLP) -> None:
+    """A ValueError unless ``span`` is the poolings the architecture's spans need (None
+    without spans)."""
+    if not architecture.span:
+        if span is not None:
+            raise ValueError("span is given but the architecture pools no spans (span = ())")
+        return
+    if not isinstance(span, SpanPooling):
+        raise ValueError(
+            f"the architecture pools spans {architecture.span}: span must be a SpanPooling; "
+            f"got {type(span).__name__}"
+        )
+    if span.tokens != architecture.span or span.projection != architecture.projection:
+        raise ValueError(
+            f"span poolings of tokens {span.tokens}, projection {span.projection} do not fit "
+            f"the architecture's spans {architecture.span}, projection "
+            f"{architecture.projection}"
+        )
+
+
+def _features_read(first_fan_in: int, architecture: MLP, span: SpanPooling | None) -> int:
+    """The features a probe reads whose first layer reads ``first_fan_in``."""
+    if span is not None:
+        return len(span.tokens) + sum(span.tokens) * span.width
+    return first_fan_in * max(architecture.mix, 1)
 
 
 def _check_info(info: Any) -> dict[str, Any]:
@@ -268,9 +324,12 @@ def _evaluate(
     features: torch.Tensor,
     labels: torch.Tensor,
     mix: tuple[np.ndarray, float] | None = None,
+    span: SpanPooling | None = None,
 ) -> dict[str, Any]:
     """One probe's metrics and predictions, as the engine computed them at ``stack_row``."""
-    metrics = evaluate_as_row(layers, stack_row, features, labels, per_example=True, mix=mix)
+    metrics = evaluate_as_row(
+        layers, stack_row, features, labels, per_example=True, mix=mix, span=span
+    )
     return {
         "loss": float(metrics["loss"][0]),
         "loss_truncated": float(metrics["loss_truncated"][0]),
@@ -323,12 +382,15 @@ class ProbeSet:
         *,
         stack_rows: Sequence[int] | np.ndarray | None = None,
         mixes: tuple[np.ndarray, np.ndarray] | None = None,
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
         device: str | torch.device = "cpu",
         evaluated: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> ProbeSet:
         """The probes of stacked parameters (the engine's ``ProbeEvaluation.parameters``: per
         layer ``W`` (P, fan_in, fan_out) and ``b`` (P, fan_out); with a scalar mix ``mixes``,
-        its ``mix_logits`` (P, L) and ``mix_scale`` (P,)), each evaluated on
+        its ``mix_logits`` (P, L) and ``mix_scale`` (P,); with span pooling ``spans``, its
+        ``span_weight`` (P, S, d, q), ``span_bias`` (P, S, q) and ``span_score`` (P, S, q)),
+        each evaluated on
         ``(X_test, y_test)`` on ``device`` (:meth:`SavedProbe.evaluate`) for its stored loss,
         accuracy and predictions; ``infos[i]`` is probe i's ``info`` and ``stack_rows[i]``
         its ``stack_row`` (the engine's ``ProbeEvaluation.stack_rows``; default 0). On the
@@ -344,10 +406,10 @@ class ProbeSet:
         """
         if not parameters:
             raise ValueError("parameters is empty: a probe has at least one affine layer")
-        if architecture.span:
+        if bool(architecture.span) != (spans is not None):
             raise ValueError(
-                "probes with self-attentive span pooling cannot be kept yet (their poolings "
-                "are not saved); keep probes of fixed span poolings ('mean', 'max', 'endpoints')"
+                "spans (the engine's span_weight, span_bias, span_score) must be given exactly "
+                f"when the architecture pools spans; it pools {architecture.span or 'none'}"
             )
         if np.ndim(y_test) == 2:
             raise ValueError(
@@ -360,14 +422,19 @@ class ProbeSet:
             if len(values) != n_probes:
                 raise ValueError(f"got {len(values)} {argument} for {n_probes} stacked probes")
         n_classes = parameters[-1][0].shape[2]
-        n_features = parameters[0][0].shape[1] * max(architecture.mix, 1)
+        pooling = [None] * n_probes
+        if spans is not None:
+            pooling = [
+                SpanPooling(architecture.span, *(a[i] for a in spans)) for i in range(n_probes)
+            ]
+        n_features = _features_read(parameters[0][0].shape[1], architecture, pooling[0])
         features, labels = _eval_tensors(X_test, y_test, n_features, n_classes, device)
         probes = []
         for index, (info, row) in enumerate(zip(infos, rows)):
             layers = tuple((weights[index], biases[index]) for weights, biases in parameters)
             mix = None if mixes is None else (mixes[0][index], float(mixes[1][index]))
             if evaluated is None:
-                metrics = _evaluate(layers, row, features, labels, mix)
+                metrics = _evaluate(layers, row, features, labels, mix, pooling[index])
             else:
                 loss, accuracy, predictions = (values[index] for values in evaluated)
                 metrics = {"loss": float(loss), "accuracy": float(accuracy)}
@@ -382,6 +449,7 @@ class ProbeSet:
                     info,
                     row,
                     mix,
+                    pooling[index],
                 )
             )
         return cls(name, tuple(probes))
@@ -457,10 +525,13 @@ class ProbeSet:
         tensors: dict[str, np.ndarray] = {}
         entries = []
         for index, probe in enumerate(self.probes):
-            first = 0 if probe.mix is None else 1  # positions in its module
+            first = 0 if probe.mix is None and probe.span is None else 1  # positions in its module
             if probe.mix is not None:
                 tensors[f"probe.{index}.0.logits"] = probe.mix[0]
                 tensors[f"probe.{index}.0.scale"] = np.array([probe.mix[1]], dtype=np.float32)
+            if probe.span is not None:
+                for part in _SPAN_PARTS:
+                    tensors[f"probe.{index}.0.{part}"] = getattr(probe.span, part)
             for layer, (weight, bias) in enumerate(probe.layers):
                 position = first + 2 * layer
                 tensors[f"probe.{index}.{position}.weight"] = np.ascontiguousarray(weight.T)
@@ -517,11 +588,15 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
     probes = []
     for index, entry in enumerate(entries):
         architecture = MLP.from_dict(entry["architecture"])
-        mix, first = None, 0
+        mix, span, first = None, None, 0
         if architecture.mix:
             names = (f"probe.{index}.0.logits", f"probe.{index}.0.scale")
             expected |= set(names)
             mix, first = (tensors[names[0]], float(tensors[names[1]][0])), 1
+        if architecture.span:
+            names = tuple(f"probe.{index}.0.{part}" for part in _SPAN_PARTS)
+            expected |= set(names)
+            span, first = SpanPooling(architecture.span, *(tensors[n] for n in names)), 1
         layers = []
         for layer in range(len(architecture.hidden) + 1):
             prefix = f"probe.{index}.{first + 2 * layer}"
@@ -540,6 +615,7 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
                 entry["info"],
                 entry["stack_row"],
                 mix,
+                span,
             )
         )
     unexpected = sorted(set(tensors) - expected)

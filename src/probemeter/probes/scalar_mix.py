@@ -140,6 +140,10 @@ class ScalarMixes:
         scale = self.scale.detach().to("cpu", copy=True).numpy()
         return {"mix_logits": logits.reshape(logits.shape[0], -1), "mix_scale": scale.reshape(-1)}
 
+    def parameter_arrays(self) -> dict[str, np.ndarray]:
+        """Nothing more for keeping probes: the mix's parameters are :meth:`arrays`."""
+        return {}
+
 
 def mixer(coefficients: torch.Tensor, width: int) -> Callable[..., torch.Tensor]:
     """Rows (n, L·d) — or (P, n, L·d), one set per probe — and optionally an allocator of the

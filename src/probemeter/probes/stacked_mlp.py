@@ -18,6 +18,7 @@ import torch
 
 from probemeter.probes.multilabel import binary_nll, evaluate_multilabel, sigmoid_gradient
 from probemeter.probes.scalar_mix import mixer
+from probemeter.probes.span_attention import SpanPooling, pooler
 
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
@@ -48,7 +49,8 @@ class StackedMLP:
             (which follow the layers' in :attr:`parameters`), an ``output`` and an ``upstream``
             buffer (P, rows, width), ``forward(features)``, ``backward(features)`` (from the
             gradient put in ``upstream``), ``select(rows)``, ``evaluator()`` (rows (n, F) →
-            (P, n, width)) and ``arrays()`` (what the engine returns of it).
+            (P, n, width)), ``arrays()`` (what the engine returns of it) and
+            ``parameter_arrays()`` (what it returns more with the trained parameters).
     """
 
     def __init__(
@@ -211,6 +213,11 @@ class StackedMLP:
         ``mix_scale`` (P,)); empty without one."""
         return {} if self.stage is None else self.stage.arrays()
 
+    def stage_parameter_arrays(self) -> dict[str, np.ndarray]:
+        """The input stage's parameters that :meth:`stage_arrays` leaves out, on the host (a
+        span pooling's ``span_weight``, ``span_bias`` and ``span_score``); empty without."""
+        return {} if self.stage is None else self.stage.parameter_arrays()
+
     @torch.no_grad()
     def losses(
         self,
@@ -330,18 +337,21 @@ def evaluate_as_row(
     labels: torch.Tensor,
     per_example: bool = False,
     mix: tuple[np.ndarray, float] | None = None,
+    span: SpanPooling | None = None,
 ) -> dict[str, np.ndarray]:
     """:func:`evaluate_stacked` of one probe (a stack of one) as if it were row ``row`` of a
     stack: bit for bit the numbers it had there.
 
     ``layers`` are the probe's ``(W, b)``, W (fan_in, fan_out) and b (fan_out,) float32;
-    ``mix``, its scalar mix's logits (L,) and scale, when it has one. Float32 matrix products
-    can round differently with the memory alignment of their output (measured with MKL on this
-    project's CPU: a probe's logits differed in the last bit between row 1 of a stack and a
-    stack of its own when rows · K was not a multiple of 4, so that row 1 did not start on a
-    16-byte boundary), so every parameter and every layer output (and the mixed inputs) is
-    placed at the offset, modulo 64 bytes, that row r = ``row`` has in a stack:
-    r · fan_in · fan_out, r · fan_out and r · rows · fan_out floats.
+    ``mix``, its scalar mix's logits (L,) and scale, when it has one; ``span``, its span
+    poolings, when it pools spans (the engine pools each probe of a stack on its own,
+    :func:`~probemeter.probes.span_attention.pooler`). Float32 matrix products can round
+    differently with the memory alignment of their output (measured with MKL on this project's
+    CPU: a probe's logits differed in the last bit between row 1 of a stack and a stack of its
+    own when rows · K was not a multiple of 4, so that row 1 did not start on a 16-byte
+    boundary), so every parameter (the span poolings' too) and every layer output (and the
+    mixed inputs or pooled spans) is placed at the offset, modulo 64 bytes, that row r =
+    ``row`` has in a stack: r · fan_in · fan_out, r · fan_out and r · rows · fan_out floats.
     """
     device = features.device
     weights, biases = [], []
@@ -357,6 +367,12 @@ def evaluate_as_row(
         scale = torch.tensor(float(mix[1]), dtype=torch.float32, device=device)
         coefficients = torch.softmax(logits.view(1, 1, -1), dim=2) * scale.view(1, 1, 1)
         stage = mixer(coefficients, weights[0].shape[1])
+    elif span is not None:  # each span's W, b and w placed as probe ``row`` of their stacks
+        placed = [
+            _placed(tuple(tensor.shape), row * tensor.numel(), device).copy_(tensor)
+            for tensor in span.tensors()
+        ]
+        stage = pooler(placed, span.tokens, span.width)
 
     def outputs(shape: tuple[int, int, int]) -> torch.Tensor:
         return _placed(shape, row * shape[1] * shape[2], device)

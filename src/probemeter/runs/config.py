@@ -31,14 +31,16 @@ Schema (every key not marked *required* has the default shown)::
     #                multiword tokens read as their words, empty nodes skipped
     # edge-probing:  train, test (required: jiant edge-probing JSON-lines files, relative to
     #                the TOML file; their own split is kept), pooling = "mean" ("mean" | "max"
-    #                | "endpoints" | "self-attention": learned by the probes; curve, mdl
-    #                (online) and power methods), max_tokens = 32 (longest span with
-    #                self-attention), multilabel = false (true: each target's labels are a
-    #                set, "label": ["A", "B"]; probes with one sigmoid per label and binary
-    #                cross-entropy, Tenney et al. 2019; codes are sums of K Bernoulli codes,
-    #                K bits per target uniform; curve and mdl (online) methods; accuracy is
-    #                the exact set match, micro/macro-F1 reported) -- one row per target,
-    #                its span(s) pooled from the words' features
+    #                | "endpoints" | "self-attention": learned by the probes, in every
+    #                method; variational: the poolings are variational, in the model bits;
+    #                pareto linear probes: one attention vector per span, outside the
+    #                complexity), max_tokens = 32 (longest span with self-attention),
+    #                multilabel = false (true: each target's labels are a set, "label":
+    #                ["A", "B"]; probes with one sigmoid per label and binary
+    #                cross-entropy, Tenney et al. 2019; codes are sums of K Bernoulli
+    #                codes, K bits per target uniform; curve and mdl (online) methods;
+    #                accuracy is the exact set match, micro/macro-F1 reported) -- one row
+    #                per target, its span(s) pooled from the words' features
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one
@@ -460,8 +462,6 @@ def load_experiment(path: str | Path) -> Experiment:
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
         reader.add("run.save_probes", problem)
-    if run.save_probes and task is not None and task.options.get("pooling") == "self-attention":
-        reader.add("run.save_probes", "probes with self-attention span pooling cannot be kept yet")
     if run.save_probes and task is not None and task.options.get("multilabel"):
         reader.add("run.save_probes", "probes of label sets (multilabel) cannot be kept yet")
     if task is not None:
@@ -483,12 +483,12 @@ def _check_method(
     for where, message in method.check_setup(task.dataset if task else None, names):
         reader.add(where, message)
     if task is not None and task.options.get("pooling") == "self-attention":
-        if not method.pools_spans or getattr(method, "variational", False):
+        if not method.pools_spans:
             reader.add(
                 "task.pooling",
-                "self-attention pooling is learned by the engine's probes (curve, mdl and "
-                f"power methods, online code): the {method.kind} method cannot train it; use "
-                '"mean", "max" or "endpoints"',
+                "self-attention pooling is learned by the probes of the curve, mdl (online and "
+                f"variational codes), power and pareto methods: the {method.kind} method "
+                'cannot train it; use "mean", "max" or "endpoints"',
             )
     if task is not None and task.options.get("multilabel"):
         if not method.measures_label_sets or getattr(method, "variational", False):

@@ -90,6 +90,9 @@ class ProbeEvaluation:
             trained mixing logits a and (P,) the scale γ; the layer weights are softmax(a).
         micro_f1, macro_f1: only for multi-label targets: (P,) F1 scores on the evaluation
             set (:func:`probemeter._multilabel.f1_scores`).
+        span_weight, span_bias, span_score: only with ``return_parameters=True`` for probes
+            with self-attentive span pooling (``probe.span``): each span s's pooling, W
+            (P, S, d, q), b (P, S, q) and w (P, S, q) (:mod:`probemeter.probes.span_attention`).
     """
 
     loss: np.ndarray
@@ -104,6 +107,9 @@ class ProbeEvaluation:
     mix_scale: np.ndarray | None = None
     micro_f1: np.ndarray | None = None
     macro_f1: np.ndarray | None = None
+    span_weight: np.ndarray | None = None
+    span_bias: np.ndarray | None = None
+    span_score: np.ndarray | None = None
 
 
 def fit_evaluate(
@@ -207,6 +213,12 @@ def fit_evaluate(
             )
             for fan_in, fan_out in shapes
         )
+        if probe.span:
+            spans, q = len(probe.span), probe.projection
+            width = probe.token_width(X_train.shape[1])
+            result["span_weight"] = np.empty((n_probes, spans, width, q), dtype=np.float32)
+            result["span_bias"] = np.empty((n_probes, spans, q), dtype=np.float32)
+            result["span_score"] = np.empty((n_probes, spans, q), dtype=np.float32)
     if n_probes == 0:
         return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
     dims = (X_train.shape[1], n_classes)
@@ -498,6 +510,7 @@ class _ChunkRunner:
         metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
         if return_parameters:
             metrics["parameters"] = model.numpy_layers()
+            metrics.update(model.stage_parameter_arrays())
         metrics.update(model.stage_arrays())
         return metrics
 

@@ -16,7 +16,7 @@ from probemeter._io import environment
 from probemeter._summary import LayerWeights
 from probemeter.data import ProbeData, seed_ids
 
-__all__ = ["Stopwatch", "learned_mix", "run_metadata", "seed_grid"]
+__all__ = ["Stopwatch", "kept_spans", "learned_mix", "run_metadata", "seed_grid"]
 
 
 def seed_grid(
@@ -103,3 +103,12 @@ def learned_mix(
     if layers is None or len(layers) != logits.shape[1]:
         layers = range(logits.shape[1])
     return LayerWeights.from_logits(layers, seeds, logits, scale).to_dict()
+
+
+def kept_spans(evaluation: Any) -> tuple[Any, Any, Any] | None:
+    """The trained span poolings of a ``ProbeEvaluation`` with parameters, as
+    :meth:`~probemeter.probes.ProbeSet.from_stacked` takes them (``span_weight``,
+    ``span_bias``, ``span_score``); None for probes that pool no spans."""
+    if evaluation.span_weight is None:
+        return None
+    return evaluation.span_weight, evaluation.span_bias, evaluation.span_score
