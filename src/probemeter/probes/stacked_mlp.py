@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from probemeter.probes.scalar_mix import mixer
+from probemeter.probes.sparse_inputs import baddbmm, transposed_bmm
 
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
@@ -116,7 +117,7 @@ class StackedMLP:
         last = len(self._w) - 1
         hidden = inputs
         for layer in range(last + 1):  # pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
-            torch.baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
+            baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
             if layer < last:
                 hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
                 if self._masks:  # inverted dropout: act *= bernoulli(keep) / keep
@@ -130,7 +131,7 @@ class StackedMLP:
         for layer in range(last, -1, -1):
             below = inputs if layer == 0 else self._act[layer - 1]
             weight_grad = self._grad_w_low[layer] if self._low else self._weights[layer].grad
-            torch.bmm(below.transpose(1, 2), upstream, out=weight_grad)
+            transposed_bmm(below, upstream, out=weight_grad)
             if self._low:
                 self._weights[layer].grad.copy_(weight_grad)
             self._biases[layer].grad.copy_(upstream.sum(dim=1, keepdim=True))
@@ -222,7 +223,7 @@ class StackedMLP:
             hidden = self.stage.select(rows).evaluator()(features)
         layers = list(zip(self._weights, self._biases))
         for index, (weight, bias) in enumerate(layers):
-            hidden = torch.baddbmm(bias[rows], hidden, weight[rows])
+            hidden = baddbmm(bias[rows], hidden, weight[rows])
             if index < len(layers) - 1:
                 hidden = hidden.clamp_min_(0.0)
         nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
@@ -290,9 +291,9 @@ def _affine(
 ) -> torch.Tensor:
     """``bias + inputs @ weight`` per probe, into ``outputs(shape)`` when given."""
     if outputs is None:
-        return torch.baddbmm(bias, inputs, weight)
+        return baddbmm(bias, inputs, weight)
     shape = (inputs.shape[0], inputs.shape[1], weight.shape[2])
-    return torch.baddbmm(bias, inputs, weight, out=outputs(shape))
+    return baddbmm(bias, inputs, weight, out=outputs(shape))
 
 
 def evaluate_as_row(
