@@ -5,6 +5,8 @@ features such as sparse-autoencoder latents, without ever making them dense.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -55,7 +57,9 @@ def _from_torch(name: str, tensor: object) -> sp.csr_matrix:
         raise ValueError(f"{name} is not a sparse matrix; got {type(tensor).__name__}")
     if tensor.dim() != 2:  # type: ignore[attr-defined]
         raise ValueError(f"{name} must be a 2-D sparse tensor; got {tensor.dim()}-D")  # type: ignore[attr-defined]
-    csr = tensor.detach().cpu().to_sparse_csr()  # type: ignore[attr-defined]
+    with warnings.catch_warnings():  # "sparse CSR tensor support is in beta state"
+        warnings.filterwarnings("ignore", message="Sparse CSR tensor support")
+        csr = tensor.detach().cpu().to_sparse_csr()  # type: ignore[attr-defined]
     values = csr.values()
     values = (values.float() if values.is_floating_point() else values).numpy()
     return sp.csr_matrix(
