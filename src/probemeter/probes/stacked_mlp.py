@@ -104,7 +104,8 @@ class StackedMLP:
 
         Args:
             inputs: (P, rows, d) float32 minibatch features (with a stage, what it reads:
-                L layers side by side, span rows).
+                L layers side by side, span rows), or sparse rows
+                (:class:`~probemeter.probes.sparse_inputs.StackedSparseRows`, in f32).
             labels: (P, rows, 1) int64 labels.
             row_weights: (P, rows, 1) float32 weights.
         """
@@ -247,7 +248,8 @@ def evaluate_stacked(
     ``predictions`` (P, n) int32.
 
     ``weights[l]`` is (P, fan_in, fan_out) and ``biases[l]`` (P, 1, fan_out), float32, on the
-    device of ``features`` (float32, (n, d)) and ``labels`` (int64, (n,)). Each block's
+    device of ``features`` (float32, (n, d), or sparse rows,
+    :class:`~probemeter.probes.sparse_inputs.SparseRows`) and ``labels`` (int64, (n,)). Each block's
     cross-entropies are summed in float64 and the sums added block after block, then divided
     by n. ``outputs``, when given, returns the tensor of a shape (P, rows, fan_out) that a
     layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
