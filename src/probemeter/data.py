@@ -13,6 +13,7 @@ Bernoulli codes (:mod:`probemeter._multilabel`).
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 import json
 import os
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter._arrays import as_numpy
 from probemeter._io import (
@@ -30,8 +32,10 @@ from probemeter._io import (
     classes_to_json,
     read_json,
     save_npy_atomic,
+    write_bytes_atomic,
     write_text_atomic,
 )
+from probemeter._sparse import as_csr, is_sparse, scale_columns
 from probemeter._validation import check_scalar, integer_list, is_integer, one_of, text
 
 __all__ = [
@@ -136,7 +140,8 @@ class ProbeData:
     constructor itself trusts its inputs.
 
     Attributes:
-        X_train: (n_pool, d) float32 training pool.
+        X_train: (n_pool, d) float32 training pool: a numpy array, or a scipy.sparse CSR
+            matrix for sparse features (:attr:`is_sparse`; ``X_test`` is then one too).
         y_train: (n_pool,) int64 class indices; or, for multi-label targets
             (:attr:`multilabel`), an (n_pool, K) uint8 0/1 indicator matrix of label sets.
         X_test: (n_test, d) float32 test features.
@@ -207,6 +212,15 @@ class ProbeData:
         exactly): to train in bfloat16, ask the training for it (``precision="bf16"``), not
         the features. Features with a layer axis (3-D) go to :func:`layer_data`.
 
+        **Sparse features** — a scipy.sparse matrix or array (any format) or a torch sparse
+        (COO or CSR) tensor for ``X``, e.g. sparse-autoencoder latents — are kept as float32
+        CSR matrices and never made dense (``X_test`` may be dense or sparse; it becomes CSR
+        too): the engine gathers minibatches as sparse rows and computes the first layer as
+        sparse-dense products (:mod:`probemeter.probes.sparse_inputs`). Standardisation then
+        only *scales* each feature by its pool standard deviation, without centring
+        (subtracting the mean would fill every zero); zero stays zero. Loss-data curves and
+        online codes take sparse data; other methods refuse it (:func:`check_probe_data`).
+
         ``labels="indices"`` (default) takes ``y`` as class indices 0..K−1; indices that skip
         classes (1-based labels, or {0, 1000}) are refused: they would add classes no example
         has, and every codelength counts log K. ``labels="encode"`` maps any labels — strings,
@@ -230,7 +244,8 @@ class ProbeData:
         encode, indicator = mode == "encode", mode == INDICATOR
         if mode != "indices" and n_classes is not None:
             raise ValueError(f"n_classes is implied by labels={mode!r} (the distinct labels)")
-        X = _as_features("X", X)
+        sparse = is_sparse(X)
+        X = as_csr("X", X) if sparse else _as_features("X", X)
         read_labels = _as_label_sets if indicator else _as_labels
         y = read_labels("y", y, X.shape[0], "X", encode)
         classes = None
@@ -246,7 +261,7 @@ class ProbeData:
                 X, y, group_ids, test_size, random_state
             )
         else:
-            X_test = _as_features("X_test", X_test)
+            X_test = _test_features(X_test, sparse)
             y_test = read_labels("y_test", y_test, X_test.shape[0], "X_test", encode)
             if encode:
                 (y, y_test), classes = _encode_labels(y, y_test)
@@ -281,15 +296,17 @@ class ProbeData:
                     "cannot predict them and their loss is high",
                     stacklevel=2,
                 )
-        if standardize:
+        if standardize and sparse:  # scale only: centring would make the features dense
+            X, X_test = scale_columns(X, X_test)
+        elif standardize:
             mean = X.mean(axis=0, dtype=np.float64)
             std = X.std(axis=0, dtype=np.float64)
             std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
             X, X_test = _standardized(X, mean, std), _standardized(X_test, mean, std)
         return cls(
-            X_train=np.ascontiguousarray(X),
+            X_train=X if sparse else np.ascontiguousarray(X),
             y_train=y,
-            X_test=np.ascontiguousarray(X_test),
+            X_test=X_test if sparse else np.ascontiguousarray(X_test),
             y_test=y_test,
             n_classes=int(n_classes),
             name=name,
@@ -313,6 +330,11 @@ class ProbeData:
     def n_features(self) -> int:
         return int(self.X_train.shape[1])
 
+    @property
+    def is_sparse(self) -> bool:
+        """Whether the features are scipy.sparse CSR matrices (see :meth:`from_arrays`)."""
+        return sp.issparse(self.X_train)
+
     def fingerprint(self) -> str:
         """A short hash of the arrays, the class count, the original labels (:attr:`classes`,
         when known) and the sentence ids of head-selection data (when set): equal data give
@@ -324,7 +346,9 @@ class ProbeData:
             arrays += [self.sentences_train, self.sentences_test]
         for array in arrays:
             digest.update(str(array.shape).encode())
-            digest.update(np.ascontiguousarray(array))  # the buffer itself: no copy
+            parts = (array.indptr, array.indices, array.data) if sp.issparse(array) else (array,)
+            for part in parts:
+                digest.update(np.ascontiguousarray(part))  # the buffer itself: no copy
         digest.update(str(self.n_classes).encode())
         if self.classes is not None:
             digest.update(repr(self.classes).encode())
@@ -336,7 +360,9 @@ class ProbeData:
         :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers`` and ``span_tokens``
         when set), each
         file atomically
-        and the JSON last, so a folder with ``probe_data.json`` is complete. Returns the folder.
+        and the JSON last, so a folder with ``probe_data.json`` is complete. Sparse features
+        are written as ``X_train.npz`` and ``X_test.npz`` (``scipy.sparse.save_npz``,
+        uncompressed) instead, and the JSON says ``"sparse": true``. Returns the folder.
 
         Raises:
             ValueError: ``folder`` is a file.
@@ -348,11 +374,18 @@ class ProbeData:
         for layout in ("mix_layers", "span_tokens"):
             if getattr(self, layout) is not None:
                 described[layout] = list(getattr(self, layout))
+        if self.is_sparse:
+            described["sparse"] = True
         meta = json.dumps({**described, "classes": classes_to_json(self.classes)})
         folder.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
             array = getattr(self, name)
-            if array is not None:
+            (folder / f"{name}.{'npy' if sp.issparse(array) else 'npz'}").unlink(missing_ok=True)
+            if sp.issparse(array):
+                stream = io.BytesIO()
+                sp.save_npz(stream, array, compressed=False)
+                write_bytes_atomic(folder / f"{name}.npz", stream.getvalue())
+            elif array is not None:
                 save_npy_atomic(folder / f"{name}.npy", array)
             else:
                 (folder / f"{name}.npy").unlink(missing_ok=True)
@@ -363,7 +396,8 @@ class ProbeData:
     def load(cls, folder: str | os.PathLike[str], *, mmap: bool = True) -> ProbeData:
         """The data :meth:`save` wrote to ``folder``; with ``mmap`` the arrays are read-only
         memory maps of the files (pages are read when used and can be dropped again by the
-        operating system), else loaded into memory.
+        operating system), else loaded into memory. Sparse features are always loaded into
+        memory (``scipy.sparse.load_npz``).
 
         Raises:
             ValueError: naming ``folder``, when it holds no complete saved ProbeData or its
@@ -374,17 +408,24 @@ class ProbeData:
         if not isinstance(meta, dict) or meta.get("schema") != _SCHEMA:
             raise ValueError(f"{str(folder)!r} holds no saved ProbeData ({_SCHEMA})")
         arrays = {}
+        sparse = meta.get("sparse") is True
         for name in _ARRAYS:
-            path = folder / f"{name}.npy"
+            compressed = sparse and name in ("X_train", "X_test")
+            path = folder / f"{name}.{'npz' if compressed else 'npy'}"
             if path.is_file():
                 try:
-                    arrays[name] = np.load(path, mmap_mode="r" if mmap else None)
+                    arrays[name] = (
+                        sp.csr_matrix(sp.load_npz(path))
+                        if compressed
+                        else np.load(path, mmap_mode="r" if mmap else None)
+                    )
                 except (OSError, ValueError, EOFError) as error:
                     raise ValueError(f"{str(path)!r} cannot be read: {error}") from None
             elif not name.startswith(("groups", "sentences")):
-                raise ValueError(f"saved ProbeData {str(folder)!r} lacks {name}.npy")
+                raise ValueError(f"saved ProbeData {str(folder)!r} lacks {path.name}")
         X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
-        if X.ndim != 2 or X_test.ndim != 2 or len(X) != len(y) or len(X_test) != len(y_test):
+        fits = X.shape[0] == len(y) and X_test.shape[0] == len(y_test)
+        if X.ndim != 2 or X_test.ndim != 2 or not fits:
             raise ValueError(f"saved ProbeData {str(folder)!r} has arrays that do not fit together")
         return cls(
             X_train=X,
@@ -488,6 +529,20 @@ def _label_set_width(y: np.ndarray, y_test: np.ndarray) -> int:
             stacklevel=3,
         )
     return int(y.shape[1])
+
+
+def _test_features(X_test: object, sparse: bool) -> np.ndarray | sp.csr_matrix:
+    """The validated test features: CSR when the pool is sparse (a dense ``X_test`` is
+    converted), else dense (a sparse ``X_test`` beside a dense pool is refused)."""
+    if not sparse:
+        if is_sparse(X_test):
+            raise ValueError(
+                "X_test is sparse but X is dense: give both as sparse matrices, or both dense"
+            )
+        return _as_features("X_test", X_test)
+    if not is_sparse(X_test):
+        X_test = sp.csr_matrix(_as_features("X_test", X_test))
+    return as_csr("X_test", X_test)
 
 
 def _encode_labels(*parts: np.ndarray) -> tuple[list[np.ndarray], tuple[Any, ...]]:
@@ -616,14 +671,22 @@ def check_single_label(data: ProbeData, method: str, argument: str = "data") -> 
     return data
 
 
-def check_probe_data(data: object, argument: str = "data") -> ProbeData:
+def check_probe_data(data: object, argument: str = "data", *, sparse: bool = False) -> ProbeData:
     """``data`` itself when it is a :class:`ProbeData`; otherwise a ValueError naming
     ``argument`` and how to build one (arrays are not accepted silently: the pool/test split
-    and the standardisation are choices ``ProbeData.from_arrays`` makes explicit)."""
+    and the standardisation are choices ``ProbeData.from_arrays`` makes explicit). Data with
+    sparse features (:attr:`ProbeData.is_sparse`) are refused unless the caller takes them
+    (``sparse=True``: loss-data curves and online codes)."""
     if not isinstance(data, ProbeData):
         raise ValueError(
             f"{argument} must be a ProbeData; got {type(data).__name__}. Build one from arrays "
             "with ProbeData.from_arrays(X, y) (or X_test, y_test for a given test set)"
+        )
+    if data.is_sparse and not sparse:
+        raise ValueError(
+            f"{argument} ({data.name!r}) has sparse features (scipy.sparse CSR), which this "
+            "method does not take: loss-data curves (loss_data_curve) and online codes "
+            "(online_codelength) do; or give dense features to ProbeData.from_arrays"
         )
     return data
 

@@ -359,7 +359,11 @@ def loss_data_curve(
             either way.
     """
     probe = MLP() if probe is None else probe
-    check_probe_data(data)
+    check_probe_data(data, sparse=True)
+    if keep_probes and data.is_sparse:
+        raise ValueError(
+            "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
+        )
     check_scalar(random_state, "random_state", int, min_val=0)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
     size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)

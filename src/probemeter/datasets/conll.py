@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter._io import write_text_atomic
+from probemeter._sparse import is_sparse
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
 
@@ -310,7 +312,8 @@ def split_probe_data(
     index is.
 
     Args:
-        features: (n_words, d) array, one row per word in :attr:`Treebank.words` order.
+        features: (n_words, d) array, one row per word in :attr:`Treebank.words` order (or a
+            scipy.sparse matrix: sparse features, see :meth:`ProbeData.from_arrays`).
         test_mask: (n_words,) bool, True for the test words.
         vocabulary: the label vocabulary (default: this treebank's, :func:`task_labels`).
 
@@ -319,7 +322,7 @@ def split_probe_data(
             no pool or no test word, a bad ``task``.
     """
     labels, vocabulary = task_labels(treebank, task, vocabulary)
-    X = np.asarray(features)
+    X = sp.csr_matrix(features) if is_sparse(features) else np.asarray(features)
     if X.ndim != 2 or X.shape[0] != treebank.n_words:
         raise ValueError(f"features must be (n_words={treebank.n_words}, d); got shape {X.shape}")
     test = np.asarray(test_mask)

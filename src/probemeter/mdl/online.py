@@ -58,6 +58,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._multilabel import f1_scores, label_counts
+from probemeter._sparse import stack_rows
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -464,7 +465,11 @@ def online_codelength(
         ValueError: bad timesteps (see :func:`block_ends`), ``stopping_set``, seeds or
             random_state.
     """
-    check_probe_data(data)
+    check_probe_data(data, sparse=True)
+    if keep_probes and data.is_sparse:
+        raise ValueError(
+            "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
+        )
     check_scalar(random_state, "random_state", int, min_val=0)
     one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
     probe = MLP((1000, 1000)) if probe is None else probe
@@ -480,7 +485,7 @@ def online_codelength(
     seeds_used, grid, keys = seed_grid(seeds, ends, random_state)
     orders = {seed: transmitted[subset_permutation(n, random_state, seed)] for seed in seeds_used}
     subsets = [orders[seed][:t] for seed, t in grid]
-    evaluation_x = np.concatenate([data.X_train, data.X_test])
+    evaluation_x = stack_rows(data.X_train, data.X_test)  # CSR for sparse features
     evaluation_y = np.concatenate([data.y_train, data.y_test])
     with Stopwatch() as watch:
         evaluation = fit_evaluate(

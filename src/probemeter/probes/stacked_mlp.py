@@ -19,6 +19,7 @@ import torch
 from probemeter.probes.multilabel import binary_nll, evaluate_multilabel, sigmoid_gradient
 from probemeter.probes.scalar_mix import mixer
 from probemeter.probes.span_attention import SpanPooling, pooler
+from probemeter.probes.sparse_inputs import baddbmm, transposed_bmm
 
 __all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
 
@@ -108,7 +109,8 @@ class StackedMLP:
 
         Args:
             inputs: (P, rows, d) float32 minibatch features (with a stage, what it reads:
-                L layers side by side, span rows).
+                L layers side by side, span rows), or sparse rows
+                (:class:`~probemeter.probes.sparse_inputs.StackedSparseRows`, in f32).
             labels: (P, rows, 1) int64 labels, or (P, rows, K) float32 0/1 label sets.
             row_weights: (P, rows, 1) float32 weights.
         """
@@ -121,7 +123,7 @@ class StackedMLP:
         last = len(self._w) - 1
         hidden = inputs
         for layer in range(last + 1):  # pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
-            torch.baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
+            baddbmm(self._b[layer], hidden, self._w[layer], out=self._pre[layer])
             if layer < last:
                 hidden = torch.clamp_min(self._pre[layer], 0.0, out=self._act[layer])
                 if self._masks:  # inverted dropout: act *= bernoulli(keep) / keep
@@ -137,7 +139,7 @@ class StackedMLP:
         for layer in range(last, -1, -1):
             below = inputs if layer == 0 else self._act[layer - 1]
             weight_grad = self._grad_w_low[layer] if self._low else self._weights[layer].grad
-            torch.bmm(below.transpose(1, 2), upstream, out=weight_grad)
+            transposed_bmm(below, upstream, out=weight_grad)
             if self._low:
                 self._weights[layer].grad.copy_(weight_grad)
             self._biases[layer].grad.copy_(upstream.sum(dim=1, keepdim=True))
@@ -235,7 +237,7 @@ class StackedMLP:
             hidden = self.stage.select(rows).evaluator()(features)
         layers = list(zip(self._weights, self._biases))
         for index, (weight, bias) in enumerate(layers):
-            hidden = torch.baddbmm(bias[rows], hidden, weight[rows])
+            hidden = baddbmm(bias[rows], hidden, weight[rows])
             if index < len(layers) - 1:
                 hidden = hidden.clamp_min_(0.0)
         if labels.is_floating_point():
@@ -263,7 +265,8 @@ def evaluate_stacked(
     over labels, exact-set-match accuracy, micro- and macro-F1).
 
     ``weights[l]`` is (P, fan_in, fan_out) and ``biases[l]`` (P, 1, fan_out), float32, on the
-    device of ``features`` (float32, (n, d)) and ``labels`` (int64, (n,)). Each block's
+    device of ``features`` (float32, (n, d), or sparse rows,
+    :class:`~probemeter.probes.sparse_inputs.SparseRows`) and ``labels`` (int64, (n,)). Each block's
     cross-entropies are summed in float64 and the sums added block after block, then divided
     by n. ``outputs``, when given, returns the tensor of a shape (P, rows, fan_out) that a
     layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
@@ -325,9 +328,9 @@ def _affine(
 ) -> torch.Tensor:
     """``bias + inputs @ weight`` per probe, into ``outputs(shape)`` when given."""
     if outputs is None:
-        return torch.baddbmm(bias, inputs, weight)
+        return baddbmm(bias, inputs, weight)
     shape = (inputs.shape[0], inputs.shape[1], weight.shape[2])
-    return torch.baddbmm(bias, inputs, weight, out=outputs(shape))
+    return baddbmm(bias, inputs, weight, out=outputs(shape))
 
 
 def evaluate_as_row(

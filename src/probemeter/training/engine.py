@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from joblib import Parallel, delayed
 from tqdm.auto import tqdm
@@ -36,6 +37,7 @@ from probemeter._device import resolve_device, single_threaded
 from probemeter._multilabel import check_label_sets, uniform_nats
 from probemeter._validation import check_scalar
 from probemeter.probes import MLP
+from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 from probemeter.training.early_stopping import train_with_dev_stopping
@@ -137,8 +139,13 @@ def fit_evaluate(
         X_train, y_train: the training pool, float32 (n_pool, d) and int64 (n_pool,); or,
             for multi-label targets, y_train a 0/1 indicator matrix (n_pool, K): the probes
             then have K sigmoid outputs trained with binary cross-entropy per label (Tenney et
-            al. 2019; :mod:`probemeter.probes.multilabel`).
-        X_eval, y_eval: the evaluation set shared by all probes (labels like ``y_train``).
+            al. 2019; :mod:`probemeter.probes.multilabel`). The
+            features may be a scipy.sparse CSR matrix (with ``X_eval`` one too): minibatches
+            are then gathered as sparse rows and the first layer computes sparse-dense
+            products, never a dense copy of the pool (:mod:`probemeter.probes.sparse_inputs`;
+            in f32 whatever ``config.precision``; no mix or span stage).
+        X_eval, y_eval: the evaluation set shared by all probes (labels like ``y_train``;
+            evaluated in blocks of ``EVAL_ROWS_PER_BLOCK`` rows, sparse ones as sparse rows).
         n_classes: number of output logits K.
         subsets: per probe, the indices into the pool of its training examples.
         keys: per probe, a tuple of integers seeding its own random stream (initial weights
@@ -170,7 +177,8 @@ def fit_evaluate(
             and metrics are the same either way.
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
-    dev_set = _check_dev_set(dev_set, config, len(X_train))
+    dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
+    row_bytes = _sparse_row_bytes(X_train, probe, n_classes)
     torch_device = resolve_device(device)
     max_memory = memory_budget(max_memory, torch_device)
     check_memory_budget(  # validates max_memory too
@@ -183,6 +191,7 @@ def fit_evaluate(
         n_eval=len(y_eval),
         per_example=per_example,
         shared_dev_rows=None if dev_set is None else len(dev_set),
+        row_bytes=row_bytes,
     )
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
@@ -235,6 +244,7 @@ def fit_evaluate(
         n_eval=len(y_eval),
         per_example=per_example,
         shared_dev_rows=None if dev_set is None else len(dev_set),
+        row_bytes=row_bytes,
     )
     tasks = [
         (
@@ -272,6 +282,20 @@ def fit_evaluate(
             result[name][members] = values
     _warn_if_diverged(result["loss"], subsets, uniform_nats(n_classes, multilabel), config.lr)
     return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
+
+
+def _sparse_row_bytes(X_train: Any, probe: MLP, n_classes: int) -> float | None:
+    """For a scipy.sparse pool, the bytes a gathered row takes (what the memory estimate counts
+    instead of a dense row); None for dense features. Raises a ValueError for a probe with an
+    input stage (a scalar mix or span pooling reads dense layers or spans side by side)."""
+    if not sp.issparse(X_train):
+        return None
+    if probe.mix or probe.span:
+        raise ValueError(
+            f"probe {probe.name} has an input stage (mix or span) that reads dense features; "
+            "sparse features (scipy.sparse) go straight into the first layer"
+        )
+    return sparse_row_bytes(X_train, probe.layer_shapes(X_train.shape[1], n_classes)[0][1])
 
 
 def _warn_if_diverged(
@@ -319,9 +343,9 @@ def _check_engine_inputs(
     for position, subset in enumerate(subsets):
         if len(subset) == 0:
             raise ValueError(f"subsets[{position}] is empty: a probe needs training examples")
-        if np.min(subset) < 0 or np.max(subset) >= len(X_train):
+        if np.min(subset) < 0 or np.max(subset) >= X_train.shape[0]:
             raise ValueError(
-                f"subsets[{position}] indexes outside the pool of {len(X_train)} examples"
+                f"subsets[{position}] indexes outside the pool of {X_train.shape[0]} examples"
             )
 
 
@@ -374,6 +398,7 @@ def _plan_chunks(
     n_eval: int = EVAL_ROWS_PER_BLOCK,
     per_example: bool = False,
     shared_dev_rows: int | None = None,
+    row_bytes: float | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """Chunks of probes as (members, rows), costliest first (longest-processing-time order).
 
@@ -384,7 +409,8 @@ def _plan_chunks(
     several workers, so that none holds more than a worker's fair share of the work.
     Chunking changes speed only: a probe's numbers are the same, up to float rounding,
     whatever its companions. ``dims`` are the (features, classes) of the data; ``n_eval``,
-    ``per_example`` and ``shared_dev_rows`` enter the memory estimate (:func:`estimate_memory`).
+    ``per_example``, ``shared_dev_rows`` and ``row_bytes`` enter the memory estimate
+    (:func:`estimate_memory`).
     """
     effective_batch = np.array([min(len(s), config.batch_size) for s in subsets])
     seconds_per_row = 3 * probe.forward_flops(*dims) / _ROW_FLOPS_PER_SECOND
@@ -411,6 +437,7 @@ def _plan_chunks(
             n_eval=n_eval,
             per_example=per_example,
             shared_dev_rows=shared_dev_rows,
+            row_bytes=row_bytes,
         )
         size = min(
             probes_per_chunk(memory, max_memory),
@@ -448,9 +475,7 @@ class _ChunkRunner:
             # worker processes receive large arrays as read-only shared memory maps; the
             # engine only ever reads them, so sharing (not copying) them is safe
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            features = [
-                torch.as_tensor(a, dtype=torch.float32, device=device) for a in (X_train, X_eval)
-            ]
+            features = [feature_tensor(a, device) for a in (X_train, X_eval)]
             labels = [  # label sets (n, K) as float32 0/1, the targets of the sigmoids
                 torch.as_tensor(
                     a, dtype=torch.int64 if a.ndim == 1 else torch.float32, device=device
@@ -482,7 +507,9 @@ class _ChunkRunner:
         (:meth:`StackedMLP.numpy_layers`)."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
         # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
-        precision = self.config.precision if rows >= BF16_MIN_ROWS else "f32"
+        # sparse inputs: the first layer's product is a sparse-dense one, in f32
+        low = rows >= BF16_MIN_ROWS and not isinstance(self.pool_x, SparseRows)
+        precision = self.config.precision if low else "f32"
         model = self.probe.stack(
             rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
         )
@@ -606,14 +633,18 @@ def _train_chunk(
     optimizer = torch.optim.Adam(model.parameters, lr=config.lr, fused=True)
     order_t = torch.from_numpy(order).to(device)
     weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
-    x_batch = torch.empty(n_probes * rows, pool_x.shape[1], device=device)
+    sparse = isinstance(pool_x, SparseRows)  # gathered as sparse rows, never made dense
+    x_batch = None if sparse else torch.empty(n_probes * rows, pool_x.shape[1], device=device)
     report_every = max(1, config.steps // 50)
     reported = 0
     for step in range(config.steps):
         idx = order_t[:, step * rows : (step + 1) * rows].reshape(-1)
-        torch.index_select(pool_x, 0, idx, out=x_batch)
+        if sparse:
+            inputs = pool_x.index_select(0, idx).view(n_probes, rows, -1)
+        else:
+            inputs = torch.index_select(pool_x, 0, idx, out=x_batch).view(n_probes, rows, -1)
         labels = pool_y[idx].view(n_probes, rows, -1)
-        model.accumulate_gradients(x_batch.view(n_probes, rows, -1), labels, weights_t)
+        model.accumulate_gradients(inputs, labels, weights_t)
         optimizer.step()
         model.refresh()
         if (step + 1) % report_every == 0 or step + 1 == config.steps:

@@ -203,6 +203,7 @@ def estimate_memory(
     n_eval: int = EVAL_ROWS_PER_BLOCK,
     per_example: bool = False,
     shared_dev_rows: int | None = None,
+    row_bytes: float | None = None,
 ) -> MemoryEstimate:
     """The bytes one probe of ``probe`` adds to a chunk of stacked probes, computed from the
     architecture alone, before anything is allocated (:class:`MemoryEstimate` lists the parts).
@@ -223,7 +224,11 @@ def estimate_memory(
             (``dev_set`` of :func:`fit_evaluate`), its size: its features are gathered once
             per chunk and every probe's development losses run over all its rows. Default:
             each probe stops on its own ``dev_fraction`` of its subset.
+        row_bytes: bytes of one gathered row of features; default a dense float32 row,
+            4 · ``n_features``; for sparse features
+            :func:`~probemeter.probes.sparse_inputs.sparse_row_bytes`.
     """
+    row_bytes = _F32 * n_features if row_bytes is None else math.ceil(row_bytes)
     rows = config.batch_size if rows is None else int(check_scalar(rows, "rows", int, min_val=1))
     n_train = rows if n_train is None else int(check_scalar(n_train, "n_train", int, min_val=1))
     n_eval = int(check_scalar(n_eval, "n_eval", int, min_val=0))
@@ -241,7 +246,7 @@ def estimate_memory(
     buffers = rows * element * (hidden + n_classes + 2 * hidden + masks)
     buffers += _F32 * probe.stage_floats(n_features, rows) + (rows * mixed * _BF16 if low else 0)
     # gathered inputs, their indices and labels, the softmax and its scatter operand
-    minibatch = rows * (_F32 * n_features + 2 * _I64 + _F32 * (n_classes + 1))
+    minibatch = rows * (row_bytes + 2 * _I64 + _F32 * (n_classes + 1))
     if low:  # bf16 inputs, the f32 logits of the softmax, the bf16 upstream gradient
         minibatch += rows * (_BF16 * n_features + _F32 * n_classes + _BF16 * n_classes)
     shadows = _BF16 * (n_params + weights) if low else 0
@@ -262,11 +267,11 @@ def estimate_memory(
         held = _F32 * n_params + 2 * _I64 * n_train
         if shared_dev_rows is None:  # its own development rows: features, labels, index, weight
             dev_rows = max(1, round(config.dev_fraction * n_train))
-            held += dev_rows * (_F32 * n_features + 2 * _I64 + _F32)
-            gathered = dev_rows * _F32 * n_features  # copied for the probes ending an epoch
+            held += dev_rows * (row_bytes + 2 * _I64 + _F32)
+            gathered = dev_rows * row_bytes  # copied for the probes ending an epoch
         else:  # one set for all probes, gathered once per chunk and read through views
             dev_rows = int(check_scalar(shared_dev_rows, "shared_dev_rows", int, min_val=1))
-            chunk_overhead += dev_rows * (_F32 * n_features + 2 * _I64 + _F32)
+            chunk_overhead += dev_rows * (row_bytes + 2 * _I64 + _F32)
             gathered = 0
         # the carrying-on half's parameters, gradients and moments, shadows and buffers
         compaction = (4 * _F32 * n_params + shadows + buffers) // 2
@@ -304,6 +309,7 @@ def check_memory_budget(
     n_eval: int = EVAL_ROWS_PER_BLOCK,
     per_example: bool = False,
     shared_dev_rows: int | None = None,
+    row_bytes: float | None = None,
 ) -> None:
     """Refuse, before anything is allocated, a probe that cannot fit in ``max_memory`` alone.
 
@@ -316,7 +322,7 @@ def check_memory_budget(
         sizes: the probes' training-set sizes; each is estimated at its effective batch
             ``min(n, batch_size)`` (the rows its chunk will have), with the largest subset of
             that batch. Default: one probe of at least ``batch_size`` examples.
-        n_eval, per_example, shared_dev_rows: as in :func:`estimate_memory`.
+        n_eval, per_example, shared_dev_rows, row_bytes: as in :func:`estimate_memory`.
 
     Raises:
         ValueError: naming ``max_memory``, the probe, the estimate, its parts, and what to do
@@ -339,6 +345,7 @@ def check_memory_budget(
             n_eval=n_eval,
             per_example=per_example,
             shared_dev_rows=shared_dev_rows,
+            row_bytes=row_bytes,
         )
         if worst is None or memory.chunk_bytes(1) > worst.chunk_bytes(1):
             worst, worst_rows = memory, int(rows)
