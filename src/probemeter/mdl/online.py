@@ -33,7 +33,8 @@ its codelength is their sum, ``−Σ_k log2 p_θ(y_k | x)`` bits; the first bloc
 uniform code of K fair coins, ``t_1 · K`` bits, and compression is ``n·K / L_online``. The
 blocks' and the full-data probe's ``accuracy`` is the exact-set-match rate (an example is
 correct when its whole set is predicted; McNemar's test pairs that); ``micro_f1`` (blocks and
-seeds) and ``macro_f1`` (seeds) are added.
+seeds) and ``macro_f1`` (seeds) are added; a block's ``bits_per_label`` is per example, the
+code of its whole label set.
 
 Units: codes are in bits; tables and printouts give kbits, 1024 bits each
 (:data:`BITS_PER_KBIT`), as the paper's tables do — n·log2 K ÷ (compression × codelength) over
