@@ -215,6 +215,7 @@ def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
     layers = (run_dir / "layers.md").read_text()
     assert "| UAS |" in layers and "control: hypervolume (label-shuffled)" in layers
     assert "UAS: the test UAS of the method's best probes" in run.table
+    assert "Best probes: test UAS " in run.table and "test accuracy" not in run.table
     assert "conllu arcs, control" in (run_dir / "table.md").read_text()
     assert (run_dir / "frontiers.png").is_file() and (run_dir / "layers.png").is_file()
     again = LayerAnalysis.load(run_dir / "layers.json")

@@ -321,7 +321,10 @@ class LayerAnalysis(JsonResult):
             "paired test predictions per seed, power by bootstrap of the test set pooled over "
             f"seeds at α = {self.alpha:g}; a difference is established at power ≥ 0.8 "
             "(Zhu et al. 2022, §3.5).",
-            *(verdict.describe() for verdict in self.verdicts),
+            *(
+                verdict.describe().replace("test accuracy", f"test {self.accuracy}")
+                for verdict in self.verdicts
+            ),
         ]
 
     def __str__(self) -> str:
