@@ -106,6 +106,9 @@ def test_rates_and_families_as_written():
     assert SwitchingMethod(rate=0.1).rate == 0.1
     method, problems = SwitchingMethod.from_values({"rate": "0.05", "families": ["linear", "4"]})
     assert problems == [] and method.rate == 0.05 and method.families == ("linear", "4")
+    for rate in (10**400, True, "nan", "1e999", [0.1], -0.5):  # each one problem, no trace
+        _, problems = SwitchingMethod.from_values({"rate": rate})
+        assert len(problems) == 1 and problems[0].startswith("method.rate: must be")
 
 
 def test_the_switching_command(tmp_path, capsys):

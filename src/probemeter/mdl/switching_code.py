@@ -270,75 +270,20 @@ def switching_code(
                 "online_codelength(..., keep_example_bits=True)"
             )
         _check_same_blocks(family, code, families[0], first)
-    ends = np.asarray(first.ends)
-    starts = np.concatenate([[0], ends[:-1]])
-    seed_ids = first.seeds["seed"].tolist()
-    block_rows, posterior_rows, seed_rows, hindsight_rows = [], [], [], []
-    for index, seed in enumerate(seed_ids):
+    uniform = uniform_codelength(first.n, first.n_classes)
+    tables: dict[str, list[dict[str, Any]]] = {
+        name: [] for name in ("blocks", "posterior", "seeds", "hindsight")
+    }
+    for index, seed in enumerate(first.seeds["seed"].tolist()):
         example_bits = np.column_stack([codes[f].example_bits[index] for f in families])
-        block_bits = np.add.reduceat(example_bits, starts, axis=0)
-        if granularity == "example":
-            losses, last_rounds = example_bits, ends - 1
-        else:
-            losses, last_rounds = block_bits, np.arange(len(ends))
-        forward = switch_forward(losses, rate)
-        switching_blocks = forward.round_bits
-        if granularity == "example":
-            switching_blocks = np.add.reduceat(switching_blocks, starts)
-        for code_name, bits in zip(
-            (*families, SWITCHING), (*block_bits.T, switching_blocks), strict=True
-        ):
-            cumulative = np.cumsum(bits)
-            block_rows.extend(
-                {
-                    "seed": seed,
-                    "block": block,
-                    "start": int(starts[block]),
-                    "end": int(ends[block]),
-                    "code": code_name,
-                    "codelength_bits": float(bits[block]),
-                    "cumulative_bits": float(cumulative[block]),
-                }
-                for block in range(len(ends))
-            )
-        posterior_rows.extend(
-            {"seed": seed, "block": block, "family": family, "posterior": float(weight)}
-            for block, row in enumerate(forward.posterior[last_rounds])
-            for family, weight in zip(families, row, strict=True)
+        rows = _seed_rows(
+            example_bits, np.asarray(first.ends), families, rate, granularity, max_switches
         )
-        totals = block_bits.sum(axis=0)
-        best = int(np.argmin(totals))
-        switching_bits = forward.total_bits
-        bound = overhead_bound(len(losses), len(families), 0, rate)
-        uniform = uniform_codelength(first.n, first.n_classes)
-        seed_rows.append(
-            {
-                "seed": seed,
-                "switching_bits": switching_bits,
-                "mixture_bits": switch_forward(totals[None, :], 0.0).total_bits,
-                "best_family": families[best],
-                "best_family_bits": float(totals[best]),
-                "worst_family_bits": float(totals.max()),
-                "overhead_bits": switching_bits - float(totals[best]),
-                "bound_bits": bound,
-                "uniform_bits": uniform,
-                "compression": uniform / switching_bits,
-            }
+        for name, found in rows.items():
+            tables[name].extend({"seed": seed, **row} for row in found)
+        tables["seeds"][-1].update(
+            uniform_bits=uniform, compression=uniform / tables["seeds"][-1]["switching_bits"]
         )
-        for switches, best_bits in enumerate(best_sequences(losses, max_switches)):
-            bound_k = overhead_bound(len(losses), len(families), switches, rate)
-            if math.isinf(bound_k):  # the prior gives such sequences no mass
-                break
-            hindsight_rows.append(
-                {
-                    "seed": seed,
-                    "switches": switches,
-                    "best_bits": float(best_bits),
-                    "bound_bits": bound_k,
-                    "switching_bits": switching_bits,
-                    "slack_bits": float(best_bits) + bound_k - switching_bits,
-                }
-            )
     return SwitchingCode(
         name=first.name,
         families=families,
@@ -347,10 +292,10 @@ def switching_code(
         ends=first.ends,
         rate=rate if isinstance(rate, str) else float(rate),
         granularity=granularity,
-        blocks=pd.DataFrame(block_rows),
-        posterior=pd.DataFrame(posterior_rows),
-        seeds=pd.DataFrame(seed_rows),
-        hindsight=pd.DataFrame(hindsight_rows),
+        blocks=pd.DataFrame(tables["blocks"]),
+        posterior=pd.DataFrame(tables["posterior"]),
+        seeds=pd.DataFrame(tables["seeds"]),
+        hindsight=pd.DataFrame(tables["hindsight"]),
         codes=tuple(_without_example_bits(codes[f]) for f in families),
         metadata={
             "rate": rate if isinstance(rate, str) else float(rate),
@@ -426,6 +371,78 @@ def switching_codelength(
         for family in families
     }
     return switching_code(codes, rate=rate, granularity=granularity, max_switches=max_switches)
+
+
+def _seed_rows(
+    example_bits: np.ndarray,
+    ends: np.ndarray,
+    families: tuple[str, ...],
+    rate: str | float,
+    granularity: str,
+    max_switches: int,
+) -> dict[str, list[dict[str, Any]]]:
+    """The rows of one seed's tables (without its ``seed`` column, and its ``seeds`` row
+    without the uniform code): the switching code over ``example_bits`` (labels × families,
+    in transmission order) at ``granularity``, per block, its posterior after each block, the
+    best family and the hindsight comparison."""
+    starts = np.concatenate([[0], ends[:-1]])
+    block_bits = np.add.reduceat(example_bits, starts, axis=0)
+    if granularity == "example":
+        losses, last_rounds = example_bits, ends - 1
+    else:
+        losses, last_rounds = block_bits, np.arange(len(ends))
+    forward = switch_forward(losses, rate)
+    switching_blocks = forward.round_bits
+    if granularity == "example":
+        switching_blocks = np.add.reduceat(switching_blocks, starts)
+    blocks = []
+    for code_name, bits in zip(
+        (*families, SWITCHING), (*block_bits.T, switching_blocks), strict=True
+    ):
+        cumulative = np.cumsum(bits)
+        blocks.extend(
+            {
+                "block": block,
+                "start": int(starts[block]),
+                "end": int(ends[block]),
+                "code": code_name,
+                "codelength_bits": float(bits[block]),
+                "cumulative_bits": float(cumulative[block]),
+            }
+            for block in range(len(ends))
+        )
+    posterior = [
+        {"block": block, "family": family, "posterior": float(weight)}
+        for block, row in enumerate(forward.posterior[last_rounds])
+        for family, weight in zip(families, row, strict=True)
+    ]
+    totals = block_bits.sum(axis=0)
+    best = int(np.argmin(totals))
+    switching_bits = forward.total_bits
+    summary = {
+        "switching_bits": switching_bits,
+        "mixture_bits": switch_forward(totals[None, :], 0.0).total_bits,
+        "best_family": families[best],
+        "best_family_bits": float(totals[best]),
+        "worst_family_bits": float(totals.max()),
+        "overhead_bits": switching_bits - float(totals[best]),
+        "bound_bits": overhead_bound(len(losses), len(families), 0, rate),
+    }
+    hindsight = []
+    for switches, best_bits in enumerate(best_sequences(losses, max_switches)):
+        bound = overhead_bound(len(losses), len(families), switches, rate)
+        if math.isinf(bound):  # the prior gives such sequences no mass
+            break
+        hindsight.append(
+            {
+                "switches": switches,
+                "best_bits": float(best_bits),
+                "bound_bits": bound,
+                "switching_bits": switching_bits,
+                "slack_bits": float(best_bits) + bound - switching_bits,
+            }
+        )
+    return {"blocks": blocks, "posterior": posterior, "seeds": [summary], "hindsight": hindsight}
 
 
 def _check_same_blocks(family: str, code: OnlineCode, reference: str, first: OnlineCode) -> None:

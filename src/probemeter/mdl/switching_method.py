@@ -76,17 +76,19 @@ def _families(value: Any) -> str | None:
 def _parse_rate(value: Any) -> str | float:
     """``"harmonic"``, or the constant rate as a float (from a number or, on the command line,
     its text); the value as written otherwise (for :func:`_rate` to refuse)."""
-    if value == "harmonic" or valid.is_number(value):
-        return value if isinstance(value, str) else float(value)
+    if value == "harmonic" or isinstance(value, bool):
+        return value
+    if not isinstance(value, str) and not valid.is_number(value):
+        return value
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (ValueError, OverflowError):  # not a number, or an integer beyond floats
         return value
 
 
 def _rate(value: Any) -> str | None:
     rate = _parse_rate(value)
-    if rate == "harmonic" or (valid.is_number(rate) and 0 <= rate < 1):
+    if rate == "harmonic" or (isinstance(rate, float) and 0 <= rate < 1):
         return None
     return f'must be "harmonic" (alpha_t = 1/t) or a number in [0, 1); got {value!r}'
 
