@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+import torch
 
 from probemeter._io import write_text_atomic
 from probemeter.datasets.conll import annotate_text, probe_data, ptb_sentences, sentence_test_mask
@@ -58,6 +59,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-epochs", type=int, default=30)
     parser.add_argument("--n-jobs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: its)")
     parser.add_argument("--out", type=Path, default=Path("sae-results"))
     parser.add_argument("--cache", type=Path, default=Path(".probemeter-cache"))
     return parser.parse_args()
@@ -112,6 +114,8 @@ def _timed_code(data, probe, config, args) -> tuple[object, float, float]:
 
 def main() -> None:
     args = _arguments()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     started = time.perf_counter()
     treebank = annotate_text(_sentences(args.tokens))
     encoder = TransformerEncoder(minilm_path(), 0, pooling="words")
@@ -164,6 +168,7 @@ def _write(args, n_words: int, pool: int, k: int, density: float, results: dict)
         "seeds": args.seeds,
         "batch_size": args.batch_size,
         "max_epochs": args.max_epochs,
+        "threads": torch.get_num_threads(),
     }
     payload = {"settings": settings, "results": results}
     write_text_atomic(args.out / "sae_sparse_codes.json", json.dumps(payload, indent=2))
