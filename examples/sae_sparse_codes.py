@@ -26,6 +26,17 @@ states of ``--layer``, averaged over each word's word pieces.
     python examples/sae_sparse_codes.py --init data --tokens 25000
 
 Writes ``sae_sparse_codes.json`` and ``.md`` to ``--out``.
+
+Recorded run of the default with ``--threads 1`` (10,020 words: pool 8,015, test 2,005; 2 CPU
+cores shared with other jobs at load ≈ 20, so wall times are mostly waiting; online code with
+the paper's timesteps, MLP-2 h=64, 2 data orders, at most 30 epochs; kbits of 1024 bits)::
+
+    features      width  online kbits (s.d.)  compression  accuracy %  wall s  CPU s
+    dense layer     384  4.21 (0.07)          6.84         92.8          97       7
+    sparse codes   6144  6.60 (0.06)          4.36         89.2         318      34
+
+(whole run: 62 s CPU, 11 min wall, 0.99 GB peak resident, MiniLM features from the cache).
+Random, untrained atoms lose information: the codes cost more bits than the layer itself.
 """
 
 from __future__ import annotations
