@@ -172,10 +172,10 @@ class StackedMLP:
         return StackedMLP(layers, self._rows, self._precision, self._dropout, generators, stage)
 
     def refresh(self) -> None:
-        """After an optimiser step: copy the updated master weights into the bf16 shadows."""
+        """After an optimiser step: copy the updated master weights into the bf16 shadows (one
+        ``_foreach_copy_`` call for all of them)."""
         if self._low:
-            for shadow, master in zip(self._w + self._b, self._weights + self._biases):
-                shadow.copy_(master)
+            torch._foreach_copy_(self._w + self._b, self._weights + self._biases)
 
     def numpy_layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Copies of the master (f32) parameters on the host, per layer ``(W, b)``: ``W`` of
@@ -214,19 +214,25 @@ class StackedMLP:
         labels: torch.Tensor,
         weights: torch.Tensor,
     ) -> torch.Tensor:
-        """Per probe of the stack's ``rows``, Σ_r w_r · CE(x_r, y_r) in nats (f32), on its own
+        """Per probe of the stack's ``rows``, Σ_r w_r · CE(x_r, y_r) in nats, on its own
         ``features`` (len(rows), n, F), ``labels`` (len(rows), n) and ``weights``: the
-        development losses of early stopping."""
-        hidden = features
-        if self.stage is not None:
-            hidden = self.stage.select(rows).evaluator()(features)
-        layers = list(zip(self._weights, self._biases))
-        for index, (weight, bias) in enumerate(layers):
-            hidden = torch.baddbmm(bias[rows], hidden, weight[rows])
-            if index < len(layers) - 1:
-                hidden = hidden.clamp_min_(0.0)
-        nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
-        return (nll * weights).sum(dim=1)
+        development losses of early stopping. Streams over blocks of
+        :data:`EVAL_ROWS_PER_BLOCK` rows (a large development set never holds a
+        (len(rows), n, width) activation); each block's f32 sums are added in float64."""
+        stage = None if self.stage is None else self.stage.select(rows).evaluator()
+        layers = [(weight[rows], bias[rows]) for weight, bias in zip(self._weights, self._biases)]
+        total = torch.zeros(len(rows), dtype=torch.float64, device=features.device)
+        for start in range(0, features.shape[1], EVAL_ROWS_PER_BLOCK):
+            block = slice(start, start + EVAL_ROWS_PER_BLOCK)
+            hidden = features[:, block] if stage is None else stage(features[:, block])
+            for index, (weight, bias) in enumerate(layers):
+                hidden = torch.baddbmm(bias, hidden, weight)
+                if index < len(layers) - 1:
+                    hidden = hidden.clamp_min_(0.0)
+            log_probs = torch.log_softmax(hidden, dim=-1)
+            nll = -log_probs.gather(2, labels[:, block].unsqueeze(2)).squeeze(2)
+            total += (nll * weights[:, block]).sum(dim=1, dtype=torch.float64)
+        return total
 
 
 @torch.no_grad()
