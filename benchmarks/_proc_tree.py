@@ -9,12 +9,15 @@ background thread:
   last sample minus its first (0 for a process born during the span). A worker that exits
   between two samples loses at most one interval of CPU; this process's own CPU is exact
   (read at the start and the end).
-* **memory**: per sample, the sum over the tree of ``Pss`` (proportional set size, from
-  ``/proc/PID/smaps_rollup``: pages shared by k processes — the memory-mapped pool the workers
-  share — count 1/k in each, so nothing is counted twice) and of ``Rss`` (every resident page
-  of every process, shared ones counted in each); the peaks are the largest sums sampled.
-  A peak shorter than the interval can be missed; this process's ``VmHWM`` (its own exact
-  peak) is reported too.
+* **memory**: the sum over the tree of ``Rss`` (every resident page of every process, shared
+  ones counted in each; ``/proc/PID/statm``) at every sample, and of ``Pss`` (proportional set
+  size, from ``/proc/PID/smaps_rollup``: pages shared by k processes — the memory-mapped pool
+  the workers share — count 1/k in each, so nothing is counted twice) at every
+  ``pss_every``-th sample (reading it walks the page tables: ~15–30 ms per large process on a
+  loaded 2-core machine); the peaks are the largest sums sampled. A peak shorter than the
+  interval can be missed; this process's ``VmHWM`` (its own exact peak) is reported too.
+* the sampling thread's own CPU (``time.thread_time``) is subtracted from this process's CPU
+  and reported apart (``monitor_cpu_s``).
 """
 
 from __future__ import annotations
@@ -65,15 +68,25 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
-def memory_kib(pid: int) -> tuple[int, int]:
-    """(Pss, Rss) of ``pid`` in KiB; (0, 0) once it has gone."""
+_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
+
+
+def rss_kib(pid: int) -> int:
+    """Resident set size of ``pid`` in KiB (``/proc/PID/statm``); 0 once it has gone."""
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE_KIB
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def pss_kib(pid: int) -> int:
+    """Proportional set size of ``pid`` in KiB (``/proc/PID/smaps_rollup``); 0 once gone."""
     try:
         text = Path(f"/proc/{pid}/smaps_rollup").read_text()
     except OSError:
-        return 0, 0
+        return 0
     pss = re.search(r"^Pss:\s+(\d+) kB", text, re.MULTILINE)
-    rss = re.search(r"^Rss:\s+(\d+) kB", text, re.MULTILINE)
-    return (int(pss.group(1)) if pss else 0), (int(rss.group(1)) if rss else 0)
+    return int(pss.group(1)) if pss else 0
 
 
 def own_peak_mib() -> float:
@@ -97,8 +110,11 @@ class TreeMonitor:
         print(monitor.figures())
     """
 
-    def __init__(self, interval: float = 0.25) -> None:
+    def __init__(self, interval: float = 0.25, pss_every: int = 8) -> None:
         self.interval = interval
+        self.pss_every = pss_every
+        self._samples = 0
+        self.monitor_cpu_s = 0.0
         self._first: dict[int, float] = {}
         self._last: dict[int, float] = {}
         self.peak_pss_kib = 0
@@ -108,6 +124,8 @@ class TreeMonitor:
 
     def _sample(self) -> None:
         pss_total = rss_total = 0
+        with_pss = self._samples % self.pss_every == 0
+        self._samples += 1
         for pid in tree_pids():
             cpu = cpu_seconds(pid)
             if cpu is None:
@@ -115,9 +133,9 @@ class TreeMonitor:
             # a process first seen after the start was born during the span: it starts at 0
             self._first.setdefault(pid, cpu if self._started_with(pid) else 0.0)
             self._last[pid] = cpu
-            pss, rss = memory_kib(pid)
-            pss_total += pss
-            rss_total += rss
+            rss_total += rss_kib(pid)
+            if with_pss:
+                pss_total += pss_kib(pid)
         self.peak_pss_kib = max(self.peak_pss_kib, pss_total)
         self.peak_rss_kib = max(self.peak_rss_kib, rss_total)
 
@@ -127,6 +145,7 @@ class TreeMonitor:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._sample()
+        self.monitor_cpu_s = time.thread_time()
 
     def __enter__(self) -> TreeMonitor:
         self._initial = set(tree_pids())
@@ -146,14 +165,17 @@ class TreeMonitor:
         self._load_after = load_average()
 
     def figures(self) -> dict[str, Any]:
-        """Wall s, CPU s of the tree and of this process, peak PSS / RSS sums (MiB), this
-        process's VmHWM (MiB), and the 1-minute load average before and after."""
+        """Wall s, CPU s of the tree and of this process (the sampling thread's own CPU apart),
+        peak PSS / RSS sums (MiB), this process's VmHWM (MiB), and the 1-minute load average
+        before and after."""
         me = os.getpid()
         others = sum(self._last[pid] - self._first[pid] for pid in self._last if pid != me)
+        own = self.own_cpu_s - self.monitor_cpu_s
         return {
             "wall_s": self.wall_s,
-            "cpu_s": self.own_cpu_s + others,
-            "own_cpu_s": self.own_cpu_s,
+            "cpu_s": own + others,
+            "own_cpu_s": own,
+            "monitor_cpu_s": self.monitor_cpu_s,
             "peak_tree_pss_mib": self.peak_pss_kib / 1024,
             "peak_tree_rss_mib": self.peak_rss_kib / 1024,
             "own_peak_mib": own_peak_mib(),
