@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from _proc_tree import TreeMonitor
 from joblib import Parallel, delayed
 from torch import nn
 
@@ -323,25 +324,26 @@ def chunk_plan(case: Case, precision: str, device: torch.device) -> tuple[float,
 def run_engine(
     case: Case, precision: str, device: torch.device, n_jobs: int | None
 ) -> tuple[float, LossDataCurve]:
-    """Wall seconds of one loss_data_curve call, and the curve. With worker processes on CPU,
-    joblib's worker pool is started first (see :func:`start_worker_pool`)."""
+    """Figures of one loss_data_curve call (wall and CPU seconds of the process tree, its peak
+    memory: :class:`TreeMonitor`), and the curve. With worker processes on CPU, joblib's worker
+    pool is started first (see :func:`start_worker_pool`)."""
     if device.type == "cpu" and n_jobs != 1:
         start_worker_pool(n_jobs)
-    start = time.perf_counter()
-    curve = loss_data_curve(
-        case.data,
-        case.probe,
-        case.sizes,
-        case.seeds,
-        steps=case.steps,
-        batch_size=case.batch_size,
-        lr=case.lr,
-        precision=precision,
-        device=str(device),
-        n_jobs=n_jobs,
-        progress=False,
-    )
-    return time.perf_counter() - start, curve
+    with TreeMonitor() as monitor:
+        curve = loss_data_curve(
+            case.data,
+            case.probe,
+            case.sizes,
+            case.seeds,
+            steps=case.steps,
+            batch_size=case.batch_size,
+            lr=case.lr,
+            precision=precision,
+            device=str(device),
+            n_jobs=n_jobs,
+            progress=False,
+        )
+    return monitor.figures(), curve
 
 
 def warm_up(case: Case, precision: str, device: torch.device, loop_threads: int) -> None:
@@ -504,7 +506,8 @@ def benchmark_case(
         f"{per_chunk} probes per chunk"
     )
     warm_up(case, precision, device, settings.loop_threads)
-    engine_s, curve = run_engine(case, precision, device, n_jobs=-1)
+    figures, curve = run_engine(case, precision, device, n_jobs=-1)
+    engine_s = figures["wall_s"]
     peak, parallel_peak = peaks.get(precision), peaks.get(_parallel_key(precision))
     gflops = actual / engine_s / 1e9
     row: dict[str, Any] = {
@@ -522,6 +525,11 @@ def benchmark_case(
         "actual_tflop": actual / 1e12,
         "nominal_tflop": nominal / 1e12,
         "engine_s": engine_s,
+        "engine_cpu_s": figures["cpu_s"],
+        "engine_peak_tree_pss_mib": figures["peak_tree_pss_mib"],
+        "engine_peak_tree_rss_mib": figures["peak_tree_rss_mib"],
+        "load_before": figures["load_before"],
+        "load_after": figures["load_after"],
         "engine_train_seconds": curve.metadata["train_seconds"],
         "gflops": gflops,
         "nominal_gflops": nominal / engine_s / 1e9,
@@ -543,8 +551,14 @@ def benchmark_case(
             else ""
         )
     )
+    say(
+        f"   process tree: CPU {figures['cpu_s']:.1f} s, peak memory "
+        f"{figures['peak_tree_pss_mib']:.0f} MiB PSS ({figures['peak_tree_rss_mib']:.0f} MiB RSS "
+        f"summed); load average {figures['load_before']:.2f} → {figures['load_after']:.2f}"
+    )
     if settings.in_process:
-        row["engine_in_process_s"], _ = run_engine(case, precision, device, n_jobs=1)
+        in_process, _ = run_engine(case, precision, device, n_jobs=1)
+        row["engine_in_process_s"] = in_process["wall_s"]
         say(
             f"   engine (n_jobs=1, {torch.get_num_threads()} threads in this process): "
             f"{row['engine_in_process_s']:.2f} s"

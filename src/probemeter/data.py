@@ -195,6 +195,7 @@ class ProbeData:
         groups_test: object | None = None,
         random_state: int = 0,
         labels: str = "indices",
+        copy: bool = True,
     ) -> ProbeData:
         """Validate arrays and build a :class:`ProbeData`.
 
@@ -230,6 +231,10 @@ class ProbeData:
         labels must occur in the pool or the test set): probes then have K sigmoid outputs
         trained with binary cross-entropy per label (Tenney et al. 2019), and only the methods
         that train them in the engine take such data (loss-data curves, the online code).
+
+        ``copy=False`` (scikit-learn's convention) lets standardisation overwrite float32
+        C-ordered ``X`` and ``X_test`` in place instead of writing new arrays (the caller must
+        not use them afterwards): a loader that has just built them then needs no second copy.
 
         Raises:
             ValueError: non-2-D (3-D: naming :func:`layer_data`) or empty features, lists
@@ -299,10 +304,10 @@ class ProbeData:
         if standardize and sparse:  # scale only: centring would make the features dense
             X, X_test = scale_columns(X, X_test)
         elif standardize:
-            mean = X.mean(axis=0, dtype=np.float64)
-            std = X.std(axis=0, dtype=np.float64)
+            mean, std = _column_moments(X)
             std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
-            X, X_test = _standardized(X, mean, std), _standardized(X_test, mean, std)
+            X = _standardized(X, mean, std, in_place=not copy)
+            X_test = _standardized(X_test, mean, std, in_place=not copy)
         return cls(
             X_train=X if sparse else np.ascontiguousarray(X),
             y_train=y,
@@ -478,11 +483,28 @@ class ProbeData:
 _STANDARDIZE_ELEMENTS = 1 << 22
 
 
-def _standardized(X: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and standard deviation (ddof 0) in float64, two passes over blocks of
+    rows: ``X.std(axis=0, dtype=np.float64)`` would hold a full-size float64 copy of X (twice
+    the float32 features), these hold one block at a time."""
+    mean = X.mean(axis=0, dtype=np.float64)
+    squares = np.zeros(X.shape[1], dtype=np.float64)
+    step = max(1, _STANDARDIZE_ELEMENTS // max(1, X.shape[1]))
+    for start in range(0, X.shape[0], step):
+        deviation = X[start : start + step] - mean
+        squares += np.einsum("ij,ij->j", deviation, deviation)
+    return mean, np.sqrt(squares / X.shape[0])
+
+
+def _standardized(
+    X: np.ndarray, mean: np.ndarray, std: np.ndarray, in_place: bool = False
+) -> np.ndarray:
     """``((X - mean) / std)`` in float64, rounded to float32, a block of rows at a time: the
     same numbers as the whole-array expression, without its two full-size float64
-    temporaries."""
-    out = np.empty(X.shape, dtype=np.float32)
+    temporaries; written over X itself with ``in_place`` when X is a writable C-ordered
+    float32 array."""
+    writable = X.dtype == np.float32 and X.flags.c_contiguous and X.flags.writeable
+    out = X if in_place and writable else np.empty(X.shape, dtype=np.float32)
     step = max(1, _STANDARDIZE_ELEMENTS // max(1, X.shape[1]))
     for start in range(0, X.shape[0], step):
         out[start : start + step] = (X[start : start + step] - mean) / std

@@ -215,7 +215,9 @@ def fashion_mnist(
     test_images, test_labels = _subsample(*splits["test"], n_test, [random_state, 1])
 
     def pixels(images: np.ndarray) -> np.ndarray:
-        return images.reshape(images.shape[0], -1).astype(np.float32) / np.float32(255.0)
+        values = images.reshape(images.shape[0], -1).astype(np.float32)
+        values /= np.float32(255.0)  # in place: no second full-size float32 array
+        return values
 
     return ProbeData.from_arrays(
         pixels(train_images),
@@ -225,6 +227,7 @@ def fashion_mnist(
         standardize=standardize,
         n_classes=10,
         name=name,
+        copy=False,  # the float32 pixels are this function's own: standardise them in place
     )
 
 

@@ -181,10 +181,10 @@ class StackedMLP:
         return StackedMLP(layers, self._rows, self._precision, self._dropout, generators, stage)
 
     def refresh(self) -> None:
-        """After an optimiser step: copy the updated master weights into the bf16 shadows."""
+        """After an optimiser step: copy the updated master weights into the bf16 shadows (one
+        ``_foreach_copy_`` call for all of them)."""
         if self._low:
-            for shadow, master in zip(self._w + self._b, self._weights + self._biases):
-                shadow.copy_(master)
+            torch._foreach_copy_(self._w + self._b, self._weights + self._biases)
 
     def numpy_layers(self) -> list[tuple[np.ndarray, np.ndarray]]:
         """Copies of the master (f32) parameters on the host, per layer ``(W, b)``: ``W`` of
@@ -228,22 +228,35 @@ class StackedMLP:
         labels: torch.Tensor,
         weights: torch.Tensor,
     ) -> torch.Tensor:
-        """Per probe of the stack's ``rows``, Σ_r w_r · CE(x_r, y_r) in nats (f32), on its own
+        """Per probe of the stack's ``rows``, Σ_r w_r · ℓ(x_r, y_r) in nats, on its own
         ``features`` (len(rows), n, F), ``labels`` (len(rows), n; or label sets (len(rows), n,
-        K), then with the multi-label loss ℓ) and ``weights``: the development losses of early
-        stopping."""
-        hidden = features
-        if self.stage is not None:
-            hidden = self.stage.select(rows).evaluator()(features)
-        layers = list(zip(self._weights, self._biases))
-        for index, (weight, bias) in enumerate(layers):
-            hidden = baddbmm(bias[rows], hidden, weight[rows])
-            if index < len(layers) - 1:
-                hidden = hidden.clamp_min_(0.0)
-        if labels.is_floating_point():
-            return (binary_nll(hidden, labels) * weights).sum(dim=1)
-        nll = -torch.log_softmax(hidden, dim=-1).gather(2, labels.unsqueeze(2)).squeeze(2)
-        return (nll * weights).sum(dim=1)
+        K), then with the multi-label loss ℓ, else cross-entropy) and ``weights``: the
+        development losses of early stopping. Dense features stream over blocks of
+        :data:`EVAL_ROWS_PER_BLOCK` rows (a large development set never holds a
+        (len(rows), n, width) activation); sparse rows are one block. Each block's f32 sums
+        are added in float64."""
+        stage = None if self.stage is None else self.stage.select(rows).evaluator()
+        layers = [(weight[rows], bias[rows]) for weight, bias in zip(self._weights, self._biases)]
+        total = torch.zeros(len(rows), dtype=torch.float64, device=features.device)
+        dense = isinstance(features, torch.Tensor)
+        n_rows = features.shape[1]
+        block_rows = EVAL_ROWS_PER_BLOCK if dense else n_rows
+        for start in range(0, n_rows, block_rows):
+            block = slice(start, start + block_rows)
+            hidden = features[:, block] if dense else features
+            if stage is not None:
+                hidden = stage(hidden)
+            for index, (weight, bias) in enumerate(layers):
+                hidden = baddbmm(bias, hidden, weight)
+                if index < len(layers) - 1:
+                    hidden = hidden.clamp_min_(0.0)
+            if labels.is_floating_point():
+                nll = binary_nll(hidden, labels[:, block])
+            else:
+                log_probs = torch.log_softmax(hidden, dim=-1)
+                nll = -log_probs.gather(2, labels[:, block].unsqueeze(2)).squeeze(2)
+            total += (nll * weights[:, block]).sum(dim=1, dtype=torch.float64)
+        return total
 
 
 @torch.no_grad()

@@ -21,7 +21,6 @@ Here every probe of a stacked chunk follows this rule on its own:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -38,9 +37,10 @@ IMPROVEMENT_NATS = 1e-4
 class BatchedAdam:
     """Adam (Kingma & Ba 2015) on stacked parameters with one learning rate per probe.
 
-    The update is ``torch.optim.Adam``'s (non-amsgrad, no weight decay): with bias corrections
-    c1 = 1 − β1^t and c2 = 1 − β2^t, ``θ ← θ − (lr_p / c1) · m / (sqrt(v) / sqrt(c2) + ε)``,
-    where ``lr_p`` is the learning rate of the probe the parameter belongs to (leading axis).
+    The update is ``torch.optim.Adam``'s (non-amsgrad, no weight decay), computed by its fused
+    kernel: with bias corrections c1 = 1 − β1^t and c2 = 1 − β2^t,
+    ``θ ← θ − (lr_p / c1) · m / (sqrt(v) / sqrt(c2) + ε)``, where ``lr_p`` is the learning rate
+    of the probe the parameter belongs to (leading axis).
 
     Args:
         parameters: tensors of shape (P, ...), each with a ``.grad`` of the same shape.
@@ -75,18 +75,43 @@ class BatchedAdam:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One Adam update of every probe with its own learning rate."""
+        """One Adam update of every probe with its own learning rate.
+
+        Probes in a run of consecutive rows with the same learning rate are updated by one
+        call of the fused Adam kernel (``torch._fused_adam_``, the kernel of
+        ``torch.optim.Adam(fused=True)``) on their slices of every parameter: one pass over
+        parameters, gradients and moments instead of about eight elementwise passes and their
+        temporaries. Probes with learning rate 0 (stopped ones) are skipped: their parameters
+        would not move, and their moments are never used again.
+        """
         self._steps += 1
-        beta1, beta2 = self.betas
-        correction1 = 1 - beta1**self._steps
-        root_correction2 = math.sqrt(1 - beta2**self._steps)
-        for parameter, exp_avg, exp_avg_sq in zip(self.parameters, self._exp_avg, self._exp_avg_sq):
-            grad = parameter.grad
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denominator = (exp_avg_sq.sqrt() / root_correction2).add_(self.eps)
-            scale = (self.lr / correction1).view(-1, *([1] * (parameter.dim() - 1)))
-            parameter.addcdiv_(exp_avg * scale, denominator, value=-1.0)
+        step = torch.full((), float(self._steps), device=self.lr.device)
+        grads = [parameter.grad for parameter in self.parameters]
+        rates = self.lr.tolist()
+        start = 0
+        while start < len(rates):
+            stop = start + 1
+            while stop < len(rates) and rates[stop] == rates[start]:
+                stop += 1
+            if rates[start] > 0:
+                part = slice(start, stop)
+                tensors = [
+                    [t[part] for t in group]
+                    for group in (self.parameters, grads, self._exp_avg, self._exp_avg_sq)
+                ]
+                torch._fused_adam_(
+                    *tensors,
+                    [],
+                    [step] * len(self.parameters),
+                    lr=rates[start],
+                    beta1=self.betas[0],
+                    beta2=self.betas[1],
+                    weight_decay=0.0,
+                    eps=self.eps,
+                    amsgrad=False,
+                    maximize=False,
+                )
+            start = stop
 
 
 def _compact(stack: Any, optimizer: BatchedAdam, kept: np.ndarray) -> tuple[Any, BatchedAdam]:

@@ -41,6 +41,7 @@ from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_r
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 from probemeter.training.early_stopping import train_with_dev_stopping
+from probemeter.training.fused_adam import FusedAdam
 from probemeter.training.memory import (
     check_memory_budget,
     estimate_memory,
@@ -439,12 +440,39 @@ def _plan_chunks(
             shared_dev_rows=shared_dev_rows,
             row_bytes=row_bytes,
         )
-        size = min(
-            probes_per_chunk(memory, max_memory),
-            -(-members.size // math.ceil(members.size * rows / fair_share)),
-        )
+        capacity = probes_per_chunk(memory, max_memory)
+        if config.early_stopping:
+            parts = _balanced_by_data(members, subsets, capacity, workers)
+            chunks.extend((part, rows) for part in parts)
+            continue
+        size = min(capacity, -(-members.size // math.ceil(members.size * rows / fair_share)))
         chunks.extend((members[i : i + size], rows) for i in range(0, members.size, size))
+    if config.early_stopping:
+        return sorted(chunks, key=lambda chunk: -sum(len(subsets[i]) for i in chunk[0]))
     return sorted(chunks, key=lambda chunk: -chunk[1] * chunk[0].size)
+
+
+def _balanced_by_data(
+    members: np.ndarray, subsets: Sequence[np.ndarray], capacity: int, workers: int
+) -> list[np.ndarray]:
+    """Early-stopped probes of one batch width split into chunks of about equal work.
+
+    An early-stopped probe takes ~n/b steps per epoch, so its work grows with its subset size
+    n, not with its batch width (which fixed-steps chunking balances): in an online code the
+    probe on all the data does as much as all block probes together. Probes go, largest first,
+    to the chunk holding the least data so far (longest-processing-time rule), into as many
+    chunks as the memory budget needs and at least one per worker (up to one per probe), so
+    that the largest probes train side by side in different workers.
+    """
+    count = max(-(-members.size // capacity), min(workers, members.size))
+    bins: list[list[int]] = [[] for _ in range(count)]
+    loads = np.zeros(count)
+    for member in sorted(members, key=lambda i: -len(subsets[i])):
+        open_bins = [b for b in range(count) if len(bins[b]) < capacity]
+        target = min(open_bins, key=lambda b: loads[b])
+        bins[target].append(int(member))
+        loads[target] += len(subsets[member])
+    return [np.array(sorted(b), dtype=np.int64) for b in bins if b]
 
 
 @dataclass
@@ -630,7 +658,7 @@ def _train_chunk(
     the number of probe-updates done, every few steps."""
     n_probes, rows = row_weights.shape
     device = pool_x.device
-    optimizer = torch.optim.Adam(model.parameters, lr=config.lr, fused=True)
+    optimizer = FusedAdam(model.parameters, lr=config.lr)
     order_t = torch.from_numpy(order).to(device)
     weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
     sparse = isinstance(pool_x, SparseRows)  # gathered as sparse rows, never made dense
