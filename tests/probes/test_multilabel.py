@@ -120,7 +120,7 @@ def test_development_losses_are_the_binary_code():
     got = stack.losses(torch.tensor([0]), x, y, w)
     W, b = stack.parameters
     want = _bce(torch.baddbmm(b, x, W)[0], y[0])
-    torch.testing.assert_close(got, want.view(1), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(got, want.view(1).double(), rtol=1e-5, atol=1e-6)  # f64 sums
 
 
 # ---------------------------------------------------------------------------------------------
