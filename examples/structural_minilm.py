@@ -15,6 +15,20 @@ gold annotation. Features: hidden states of each MiniLM layer, averaged over eac
 
 Writes ``structural_minilm.json`` (every probe), ``.md`` (the layer table) and ``.png`` (the
 layer figure, and ``structural_minilm_ranks.png``: UUAS against rank, the Pareto view).
+
+Recorded run (``--sentences 300 --ranks 4 16 64 --epochs 25``; 301 sentences, 5,443 words; 61
+test sentences; 147 s CPU, 39 min wall on a 2-core machine shared at load 20–30)::
+
+    layer  UUAS   DSpr.  root acc.  NSpr.
+    0      0.411  0.650  0.410      0.541
+    1      0.433  0.654  0.475      0.646
+    2      0.518  0.695  0.623      0.709
+    3      0.538  0.717  0.656      0.745
+    4      0.505  0.709  0.623      0.723
+    5      0.346  0.510  0.623      0.656
+    6      0.254  0.346  0.410      0.279
+
+Syntax peaks in the middle layers, as Hewitt & Manning found for BERT and ELMo.
 """
 
 from __future__ import annotations
