@@ -335,8 +335,9 @@ def switching_codelength(
     split (all keyed by ``random_state`` and the seed).
 
     Args:
-        data, timesteps, seeds, config, stopping_set, random_state, device, n_jobs,
-            max_memory, progress: as in :func:`~probemeter.mdl.online.online_codelength`.
+        data, timesteps, seeds, config, stopping_set, random_state: as in
+            :func:`~probemeter.mdl.online.online_codelength`.
+        device, n_jobs, max_memory, progress: as there.
         families: two or more distinct probe architectures (e.g. ``MLP(())``, ``MLP((256,))``,
             ``MLP((256, 256))``), named by ``MLP.name``.
         rate, granularity, max_switches: as in :func:`switching_code`.
