@@ -126,14 +126,14 @@ class EngineCall:
     train_rows: np.ndarray
     dev_rows: np.ndarray
     epochs: np.ndarray
-    eval_rows: int
+    eval_rows: int  # rows of all probes' evaluations together
 
     def flops(self, forward: float) -> dict[str, float]:
         """FLOPs of training (3 × forward per example per epoch), of the development losses
-        (forward per row per epoch) and of the final evaluation (forward per row per probe)."""
+        (forward per row per epoch) and of the final evaluation (forward per row scored)."""
         train = 3.0 * forward * float(np.sum(self.train_rows * self.epochs))
         dev = forward * float(np.sum(self.dev_rows * self.epochs))
-        evaluation = forward * self.eval_rows * len(self.epochs)
+        evaluation = forward * self.eval_rows
         return {"train": train, "dev": dev, "eval": evaluation, "total": train + dev + evaluation}
 
 
@@ -208,7 +208,8 @@ def run_online(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, En
     def recording_fit_evaluate(*args: Any, **kwargs: Any) -> Any:
         result = fit_evaluate(*args, **kwargs)
         captured.update(subsets=args[5], dev_set=kwargs.get("dev_set"), result=result)
-        captured["eval_rows"] = len(args[3])
+        scored = kwargs.get("pool_rows") or ()  # each probe's own pool rows, then the test set
+        captured["eval_rows"] = len(args[3]) * len(args[5]) + sum(len(r) for r in scored)
         return result
 
     config = _with_precision(case.config, precision)
@@ -253,7 +254,7 @@ def run_curve(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, Eng
         n_jobs=n_jobs,
     )
     train_rows, dev_rows = _split_rows(subsets, None, config.dev_fraction)
-    call = EngineCall(train_rows, dev_rows, result.epochs, len(case.data.y_test))
+    call = EngineCall(train_rows, dev_rows, result.epochs, len(case.data.y_test) * len(subsets))
     by_size = {
         int(n): float(np.mean([result.loss[i] for i, (_, m) in enumerate(grid) if m == n]))
         for n in sizes

@@ -8,7 +8,6 @@ import scipy.sparse as sp
 import torch
 
 from probemeter import ProbeData
-from probemeter._sparse import stack_rows
 from probemeter.data import check_probe_data
 
 
@@ -153,12 +152,3 @@ def test_keep_probes_is_refused_for_sparse_data():
         loss_data_curve(data, keep_probes=True)
     with pytest.raises(ValueError, match="keep_probes"):
         online_codelength(data, keep_probes=True)
-
-
-def test_stack_rows_keeps_sparse_rows_sparse():
-    X, _ = _sparse()
-    stacked = stack_rows(X[:10], X[10:].toarray())
-    assert sp.isspmatrix_csr(stacked) and stacked.dtype == np.float32
-    np.testing.assert_array_equal(stacked.toarray(), X.toarray().astype(np.float32))
-    dense = stack_rows(np.ones((2, 3)), np.zeros((1, 3)))
-    assert isinstance(dense, np.ndarray) and dense.shape == (3, 3)

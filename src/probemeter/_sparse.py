@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["as_csr", "is_sparse", "scale_columns", "stack_rows"]
+__all__ = ["as_csr", "is_sparse", "scale_columns"]
 
 
 def is_sparse(array: object) -> bool:
@@ -87,10 +87,3 @@ def _divided(matrix: sp.csr_matrix, std: np.ndarray) -> sp.csr_matrix:
     """``matrix`` with column j divided by ``std[j]`` (in float64, stored as float32)."""
     data = (matrix.data / std[matrix.indices]).astype(np.float32)
     return sp.csr_matrix((data, matrix.indices, matrix.indptr), shape=matrix.shape)
-
-
-def stack_rows(top: object, bottom: object) -> object:
-    """The rows of ``top`` then those of ``bottom``: CSR when either is sparse, else dense."""
-    if sp.issparse(top) or sp.issparse(bottom):
-        return sp.vstack([top, bottom], format="csr", dtype=np.float32)
-    return np.concatenate([top, bottom])  # type: ignore[list-item]

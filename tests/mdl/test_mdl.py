@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from stand_in_engine import stand_in_evaluation
 
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.online import (
@@ -17,7 +18,7 @@ from probemeter.mdl.online import (
     paper_training,
 )
 from probemeter.probes import MLP, Linear, load_probes
-from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.training.engine import TrainingConfig, fit_evaluate
 
 
 def _data(n=400, d=4, k=3, noise=0.0, seed=0, random_labels=False):
@@ -40,11 +41,13 @@ def test_online_codelength_equals_hand_computation(monkeypatch):
     def fake_fit_evaluate(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, *a, **kw):
         seen["subsets"], seen["keys"], seen["dev_set"] = subsets, keys, kw["dev_set"]
         per_seed = len(subsets) // 2
-        rank = np.array([i % per_seed for i in range(len(subsets))])
-        nll = np.repeat(0.1 * (rank[:, None] + 1), len(y_eval), axis=1).astype(np.float32)
-        predictions = np.repeat(y_eval[None, :], len(subsets), axis=0).astype(np.int32)
-        zeros = np.zeros(len(subsets))
-        return ProbeEvaluation(zeros, zeros, zeros, nll=nll, predictions=predictions)
+        return stand_in_evaluation(
+            y_train,
+            y_eval,
+            len(subsets),
+            kw["pool_rows"],
+            lambda i, rows: np.full(rows.shape, 0.1 * (i % per_seed + 1)),
+        )
 
     monkeypatch.setattr(
         importlib.import_module("probemeter.mdl.online"), "fit_evaluate", fake_fit_evaluate

@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from stand_in_engine import stand_in_evaluation
 
 from probemeter._figures import FigureOptions
 from probemeter.data import ProbeData, subset_permutation
@@ -28,7 +29,7 @@ from probemeter.mdl.online import (
 from probemeter.mdl.table import MDLEntry, load_mdl_results, mdl_frame
 from probemeter.mdl.variational import VariationalCode
 from probemeter.probes import Linear
-from probemeter.training.engine import ProbeEvaluation, TrainingConfig, fit_evaluate
+from probemeter.training.engine import TrainingConfig, fit_evaluate
 
 # ---- kbits ------------------------------------------------------------------------------------
 
@@ -163,11 +164,13 @@ def _fake_engine(monkeypatch: pytest.MonkeyPatch, seen: dict) -> None:
     def fake_fit_evaluate(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, *a, **kw):
         seen.update(subsets=subsets, keys=keys, dev_set=kw.get("dev_set"), config=a[1])
         per_seed = len(subsets) // len({key[1] for key in keys})
-        rank = np.array([i % per_seed for i in range(len(subsets))])
-        nll = np.repeat(0.1 * (rank[:, None] + 1), len(y_eval), axis=1).astype(np.float32)
-        predictions = np.repeat(y_eval[None, :], len(subsets), axis=0).astype(np.int32)
-        zeros = np.zeros(len(subsets))
-        return ProbeEvaluation(zeros, zeros, zeros, nll=nll, predictions=predictions)
+        return stand_in_evaluation(
+            y_train,
+            y_eval,
+            len(subsets),
+            kw["pool_rows"],
+            lambda i, rows: np.full(rows.shape, 0.1 * (i % per_seed + 1)),
+        )
 
     monkeypatch.setattr(
         importlib.import_module("probemeter.mdl.online"), "fit_evaluate", fake_fit_evaluate

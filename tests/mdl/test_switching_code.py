@@ -7,13 +7,14 @@ import math
 
 import numpy as np
 import pytest
+from stand_in_engine import stand_in_evaluation
 
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.online import online_codelength
 from probemeter.mdl.switching import overhead_bound, switch_forward
 from probemeter.mdl.switching_code import SwitchingCode, switching_code, switching_codelength
 from probemeter.probes import MLP, Linear
-from probemeter.training.engine import ProbeEvaluation, TrainingConfig
+from probemeter.training.engine import TrainingConfig
 
 TIMESTEPS = (0.1, 0.2, 0.4, 0.7, 1.0)
 
@@ -33,13 +34,11 @@ def _fake_engine(monkeypatch):
 
     def fake(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, probe, *a, **kw):
         per_seed = len(subsets) // len({key[1] for key in keys})
-        rank = np.array([i % per_seed for i in range(len(subsets))])
-        early = rank < 2
+        early = np.array([i % per_seed < 2 for i in range(len(subsets))])
         base = np.where(early, 0.1, 2.0) if probe == Linear() else np.where(early, 2.0, 0.1)
-        nll = (base[:, None] + np.arange(len(y_eval))[None, :] / 10_000).astype(np.float32)
-        predictions = np.repeat(y_eval[None, :], len(subsets), axis=0).astype(np.int32)
-        zeros = np.zeros(len(subsets))
-        return ProbeEvaluation(zeros, zeros, zeros, nll=nll, predictions=predictions)
+        return stand_in_evaluation(
+            y_train, y_eval, len(subsets), kw["pool_rows"], lambda i, rows: base[i] + rows / 10_000
+        )
 
     monkeypatch.setattr(importlib.import_module("probemeter.mdl.online"), "fit_evaluate", fake)
 

@@ -41,14 +41,16 @@ Units: codes are in bits; tables and printouts give kbits, 1024 bits each
 the cells of its Tables 2 and 6 is 1021–1025, not 1000.
 
 All block probes (S−1 per seed) and the full-data probe of every seed are trained at once by
-:func:`probemeter.training.engine.fit_evaluate`, each evaluated on the whole pool
-(``per_example=True``),
-from which its next block's cross-entropies are summed. The engine works in nats; they are
+:func:`probemeter.training.engine.fit_evaluate`; each block's probe is scored example by
+example on the block it transmits next only (``pool_rows``; the full-data probe on every
+transmitted example, for the data part of the split, and on the test set), and the next
+block's cross-entropies are summed. The engine works in nats; they are
 converted to bits once, here, and every result field names its unit.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -59,7 +61,6 @@ import pandas as pd
 
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._multilabel import f1_scores, label_counts
-from probemeter._sparse import stack_rows
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
@@ -486,14 +487,18 @@ def online_codelength(
     seeds_used, grid, keys = seed_grid(seeds, ends, random_state)
     orders = {seed: transmitted[subset_permutation(n, random_state, seed)] for seed in seeds_used}
     subsets = [orders[seed][:t] for seed, t in grid]
-    evaluation_x = stack_rows(data.X_train, data.X_test)  # CSR for sparse features
-    evaluation_y = np.concatenate([data.y_train, data.y_test])
+    # the probe trained on the first ends[k] examples codes block k + 1 only; the probe trained
+    # on all n is scored on every transmitted example (the data part of the §2.3 split)
+    next_ends = {int(e): int(f) for e, f in itertools.pairwise(ends)}
+    scored = [
+        orders[seed][t : next_ends[t]] if t in next_ends else transmitted for seed, t in grid
+    ]
     with Stopwatch() as watch:
         evaluation = fit_evaluate(
             data.X_train,
             data.y_train,
-            evaluation_x,
-            evaluation_y,
+            data.X_test,
+            data.y_test,
             data.n_classes,
             subsets,
             keys,
@@ -506,6 +511,7 @@ def online_codelength(
             per_example=True,
             dev_set=dev if used == "dev" else None,
             return_parameters=keep_probes,
+            pool_rows=scored,
         )
     probes = None
     if keep_probes:
@@ -521,13 +527,10 @@ def online_codelength(
             spans=kept_spans(evaluation),
             device=device,
         )
-    pool = data.pool_size
-    pool_bits = evaluation.nll[:, :pool].astype(np.float64) * BITS_PER_NAT
-    pool_correct = evaluation.predictions[:, :pool] == data.y_train[None, :]
-    test_predictions = evaluation.predictions[:, pool:]
+    test_predictions = evaluation.predictions
     test_correct = test_predictions == data.y_test[None, :]
     if data.multilabel:  # an example is correct when its whole label set is (exact set match)
-        pool_correct, test_correct = pool_correct.all(axis=2), test_correct.all(axis=2)
+        test_correct = test_correct.all(axis=2)
     block_rows, seed_rows, full_rows = [], [], []
     example_bits = np.full(
         (len(seeds_used), n), uniform_codelength(1, data.n_classes, data.multilabel)
@@ -541,10 +544,13 @@ def online_codelength(
             block_rows[-1]["micro_f1"] = np.nan
         for block in range(1, len(ends)):
             probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
-            sent = order[ends[block - 1] : ends[block]]
-            seed_bits[ends[block - 1] : ends[block]] = pool_bits[probe_row, sent]
-            bits = float(seed_bits[ends[block - 1] : ends[block]].sum())
-            accuracy = float(pool_correct[probe_row, sent].mean())
+            sent = order[ends[block - 1] : ends[block]]  # scored in this order
+            block_bits = evaluation.pool_nll[probe_row].astype(np.float64) * BITS_PER_NAT
+            seed_bits[ends[block - 1] : ends[block]] = block_bits
+            bits = float(block_bits.sum())
+            predicted = evaluation.pool_predictions[probe_row]
+            correct = predicted == data.y_train[sent]
+            accuracy = float((correct.all(axis=1) if data.multilabel else correct).mean())
             total += bits
             block_rows.append(
                 _block_row(
@@ -558,12 +564,11 @@ def online_codelength(
                 )
             )
             if data.multilabel:
-                predicted = evaluation.predictions[probe_row, sent]
                 counts = label_counts(predicted, data.y_train[sent])
                 block_rows[-1]["micro_f1"] = f1_scores(counts)[0]
         full = rows[-1]  # trained on all n examples
         full_rows.append(full)
-        data_bits = float(pool_bits[full, transmitted].sum())
+        data_bits = float((evaluation.pool_nll[full].astype(np.float64) * BITS_PER_NAT).sum())
         uniform = uniform_codelength(n, data.n_classes, data.multilabel)
         seed_rows.append(
             {

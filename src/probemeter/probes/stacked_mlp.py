@@ -210,6 +210,43 @@ class StackedMLP:
             self._weights, self._biases, features, labels, rows_per_block, per_example, stage=stage
         )
 
+    def evaluate_rows(
+        self,
+        row: int,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        indices: np.ndarray,
+        rows_per_block: int = EVAL_ROWS_PER_BLOCK,
+    ) -> dict[str, np.ndarray]:
+        """The probe at ``row`` of this stack alone, on the rows ``indices`` of ``features``
+        and ``labels`` (gathered block after block, never all at once): each example's
+        cross-entropy ``nll`` (n,) float32, in nats, and prediction ``predictions`` ((n,)
+        int32, or (n, K) uint8 for label sets), in the order of ``indices``, as
+        :func:`evaluate_stacked` computes them. The online code scores each block's probe only
+        on the block it transmits next."""
+        if len(indices) == 0:
+            dtype = np.uint8 if labels.dim() == 2 else np.int32
+            return {
+                "nll": np.empty(0, dtype=np.float32),
+                "predictions": np.empty((0, *labels.shape[1:]), dtype=dtype),
+            }
+        one = slice(row, row + 1)
+        stage = None
+        if self.stage is not None:
+            rows = torch.arange(row, row + 1, device=self._weights[0].device)
+            stage = self.stage.select(rows).evaluator()
+        metrics = evaluate_stacked(
+            [weight[one] for weight in self._weights],
+            [bias[one] for bias in self._biases],
+            features,
+            labels,
+            rows_per_block,
+            per_example=True,
+            stage=stage,
+            indices=torch.as_tensor(indices, dtype=torch.int64, device=labels.device),
+        )
+        return {"nll": metrics["nll"][0], "predictions": metrics["predictions"][0]}
+
     def stage_arrays(self) -> dict[str, np.ndarray]:
         """What the engine returns of the input stage (a scalar mix's ``mix_logits`` (P, L) and
         ``mix_scale`` (P,)); empty without one."""
@@ -269,6 +306,7 @@ def evaluate_stacked(
     per_example: bool = False,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
     stage: Callable[..., torch.Tensor] | None = None,
+    indices: torch.Tensor | None = None,
 ) -> dict[str, np.ndarray]:
     """Per probe of stacked ReLU-MLP parameters, in f32 and streaming over blocks of rows: mean
     cross-entropy (nats), mean of min(CE, 1) and accuracy on ``(features, labels)``; with
@@ -285,9 +323,14 @@ def evaluate_stacked(
     layer's outputs are written to (:func:`evaluate_as_row`); by default torch allocates them.
     ``stage`` (an input stage's ``evaluator()``: rows (n, F), and optionally ``outputs``, →
     (P, n, width)) first turns each block of rows into what the first layer reads.
+    ``indices`` (int64, on the device), when given, evaluates the rows ``features[indices]``
+    and ``labels[indices]`` instead, each block gathered on its own (n = len(indices)).
     """
     n_probes = weights[0].shape[0]
-    blocks = _logit_blocks(weights, biases, features, rows_per_block, outputs, stage)
+    if indices is not None:
+        labels = labels.index_select(0, indices)
+    blocks = _logit_blocks(weights, biases, features, rows_per_block, outputs, stage, indices)
+    n_rows = labels.shape[0]
     if labels.dim() == 2:
         return evaluate_multilabel(blocks, labels, per_example)
     totals = torch.zeros(3, n_probes, dtype=torch.float64, device=features.device)
@@ -303,7 +346,7 @@ def evaluate_stacked(
         if per_example:
             per_row["nll"].append(nll.cpu())
             per_row["predictions"].append(predictions.to(torch.int32).cpu())
-    values = (totals / features.shape[0]).cpu().numpy()
+    values = (totals / n_rows).cpu().numpy()
     metrics = {"loss": values[0], "loss_truncated": values[1], "accuracy": values[2]}
     if per_example:
         metrics.update({name: torch.cat(parts, dim=1).numpy() for name, parts in per_row.items()})
@@ -317,12 +360,18 @@ def _logit_blocks(
     rows_per_block: int,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None,
     stage: Callable[..., torch.Tensor] | None,
+    indices: torch.Tensor | None = None,
 ) -> Iterator[tuple[int, torch.Tensor]]:
-    """Each block of ``rows_per_block`` rows of ``features``: its first row and the stacked
-    probes' logits (P, rows, fan_out) (see :func:`evaluate_stacked`)."""
+    """Each block of ``rows_per_block`` rows of ``features`` (or of ``features[indices]``,
+    gathered block by block): its first row and the stacked probes' logits (P, rows, fan_out)
+    (see :func:`evaluate_stacked`)."""
     n_probes = weights[0].shape[0]
-    for start in range(0, features.shape[0], rows_per_block):
-        x = features[start : start + rows_per_block]
+    n_rows = features.shape[0] if indices is None else indices.shape[0]
+    for start in range(0, n_rows, rows_per_block):
+        if indices is None:
+            x = features[start : start + rows_per_block]
+        else:
+            x = features.index_select(0, indices[start : start + rows_per_block])
         if stage is None:
             x = x.expand(n_probes, -1, -1)
         else:

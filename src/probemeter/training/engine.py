@@ -93,6 +93,9 @@ class ProbeEvaluation:
             trained mixing logits a and (P,) the scale γ; the layer weights are softmax(a).
         micro_f1, macro_f1: only for multi-label targets: (P,) F1 scores on the evaluation
             set (:func:`probemeter._multilabel.f1_scores`).
+        pool_nll, pool_predictions: only with ``pool_rows``: per probe, the cross-entropy
+            (float32, nats) and arg-max prediction (as in ``predictions``) of each pool example
+            in its ``pool_rows`` entry, in that order; None for a probe given none.
         span_weight, span_bias, span_score: only with ``return_parameters=True`` for probes
             with self-attentive span pooling (``probe.span``): each span s's pooling, W
             (P, S, d, q), b (P, S, q) and w (P, S, q) (:mod:`probemeter.probes.span_attention`).
@@ -113,6 +116,8 @@ class ProbeEvaluation:
     span_weight: np.ndarray | None = None
     span_bias: np.ndarray | None = None
     span_score: np.ndarray | None = None
+    pool_nll: tuple[np.ndarray | None, ...] | None = None
+    pool_predictions: tuple[np.ndarray | None, ...] | None = None
 
 
 def fit_evaluate(
@@ -133,6 +138,7 @@ def fit_evaluate(
     per_example: bool = False,
     dev_set: np.ndarray | None = None,
     return_parameters: bool = False,
+    pool_rows: Sequence[np.ndarray | None] | None = None,
 ) -> ProbeEvaluation:
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
@@ -176,8 +182,14 @@ def fit_evaluate(
         return_parameters: also return every probe's trained parameters (``parameters``),
             copied to the host, and its row in its chunk (``stack_rows``); training, chunking
             and metrics are the same either way.
+        pool_rows: per probe, indices into the pool (or None) on which it is also evaluated
+            example by example after training, on its own (``pool_nll`` and
+            ``pool_predictions``): the online code scores each block's probe on the block it
+            transmits next only, instead of every probe on the whole pool. The rows are
+            gathered block by block from the shared pool, never copied whole.
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
+    pool_rows = _check_pool_rows(pool_rows, len(subsets), X_train.shape[0])
     dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
     row_bytes = _sparse_row_bytes(X_train, probe, n_classes)
     torch_device = resolve_device(device)
@@ -229,8 +241,10 @@ def fit_evaluate(
             result["span_weight"] = np.empty((n_probes, spans, width, q), dtype=np.float32)
             result["span_bias"] = np.empty((n_probes, spans, q), dtype=np.float32)
             result["span_score"] = np.empty((n_probes, spans, q), dtype=np.float32)
+    if pool_rows is not None:
+        result["pool_nll"], result["pool_predictions"] = [None] * n_probes, [None] * n_probes
     if n_probes == 0:
-        return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
+        return _evaluation(result, parameters, stack_rows)
     dims = (X_train.shape[1], n_classes)
     small = _training_flops(subsets, probe, dims, config) < _SMALL_WORK_FLOPS
     if small:
@@ -255,6 +269,7 @@ def fit_evaluate(
             per_example,
             dev_set,
             return_parameters,
+            None if pool_rows is None else [pool_rows[i] for i in members],
         )
         for members, rows in chunks
     ]
@@ -279,10 +294,48 @@ def fit_evaluate(
             for layer, (weights, biases) in enumerate(metrics.pop("parameters")):
                 parameters[layer][0][members] = weights
                 parameters[layer][1][members] = biases
+        for name in ("pool_nll", "pool_predictions"):
+            for member, values in zip(members, metrics.pop(name, ())):
+                result[name][member] = values
         for name, values in metrics.items():
             result[name][members] = values
     _warn_if_diverged(result["loss"], subsets, uniform_nats(n_classes, multilabel), config.lr)
+    return _evaluation(result, parameters, stack_rows)
+
+
+def _evaluation(
+    result: dict[str, Any],
+    parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None,
+    stack_rows: np.ndarray | None,
+) -> ProbeEvaluation:
+    """The :class:`ProbeEvaluation` of ``fit_evaluate``'s collected arrays (per-probe lists of
+    pool evaluations made tuples)."""
+    for name in ("pool_nll", "pool_predictions"):
+        if name in result:
+            result[name] = tuple(result[name])
     return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
+
+
+def _check_pool_rows(
+    pool_rows: Sequence[np.ndarray | None] | None, n_probes: int, pool_size: int
+) -> list[np.ndarray | None] | None:
+    """``pool_rows`` as int64 arrays, one entry per probe, every index inside the pool."""
+    if pool_rows is None:
+        return None
+    if len(pool_rows) != n_probes:
+        raise ValueError(f"pool_rows: {len(pool_rows)} entries for {n_probes} probes")
+    checked: list[np.ndarray | None] = []
+    for probe, rows in enumerate(pool_rows):
+        if rows is None:
+            checked.append(None)
+            continue
+        rows = np.asarray(rows)
+        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
+            raise ValueError(f"pool_rows[{probe}]: expected a 1-d array of integer indices")
+        if rows.size and (rows.min() < 0 or rows.max() >= pool_size):
+            raise ValueError(f"pool_rows[{probe}]: indices outside the pool of {pool_size} rows")
+        checked.append(rows.astype(np.int64, copy=False))
+    return checked
 
 
 def _sparse_row_bytes(X_train: Any, probe: MLP, n_classes: int) -> float | None:
@@ -529,10 +582,12 @@ class _ChunkRunner:
         per_example: bool = False,
         dev_set: np.ndarray | None = None,
         return_parameters: bool = False,
+        pool_rows: list[np.ndarray | None] | None = None,
     ) -> dict[str, Any]:
         """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them;
         with ``return_parameters``, ``"parameters"`` holds their layers on the host
-        (:meth:`StackedMLP.numpy_layers`)."""
+        (:meth:`StackedMLP.numpy_layers`); with ``pool_rows``, ``"pool_nll"`` and
+        ``"pool_predictions"`` hold each probe's per-example metrics on its own pool rows."""
         rngs = [np.random.default_rng(list(key)) for key in keys]
         # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
         # sparse inputs: the first layer's product is a sparse-dense one, in f32
@@ -563,6 +618,15 @@ class _ChunkRunner:
             )
             metrics = {}
         metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
+        if pool_rows is not None:
+            on_pool = [
+                None
+                if indices is None
+                else model.evaluate_rows(r, self.pool_x, self.pool_y, indices)
+                for r, indices in enumerate(pool_rows)
+            ]
+            for name in ("nll", "predictions"):
+                metrics[f"pool_{name}"] = [None if m is None else m[name] for m in on_pool]
         if return_parameters:
             metrics["parameters"] = model.numpy_layers()
             metrics.update(model.stage_parameter_arrays())
@@ -581,13 +645,14 @@ def _run_task(
     per_example: bool,
     dev_set: np.ndarray | None = None,
     return_parameters: bool = False,
+    pool_rows: list[np.ndarray | None] | None = None,
 ) -> dict[str, Any]:
     """One chunk in a worker process, single-threaded (parallelise over probes, not
     inside matmuls)."""
     exit_with_parent()  # end this worker as soon as the run that started it dies (kill -9)
     torch.set_num_threads(1)
     runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
-    return runner.run(subsets, keys, rows, per_example, dev_set, return_parameters)
+    return runner.run(subsets, keys, rows, per_example, dev_set, return_parameters, pool_rows)
 
 
 def _ignore(_: int) -> None:
@@ -599,7 +664,7 @@ def _run_in_workers(
     n_classes: int,
     probe: MLP,
     config: TrainingConfig,
-    tasks: list[tuple[list[np.ndarray], list[tuple[int, ...]], int, bool, np.ndarray | None, bool]],
+    tasks: list[tuple[Any, ...]],
     workers: int,
     bar: tqdm,
 ) -> list[dict[str, Any]]:
