@@ -30,12 +30,14 @@ def _fake_engine(monkeypatch):
     """Probe p of a seed (trained on the p-th prefix) gives example j the cross-entropy
     ``base + j / 10 000`` nats, with base 0.1 for the linear probe's first two block probes and
     2.0 after, and the other way round for the MLP: the linear family is best early, the MLP
-    late."""
+    late. The families come in one call (a list of architectures) or one call each."""
 
     def fake(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, probe, *a, **kw):
-        per_seed = len(subsets) // len({key[1] for key in keys})
+        probes = probe if isinstance(probe, list) else [probe] * len(subsets)
+        per_seed = len(subsets) // len({key[1] for key in keys}) // len(set(probes))
         early = np.array([i % per_seed < 2 for i in range(len(subsets))])
-        base = np.where(early, 0.1, 2.0) if probe == Linear() else np.where(early, 2.0, 0.1)
+        linear = np.array([p == Linear() for p in probes])
+        base = np.where(early == linear, 0.1, 2.0)
         return stand_in_evaluation(
             y_train, y_eval, len(subsets), kw["pool_rows"], lambda i, rows: base[i] + rows / 10_000
         )

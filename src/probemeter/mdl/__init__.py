@@ -27,6 +27,7 @@ _EXPORTS = {
     "development_size": ".online",
     "development_split": ".online",
     "online_codelength": ".online",
+    "online_codelengths": ".online",
     "paper_training": ".online",
     "transmitted_size": ".online",
     "uniform_codelength": ".online",

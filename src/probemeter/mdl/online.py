@@ -68,7 +68,7 @@ from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig
-from probemeter.training.engine import fit_evaluate
+from probemeter.training.engine import ProbeEvaluation, fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
     kept_spans,
@@ -88,6 +88,7 @@ __all__ = [
     "development_size",
     "development_split",
     "online_codelength",
+    "online_codelengths",
     "paper_training",
     "transmitted_size",
     "uniform_codelength",
@@ -472,9 +473,98 @@ def online_codelength(
         raise ValueError(
             "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
         )
+    probe = MLP((1000, 1000)) if probe is None else probe
+    (code,) = _online_codes(
+        data,
+        [probe],
+        timesteps,
+        seeds,
+        config=config,
+        stopping_set=stopping_set,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+        keep_probes=keep_probes,
+        keep_example_bits=keep_example_bits,
+    )
+    return code
+
+
+def online_codelengths(
+    data: ProbeData,
+    probes: Sequence[MLP],
+    timesteps: Sequence[float] = PAPER_TIMESTEPS,
+    seeds: int | Sequence[int] = 3,
+    *,
+    config: TrainingConfig | None = None,
+    stopping_set: str = "dev",
+    random_state: int = 0,
+    device: str = "auto",
+    n_jobs: int | None = -1,
+    max_memory: float | None = None,
+    progress: bool = False,
+    keep_example_bits: bool = False,
+) -> dict[str, OnlineCode]:
+    """Online codelengths (eq. 4) of ``data`` with several probe families, by ``MLP.name``,
+    over the same blocks, data orders and development split, all trained in one engine call
+    (:func:`~probemeter.training.engine.fit_evaluate` with one architecture per probe, whose
+    chunks share the workers). Each code equals :func:`online_codelength` of its family alone
+    (same random streams; up to float rounding); its ``metadata["train_seconds"]`` is the time of
+    the whole call.
+
+    Args:
+        probes: distinct probe architectures (e.g. linear, MLP-1, MLP-2).
+        data, timesteps, seeds, config, stopping_set, random_state, device, n_jobs,
+            max_memory, progress, keep_example_bits: as in :func:`online_codelength`.
+
+    Raises:
+        ValueError: no probes, two with the same name, or anything :func:`online_codelength`
+            refuses.
+    """
+    check_probe_data(data, sparse=True)
+    probes = list(probes)
+    names = [probe.name for probe in probes]
+    if not probes or len(set(names)) != len(names):
+        raise ValueError(f"probes must be distinct probe architectures; got {names}")
+    codes = _online_codes(
+        data,
+        probes,
+        timesteps,
+        seeds,
+        config=config,
+        stopping_set=stopping_set,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+        keep_probes=False,
+        keep_example_bits=keep_example_bits,
+    )
+    return dict(zip(names, codes, strict=True))
+
+
+def _online_codes(
+    data: ProbeData,
+    probes: list[MLP],
+    timesteps: Sequence[float],
+    seeds: int | Sequence[int],
+    *,
+    config: TrainingConfig | None,
+    stopping_set: str,
+    random_state: int,
+    device: str,
+    n_jobs: int | None,
+    max_memory: float | None,
+    progress: bool,
+    keep_probes: bool,
+    keep_example_bits: bool,
+) -> list[OnlineCode]:
+    """The online code of every architecture of ``probes``, from one engine call."""
     check_scalar(random_state, "random_state", int, min_val=0)
     one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
-    probe = MLP((1000, 1000)) if probe is None else probe
     config = paper_training() if config is None else config
     used = stopping_set if config.early_stopping else "none"
     if used == "dev":
@@ -490,19 +580,18 @@ def online_codelength(
     # the probe trained on the first ends[k] examples codes block k + 1 only; the probe trained
     # on all n is scored on every transmitted example (the data part of the §2.3 split)
     next_ends = {int(e): int(f) for e, f in itertools.pairwise(ends)}
-    scored = [
-        orders[seed][t : next_ends[t]] if t in next_ends else transmitted for seed, t in grid
-    ]
-    with Stopwatch() as watch:
+    scored = [orders[seed][t : next_ends[t]] if t in next_ends else transmitted for seed, t in grid]
+    families = len(probes)
+    with Stopwatch() as watch:  # family f's probes are positions f·P … (f+1)·P − 1
         evaluation = fit_evaluate(
             data.X_train,
             data.y_train,
             data.X_test,
             data.y_test,
             data.n_classes,
-            subsets,
-            keys,
-            probe,
+            subsets * families,
+            keys * families,
+            probes[0] if families == 1 else [probe for probe in probes for _ in grid],
             config,
             device=device,
             n_jobs=n_jobs,
@@ -511,125 +600,177 @@ def online_codelength(
             per_example=True,
             dev_set=dev if used == "dev" else None,
             return_parameters=keep_probes,
-            pool_rows=scored,
+            pool_rows=scored * families,
         )
-    probes = None
-    if keep_probes:
-        probes = ProbeSet.from_stacked(
-            data.name,
+    split = _Split(data, grid, seeds_used, orders, ends, dev, used, config, random_state)
+    return [
+        split.code(
             probe,
-            evaluation.parameters,
-            [_probe_info(seed, t, ends) for seed, t in grid],
-            data.X_test,
-            data.y_test,
-            stack_rows=evaluation.stack_rows,
-            mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
-            spans=kept_spans(evaluation),
+            evaluation.select(np.arange(f * len(grid), (f + 1) * len(grid))),
+            watch.seconds,
+            timesteps,
+            keep_probes=keep_probes,
+            keep_example_bits=keep_example_bits,
             device=device,
         )
-    test_predictions = evaluation.predictions
-    test_correct = test_predictions == data.y_test[None, :]
-    if data.multilabel:  # an example is correct when its whole label set is (exact set match)
-        test_correct = test_correct.all(axis=2)
-    block_rows, seed_rows, full_rows = [], [], []
-    example_bits = np.full(
-        (len(seeds_used), n), uniform_codelength(1, data.n_classes, data.multilabel)
-    )
-    for seed, seed_bits in zip(seeds_used, example_bits, strict=True):
-        order = orders[seed]
-        rows = [i for i, (s, _) in enumerate(grid) if s == seed]
-        total = uniform_codelength(ends[0], data.n_classes, data.multilabel)
-        block_rows.append(_block_row(seed, 0, 0, int(ends[0]), 0, total, np.nan))
-        if data.multilabel:
-            block_rows[-1]["micro_f1"] = np.nan
-        for block in range(1, len(ends)):
-            probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
-            sent = order[ends[block - 1] : ends[block]]  # scored in this order
-            block_bits = evaluation.pool_nll[probe_row].astype(np.float64) * BITS_PER_NAT
-            seed_bits[ends[block - 1] : ends[block]] = block_bits
-            bits = float(block_bits.sum())
-            predicted = evaluation.pool_predictions[probe_row]
-            correct = predicted == data.y_train[sent]
-            accuracy = float((correct.all(axis=1) if data.multilabel else correct).mean())
-            total += bits
-            block_rows.append(
-                _block_row(
-                    seed,
-                    block,
-                    int(ends[block - 1]),
-                    int(ends[block]),
-                    int(ends[block - 1]),
-                    bits,
-                    accuracy,
-                )
+        for f, probe in enumerate(probes)
+    ]
+
+
+@dataclass(frozen=True)
+class _Split:
+    """What the online codes of one call share: the data, the probes' (seed, prefix) grid,
+    each seed's order of the transmitted examples, the block ends, the development set."""
+
+    data: ProbeData
+    grid: list[tuple[int, int]]
+    seeds: list[int]
+    orders: dict[int, np.ndarray]
+    ends: np.ndarray
+    dev: np.ndarray
+    stopping: str
+    config: TrainingConfig
+    random_state: int
+
+    @property
+    def n(self) -> int:
+        """Transmitted examples."""
+        return int(self.ends[-1])
+
+    def code(
+        self,
+        probe: MLP,
+        evaluation: ProbeEvaluation,
+        seconds: float,
+        timesteps: Sequence[float],
+        *,
+        keep_probes: bool,
+        keep_example_bits: bool,
+        device: str,
+    ) -> OnlineCode:
+        """The online code of ``probe``'s family from its probes' ``evaluation`` (aligned
+        with ``grid``)."""
+        probes = None
+        if keep_probes:
+            probes = ProbeSet.from_stacked(
+                self.data.name,
+                probe,
+                evaluation.parameters,
+                [_probe_info(seed, t, self.ends) for seed, t in self.grid],
+                self.data.X_test,
+                self.data.y_test,
+                stack_rows=evaluation.stack_rows,
+                mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
+                spans=kept_spans(evaluation),
+                device=device,
             )
-            if data.multilabel:
-                counts = label_counts(predicted, data.y_train[sent])
-                block_rows[-1]["micro_f1"] = f1_scores(counts)[0]
-        full = rows[-1]  # trained on all n examples
-        full_rows.append(full)
-        data_bits = float((evaluation.pool_nll[full].astype(np.float64) * BITS_PER_NAT).sum())
-        uniform = uniform_codelength(n, data.n_classes, data.multilabel)
-        seed_rows.append(
-            {
-                "seed": seed,
-                "online_bits": total,
-                "uniform_bits": uniform,
-                "compression": uniform / total,
-                "data_bits": data_bits,
-                "model_bits": total - data_bits,
-                "accuracy": float(test_correct[full].mean()),
-                "epochs": np.nan if evaluation.epochs is None else float(evaluation.epochs[full]),
-            }
+        test_predictions = evaluation.predictions
+        test_correct = test_predictions == self.data.y_test[None, :]
+        if self.data.multilabel:  # correct when the whole label set is (exact set match)
+            test_correct = test_correct.all(axis=2)
+        block_rows, seed_rows, full_rows = [], [], []
+        example_bits = np.full(
+            (len(self.seeds), self.n),
+            uniform_codelength(1, self.data.n_classes, self.data.multilabel),
         )
-        if data.multilabel:  # F1 of the full-data probe on the test set
-            micro, macro = f1_scores(label_counts(test_predictions[full], data.y_test))
-            seed_rows[-1].update(micro_f1=micro, macro_f1=macro)
-    training = config.to_dict()
-    if used == "dev":
-        training["stopping"] = (
-            f"early stopping per probe on a development set of {dev.size} pool examples "
-            f"({config.dev_fraction:g} of the pool) held out of the transmitted data, the same "
-            f"for every probe, which trains on its whole prefix: lr x{config.lr_decay:g} after "
-            f"an epoch without a new dev minimum, stop after {config.patience} such epochs in "
-            f"a row or {config.max_epochs} epochs; best-dev parameters kept (Voita & Titov "
-            "2020, sec. 3.1)"
+        for seed, seed_bits in zip(self.seeds, example_bits, strict=True):
+            order = self.orders[seed]
+            rows = [i for i, (s, _) in enumerate(self.grid) if s == seed]
+            total = uniform_codelength(self.ends[0], self.data.n_classes, self.data.multilabel)
+            block_rows.append(_block_row(seed, 0, 0, int(self.ends[0]), 0, total, np.nan))
+            if self.data.multilabel:
+                block_rows[-1]["micro_f1"] = np.nan
+            for block in range(1, len(self.ends)):
+                probe_row = rows[block - 1]  # trained on the first ends[block - 1] examples
+                sent = order[self.ends[block - 1] : self.ends[block]]  # scored in this order
+                block_bits = evaluation.pool_nll[probe_row].astype(np.float64) * BITS_PER_NAT
+                seed_bits[self.ends[block - 1] : self.ends[block]] = block_bits
+                bits = float(block_bits.sum())
+                predicted = evaluation.pool_predictions[probe_row]
+                correct = predicted == self.data.y_train[sent]
+                accuracy = float((correct.all(axis=1) if self.data.multilabel else correct).mean())
+                total += bits
+                block_rows.append(
+                    _block_row(
+                        seed,
+                        block,
+                        int(self.ends[block - 1]),
+                        int(self.ends[block]),
+                        int(self.ends[block - 1]),
+                        bits,
+                        accuracy,
+                    )
+                )
+                if self.data.multilabel:
+                    counts = label_counts(predicted, self.data.y_train[sent])
+                    block_rows[-1]["micro_f1"] = f1_scores(counts)[0]
+            full = rows[-1]  # trained on all n examples
+            full_rows.append(full)
+            data_bits = float((evaluation.pool_nll[full].astype(np.float64) * BITS_PER_NAT).sum())
+            uniform = uniform_codelength(self.n, self.data.n_classes, self.data.multilabel)
+            seed_rows.append(
+                {
+                    "seed": seed,
+                    "online_bits": total,
+                    "uniform_bits": uniform,
+                    "compression": uniform / total,
+                    "data_bits": data_bits,
+                    "model_bits": total - data_bits,
+                    "accuracy": float(test_correct[full].mean()),
+                    "epochs": np.nan
+                    if evaluation.epochs is None
+                    else float(evaluation.epochs[full]),
+                }
+            )
+            if self.data.multilabel:  # F1 of the full-data probe on the test set
+                micro, macro = f1_scores(label_counts(test_predictions[full], self.data.y_test))
+                seed_rows[-1].update(micro_f1=micro, macro_f1=macro)
+        training = self.config.to_dict()
+        if self.stopping == "dev":
+            config = self.config
+            training["stopping"] = (
+                f"early stopping per probe on a development set of {self.dev.size} pool "
+                f"examples ({config.dev_fraction:g} of the pool) held out of the transmitted "
+                "data, the same for every probe, which trains on its whole prefix: lr "
+                f"x{config.lr_decay:g} after an epoch without a new dev minimum, stop after "
+                f"{config.patience} such epochs in a row or {config.max_epochs} epochs; "
+                "best-dev parameters kept (Voita & Titov 2020, sec. 3.1)"
+            )
+        metadata = run_metadata(
+            probe,
+            training,
+            random_state=self.random_state,
+            device=device,
+            seconds=seconds,
+            data=self.data,
+            settings={
+                "timesteps": [float(t) for t in timesteps],
+                "stopping_set": self.stopping,
+                "n_dev": int(self.dev.size),
+            },
+            data_fields={"n_test": len(self.data.y_test), "n_features": self.data.n_features},
         )
-    metadata = run_metadata(
-        probe,
-        training,
-        random_state=random_state,
-        device=device,
-        seconds=watch.seconds,
-        data=data,
-        settings={
-            "timesteps": [float(t) for t in timesteps],
-            "stopping_set": used,
-            "n_dev": int(dev.size),
-        },
-        data_fields={"n_test": len(data.y_test), "n_features": data.n_features},
-    )
-    mix = learned_mix(data, evaluation, full_rows, seeds_used)
-    if mix is not None:  # the layer weights the probes trained on all n examples learned
-        metadata["scalar_mix"] = mix
-    return OnlineCode(
-        name=data.name,
-        n_classes=data.n_classes,
-        n=n,
-        ends=tuple(int(e) for e in ends),
-        blocks=pd.DataFrame(block_rows),
-        seeds=pd.DataFrame(seed_rows),
-        metadata=metadata,
-        stopping_set=used,
-        n_dev=int(dev.size),
-        test_correct=SeedCorrectness.from_predictions(
-            seeds_used, test_predictions[full_rows], data.y_test, n
-        ),
-        classes=data.classes,
-        probes=probes,
-        multilabel=data.multilabel,
-        example_bits=example_bits if keep_example_bits else None,
-    )
+        mix = learned_mix(self.data, evaluation, full_rows, self.seeds)
+        if mix is not None:  # the layer weights the probes trained on all n examples learned
+            metadata["scalar_mix"] = mix
+        return OnlineCode(
+            name=self.data.name,
+            n_classes=self.data.n_classes,
+            n=self.n,
+            ends=tuple(int(e) for e in self.ends),
+            blocks=pd.DataFrame(block_rows),
+            seeds=pd.DataFrame(seed_rows),
+            metadata=metadata,
+            stopping_set=self.stopping,
+            n_dev=int(self.dev.size),
+            test_correct=SeedCorrectness.from_predictions(
+                self.seeds, test_predictions[full_rows], self.data.y_test, self.n
+            ),
+            classes=self.data.classes,
+            probes=probes,
+            multilabel=self.data.multilabel,
+            example_bits=example_bits if keep_example_bits else None,
+        )
 
 
 def _probe_info(seed: int, train_size: int, ends: np.ndarray) -> dict[str, Any]:

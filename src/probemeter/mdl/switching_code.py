@@ -39,7 +39,7 @@ from probemeter.mdl.online import (
     BITS_PER_KBIT,
     OnlineCode,
     SeedResults,
-    online_codelength,
+    online_codelengths,
     uniform_codelength,
 )
 from probemeter.mdl.switching import (
@@ -329,10 +329,11 @@ def switching_codelength(
     """Online codes of ``data``'s labels with every probe family in ``families``, and the
     switching code over them (:func:`switching_code`).
 
-    Each family is one engine call (:func:`~probemeter.mdl.online.online_codelength`), which
-    trains all its block probes of all seeds at once; the engine trains one architecture per
-    call, so the families are successive calls over the same blocks, orders and development
-    split (all keyed by ``random_state`` and the seed).
+    All families are trained in one engine call
+    (:func:`~probemeter.mdl.online.online_codelengths`): every block probe of every seed and
+    family at once, over the same blocks, orders and development split (all keyed by
+    ``random_state`` and the seed); the engine stacks each family in chunks of its own, which
+    share the workers.
 
     Args:
         data, timesteps, seeds, config, stopping_set, random_state: as in
@@ -354,23 +355,20 @@ def switching_codelength(
     one_of(*GRANULARITIES)(granularity, "granularity")
     check_scalar(max_switches, "max_switches", int, min_val=0)
     switching_rates(1, rate)
-    codes = {
-        family.name: online_codelength(
-            data,
-            family,
-            timesteps,
-            seeds,
-            config=config,
-            stopping_set=stopping_set,
-            random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            max_memory=max_memory,
-            progress=progress,
-            keep_example_bits=True,
-        )
-        for family in families
-    }
+    codes = online_codelengths(
+        data,
+        families,
+        timesteps,
+        seeds,
+        config=config,
+        stopping_set=stopping_set,
+        random_state=random_state,
+        device=device,
+        n_jobs=n_jobs,
+        max_memory=max_memory,
+        progress=progress,
+        keep_example_bits=True,
+    )
     return switching_code(codes, rate=rate, granularity=granularity, max_switches=max_switches)
 
 

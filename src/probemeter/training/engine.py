@@ -24,7 +24,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -119,6 +119,22 @@ class ProbeEvaluation:
     pool_nll: tuple[np.ndarray | None, ...] | None = None
     pool_predictions: tuple[np.ndarray | None, ...] | None = None
 
+    def select(self, probes: np.ndarray) -> ProbeEvaluation:
+        """The evaluation of the probes at positions ``probes`` only, in that order (every
+        per-probe field; ``parameters`` layer by layer)."""
+        chosen: dict[str, Any] = {}
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if value is None:
+                chosen[item.name] = None
+            elif item.name == "parameters":
+                chosen[item.name] = tuple((w[probes], b[probes]) for w, b in value)
+            elif isinstance(value, tuple):
+                chosen[item.name] = tuple(value[i] for i in probes)
+            else:
+                chosen[item.name] = value[probes]
+        return ProbeEvaluation(**chosen)
+
 
 def fit_evaluate(
     X_train: np.ndarray,
@@ -128,7 +144,7 @@ def fit_evaluate(
     n_classes: int,
     subsets: Sequence[np.ndarray],
     keys: Sequence[tuple[int, ...]],
-    probe: MLP,
+    probe: MLP | Sequence[MLP],
     config: TrainingConfig,
     *,
     device: str | torch.device = "auto",
@@ -157,7 +173,11 @@ def fit_evaluate(
         subsets: per probe, the indices into the pool of its training examples.
         keys: per probe, a tuple of integers seeding its own random stream (initial weights
             and minibatch order).
-        probe: the probe architecture.
+        probe: the probe architecture; or one per entry of ``subsets``, several
+            architectures trained in this one call (each chunk stacks one architecture; all
+            chunks share the workers, so a small family's chunks fill the gaps a large one
+            leaves). Several architectures must agree on ``mix``, ``span`` and
+            ``projection`` and cannot ``return_parameters``.
         config: optimisation settings.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``...
         n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
@@ -189,23 +209,26 @@ def fit_evaluate(
             gathered block by block from the shared pool, never copied whole.
     """
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
+    families = _families(probe, len(subsets), return_parameters)
+    probe = next(iter(families))  # the settings all architectures share (mix, span)
     pool_rows = _check_pool_rows(pool_rows, len(subsets), X_train.shape[0])
     dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
-    row_bytes = _sparse_row_bytes(X_train, probe, n_classes)
+    row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
     torch_device = resolve_device(device)
     max_memory = memory_budget(max_memory, torch_device)
-    check_memory_budget(  # validates max_memory too
-        probe,
-        X_train.shape[1],
-        n_classes,
-        config,
-        max_memory,
-        sizes=[len(subset) for subset in subsets],
-        n_eval=len(y_eval),
-        per_example=per_example,
-        shared_dev_rows=None if dev_set is None else len(dev_set),
-        row_bytes=row_bytes,
-    )
+    for family, members in families.items():
+        check_memory_budget(  # validates max_memory too
+            family,
+            X_train.shape[1],
+            n_classes,
+            config,
+            max_memory,
+            sizes=[len(subsets[i]) for i in members],
+            n_eval=len(y_eval),
+            per_example=per_example,
+            shared_dev_rows=None if dev_set is None else len(dev_set),
+            row_bytes=row_bytes[family],
+        )
     workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
     n_probes = len(subsets)
     result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
@@ -246,23 +269,40 @@ def fit_evaluate(
     if n_probes == 0:
         return _evaluation(result, parameters, stack_rows)
     dims = (X_train.shape[1], n_classes)
-    small = _training_flops(subsets, probe, dims, config) < _SMALL_WORK_FLOPS
+    flops = sum(
+        _training_flops([subsets[i] for i in members], family, dims, config)
+        for family, members in families.items()
+    )
+    small = flops < _SMALL_WORK_FLOPS
     if small:
         workers = 1
-    chunks = _plan_chunks(
-        subsets,
-        probe,
-        dims,
-        config,
-        max_memory,
-        workers,
-        n_eval=len(y_eval),
-        per_example=per_example,
-        shared_dev_rows=None if dev_set is None else len(dev_set),
-        row_bytes=row_bytes,
-    )
+    chunks = []  # (architecture, members, rows, estimated cost), costliest first
+    for family, indices in families.items():
+        forward = family.forward_flops(*dims)
+        for members, rows in _plan_chunks(
+            [subsets[i] for i in indices],
+            family,
+            dims,
+            config,
+            max_memory,
+            workers,
+            n_eval=len(y_eval),
+            per_example=per_example,
+            shared_dev_rows=None if dev_set is None else len(dev_set),
+            row_bytes=row_bytes[family],
+        ):
+            members = indices[members]
+            # early stopping: work grows with the data; fixed steps: with the stacked rows
+            work = (
+                sum(len(subsets[i]) for i in members)
+                if config.early_stopping
+                else rows * members.size
+            )
+            chunks.append((family, members, rows, forward * work))
+    chunks.sort(key=lambda chunk: -chunk[3])
     tasks = [
         (
+            family,
             [subsets[i] for i in members],
             [keys[i] for i in members],
             rows,
@@ -271,7 +311,7 @@ def fit_evaluate(
             return_parameters,
             None if pool_rows is None else [pool_rows[i] for i in members],
         )
-        for members, rows in chunks
+        for family, members, rows, _ in chunks
     ]
     arrays = (X_train, y_train, X_eval, y_eval)
     bar = tqdm(
@@ -283,12 +323,12 @@ def fit_evaluate(
     )
     with bar:
         if workers == 1 or len(tasks) == 1:
-            runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch_device, bar.update)
+            runner = _ChunkRunner.build(arrays, n_classes, config, torch_device, bar.update)
             with single_threaded(small and torch_device.type == "cpu"):
                 outputs = [runner.run(*task) for task in tasks]
         else:
-            outputs = _run_in_workers(arrays, n_classes, probe, config, tasks, workers, bar)
-    for (members, _), metrics in zip(chunks, outputs):
+            outputs = _run_in_workers(arrays, n_classes, config, tasks, workers, bar)
+    for (_, members, _, _), metrics in zip(chunks, outputs):
         if return_parameters:
             stack_rows[members] = np.arange(members.size)
             for layer, (weights, biases) in enumerate(metrics.pop("parameters")):
@@ -301,6 +341,26 @@ def fit_evaluate(
             result[name][members] = values
     _warn_if_diverged(result["loss"], subsets, uniform_nats(n_classes, multilabel), config.lr)
     return _evaluation(result, parameters, stack_rows)
+
+
+def _families(
+    probe: MLP | Sequence[MLP], n_probes: int, return_parameters: bool
+) -> dict[MLP, np.ndarray]:
+    """The probe indices of each architecture (one architecture: all of them), checked."""
+    if isinstance(probe, MLP):
+        return {probe: np.arange(n_probes)}
+    probes = list(probe)
+    if len(probes) != n_probes or not all(isinstance(p, MLP) for p in probes):
+        raise ValueError(f"probe: one MLP, or one per subset ({n_probes}); got {len(probes)}")
+    families: dict[MLP, list[int]] = {}
+    for index, architecture in enumerate(probes):
+        families.setdefault(architecture, []).append(index)
+    stages = {(p.mix, p.span, p.projection) for p in families}
+    if len(stages) > 1:
+        raise ValueError("probe: architectures trained together must share mix, span, projection")
+    if len(families) > 1 and return_parameters:
+        raise ValueError("return_parameters: one architecture per call (their layers differ)")
+    return {p: np.array(indices, dtype=np.int64) for p, indices in families.items()}
 
 
 def _evaluation(
@@ -537,7 +597,6 @@ class _ChunkRunner:
     eval_x: torch.Tensor
     eval_y: torch.Tensor
     n_classes: int
-    probe: MLP
     config: TrainingConfig
     report: Callable[[int], object]
 
@@ -546,7 +605,6 @@ class _ChunkRunner:
         cls,
         arrays: tuple[np.ndarray, ...],
         n_classes: int,
-        probe: MLP,
         config: TrainingConfig,
         device: torch.device,
         report: Callable[[int], object],
@@ -569,13 +627,13 @@ class _ChunkRunner:
             features[1],
             labels[1],
             n_classes,
-            probe,
             config,
             report,
         )
 
     def run(
         self,
+        probe: MLP,
         subsets: list[np.ndarray],
         keys: list[tuple[int, ...]],
         rows: int,
@@ -584,7 +642,8 @@ class _ChunkRunner:
         return_parameters: bool = False,
         pool_rows: list[np.ndarray | None] | None = None,
     ) -> dict[str, Any]:
-        """Train the probes of one chunk (``rows`` minibatch rows each) and evaluate them;
+        """Train the probes of one chunk (``rows`` minibatch rows each, architecture
+        ``probe``) and evaluate them;
         with ``return_parameters``, ``"parameters"`` holds their layers on the host
         (:meth:`StackedMLP.numpy_layers`); with ``pool_rows``, ``"pool_nll"`` and
         ``"pool_predictions"`` hold each probe's per-example metrics on its own pool rows."""
@@ -593,7 +652,7 @@ class _ChunkRunner:
         # sparse inputs: the first layer's product is a sparse-dense one, in f32
         low = rows >= BF16_MIN_ROWS and not isinstance(self.pool_x, SparseRows)
         precision = self.config.precision if low else "f32"
-        model = self.probe.stack(
+        model = probe.stack(
             rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
         )
         if self.config.early_stopping:
@@ -637,8 +696,8 @@ class _ChunkRunner:
 def _run_task(
     arrays: tuple[np.ndarray, ...],
     n_classes: int,
-    probe: MLP,
     config: TrainingConfig,
+    probe: MLP,
     subsets: list[np.ndarray],
     keys: list[tuple[int, ...]],
     rows: int,
@@ -651,8 +710,10 @@ def _run_task(
     inside matmuls)."""
     exit_with_parent()  # end this worker as soon as the run that started it dies (kill -9)
     torch.set_num_threads(1)
-    runner = _ChunkRunner.build(arrays, n_classes, probe, config, torch.device("cpu"), _ignore)
-    return runner.run(subsets, keys, rows, per_example, dev_set, return_parameters, pool_rows)
+    runner = _ChunkRunner.build(arrays, n_classes, config, torch.device("cpu"), _ignore)
+    return runner.run(
+        probe, subsets, keys, rows, per_example, dev_set, return_parameters, pool_rows
+    )
 
 
 def _ignore(_: int) -> None:
@@ -662,7 +723,6 @@ def _ignore(_: int) -> None:
 def _run_in_workers(
     arrays: tuple[np.ndarray, ...],
     n_classes: int,
-    probe: MLP,
     config: TrainingConfig,
     tasks: list[tuple[Any, ...]],
     workers: int,
@@ -671,12 +731,12 @@ def _run_in_workers(
     """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
     as shared memory maps, not copies; scripts need no ``__main__`` guard."""
     jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
-        delayed(_run_task)(arrays, n_classes, probe, config, *task) for task in tasks
+        delayed(_run_task)(arrays, n_classes, config, *task) for task in tasks
     )
     outputs = []
     for task, output in zip(tasks, jobs):
         outputs.append(output)
-        bar.update(len(task[1]) * config.steps)
+        bar.update(len(task[2]) * config.steps)
     return outputs
 
 
