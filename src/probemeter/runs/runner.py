@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from probemeter._device import resolve_device
 from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import RunContext, UnitPlan
@@ -67,6 +68,7 @@ from probemeter.runs.config import (
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
+from probemeter.training.engine import warm_workers
 
 if TYPE_CHECKING:
     from probemeter.runs.ray_backend import RayOptions
@@ -161,6 +163,8 @@ def run_experiment(
         raise ValueError(f"save_probes: {problem}")
     run_dir = Path(out) / experiment.run.name
     with RunLock(run_dir):  # before loading data: a second run fails at once
+        if ray is None and resolve_device(experiment.run.device).type == "cpu":
+            warm_workers(n_jobs)  # the worker processes start while the data load
         datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE, progress=progress)
         method, random_state = experiment.method, experiment.run.random_state
         copy = run_dir / "experiment.toml"

@@ -12,6 +12,7 @@ _EXPORTS = {
     "TrainingConfig": ".config",
     "ProbeEvaluation": ".engine",
     "fit_evaluate": ".engine",
+    "warm_workers": ".engine",
     "MemoryEstimate": ".memory",
     "check_memory_budget": ".memory",
     "estimate_memory": ".memory",

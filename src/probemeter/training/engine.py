@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
@@ -50,7 +51,7 @@ from probemeter.training.memory import (
 )
 from probemeter.training.workers import exit_with_parent
 
-__all__ = ["ProbeEvaluation", "fit_evaluate"]
+__all__ = ["ProbeEvaluation", "fit_evaluate", "warm_workers"]
 
 #: cost model of chunk planning (speed only): fixed cost of one training step of a chunk, and
 #: the arithmetic rate of small batched matmuls, both measured on a 2-core CPU
@@ -738,6 +739,38 @@ def _run_in_workers(
         outputs.append(output)
         bar.update(len(task[2]) * config.steps)
     return outputs
+
+
+def warm_workers(n_jobs: int | None = -1) -> threading.Thread | None:
+    """Start the worker processes :func:`fit_evaluate` will train in (joblib's reusable loky
+    pool, the same ``n_jobs``), in a background thread, so that their start — a Python
+    process importing torch and this module, seconds each — overlaps whatever the caller does
+    next (loading data, encoding features) instead of delaying the first chunk. Returns the
+    thread (joinable), or None when ``n_jobs`` means no worker processes.
+
+    A failure here is not reported: the engine's own call starts the pool again and reports
+    it. The pool stays warm across engine calls until idle for loky's timeout (300 s)."""
+    workers = _worker_count(n_jobs)
+    if workers == 1:
+        return None
+
+    def start() -> None:
+        try:
+            Parallel(n_jobs=workers, backend="loky")(delayed(_ready)() for _ in range(workers))
+        except Exception:
+            return
+
+    thread = threading.Thread(target=start, name="probemeter-warm-workers", daemon=True)
+    thread.start()
+    return thread
+
+
+def _ready() -> int:
+    """In a worker: the state :func:`_run_task` expects (this module imported, one thread,
+    ended with its parent)."""
+    exit_with_parent()
+    torch.set_num_threads(1)
+    return os.getpid()
 
 
 def _minibatch_order(
