@@ -273,24 +273,18 @@ class StackedMLP:
         (len(rows), n, width) activation); sparse rows are one block. Each block's f32 sums
         are added in float64."""
         stage = None if self.stage is None else self.stage.select(rows).evaluator()
-        layers = [(weight[rows], bias[rows]) for weight, bias in zip(self._weights, self._biases)]
+        layer_weights = [weight[rows] for weight in self._weights]
+        layer_biases = [bias[rows] for bias in self._biases]
         total = torch.zeros(len(rows), dtype=torch.float64, device=features.device)
-        dense = isinstance(features, torch.Tensor)
-        n_rows = features.shape[1]
-        block_rows = EVAL_ROWS_PER_BLOCK if dense else n_rows
-        for start in range(0, n_rows, block_rows):
-            block = slice(start, start + block_rows)
-            hidden = features[:, block] if dense else features
-            if stage is not None:
-                hidden = stage(hidden)
-            for index, (weight, bias) in enumerate(layers):
-                hidden = baddbmm(bias, hidden, weight)
-                if index < len(layers) - 1:
-                    hidden = hidden.clamp_min_(0.0)
+        # dense features stream over blocks; sparse rows are one block
+        block_rows = EVAL_ROWS_PER_BLOCK if isinstance(features, torch.Tensor) else None
+        blocks = _logit_blocks(layer_weights, layer_biases, features, block_rows, None, stage)
+        for start, logits in blocks:
+            block = slice(start, start + logits.shape[1])
             if labels.is_floating_point():
-                nll = binary_nll(hidden, labels[:, block])
+                nll = binary_nll(logits, labels[:, block])
             else:
-                log_probs = torch.log_softmax(hidden, dim=-1)
+                log_probs = torch.log_softmax(logits, dim=-1)
                 nll = -log_probs.gather(2, labels[:, block].unsqueeze(2)).squeeze(2)
             total += (nll * weights[:, block]).sum(dim=1, dtype=torch.float64)
         return total
@@ -356,26 +350,32 @@ def evaluate_stacked(
 def _logit_blocks(
     weights: list[torch.Tensor],
     biases: list[torch.Tensor],
-    features: torch.Tensor,
-    rows_per_block: int,
+    features: Any,
+    rows_per_block: int | None,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None,
     stage: Callable[..., torch.Tensor] | None,
     indices: torch.Tensor | None = None,
 ) -> Iterator[tuple[int, torch.Tensor]]:
-    """Each block of ``rows_per_block`` rows of ``features`` (or of ``features[indices]``,
-    gathered block by block): its first row and the stacked probes' logits (P, rows, fan_out)
-    (see :func:`evaluate_stacked`)."""
+    """Each block of ``rows_per_block`` rows (None: all in one block) of ``features``, rows
+    (n, F) shared by the stacked probes or each probe's own (P, n, F), or of
+    ``features[indices]`` (gathered block by block): its first row and the stacked probes'
+    logits (P, rows, fan_out) (see :func:`evaluate_stacked`)."""
     n_probes = weights[0].shape[0]
-    n_rows = features.shape[0] if indices is None else indices.shape[0]
+    per_probe = len(features.shape) == 3
+    n_rows = features.shape[-2] if indices is None else indices.shape[0]
+    rows_per_block = n_rows if rows_per_block is None else rows_per_block
     for start in range(0, n_rows, rows_per_block):
-        if indices is None:
-            x = features[start : start + rows_per_block]
+        stop = start + rows_per_block
+        if indices is not None:
+            x = features.index_select(0, indices[start:stop])
+        elif start == 0 and stop >= n_rows:
+            x = features  # one block (sparse rows of each probe are never sliced)
         else:
-            x = features.index_select(0, indices[start : start + rows_per_block])
-        if stage is None:
-            x = x.expand(n_probes, -1, -1)
-        else:
+            x = features[:, start:stop] if per_probe else features[start:stop]
+        if stage is not None:
             x = stage(x) if outputs is None else stage(x, outputs)
+        elif not per_probe:
+            x = x.expand(n_probes, -1, -1)
         hidden = _affine(biases[0], x, weights[0], outputs)
         for w, b in zip(weights[1:], biases[1:]):
             hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
