@@ -17,7 +17,8 @@ Writes ``structural_minilm.json`` (every probe), ``.md`` (the layer table) and `
 layer figure, and ``structural_minilm_ranks.png``: UUAS against rank, the Pareto view).
 
 Recorded run (``--sentences 300 --ranks 4 16 64 --epochs 25``; 301 sentences, 5,443 words; 61
-test sentences; 147 s CPU, 39 min wall on a 2-core machine shared at load 20–30)::
+test sentences; 125 s user CPU, 5 min 38 s wall with the MiniLM encoding, on a 2-core machine
+shared at load 4–8; peak RSS 0.9 GB)::
 
     layer  UUAS   DSpr.  root acc.  NSpr.
     0      0.411  0.650  0.410      0.541
@@ -28,7 +29,10 @@ test sentences; 147 s CPU, 39 min wall on a 2-core machine shared at load 20–3
     5      0.346  0.510  0.623      0.656
     6      0.254  0.346  0.410      0.279
 
-Syntax peaks in the middle layers, as Hewitt & Manning found for BERT and ELMo.
+Syntax peaks in the middle layers, as Hewitt & Manning found for BERT and ELMo. The online
+codes (rank 32, Laplace scales fitted on held-out sentences of each prefix) follow: distance
+compression 1.45, 1.47, 1.51, 1.52, 1.47, 1.39, 1.32 over layers 0–6 (Spearman 1.00 against
+UUAS), depth compression 1.50, 1.55, 1.60, 1.64, 1.62, 1.59, 1.36 (0.95 against root accuracy).
 """
 
 from __future__ import annotations
