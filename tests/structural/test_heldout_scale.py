@@ -182,3 +182,13 @@ def test_curve_scales_never_see_the_test_sentences():
         expected = sentence_codelengths(tested, "depth", scale).sum() / 8
         assert point.loss == pytest.approx(expected, rel=1e-5)
     assert result.curve.metadata["holdout"] == HOLDOUT
+
+
+def test_too_few_sentences_to_hold_one_out_are_refused():
+    trees, features = _corpus(12, 0.3, seed=5)
+    with pytest.raises(ValueError, match="first block"):
+        structural_online_code(features, trees, timesteps=(1 / 32, 1.0), config=CONFIG)
+    with pytest.raises(ValueError, match="sizes must be distinct"):
+        structural_curve(features, trees, sizes=(1, 8), config=CONFIG)
+    with pytest.raises(ValueError, match="holdout"):
+        structural_curve(features, trees, sizes=(4, 8), holdout=1.0, config=CONFIG)

@@ -236,8 +236,8 @@ def structural_online_code(
 
     Raises:
         ValueError: bad features, target, rank, seeds, holdout, or timesteps too fine for the
-            number of sentences (:func:`probemeter.mdl.block_ends`; the first block needs at
-            least 2 sentences, to train on and to hold out).
+            number of sentences (:func:`probemeter.mdl.block_ends`: t_1 ≥ 2, so every block
+            probe has a sentence to train on and one to hold out).
     """
     one_of(*TARGETS)(target, "target")
     config = config or StructuralTraining()
@@ -246,11 +246,6 @@ def structural_online_code(
     check_scalar(seeds, "seeds", int, min_val=1)
     pool = np.arange(trees.n_sentences) if sentences is None else np.asarray(sentences, np.int64)
     ends = block_ends(int(pool.size), timesteps)
-    if ends[0] < 2:
-        raise ValueError(
-            f"timesteps put {ends[0]} sentence in the first block; a block probe needs at least "
-            "2 sentences (1 to train on, 1 held out for its scale): use coarser timesteps"
-        )
     orders = {s: pool[subset_permutation(pool.size, config.random_state, s)] for s in range(seeds)}
     splits = {
         (s, int(end)): holdout_split(orders[s][:end], holdout)
@@ -265,16 +260,16 @@ def structural_online_code(
     with Stopwatch() as scoring:
         for s in range(seeds):
             uniform = uniform_codelength(trees, target, orders[s][: ends[0]])
-            rows.append(_block_row(s, 0, 0, int(ends[0]), uniform, uniform, math.nan))
+            rows.append(_block_row(s, 0, (0, int(ends[0])), uniform, uniform, math.nan, (0, 0)))
             for block, (start, end) in enumerate(itertools.pairwise(ends), start=1):
                 projection, (train, heldout) = trained[s, int(start)], splits[s, int(start)]
                 scale = _heldout_scale(projection, array, trees, target, heldout)
                 sent = predict_sentences(projection, array, trees, target, orders[s][start:end])
                 nats = float(sentence_codelengths(sent, target, scale).sum())
                 uniform = uniform_codelength(trees, target, orders[s][start:end])
+                sizes = (int(train.size), int(heldout.size))
                 rows.append(
-                    _block_row(s, block, int(start), int(end), nats, uniform, scale)
-                    | {"train_size": int(train.size), "heldout_size": int(heldout.size)}
+                    _block_row(s, block, (int(start), int(end)), nats, uniform, scale, sizes)
                 )
     return StructuralOnlineCode(
         name=name or "features",
@@ -304,16 +299,23 @@ def _heldout_scale(
 
 
 def _block_row(
-    seed: int, block: int, start: int, end: int, nats: float, uniform: float, scale: float
+    seed: int,
+    block: int,
+    span: tuple[int, int],
+    nats: float,
+    uniform: float,
+    scale: float,
+    sizes: tuple[int, int],
 ) -> dict[str, Any]:
-    """One row of :attr:`StructuralOnlineCode.blocks` (block 0 trains on nothing)."""
+    """One row of :attr:`StructuralOnlineCode.blocks`: the block's (start, end), and the
+    (train, held-out) sizes of its probe's prefix ((0, 0) for the uniform block 0)."""
     return {
         "seed": seed,
         "block": block,
-        "start": start,
-        "end": end,
-        "train_size": 0,
-        "heldout_size": 0,
+        "start": span[0],
+        "end": span[1],
+        "train_size": sizes[0],
+        "heldout_size": sizes[1],
         "codelength": nats,
         "uniform_codelength": uniform,
         "scale": scale,
@@ -411,6 +413,11 @@ def structural_curve(
     check_scalar(seeds, "seeds", int, min_val=1)
     pool, test = _split(trees, test_size, split, config.random_state)
     sizes = default_sizes(int(pool.size), smallest=2) if sizes is None else np.asarray(sizes)
+    if sizes.size == 0 or sizes.min() < 2 or np.unique(sizes).size != sizes.size:
+        raise ValueError(
+            f"sizes must be distinct numbers of sentences, each at least 2 (a probe trains on "
+            f"some and fits its scale on the others held out); got {sizes.tolist()}"
+        )
     splits = {
         (int(n), s): holdout_split(
             pool[nested_subset(pool.size, int(n), config.random_state, s)], holdout
