@@ -101,9 +101,11 @@ def test_online_code_sums_its_blocks_and_beats_the_uniform_code(noisy_corpus):
     assert code.codelength == pytest.approx(per_seed.online.mean())
     assert code.codelength_bits == pytest.approx(code.codelength / math.log(2))
     assert code.compression > 1.5
-    # block i is coded by the probe trained on the first t_{i-1} sentences
+    # block i is coded by the probe of the first t_{i-1} sentences: trained on all but the
+    # last ⌈0.1·t_{i-1}⌉ of them, its scale fitted on those
     later = blocks[blocks.block > 0]
-    assert (later.train_size == later.start).all()
+    assert (later.train_size + later.heldout_size == later.start).all()
+    assert later.heldout_size.tolist() == [math.ceil(0.1 * t) for t in later.start]
     restored = StructuralOnlineCode.from_dict(code.to_dict())
     assert restored.codelength == pytest.approx(code.codelength)
 

@@ -13,9 +13,11 @@ the loss-data curve and measures of :mod:`probemeter.curves` and the frontiers o
 from probemeter._lazy import lazy_exports
 
 _EXPORTS = {
+    "HOLDOUT": ".codes",
     "STRUCTURAL_TIMESTEPS": ".codes",
     "StructuralCurve": ".codes",
     "StructuralOnlineCode": ".codes",
+    "holdout_split": ".codes",
     "structural_curve": ".codes",
     "structural_online_code": ".codes",
     "SPEARMAN_LENGTHS": ".evaluation",

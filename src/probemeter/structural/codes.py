@@ -1,23 +1,46 @@
 """Codelengths of tree structure: the online code over blocks of sentences and the loss-data
 curve of structural probes, with the discretised-Laplace codelength of
-:mod:`probemeter.structural.likelihood` (nats).
+:mod:`probemeter.structural.likelihood` (nats; bits = nats / ln 2).
+
+Both fit a probe's Laplace scale b on **held-out** sentences, never on the sentences the probe
+was trained on. Given an ordered set S of m sentences (a transmitted prefix, or a nested
+training subset), :func:`holdout_split` keeps its last v = ⌈h·m⌉ sentences (``holdout`` h,
+default :data:`HOLDOUT`; at least one, and at least one left to train on) as the held-out
+part V and the first m − v as the training part T::
+
+    B_S = the probe trained on T only
+    b_S = argmin_b Σ_{s ∈ V} −ln Q(y_s | B_S, b)        (fit_laplace_scale on V)
+
+For the plain continuous Laplace, b_S would be the mean absolute held-out residual
+(1/|V|) Σ |y − μ|; the discretised, truncated, mixed Q has no closed form and is minimised
+numerically. Fitting b on T instead (in-sample) makes it as small as the probe's training
+residuals: for a probe that overfits (many feature dimensions, few sentences) the scale is far
+too small, the code over-confident, and the codelengths no longer rank representations as the
+held-out errors do. The held-out fit costs the probe the v held-out sentences of training data;
+it trains no extra probe (a cross-fitted scale would train one per fold).
 
 * :func:`structural_online_code` — Voita & Titov (2020), §2.2.2, eq. 4, with sentences as the
   transmitted items: a seeded order of the sentences is cut at the block ends
   t_1 < … < t_S (:func:`probemeter.mdl.block_ends`); the first t_1 sentences' targets are sent
-  with the uniform code over their supports, and block (t_i, t_{i+1}] with a probe trained on
-  the first t_i sentences (its Laplace scale fitted on them too)::
+  with the uniform code over their supports, and block (t_i, t_{i+1}] with the probe B_{t_i}
+  and scale b_{t_i} of the first t_i sentences S_i, split as above (the probe trains on the
+  first t_i − v_i transmitted sentences, the scale is fitted on the last v_i)::
 
       L = Σ_{s ≤ t_1} U(s) + Σ_{i=1}^{S−1} Σ_{t_i < s ≤ t_{i+1}} −ln Q(y_s | B_{t_i}, b_{t_i})
 
-  where U(s) is the uniform code of sentence s's targets and Q the probe's likelihood.
+  where U(s) is the uniform code of sentence s's targets and Q the probe's likelihood. B_{t_i}
+  and b_{t_i} are functions of the first t_i sentences only (their features, targets and the
+  public seeds), so a receiver who has decoded them rebuilds both: the code is decodable.
 
 * :func:`structural_curve` — Whitney et al. (2021), §2.1: probes trained on nested subsets of
-  n pool sentences, the loss L(n) being the **mean codelength per test sentence** in nats.
-  The result holds a :class:`~probemeter.curves.LossDataCurve` (examples are sentences), so
-  the curve measures (``description_length``, ``sdl``, ``sample_complexity``) apply unchanged
-  given the first block's per-sentence cost (:attr:`StructuralCurve.first_block`, the mean
-  uniform code of a pool sentence): :meth:`StructuralCurve.measure` passes it.
+  n pool sentences, the loss L(n) being the **mean codelength per test sentence** in nats,
+  each probe's scale fitted on the held-out part of its own n sentences (so never on the test
+  sentences, and L(n) is the cost of a probe *given n sentences*, as a block of the online
+  code). The result holds a :class:`~probemeter.curves.LossDataCurve` (examples are
+  sentences), so the curve measures (``description_length``, ``sdl``, ``sample_complexity``)
+  apply unchanged given the first block's per-sentence cost
+  (:attr:`StructuralCurve.first_block`, the mean uniform code of a pool sentence):
+  :meth:`StructuralCurve.measure` passes it.
 """
 
 from __future__ import annotations
@@ -56,9 +79,11 @@ from probemeter.structural.trees import TreeData
 from probemeter.training.probe_runs import Stopwatch
 
 __all__ = [
+    "HOLDOUT",
     "STRUCTURAL_TIMESTEPS",
     "StructuralCurve",
     "StructuralOnlineCode",
+    "holdout_split",
     "structural_curve",
     "structural_online_code",
 ]
@@ -66,6 +91,30 @@ __all__ = [
 #: block ends as fractions of the sentences: doubling blocks, as the paper's timesteps, but
 #: starting at 1/64 so that a few hundred sentences fill every block
 STRUCTURAL_TIMESTEPS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+#: h, the share of a probe's sentences held out to fit its Laplace scale (module docstring)
+HOLDOUT = 0.1
+
+
+def holdout_split(
+    sentences: Sequence[int] | np.ndarray, holdout: float = HOLDOUT
+) -> tuple[np.ndarray, np.ndarray]:
+    """(T, V): the ordered ``sentences`` S split into the first m − v, on which a probe trains,
+    and the last v = min(max(⌈h·m⌉, 1), m − 1), on which its Laplace scale is fitted (module
+    docstring). In the online code S is a transmitted prefix, so V is its most recently sent
+    sentences.
+
+    Raises:
+        ValueError: ``holdout`` not in (0, 1), or fewer than 2 sentences.
+    """
+    check_scalar(holdout, "holdout", float, min_val=0, max_val=1, include_boundaries="neither")
+    index = np.asarray(sentences, dtype=np.int64).reshape(-1)
+    m = int(index.size)
+    if m < 2:
+        raise ValueError(
+            f"a held-out scale needs at least 2 sentences (1 to train on, 1 held out); got {m}"
+        )
+    held = min(max(math.ceil(holdout * m), 1), m - 1)
+    return index[: m - held], index[m - held :]
 
 
 @dataclass(frozen=True)
@@ -75,9 +124,11 @@ class StructuralOnlineCode(JsonResult):
     Attributes:
         name: the representation; target: ``"distance"`` or ``"depth"``; rank: the probes'.
         n: sentences transmitted; ends: the block ends t_1 < … < t_S = n.
-        blocks: one row per (seed, block): ``seed, block, start, end, train_size`` (0 for the
-            uniform first block), ``codelength`` (nats), ``uniform_codelength`` (nats, the same
-            targets under the uniform code) and ``scale`` (NaN for the first block).
+        blocks: one row per (seed, block): ``seed, block, start, end``, ``train_size`` and
+            ``heldout_size`` (the sentences of the prefix the block's probe trained on and
+            fitted its scale on; 0 for the uniform first block), ``codelength`` (nats),
+            ``uniform_codelength`` (nats, the same targets under the uniform code) and
+            ``scale`` (NaN for the first block).
         metadata: training protocol, trees, timings, versions.
     """
 
@@ -175,14 +226,18 @@ def structural_online_code(
     sentences: Sequence[int] | None = None,
     config: StructuralTraining | None = None,
     name: str | None = None,
+    holdout: float = HOLDOUT,
 ) -> StructuralOnlineCode:
     """The online codelength (nats) of the trees' distances or depths given the features
     (module docstring): per seed, one data order of ``sentences`` (default: all), the blocks of
-    ``timesteps``, and every block probe of every seed trained at once.
+    ``timesteps``, and every block probe of every seed trained at once. The probe of block
+    i + 1 trains on the first t_i − v_i sentences and its scale is fitted on the next v_i
+    (:func:`holdout_split` with ``holdout``), so block i + 1's own data never enters its model.
 
     Raises:
-        ValueError: bad features, target, rank, seeds, or timesteps too fine for the number of
-            sentences (:func:`probemeter.mdl.block_ends`).
+        ValueError: bad features, target, rank, seeds, holdout, or timesteps too fine for the
+            number of sentences (:func:`probemeter.mdl.block_ends`: t_1 ≥ 2, so every block
+            probe has a sentence to train on and one to hold out).
     """
     one_of(*TARGETS)(target, "target")
     config = config or StructuralTraining()
@@ -192,23 +247,30 @@ def structural_online_code(
     pool = np.arange(trees.n_sentences) if sentences is None else np.asarray(sentences, np.int64)
     ends = block_ends(int(pool.size), timesteps)
     orders = {s: pool[subset_permutation(pool.size, config.random_state, s)] for s in range(seeds)}
-    specs = [ProbeSpec(rank, s, orders[s][:end]) for s in range(seeds) for end in ends[:-1]]
+    splits = {
+        (s, int(end)): holdout_split(orders[s][:end], holdout)
+        for s in range(seeds)
+        for end in ends[:-1]
+    }
+    specs = [ProbeSpec(rank, s, train) for (s, _), (train, _) in splits.items()]
     with Stopwatch() as training:
         projections = fit_structural_probes(array, trees, target, specs, config)
-    trained = {(spec.seed, spec.n): projection for spec, projection in zip(specs, projections)}
+    trained = dict(zip(splits, projections))
     rows = []
     with Stopwatch() as scoring:
         for s in range(seeds):
             uniform = uniform_codelength(trees, target, orders[s][: ends[0]])
-            rows.append(_block_row(s, 0, 0, int(ends[0]), uniform, uniform, math.nan))
+            rows.append(_block_row(s, 0, (0, int(ends[0])), uniform, uniform, math.nan, (0, 0)))
             for block, (start, end) in enumerate(itertools.pairwise(ends), start=1):
-                projection = trained[s, int(start)]
-                prefix = predict_sentences(projection, array, trees, target, orders[s][:start])
-                scale = fitted_scale(prefix, target)
+                projection, (train, heldout) = trained[s, int(start)], splits[s, int(start)]
+                scale = _heldout_scale(projection, array, trees, target, heldout)
                 sent = predict_sentences(projection, array, trees, target, orders[s][start:end])
                 nats = float(sentence_codelengths(sent, target, scale).sum())
                 uniform = uniform_codelength(trees, target, orders[s][start:end])
-                rows.append(_block_row(s, block, int(start), int(end), nats, uniform, scale))
+                sizes = (int(train.size), int(heldout.size))
+                rows.append(
+                    _block_row(s, block, (int(start), int(end)), nats, uniform, scale, sizes)
+                )
     return StructuralOnlineCode(
         name=name or "features",
         target=target,
@@ -216,20 +278,44 @@ def structural_online_code(
         n=int(pool.size),
         ends=tuple(int(e) for e in ends),
         blocks=pd.DataFrame(rows),
-        metadata=_metadata(trees, config, {"train": training.seconds, "score": scoring.seconds}),
+        metadata=_metadata(trees, config, {"train": training.seconds, "score": scoring.seconds})
+        | _scale_note(holdout),
     )
 
 
+def _scale_note(holdout: float) -> dict[str, Any]:
+    """The metadata entry saying how the Laplace scales were fitted."""
+    return {
+        "scale": "fitted on the held-out last share of each probe's sentences",
+        "holdout": holdout,
+    }
+
+
+def _heldout_scale(
+    projection: np.ndarray, features: np.ndarray, trees: TreeData, target: str, heldout: np.ndarray
+) -> float:
+    """b: the Laplace scale of the probe fitted on its held-out sentences (module docstring)."""
+    return fitted_scale(predict_sentences(projection, features, trees, target, heldout), target)
+
+
 def _block_row(
-    seed: int, block: int, start: int, end: int, nats: float, uniform: float, scale: float
+    seed: int,
+    block: int,
+    span: tuple[int, int],
+    nats: float,
+    uniform: float,
+    scale: float,
+    sizes: tuple[int, int],
 ) -> dict[str, Any]:
-    """One row of :attr:`StructuralOnlineCode.blocks` (block 0 trains on nothing)."""
+    """One row of :attr:`StructuralOnlineCode.blocks`: the block's (start, end), and the
+    (train, held-out) sizes of its probe's prefix ((0, 0) for the uniform block 0)."""
     return {
         "seed": seed,
         "block": block,
-        "start": start,
-        "end": end,
-        "train_size": start,
+        "start": span[0],
+        "end": span[1],
+        "train_size": sizes[0],
+        "heldout_size": sizes[1],
         "codelength": nats,
         "uniform_codelength": uniform,
         "scale": scale,
@@ -308,14 +394,17 @@ def structural_curve(
     split: tuple[Sequence[int], Sequence[int]] | None = None,
     config: StructuralTraining | None = None,
     name: str | None = None,
+    holdout: float = HOLDOUT,
 ) -> StructuralCurve:
     """The loss-data curve of rank-``rank`` structural probes (module docstring): for each
-    size n (default :func:`probemeter.curves.default_sizes` of the pool's sentences) and seed,
-    a probe trained on the seed's nested subset of n pool sentences, scored on the test
-    sentences. All probes are trained at once.
+    size n ≥ 2 (default :func:`probemeter.curves.default_sizes` of the pool's sentences) and
+    seed, the seed's nested subset of n pool sentences split by :func:`holdout_split` with
+    ``holdout``: a probe trained on the first part, its scale fitted on the held-out part,
+    scored on the test sentences. All probes are trained at once.
 
     Raises:
-        ValueError: bad features, target, rank, seeds, sizes or split.
+        ValueError: bad features, target, rank, seeds, sizes (each at least 2), holdout or
+            split.
     """
     one_of(*TARGETS)(target, "target")
     config = config or StructuralTraining()
@@ -324,27 +413,33 @@ def structural_curve(
     check_scalar(seeds, "seeds", int, min_val=1)
     pool, test = _split(trees, test_size, split, config.random_state)
     sizes = default_sizes(int(pool.size), smallest=2) if sizes is None else np.asarray(sizes)
-    specs = [
-        ProbeSpec(rank, s, pool[nested_subset(pool.size, int(n), config.random_state, s)])
+    if sizes.size == 0 or sizes.min() < 2 or np.unique(sizes).size != sizes.size:
+        raise ValueError(
+            f"sizes must be distinct numbers of sentences, each at least 2 (a probe trains on "
+            f"some and fits its scale on the others held out); got {sizes.tolist()}"
+        )
+    splits = {
+        (int(n), s): holdout_split(
+            pool[nested_subset(pool.size, int(n), config.random_state, s)], holdout
+        )
         for n in sizes
         for s in range(seeds)
-    ]
+    }
+    specs = [ProbeSpec(rank, s, train) for (_, s), (train, _) in splits.items()]
     with Stopwatch() as training:
         projections = fit_structural_probes(array, trees, target, specs, config)
     rows = []
     with Stopwatch() as scoring:
-        for spec, projection in zip(specs, projections):
-            scale = fitted_scale(
-                predict_sentences(projection, array, trees, target, spec.sentences), target
-            )
+        for ((n, seed), (_, heldout)), projection in zip(splits.items(), projections):
+            scale = _heldout_scale(projection, array, trees, target, heldout)
             tested = score(
                 predict_sentences(projection, array, trees, target, test), trees, target, scale
             )
             loss = float(tested.codelength) / test.size
             rows.append(
                 {
-                    "n": spec.n,
-                    "seed": spec.seed,
+                    "n": n,
+                    "seed": seed,
                     "loss": loss,
                     "loss_truncated": min(loss, 1.0),
                     "accuracy": getattr(tested, HEADLINE[target]),
@@ -358,6 +453,11 @@ def structural_curve(
         n_classes=int(trees.lengths.max()),
         pool_size=int(pool.size),
         n_test=int(test.size),
-        metadata={**metadata, "loss": "nats per test sentence", "rank": rank},
+        metadata={
+            **metadata,
+            **_scale_note(holdout),
+            "loss": "nats per test sentence",
+            "rank": rank,
+        },
     )
     return StructuralCurve(target, rank, curve, pool_uniform / pool.size)

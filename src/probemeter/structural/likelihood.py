@@ -23,11 +23,16 @@ target the probe missed badly by ln(1/α) + ln(hi − lo + 1) (the uniform code 
 probe that fits its training targets to within ½ drives the maximum-likelihood scale to 0 and
 one test residual above ½ to thousands of nats.
 
-The scale b is fitted per probe on its own training data (maximum likelihood,
-:func:`fit_laplace_scale`), so a receiver who has the transmitted data can rebuild it: the
-online code of Voita & Titov (2020, eq. 4) and the loss-data curves of Whitney et al. (2021)
-apply unchanged. The uniform code over the support, ln(hi − lo + 1) nats per target, codes the
-first block.
+The scale b is fitted per probe by maximum likelihood (:func:`fit_laplace_scale`) on sentences
+**held out** from the probe's training (:mod:`probemeter.structural.codes`): on its training
+sentences the probe's residuals are optimistic, the more so the more it overfits. For the
+continuous Laplace the fit has the closed form b = (1/N) Σ |y − μ|, the mean absolute residual;
+the discretised, truncated, mixed Q is minimised numerically in ln b. Held-out sentences taken
+from the transmitted data keep the scale a function of what a receiver has already decoded, so
+the online code of Voita & Titov (2020, eq. 4) and the loss-data curves of Whitney et al.
+(2021) apply unchanged. The uniform code over the support, ln(hi − lo + 1) nats per target,
+codes the first block. Every codelength here is in nats; bits = nats / ln 2
+(:data:`probemeter.mdl.online.BITS_PER_NAT` = 1 / ln 2).
 """
 
 from __future__ import annotations
@@ -101,9 +106,11 @@ def uniform_codelengths(lowest: np.ndarray, highest: np.ndarray) -> np.ndarray:
 def fit_laplace_scale(
     targets: np.ndarray, predictions: np.ndarray, lowest: np.ndarray, highest: np.ndarray
 ) -> float:
-    """The maximum-likelihood scale b of :func:`laplace_codelengths` on training targets: the
-    b in [MIN_SCALE, MAX_SCALE] minimising their total codelength (bounded Brent search in
-    ln b, to 10⁻⁴ in ln b: the scale within 0.01 %)."""
+    """The maximum-likelihood scale b of :func:`laplace_codelengths` on the given targets
+    (held-out ones, module docstring): the b in [MIN_SCALE, MAX_SCALE] minimising their total
+    codelength Σ −ln Q(y | μ, b) (bounded Brent search in ln b, to 10⁻⁴ in ln b: the scale
+    within 0.01 %). For wide supports and b ≫ 1 it approaches the continuous Laplace's
+    b = mean |y − μ|."""
     from scipy.optimize import minimize_scalar
 
     y, mu = np.asarray(targets, np.float64), np.asarray(predictions, np.float64)

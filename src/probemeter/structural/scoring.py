@@ -173,10 +173,14 @@ def score(
 
 
 def fitted_scale(predictions: SentencePredictions, target: str) -> float:
-    """The maximum-likelihood Laplace scale of a probe on its training sentences."""
+    """The maximum-likelihood Laplace scale of a probe's predictions on the given sentences
+    (:func:`~probemeter.structural.likelihood.fit_laplace_scale`): held-out sentences for the
+    codes of :mod:`probemeter.structural.codes`."""
     y, mu, low, high, _ = target_codes(predictions, target)
     if y.size == 0:
-        raise ValueError("the training sentences hold no coded target (one-word sentences only)")
+        raise ValueError(
+            "the sentences a scale is fitted on hold no coded target (one-word sentences only)"
+        )
     return fit_laplace_scale(y, mu, low, high)
 
 
