@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -206,3 +207,21 @@ def test_a_run_on_a_pool_too_wide_to_densify_stays_sparse(tmp_path):
     assert float(peak_gib) < 1.5
     curve = json.loads((tmp_path / "runs" / "wide" / "results.json").read_text())["curves"][0]
     assert np.isfinite(curve["points"]["loss"]).all()
+
+
+def test_the_example_experiment_file_is_valid_with_files_like_the_script_writes(tmp_path):
+    """examples/sparse_codes.toml, with small files in the layout
+    ``examples/sae_sparse_codes.py --write-files`` gives (tags as strings)."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "sparse_codes.toml"
+    (tmp_path / "sparse_codes.toml").write_text(example.read_text())
+    folder = tmp_path / "data" / "sae-codes"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    for stem, rows in (("", 400), ("_test", 100)):
+        tags = np.asarray(["NOUN", "VERB", "DET"])[np.arange(rows) % 3]
+        np.savez(folder / f"layer{stem}.npz", X=rng.normal(size=(rows, 16)), y=tags)
+        sp.save_npz(folder / f"codes{stem}.npz", sp.random(rows, 256, density=0.02, format="csr"))
+        np.save(folder / f"codes{stem}.labels.npy", tags)
+    experiment = load_experiment(tmp_path / "sparse_codes.toml")
+    assert [rep.name for rep in experiment.representations] == ["layer", "codes"]
+    assert experiment.method.kind == "mdl" and not experiment.method.control
