@@ -137,13 +137,19 @@ def load_array(path: str | Path, name: str | None = None) -> np.ndarray:
 
 
 def inspect_features(path: str | Path) -> FeatureFileInfo:
-    """Shapes and dtypes of a feature file, from its array headers (no data are read).
+    """Shapes and dtypes of a feature file, from its array headers (no data are read). Of a
+    sparse ``.npz`` (module docstring) the tiny ``format`` and ``shape`` arrays are read and
+    the others' headers checked against them (``indptr`` of rows + 1 entries for CSR,
+    ``indices``/``row``/``col`` as long as ``data``, integer indices, real values); its info
+    says ``sparse``.
 
     Raises:
         ValueError: naming the path, when the file is missing or a folder, has a suffix not in
             :data:`SUFFIXES`, is truncated or not of its format, lacks ``X`` or ``y``
             (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` neither
-            2-D nor 3-D or ``y`` not 1-D, or row counts that differ.
+            2-D nor 3-D or ``y`` not 1-D, or row counts that differ; for a sparse file,
+            naming the array: a format other than CSR, CSC or COO, a missing array, lengths
+            or dtypes that do not fit, labels in neither ``y`` nor ``<stem>.labels.npy``.
     """
     path = _existing_file(Path(path))
     if path.suffix == ".npz" and _is_sparse_npz(path):
