@@ -25,7 +25,12 @@ states of ``--layer``, averaged over each word's word pieces.
     python examples/sae_sparse_codes.py                   # ~10k words, a few minutes on a CPU
     python examples/sae_sparse_codes.py --init data --tokens 25000
 
-Writes ``sae_sparse_codes.json`` and ``.md`` to ``--out``.
+Writes ``sae_sparse_codes.json`` and ``.md`` to ``--out``. With ``--write-files DIR`` it
+writes the dense layer and the sparse codes as feature files instead (pool and test split by
+sentence, labels the silver UPOS tags), for the experiment file ``examples/sparse_codes.toml``:
+
+    python examples/sae_sparse_codes.py --write-files examples/data/sae-codes
+    probemeter run examples/sparse_codes.toml --out runs
 
 Recorded run of the default with ``--threads 1`` (10,020 words: pool 8,015, test 2,005; 2 CPU
 cores shared with other jobs at load ≈ 20, so wall times are mostly waiting; online code with
@@ -54,7 +59,13 @@ import scipy.sparse as sp
 import torch
 
 from probemeter._io import write_text_atomic
-from probemeter.datasets.conll import annotate_text, probe_data, ptb_sentences, sentence_test_mask
+from probemeter.datasets.conll import (
+    annotate_text,
+    probe_data,
+    ptb_sentences,
+    sentence_test_mask,
+    task_labels,
+)
 from probemeter.encoders import FeatureCache, TransformerEncoder, minilm_path
 from probemeter.mdl.online import PAPER_TIMESTEPS, online_codelength, paper_training
 from probemeter.probes import MLP
@@ -78,6 +89,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: its)")
     parser.add_argument("--out", type=Path, default=Path("sae-results"))
     parser.add_argument("--cache", type=Path, default=Path(".probemeter-cache"))
+    parser.add_argument(
+        "--write-files",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write feature files for examples/sparse_codes.toml to DIR, then stop",
+    )
     return parser.parse_args()
 
 
@@ -149,6 +167,10 @@ def main() -> None:
     codes = top_k_codes(X_std, atoms, k)
     density = codes.nnz / (codes.shape[0] * codes.shape[1])
     print(f"codes {codes.shape}, {k} active atoms per word, density {density:.2%}")
+    if args.write_files is not None:
+        write_feature_files(args.write_files, X, codes, treebank, test)
+        print(f"wrote feature files to {args.write_files}")
+        return
     probe = MLP(tuple(args.hidden))
     config = paper_training(batch_size=args.batch_size, max_epochs=args.max_epochs)
     results = {}
@@ -168,6 +190,22 @@ def main() -> None:
         }
         print(name, json.dumps(results[name]), flush=True)
     _write(args, treebank.n_words, int(data.pool_size), k, density, results)
+
+
+def write_feature_files(
+    folder: Path, X: np.ndarray, codes: sp.csr_matrix, treebank: object, test: np.ndarray
+) -> None:
+    """The layer as ``layer.npz``/``layer_test.npz`` (arrays X, y) and the codes as
+    ``codes.npz``/``codes_test.npz`` (``scipy.sparse.save_npz``, CSR) with their labels in
+    ``codes.labels.npy``/``codes_test.labels.npy``: the words of ``test`` are the test set,
+    the labels silver UPOS tags as strings (``labels = "encode"`` in the experiment file)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    indices, vocabulary = task_labels(treebank, "upos")
+    tags = np.asarray(vocabulary)[indices]
+    for stem, rows in (("", ~test), ("_test", test)):
+        np.savez(folder / f"layer{stem}.npz", X=X[rows], y=tags[rows])
+        sp.save_npz(folder / f"codes{stem}.npz", codes[rows])
+        np.save(folder / f"codes{stem}.labels.npy", tags[rows])
 
 
 def _write(args, n_words: int, pool: int, k: int, density: float, results: dict) -> None:

@@ -288,6 +288,17 @@ class Method(ABC):
         data are loaded), as (location, text)."""
         return []
 
+    def sparse_problems(self) -> list[tuple[str, str]]:
+        """Why this method, with its options, cannot train on sparse features (a scipy.sparse
+        CSR pool, e.g. sparse-autoencoder latents), as (location, reason); empty when it can.
+        Only loss-data curves and online codes train on sparse rows
+        (:func:`~probemeter.data.check_probe_data`)."""
+        reason = (
+            f"the {self.kind} method's probes read dense features; loss-data curves "
+            '(kind = "curve") and online codes (kind = "mdl") train on sparse ones'
+        )
+        return [("method.kind", reason)]
+
     def per_representation(
         self,
         datasets: Mapping[str, ProbeData],

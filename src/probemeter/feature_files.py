@@ -4,6 +4,13 @@ with ``weights_only=True``: tensors, never code), a ``.safetensors`` file, a ``.
 (column ``y`` and either a list column ``X``, nested for layers, or one numeric column per
 feature), or a ``.npy`` pair (``X.npy`` beside ``X.labels.npy``).
 
+**Sparse features** (e.g. sparse-autoencoder latents) are an ``.npz`` file written by
+``scipy.sparse.save_npz`` (arrays ``format``, ``shape``, ``data`` and ``indices``/``indptr``
+for CSR or CSC, ``row``/``col`` for COO), its labels the array ``y`` of the same archive or
+the file ``<stem>.labels.npy`` beside it. They are read as a CSR matrix and never made dense;
+CSC and COO are converted to CSR (memory of the stored values), other formats refused.
+Only callers that take sparse features (``sparse=True``) get them.
+
 Every problem a file can have — missing, a folder, truncated or not an archive, arrays of
 Python objects (which would need pickle, never loaded), missing arrays, shapes that do not
 fit together — is a :class:`ValueError` naming the file and what a valid one holds.
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter._arrays import as_numpy
 
@@ -30,6 +38,7 @@ __all__ = [
     "inspect_features",
     "load_array",
     "load_features",
+    "load_sparse_features",
 ]
 
 #: the feature-file formats read here
@@ -37,6 +46,17 @@ SUFFIXES = (".npz", ".npy", ".pt", ".safetensors", ".parquet")
 
 #: how to write a file every loader here accepts
 _HOW_TO_SAVE = "Save features as X and labels as y: np.savez(path, X=features, y=labels)"
+#: how to write a sparse feature file
+_HOW_TO_SAVE_SPARSE = (
+    "Save sparse features with scipy.sparse.save_npz(path, X.tocsr()) and their labels with "
+    "np.save(path.with_suffix('.labels.npy'), y)"
+)
+#: the index arrays of each sparse format read (besides ``format``, ``shape`` and ``data``)
+_SPARSE_INDICES = {
+    "csr": ("indices", "indptr"),
+    "csc": ("indices", "indptr"),
+    "coo": ("row", "col"),
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +70,7 @@ class FeatureFileInfo:
         feature_dtype: dtype of ``X`` as stored (e.g. ``"float32"``, ``"BF16"`` in safetensors).
         label_dtype: dtype of ``y`` as stored.
         n_layers: the layers of a 3-D ``X`` (examples, layers, features); None for a 2-D ``X``.
+        sparse: whether ``X`` is a sparse matrix (``scipy.sparse.save_npz``; always 2-D).
     """
 
     path: Path
@@ -58,21 +79,35 @@ class FeatureFileInfo:
     feature_dtype: str
     label_dtype: str
     n_layers: int | None = None
+    sparse: bool = False
 
 
-def load_features(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
+def load_features(
+    path: str | Path, *, sparse: bool = False
+) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
     """Load ``(X, y)`` from a feature file of any suffix in :data:`SUFFIXES` (module docstring).
 
     The shapes are checked as by :func:`inspect_features` before the arrays are read; tensors
     come back as numpy arrays (floating ones as float32, so bfloat16 is widened). ``X`` is 2-D,
     or 3-D (examples, layers, features): one layer of it is chosen by
-    :func:`probemeter.data.layer_data` or an experiment file's ``layer`` key.
+    :func:`probemeter.data.layer_data` or an experiment file's ``layer`` key. With ``sparse``,
+    a sparse ``.npz`` (module docstring) gives ``X`` as a scipy CSR matrix, its stored arrays
+    validated (:func:`load_sparse_features`); without, such a file is refused.
 
     Raises:
-        ValueError: naming the path — see :func:`inspect_features`.
+        ValueError: naming the path — see :func:`inspect_features` and
+            :func:`load_sparse_features`; a sparse file without ``sparse``.
     """
     path = Path(path)
-    inspect_features(path)
+    info = inspect_features(path)
+    if info.sparse:
+        if not sparse:
+            raise ValueError(
+                f"{str(path)!r} holds a sparse matrix (scipy.sparse.save_npz), which this reader "
+                "does not take: loss-data curves and online codes read sparse features (the "
+                "curve and mdl methods of an experiment file); or save X dense. " + _HOW_TO_SAVE
+            )
+        return load_sparse_features(path)
     if path.suffix == ".npz":
         with _open_npz(path) as archive:
             return _read(archive, "X", path), _read(archive, "y", path)
@@ -102,15 +137,23 @@ def load_array(path: str | Path, name: str | None = None) -> np.ndarray:
 
 
 def inspect_features(path: str | Path) -> FeatureFileInfo:
-    """Shapes and dtypes of a feature file, from its array headers (no data are read).
+    """Shapes and dtypes of a feature file, from its array headers (no data are read). Of a
+    sparse ``.npz`` (module docstring) the tiny ``format`` and ``shape`` arrays are read and
+    the others' headers checked against them (``indptr`` of rows + 1 entries for CSR,
+    ``indices``/``row``/``col`` as long as ``data``, integer indices, real values); its info
+    says ``sparse``.
 
     Raises:
         ValueError: naming the path, when the file is missing or a folder, has a suffix not in
             :data:`SUFFIXES`, is truncated or not of its format, lacks ``X`` or ``y``
             (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` neither
-            2-D nor 3-D or ``y`` not 1-D, or row counts that differ.
+            2-D nor 3-D or ``y`` not 1-D, or row counts that differ; for a sparse file,
+            naming the array: a format other than CSR, CSC or COO, a missing array, lengths
+            or dtypes that do not fit, labels in neither ``y`` nor ``<stem>.labels.npy``.
     """
     path = _existing_file(Path(path))
+    if path.suffix == ".npz" and _is_sparse_npz(path):
+        return _sparse_info(path)
     if path.suffix == ".npz":
         (x_shape, x_dtype), (y_shape, y_dtype) = _npz_headers(path, ("X", "y"))
     elif path.suffix == ".npy":
@@ -127,16 +170,183 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
             f"{str(path)!r}: X must be 2-D (examples, features) or 3-D (examples, layers, "
             f"features); got shape {x_shape}"
         )
-    if len(y_shape) == 2 and y_shape[1] == 1:
-        y_shape = y_shape[:1]
-    if len(y_shape) != 1:
-        raise ValueError(f"{str(path)!r}: y must be 1-D (one label per row); got shape {y_shape}")
-    if x_shape[0] != y_shape[0]:
-        raise ValueError(f"{str(path)!r}: X has {x_shape[0]} rows but y has {y_shape[0]} labels")
+    _check_labels(path, x_shape[0], y_shape)
     n_layers = int(x_shape[1]) if len(x_shape) == 3 else None
     return FeatureFileInfo(
         path, int(x_shape[0]), int(x_shape[-1]), str(x_dtype), str(y_dtype), n_layers
     )
+
+
+def load_sparse_features(path: str | Path) -> tuple[sp.csr_matrix, np.ndarray]:
+    """``(X, y)`` of a sparse feature file (module docstring): ``X`` a scipy CSR matrix, never
+    dense, ``y`` the archive's ``y`` or the ``<stem>.labels.npy`` beside it.
+
+    Beyond the headers (:func:`inspect_features`) the stored arrays are checked: CSR/CSC row
+    (column) pointers ``indptr`` start at 0, never decrease and end at the number of stored
+    values; every index lies within the shape; no stored value is NaN or inf. CSC and COO
+    are converted to CSR (duplicates of COO summed).
+
+    Raises:
+        ValueError: naming the file and the array (``'indptr'``, ``'data'``, …) and what is
+            wrong with it; a file that holds no sparse matrix.
+    """
+    path = Path(path)
+    info = inspect_features(path)
+    if not info.sparse:
+        raise ValueError(f"{str(path)!r} holds no sparse matrix (scipy.sparse.save_npz)")
+    with _open_npz(path) as archive:
+        fmt, shape = _sparse_format(archive, path), _sparse_shape(archive, path)
+        arrays = {name: _read(archive, name, path) for name in ("data", *_SPARSE_INDICES[fmt])}
+        labels = _read(archive, "y", path) if "y" in archive.files else None
+    if labels is None:
+        labels = _load_npy(_label_path(path))
+    return _checked_sparse(path, fmt, shape, arrays), labels
+
+
+def _is_sparse_npz(path: Path) -> bool:
+    """Whether the ``.npz`` at ``path`` is a ``scipy.sparse.save_npz`` file (no ``X``, a
+    ``format``)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, EOFError, OSError) as error:
+        raise _not_an_archive(path, error) from None
+    return "X.npy" not in names and "format.npy" in names
+
+
+def _sparse_info(path: Path) -> FeatureFileInfo:
+    """:func:`inspect_features` of a sparse ``.npz``: ``format`` and ``shape`` are read (a few
+    bytes), every other array only by its header; the labels' rows must match the shape."""
+    with _open_npz(path) as archive:
+        fmt, shape = _sparse_format(archive, path), _sparse_shape(archive, path)
+        held = [name for name in archive.files if name not in ("format", "shape")]
+    arrays = ("data", *_SPARSE_INDICES[fmt])
+    missing = [name for name in arrays if name not in held]
+    if missing:
+        raise ValueError(
+            f"{str(path)!r} is a sparse {fmt.upper()} file lacking array(s) {missing}; it holds "
+            f"{sorted(held)}. {_HOW_TO_SAVE_SPARSE}"
+        )
+    headers = dict(zip(arrays, _npz_headers(path, arrays)))
+    for name, (array_shape, dtype) in headers.items():
+        if dtype.kind not in ("biuf" if name == "data" else "iu"):
+            wanted = "real numbers" if name == "data" else "integers"
+            raise ValueError(f"{str(path)!r} (array {name!r}) must hold {wanted}; got {dtype}")
+        if len(array_shape) != 1:
+            raise ValueError(f"{str(path)!r} (array {name!r}) must be 1-D; got {array_shape}")
+    stored = headers["data"][0][0]
+    lengths = {name: headers[name][0][0] for name in arrays[1:]}
+    expected = {"indices": stored, "row": stored, "col": stored}
+    if fmt != "coo":
+        pointers = shape[0] if fmt == "csr" else shape[1]
+        expected["indptr"] = pointers + 1
+    for name, length in lengths.items():
+        if length != expected[name]:
+            what = (
+                f"one per {'row' if fmt == 'csr' else 'column'} of shape {shape}, plus one"
+                if name == "indptr"
+                else "one per stored value of 'data'"
+            )
+            raise ValueError(
+                f"{str(path)!r} (array {name!r}) has {length} entries; expected "
+                f"{expected[name]} ({what})"
+            )
+    y_shape, y_dtype = _sparse_label_header(path, "y" in held)
+    _check_labels(path, shape[0], y_shape)
+    return FeatureFileInfo(
+        path, shape[0], shape[1], str(headers["data"][1]), str(y_dtype), None, sparse=True
+    )
+
+
+def _sparse_label_header(path: Path, in_archive: bool) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype of a sparse file's labels: its array ``y``, else ``<stem>.labels.npy``."""
+    if in_archive:
+        return _npz_headers(path, ("y",))[0]
+    label_path = _label_path(path)
+    if not label_path.is_file():
+        raise ValueError(
+            f"labels for the sparse matrix {str(path)!r} expected as its array 'y' or in "
+            f"{str(label_path)!r}. {_HOW_TO_SAVE_SPARSE}"
+        )
+    return _npy_header(label_path)
+
+
+def _sparse_format(archive: np.lib.npyio.NpzFile, path: Path) -> str:
+    """The ``format`` array of a sparse ``.npz``, one of :data:`_SPARSE_INDICES`."""
+    stored = _read(archive, "format", path)
+    value = stored.item() if stored.ndim == 0 else None
+    fmt = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+    if fmt not in _SPARSE_INDICES:
+        shown = fmt if isinstance(fmt, str) else repr(stored)
+        raise ValueError(
+            f"{str(path)!r} (array 'format'): a sparse matrix of format {shown!r}; CSR, CSC and "
+            f"COO are read (others may hold dense blocks or diagonals). {_HOW_TO_SAVE_SPARSE}"
+        )
+    return fmt
+
+
+def _sparse_shape(archive: np.lib.npyio.NpzFile, path: Path) -> tuple[int, int]:
+    """The ``shape`` array of a sparse ``.npz``: two non-negative integers, neither zero."""
+    shape = _read(archive, "shape", path)
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or (shape <= 0).any():
+        raise ValueError(
+            f"{str(path)!r} (array 'shape') must be two positive integers (rows, features); "
+            f"got {shape.tolist()}"
+        )
+    return int(shape[0]), int(shape[1])
+
+
+def _checked_sparse(
+    path: Path, fmt: str, shape: tuple[int, int], arrays: dict[str, np.ndarray]
+) -> sp.csr_matrix:
+    """The stored arrays of a sparse file as a CSR matrix, after the checks of
+    :func:`load_sparse_features` (each error names the file and the array)."""
+    data = arrays["data"]
+
+    def bad(name: str, message: str) -> ValueError:
+        return ValueError(f"{str(path)!r} (array {name!r}) {message}. {_HOW_TO_SAVE_SPARSE}")
+
+    if fmt == "coo":
+        rows, columns = arrays["row"], arrays["col"]
+        for name, index, bound in (("row", rows, shape[0]), ("col", columns, shape[1])):
+            if index.size and (index.min() < 0 or index.max() >= bound):
+                raise bad(name, f"has indices outside 0..{bound - 1}")
+    else:
+        indptr, indices = arrays["indptr"], arrays["indices"]
+        if indptr[0] != 0 or indptr[-1] != data.size or (np.diff(indptr) < 0).any():
+            raise bad(
+                "indptr",
+                f"must start at 0, never decrease and end at {data.size} (the stored values); "
+                f"it starts at {indptr[0]} and ends at {indptr[-1]}",
+            )
+        bound = shape[1] if fmt == "csr" else shape[0]
+        if indices.size and (indices.min() < 0 or indices.max() >= bound):
+            raise bad("indices", f"has indices outside 0..{bound - 1}")
+        rows = indices if fmt == "csc" else None
+    finite = np.isfinite(data) if data.dtype.kind == "f" else np.ones(data.size, dtype=bool)
+    if not finite.all():
+        first = int(np.flatnonzero(~finite)[0])
+        row = (
+            rows[first]
+            if rows is not None
+            else np.searchsorted(arrays["indptr"], first, side="right") - 1
+        )
+        raise bad("data", f"holds {int((~finite).sum())} NaN or inf value(s), first in row {row}")
+    if fmt == "coo":
+        return sp.coo_matrix((data, (rows, columns)), shape=shape).tocsr()
+    if fmt == "csc":
+        return sp.csc_matrix((data, indices, indptr), shape=shape).tocsr()
+    return sp.csr_matrix((data, indices, indptr), shape=shape)
+
+
+def _check_labels(path: Path, n_rows: int, y_shape: tuple[int, ...]) -> None:
+    """A ValueError naming ``path`` unless ``y`` is 1-D (or one column) with ``n_rows`` labels."""
+    if len(y_shape) == 2 and y_shape[1] == 1:
+        y_shape = y_shape[:1]
+    if len(y_shape) != 1:
+        raise ValueError(f"{str(path)!r}: y must be 1-D (one label per row); got shape {y_shape}")
+    if n_rows != y_shape[0]:
+        raise ValueError(f"{str(path)!r}: X has {n_rows} rows but y has {y_shape[0]} labels")
 
 
 def _existing_file(path: Path) -> Path:

@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
@@ -191,7 +192,14 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         np.savez(folder / name, X=rng.normal(size=(rows, 3)), y=np.arange(rows) % 3)
     for name, rows in (("layers.npz", 60), ("layers_test.npz", 20)):  # 4 layers of 3 features
         np.savez(folder / name, X=rng.normal(size=(rows, 4, 3)), y=np.arange(rows) % 3)
-    (folder / "data").mkdir()  # the CoNLL-U files of examples/conllu_minilm*.toml
+    codes = folder / "data" / "sae-codes"  # examples/sparse_codes.toml: dense and sparse
+    codes.mkdir(parents=True)
+    for stem, rows in (("", 400), ("_test", 100)):
+        tags = np.asarray(["DET", "NOUN", "VERB"])[np.arange(rows) % 3]
+        np.savez(codes / f"layer{stem}.npz", X=rng.normal(size=(rows, 3)), y=tags)
+        sp.save_npz(codes / f"codes{stem}.npz", sp.random(rows, 40, density=0.1, format="csr"))
+        np.save(codes / f"codes{stem}.labels.npy", tags)
+    # the CoNLL-U files of examples/conllu_minilm*.toml
     treebank = Treebank(
         (("a", "b"),), (("DET", "NOUN"),), ((2, 0),), (("det", "root"),), False, "t"
     )

@@ -138,9 +138,9 @@ def test_the_runner_reads_a_sweeps_files_once_and_slices_each_layer(tmp_path, mo
     path = _experiment(tmp_path, 'layer = "all"\nlabels = "encode"', labels=["no", "yes"])
     reads = []
 
-    def counted(file):
+    def counted(file, **options):
         reads.append(file.name)
-        return load_features(file)
+        return load_features(file, **options)
 
     load_features = runner.load_features
     monkeypatch.setattr(runner, "load_features", counted)

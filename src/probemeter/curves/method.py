@@ -80,6 +80,10 @@ class CurveMethod(Method):
             return [("method.sizes", message)]
         return []
 
+    def sparse_problems(self) -> list[tuple[str, str]]:
+        """No problems: loss-data curves train on sparse rows."""
+        return []
+
     def training(self) -> Any:
         """The :class:`~probemeter.training.TrainingConfig` of every probe."""
         from probemeter.training import TrainingConfig

@@ -136,6 +136,21 @@ class MDLMethod(Method):
         ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
         return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
 
+    def sparse_problems(self) -> list[tuple[str, str]]:
+        """The online code trains on sparse rows; the variational code's probes and the
+        control task (made of dense features) do not."""
+        problems = []
+        if self.variational:
+            reason = (
+                "the variational code's probes read dense features; set variational = false "
+                "(the online code trains on sparse ones)"
+            )
+            problems.append(("method.variational", reason))
+        if self.control:
+            reason = "the control task is built from dense features; set control = false"
+            problems.append(("method.control", reason))
+        return problems
+
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         options = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
         return self.per_representation(datasets, mdl_unit, options)

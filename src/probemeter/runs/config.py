@@ -83,6 +83,10 @@ Schema (every key not marked *required* has the default shown)::
     #   feature-file format: .npz, .npy, .pt, .safetensors, .parquet; paths relative to the
     #   TOML file), labels = "indices" ("indices" | "encode": strings, booleans, sparse
     #   integers mapped to 0..K-1) -- features with their own labels, no [task] needed;
+    #   sparse features (e.g. SAE latents): a .npz written by scipy.sparse.save_npz (CSR;
+    #     CSC and COO converted), labels its array y or "<stem>.labels.npy" beside it; kept
+    #     sparse (never dense) for the curve method and the mdl method's online code
+    #     (variational = false, control = false), refused by the others at --check
     #   layer (required when X is 3-D, (examples, layers, features), e.g. stacked hidden
     #     states; refused for 2-D X): a layer index, a list of them, or "all", every layer,
     #     named NAME-0, NAME-1, ... (a layer sweep, like a transformer's: layers.png); the
@@ -468,6 +472,7 @@ def load_experiment(path: str | Path) -> Experiment:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
     _check_feature_files(reader, method, representations)
+    _check_sparse_files(reader, method, run, representations)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
@@ -576,6 +581,32 @@ def _check_feature_files(
             continue
         for location, message in method.check_pool(rows):
             reader.add(location, f"{message} (pool of {entry!r}: {rows} rows)")
+
+
+def _check_sparse_files(
+    reader: _Reader, method: Method | None, run: RunSettings, reps: list[Representation]
+) -> None:
+    """Sparse feature files (``npz`` entries holding a ``scipy.sparse.save_npz`` matrix) need
+    a method that trains on sparse rows (:meth:`~probemeter._method.Method.sparse_problems`)
+    and cannot keep their probes (kept probes are evaluated on dense features): each problem
+    names the representation and its file, before anything is loaded or trained."""
+    for rep in reps:
+        if method is None or rep.kind != "npz" or rep.train is None:
+            continue
+        try:
+            sparse = inspect_features(rep.train).sparse
+        except ValueError:  # reported when the entry was read
+            continue
+        if not sparse:
+            continue
+        what = f"representation {rep.name!r} has sparse features ({str(rep.train)!r})"
+        for location, reason in method.sparse_problems():
+            reader.add(location, f"{what}: {reason}")
+        if run.save_probes:
+            reader.add(
+                "run.save_probes",
+                f"{what}: kept probes are evaluated on dense features; set save_probes = false",
+            )
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
@@ -835,6 +866,9 @@ def _npz_representations(
         return [rep]
     if test.n_layers != train.n_layers:
         reader.add(f"{where}.test", f"has {_layer_axis(test)} but train has {_layer_axis(train)}")
+        return [rep]
+    if test.sparse and not train.sparse:
+        reader.add(f"{where}.test", "holds a sparse matrix but train is dense: give both sparse")
         return [rep]
     shown = f"X of {str(train.path)!r}"
     if train.n_layers is None:

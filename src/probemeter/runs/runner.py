@@ -335,9 +335,11 @@ class _TaskInputs:
     files: dict[tuple[Path, Path], _Arrays] = field(default_factory=dict)
 
     def feature_files(self, train: Path, test: Path) -> _Arrays:
-        """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use."""
+        """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use; sparse
+        features as scipy CSR matrices (never dense)."""
         if (train, test) not in self.files:
-            self.files[train, test] = (*load_features(train), *load_features(test))
+            pair = (load_features(train, sparse=True), load_features(test, sparse=True))
+            self.files[train, test] = (*pair[0], *pair[1])
         return self.files[train, test]
 
     @cached_property
