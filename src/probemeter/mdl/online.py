@@ -516,8 +516,9 @@ def online_codelengths(
 
     Args:
         probes: distinct probe architectures (e.g. linear, MLP-1, MLP-2).
-        data, timesteps, seeds, config, stopping_set, random_state, device, n_jobs,
-            max_memory, progress, keep_example_bits: as in :func:`online_codelength`.
+        data, timesteps, seeds, config, stopping_set, random_state: as in
+            :func:`online_codelength`.
+        device, n_jobs, max_memory, progress, keep_example_bits: as there.
 
     Raises:
         ValueError: no probes, two with the same name, or anything :func:`online_codelength`
