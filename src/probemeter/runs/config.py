@@ -89,8 +89,10 @@ Schema (every key not marked *required* has the default shown)::
     #     layer count is read from the file's header
 
     [method]
-    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"; task label "arcs" needs
-                                #   "pareto" with family = "biaffine" (and that family "arcs")
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power" | "switching" |
+                                #   "structural"; task label "arcs" needs "pareto" with
+                                #   family = "biaffine" (and that family "arcs"), or
+                                #   "structural" (which needs a conllu or ptb task with "arcs")
     # ... the method's options: each method's dataclass (probemeter.runs.methods.METHODS)
     #     declares every option once, with its default, check and help; the README's table
     #     is generated from them (python -m probemeter.runs.methods)
@@ -524,7 +526,14 @@ def _check_heads(
     task needs the pareto method's biaffine family, the family needs the task's sentences."""
     heads = task is not None and task.options.get("label") == ARC_HEADS
     parses = getattr(method, "family", None) == "biaffine"
-    if heads and method.kind != "pareto":
+    if method.reads_trees:  # structural probes: the trees of head selection
+        if task is not None and task.dataset in ("conllu", "ptb") and not heads:
+            reader.add(
+                "task.label",
+                f"the {method.kind} method probes dependency trees: it needs label = "
+                f'"{ARC_HEADS}" (each word\'s head); got {task.options.get("label")!r}',
+            )
+    elif heads and method.kind != "pareto":
         reader.add(
             "method.kind",
             f'task label "{ARC_HEADS}" (each word\'s head, unlabelled parsing) runs with the '
@@ -548,7 +557,7 @@ def _check_heads(
             f'"{ARC_HEADS}"; got '
             + ("no task" if task is None else f"dataset {task.dataset!r}, label {label!r}"),
         )
-    if heads:
+    if heads or method.reads_trees:
         for index, rep in enumerate(reps):
             if rep.kind == "npz":
                 reader.add(

@@ -277,7 +277,8 @@ def prepare_data(
     random_state = experiment.run.random_state
     inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
     cache = None if cache_dir is None else FeatureCache(cache_dir)
-    build = _Build(random_state, cache, experiment.run.device, progress)
+    head_groups = "upos" if experiment.method.reads_trees else "types"
+    build = _Build(random_state, cache, experiment.run.device, progress, head_groups)
     datasets, problems = {}, []
     for index, rep in enumerate(experiment.representations):
         where = f"representations[{index}]"
@@ -303,6 +304,9 @@ class _Build:
     cache: FeatureCache | None
     device: str
     progress: bool
+    #: the groups of head-selection data (:func:`head_probe_data`): word types, or UPOS tags
+    #: for a method that reads trees (:attr:`~probemeter._method.Method.reads_trees`)
+    head_groups: str = "types"
 
 
 @dataclass
@@ -575,12 +579,16 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         if inputs.edges is not None:
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
         if inputs.splits is not None:  # the official split
-            return _official_split(inputs.splits, features, options["label"], rep.name)
+            return _official_split(
+                inputs.splits, features, options["label"], rep.name, build.head_groups
+            )
         if options["label"] == ARC_HEADS:
             test = sentence_test_mask(
                 inputs.treebank, float(options["test_size"]), build.random_state
             )
-            return head_probe_data(inputs.treebank, features, test, name=rep.name)
+            return head_probe_data(
+                inputs.treebank, features, test, name=rep.name, groups=build.head_groups
+            )
         return probe_data(
             inputs.treebank,
             features,
@@ -598,6 +606,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
     }
+    if build.head_groups != "types":  # keys of word-type groups as before, so they stay valid
+        key["head_groups"] = build.head_groups
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
 
@@ -626,14 +636,17 @@ def _edge_data(
 
 
 def _official_split(
-    splits: TreebankSplits, features: np.ndarray, label: str, name: str
+    splits: TreebankSplits, features: np.ndarray, label: str, name: str, head_groups: str
 ) -> ProbeData:
     """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
     per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
     data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type),
-    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`)."""
+    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`, its groups
+    ``head_groups``)."""
     if label == ARC_HEADS:
-        return head_probe_data(splits.combined, features, splits.test_mask, name=name)
+        return head_probe_data(
+            splits.combined, features, splits.test_mask, name=name, groups=head_groups
+        )
     if label != ARC_LABELS:
         return splits.probe_data(features, label, name=name)
     from probemeter.pareto.sweeps import treebank_tasks
