@@ -25,7 +25,8 @@ Schema (every key not marked *required* has the default shown)::
     #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
     #                each arc's relation from the pair [dependent; head] | "arcs": each word's
     #                head, a word of its sentence or the ROOT slot -- unlabelled parsing, only
-    #                with method pareto, family = "biaffine", scored by UAS) -- a treebank's
+    #                with method pareto, family = "biaffine", scored by UAS, or method
+    #                structural, whose trees these heads are) -- a treebank's
     #                official split, never re-split: train is the pool, test the test set;
     #                one label vocabulary over all files (labels unseen in train reported);
     #                multiword tokens read as their words, empty nodes skipped
