@@ -123,6 +123,16 @@ def test_the_data_carry_heads_punctuation_and_the_official_split(folder):
     np.testing.assert_array_equal(pool, np.arange(24))
     np.testing.assert_array_equal(test, np.arange(24, 32))
     np.testing.assert_array_equal(features, np.concatenate([data.X_train, data.X_test]))
+    # the model's features as they are (the pareto parser's are standardised with the pool's
+    # statistics, and its groups are word types)
+    biaffine = 'kind = "pareto"\nfamily = "biaffine"\nparsers = 1\nparser_hidden = 4'
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parser = prepare_data(load_experiment(_write(folder, CONLLU, biaffine, "2")))["bert"]
+    mean, std = data.X_train.mean(axis=0), data.X_train.std(axis=0)
+    assert np.abs(mean).max() > 0.1
+    np.testing.assert_allclose((data.X_test - mean) / std, parser.X_test, atol=1e-4)
+    assert len(set(parser.groups_train.tolist())) > 2  # word types, not the two UPOS tags
 
 
 def test_data_without_trees_are_refused():

@@ -4,9 +4,12 @@ from an experiment file (``[method] kind = "structural"``).
 
 The task is head selection (``[task] label = "arcs"`` of a ``conllu`` or ``ptb`` task): its
 data carry each word's head and sentence, and, for this method, each word's UPOS tag in
-``groups`` (:func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"``), from
-which :func:`probe_trees` rebuilds the trees, their punctuation marks (left out of UUAS and
-root accuracy, §3.1) and the task's sentence split (its pool and test sentences).
+``groups`` and the model's features as they are, not standardised
+(:func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"`` and
+``standardize=False``: Hewitt & Manning probe the raw hidden states, and the depth probe
+measures from their origin), from which :func:`probe_trees` rebuilds the trees, their
+punctuation marks (left out of UUAS and root accuracy, §3.1) and the task's sentence split
+(its pool and test sentences).
 
 One stored unit per representation: a :class:`~probemeter.structural.family.StructuralFamily`
 per probe kind (every rank × seed, trained on the pool, scored on the test sentences), and the
