@@ -206,7 +206,7 @@ class Method(ABC):
     keeps_probes: ClassVar[bool] = False
     #: whether it probes dependency trees (structural probes): it runs on head selection
     #: (task label ``"arcs"``) only, and its data carry each word's UPOS tag id in ``groups``
-    #: (punctuation), not its word type
+    #: (punctuation), not its word type, and the model's features unstandardised
     reads_trees: ClassVar[bool] = False
 
     @classmethod

@@ -524,7 +524,9 @@ def _check_heads(
     reader: _Reader, method: Method, task: Task | None, reps: list[Representation]
 ) -> None:
     """Head selection (task label ``"arcs"``) and the biaffine parsing probe go together: the
-    task needs the pareto method's biaffine family, the family needs the task's sentences."""
+    task needs the pareto method's biaffine family (or a method that reads its trees, the
+    structural probes), the family needs the task's sentences; a method that reads trees needs
+    the label on a treebank task (its other tasks are refused by its ``check_setup``)."""
     heads = task is not None and task.options.get("label") == ARC_HEADS
     parses = getattr(method, "family", None) == "biaffine"
     if method.reads_trees:  # structural probes: the trees of head selection
@@ -541,7 +543,8 @@ def _check_heads(
             f'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
             f"the {method.kind} method's probes give every row one class of a fixed set, "
             "while a word's candidate heads are the words of its own sentence, which only "
-            "the biaffine parsing probe scores",
+            "the biaffine parsing probe scores (structural probes of the trees: kind = "
+            '"structural")',
         )
     elif heads and not parses:
         reader.add(
