@@ -57,7 +57,7 @@ __all__ = [
 SCHEMA = "probemeter.structural-run/1"
 #: the tasks whose words have dependency trees
 TREE_TASKS = ("conllu", "ptb")
-#: the probe kinds, and the headline score of each
+#: the probe kinds
 _PROBES = ("distance", "depth")
 
 
@@ -194,20 +194,17 @@ class StructuralMethod(Method):
         figure.tight_layout()
         figure_files = figures.save(figure, run_dir / "structural")
         summaries = self.summaries(results)
-        tables = tuple(self.table(summaries, results, fmt) for fmt in ("text", "markdown", "latex"))
+        tables = (
+            self.table(summaries, results, "text"),
+            self.table(summaries, results, "markdown"),
+            self.table(summaries, results, "latex"),
+        )
         points = pd.concat(
             [f.to_frame() for result in results for f in _families(result).values()],
             ignore_index=True,
         )
         files = (run_dir / "results.json", *figure_files)
-        return write_run_files(
-            self,
-            run_dir,
-            tables,
-            files,
-            extra,
-            {"structural_points": points},  # type: ignore[arg-type]
-        )
+        return write_run_files(self, run_dir, tables, files, extra, {"structural_points": points})
 
     def table(
         self,
