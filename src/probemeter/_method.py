@@ -204,6 +204,10 @@ class Method(ABC):
     #: whether its units can keep their trained probes (``save_probes``): then their functions
     #: take ``keep_probes`` and, when it is true, return a ProbeSet under :data:`PROBES_ENTRY`
     keeps_probes: ClassVar[bool] = False
+    #: whether it probes dependency trees (structural probes): it runs on head selection
+    #: (task label ``"arcs"``) only, and its data carry each word's UPOS tag id in ``groups``
+    #: (punctuation), not its word type, and the model's features unstandardised
+    reads_trees: ClassVar[bool] = False
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:

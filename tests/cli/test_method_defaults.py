@@ -18,6 +18,7 @@ REQUIRED = {
     "pareto": {},
     "power": {"baseline": "pixels"},
     "switching": {},
+    "structural": {},
 }
 COMMANDS = {
     "curve": ["curve", "--train", "a.npz", "--epsilon", "0.25"],
@@ -26,6 +27,8 @@ COMMANDS = {
     "power": ["power", "--a", "a.npz"],
     "switching": ["switching", "a.npz"],
 }
+#: methods of experiment files only: structural probes need the trees of a conllu or ptb task
+EXPERIMENT_ONLY = {"structural"}
 #: options a command sets from its own inputs instead of a flag
 FIXED = {
     "mdl": {"control": True},
@@ -62,10 +65,13 @@ def test_experiment_file_defaults_are_the_dataclass_defaults(kind, tmp_path):
     cls = METHODS[kind]
     required = "\n".join(f"{key} = {_toml(value)}" for key, value in REQUIRED[kind].items())
     control = "control = true" if kind == "mdl" else ""
-    dataset = "ptb" if kind == "mdl" else "digits"
+    words = kind in ("mdl", "structural")
+    dataset = "ptb" if words else "digits"
     path = tmp_path / f"{kind}.toml"
     text = EXPERIMENT.format(dataset=dataset, kind=kind, required=required + "\n" + control)
-    if kind == "mdl":  # word representations of the text task
+    if kind == "structural":  # the trees of head selection
+        text = text.replace('dataset = "ptb"', 'dataset = "ptb"\nlabel = "arcs"')
+    if words:  # word representations of the text task
         text = text.replace('kind = "raw"', 'kind = "glove"').replace(
             'kind = "pca"\nn_components = 8', 'kind = "spacy"'
         )
@@ -77,7 +83,11 @@ def test_experiment_file_defaults_are_the_dataclass_defaults(kind, tmp_path):
             assert getattr(method, opt.name) == opt.default, opt.name
 
 
-@pytest.mark.parametrize("kind", sorted(METHODS))
+def test_every_method_has_a_command_or_is_of_experiment_files_only():
+    assert set(METHODS) == set(COMMANDS) | EXPERIMENT_ONLY
+
+
+@pytest.mark.parametrize("kind", sorted(COMMANDS))
 def test_command_line_defaults_are_the_dataclass_defaults(kind):
     cls = METHODS[kind]
     args = build_parser().parse_args(COMMANDS[kind])

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from probemeter._validation import check_scalar
+from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import Treebank
 from probemeter.datasets.dependency_control import dependency_control
@@ -35,6 +35,7 @@ def head_probe_data(
     *,
     name: str | None = None,
     standardize: bool = True,
+    groups: str = "types",
 ) -> ProbeData:
     """Per-word ``features`` of ``treebank`` labelled with each word's head, split by
     sentence: the words of ``test_mask`` (whole sentences) are the test set.
@@ -42,13 +43,18 @@ def head_probe_data(
     Labels are the treebank's heads, 1-based within the sentence and 0 for the root (the
     ROOT slot of the biaffine probe); ``n_classes`` is the longest sentence's length + 1 (the
     candidate positions); ``sentences_train``/``sentences_test`` hold each word's sentence id
-    and ``groups_train``/``groups_test`` its word type (:attr:`Treebank.word_type_ids`).
-    Features are standardised with the pool's statistics (``standardize``).
+    and ``groups_train``/``groups_test`` its word type (:attr:`Treebank.word_type_ids`, the
+    groups of the control task), or with ``groups="upos"`` its UPOS tag's index in
+    :data:`~probemeter.datasets.conll.UPOS_TAGS` (:attr:`Treebank.upos_ids`: structural
+    probes leave punctuation out of UUAS). Features are standardised with the pool's
+    statistics (``standardize``).
 
     Raises:
         ValueError: ``features`` not (n_words, d), ``test_mask`` not (n_words,) bool of whole
-            sentences or leaving no pool or no test sentence, a head outside its sentence.
+            sentences or leaving no pool or no test sentence, a head outside its sentence,
+            ``groups`` neither ``"types"`` nor ``"upos"``.
     """
+    one_of("types", "upos")(groups, "groups")
     X = np.asarray(features, dtype=np.float32)
     test = np.asarray(test_mask)
     if X.ndim != 2 or X.shape[0] != treebank.n_words:
@@ -73,7 +79,7 @@ def head_probe_data(
         mean = X[~test].mean(axis=0, dtype=np.float64)
         std = X[~test].std(axis=0, dtype=np.float64)
         X = ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
-    types = treebank.word_type_ids
+    types = treebank.word_type_ids if groups == "types" else treebank.upos_ids
     return ProbeData(
         X_train=np.ascontiguousarray(X[~test]),
         y_train=heads[~test],

@@ -25,7 +25,8 @@ Schema (every key not marked *required* has the default shown)::
     #                "xpos" | "deprel" | "feats:<Name>", e.g. "feats:Number" | "deprel-arcs":
     #                each arc's relation from the pair [dependent; head] | "arcs": each word's
     #                head, a word of its sentence or the ROOT slot -- unlabelled parsing, only
-    #                with method pareto, family = "biaffine", scored by UAS) -- a treebank's
+    #                with method pareto, family = "biaffine", scored by UAS, or method
+    #                structural, whose trees these heads are) -- a treebank's
     #                official split, never re-split: train is the pool, test the test set;
     #                one label vocabulary over all files (labels unseen in train reported);
     #                multiword tokens read as their words, empty nodes skipped
@@ -93,8 +94,10 @@ Schema (every key not marked *required* has the default shown)::
     #     layer count is read from the file's header
 
     [method]
-    kind = "curve"              # "curve" | "mdl" | "pareto" | "power"; task label "arcs" needs
-                                #   "pareto" with family = "biaffine" (and that family "arcs")
+    kind = "curve"              # "curve" | "mdl" | "pareto" | "power" | "switching" |
+                                #   "structural"; task label "arcs" needs "pareto" with
+                                #   family = "biaffine" (and that family "arcs"), or
+                                #   "structural" (which needs a conllu or ptb task with "arcs")
     # ... the method's options: each method's dataclass (probemeter.runs.methods.METHODS)
     #     declares every option once, with its default, check and help; the README's table
     #     is generated from them (python -m probemeter.runs.methods)
@@ -526,17 +529,27 @@ def _check_heads(
     reader: _Reader, method: Method, task: Task | None, reps: list[Representation]
 ) -> None:
     """Head selection (task label ``"arcs"``) and the biaffine parsing probe go together: the
-    task needs the pareto method's biaffine family, the family needs the task's sentences."""
+    task needs the pareto method's biaffine family (or a method that reads its trees, the
+    structural probes), the family needs the task's sentences; a method that reads trees needs
+    the label on a treebank task (its other tasks are refused by its ``check_setup``)."""
     heads = task is not None and task.options.get("label") == ARC_HEADS
     parses = getattr(method, "family", None) == "biaffine"
-    if heads and method.kind != "pareto":
+    if method.reads_trees:  # structural probes: the trees of head selection
+        if task is not None and task.dataset in ("conllu", "ptb") and not heads:
+            reader.add(
+                "task.label",
+                f"the {method.kind} method probes dependency trees: it needs label = "
+                f'"{ARC_HEADS}" (each word\'s head); got {task.options.get("label")!r}',
+            )
+    elif heads and method.kind != "pareto":
         reader.add(
             "method.kind",
             f'task label "{ARC_HEADS}" (each word\'s head, unlabelled parsing) runs with the '
             f'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
             f"the {method.kind} method's probes give every row one class of a fixed set, "
             "while a word's candidate heads are the words of its own sentence, which only "
-            "the biaffine parsing probe scores",
+            "the biaffine parsing probe scores (structural probes of the trees: kind = "
+            '"structural")',
         )
     elif heads and not parses:
         reader.add(
@@ -553,7 +566,7 @@ def _check_heads(
             f'"{ARC_HEADS}"; got '
             + ("no task" if task is None else f"dataset {task.dataset!r}, label {label!r}"),
         )
-    if heads:
+    if heads or method.reads_trees:
         for index, rep in enumerate(reps):
             if rep.kind == "npz":
                 reader.add(

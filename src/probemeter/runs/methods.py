@@ -13,12 +13,21 @@ from probemeter.mdl.method import MDLMethod
 from probemeter.mdl.switching_method import SwitchingMethod
 from probemeter.pareto.method import ParetoMethod
 from probemeter.power.method import PowerMethod
+from probemeter.structural.method import StructuralMethod
 
 __all__ = ["METHODS", "method_class", "options_markdown"]
 
 #: every method, by kind, in the order the docs list them
 METHODS: dict[str, type[Method]] = {
-    cls.kind: cls for cls in (CurveMethod, MDLMethod, ParetoMethod, PowerMethod, SwitchingMethod)
+    cls.kind: cls
+    for cls in (
+        CurveMethod,
+        MDLMethod,
+        ParetoMethod,
+        PowerMethod,
+        SwitchingMethod,
+        StructuralMethod,
+    )
 }
 
 

@@ -281,7 +281,9 @@ def prepare_data(
     random_state = experiment.run.random_state
     inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
     cache = None if cache_dir is None else FeatureCache(cache_dir)
-    build = _Build(random_state, cache, experiment.run.device, progress)
+    build = _Build(
+        random_state, cache, experiment.run.device, progress, experiment.method.reads_trees
+    )
     datasets, problems = {}, []
     for index, rep in enumerate(experiment.representations):
         where = f"representations[{index}]"
@@ -307,6 +309,9 @@ class _Build:
     cache: FeatureCache | None
     device: str
     progress: bool
+    #: head-selection data for a method that reads trees
+    #: (:attr:`~probemeter._method.Method.reads_trees`): :func:`_tree_arguments`
+    trees: bool = False
 
 
 @dataclass
@@ -581,12 +586,14 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         if inputs.edges is not None:
             return _edge_data(inputs.edges, sentences, features, options, rep.name)
         if inputs.splits is not None:  # the official split
-            return _official_split(inputs.splits, features, options["label"], rep.name)
+            return _official_split(inputs.splits, features, options["label"], rep.name, build.trees)
         if options["label"] == ARC_HEADS:
             test = sentence_test_mask(
                 inputs.treebank, float(options["test_size"]), build.random_state
             )
-            return head_probe_data(inputs.treebank, features, test, name=rep.name)
+            return head_probe_data(
+                inputs.treebank, features, test, name=rep.name, **_tree_arguments(build.trees)
+            )
         return probe_data(
             inputs.treebank,
             features,
@@ -604,6 +611,8 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
     }
+    if build.trees:  # only then: the keys of other data stay as before, so they stay valid
+        key["trees"] = _tree_arguments(True)
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
 
@@ -632,14 +641,17 @@ def _edge_data(
 
 
 def _official_split(
-    splits: TreebankSplits, features: np.ndarray, label: str, name: str
+    splits: TreebankSplits, features: np.ndarray, label: str, name: str, trees: bool
 ) -> ProbeData:
     """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
     per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
     data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type),
-    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`)."""
+    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`; for a method
+    that reads ``trees``, as :func:`_tree_arguments` says)."""
     if label == ARC_HEADS:
-        return head_probe_data(splits.combined, features, splits.test_mask, name=name)
+        return head_probe_data(
+            splits.combined, features, splits.test_mask, name=name, **_tree_arguments(trees)
+        )
     if label != ARC_LABELS:
         return splits.probe_data(features, label, name=name)
     from probemeter.pareto.sweeps import treebank_tasks
@@ -649,6 +661,18 @@ def _official_split(
         splits.combined, features, splits.test_mask, name=name, relations=relations
     )
     return replace(arcs, name=name)
+
+
+def _tree_arguments(trees: bool) -> dict[str, Any]:
+    """How :func:`head_probe_data` lays out head selection: for the pareto method's parser,
+    word types as groups (its control task) and standardised features; for a method that
+    reads ``trees`` (structural probes), UPOS tag ids as groups (punctuation is left out of
+    UUAS) and the model's features as they are, as Hewitt & Manning probe them (§3: the
+    depth probe's ‖Bᵀh‖² measures from the origin of the model's space, which centring would
+    move to the mean word)."""
+    if trees:
+        return {"groups": "upos", "standardize": False}
+    return {"groups": "types", "standardize": True}
 
 
 def _mix_layers(rep: Representation) -> tuple[int, ...] | None:

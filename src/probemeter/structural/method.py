@@ -1,0 +1,394 @@
+"""The ``structural`` method: distance and depth structural probes of every representation
+(Hewitt & Manning 2019, *A Structural Probe for Finding Syntax in Word Representations*), run
+from an experiment file (``[method] kind = "structural"``).
+
+The task is head selection (``[task] label = "arcs"`` of a ``conllu`` or ``ptb`` task): its
+data carry each word's head and sentence, and, for this method, each word's UPOS tag in
+``groups`` and the model's features as they are, not standardised
+(:func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"`` and
+``standardize=False``: Hewitt & Manning probe the raw hidden states, and the depth probe
+measures from their origin), from which :func:`probe_trees` rebuilds the trees, their
+punctuation marks (left out of UUAS and root accuracy, §3.1) and the task's sentence split
+(its pool and test sentences).
+
+One stored unit per representation: a :class:`~probemeter.structural.family.StructuralFamily`
+per probe kind (every rank × seed, trained on the pool, scored on the test sentences), and the
+per-seed test correctness of the headline probes at their best rank (each gold edge found by
+the minimum spanning tree, or each sentence's root found), so that McNemar's test can compare
+layers. The best rank is the one with the highest mean test UUAS (root accuracy), as in
+Hewitt & Manning's rank study (§4, Figure 4) and :class:`~probemeter.structural.StructuralLayers`.
+
+The run folder gets ``results.json`` (schema ``probemeter.structural-run/1``; codelengths in
+nats), ``table.md`` / ``table.tex`` (per representation: UUAS and DSpr. of the distance probe,
+root accuracy and NSpr. of the depth probe, each with its range over seeds, at the best rank)
+and ``structural.png`` (UUAS and root accuracy against rank, one line per representation);
+a layer sweep also gets the layer table and figure (:mod:`probemeter.runs.layers`) of UUAS,
+DSpr., root accuracy and NSpr. against layer.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from probemeter import _validation as valid
+from probemeter._figures import FigureOptions
+from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option, write_run_files
+from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
+from probemeter.data import ProbeData
+from probemeter.structural.trees import PUNCTUATION_TAGS, TreeData
+
+__all__ = [
+    "SCHEMA",
+    "TREE_TASKS",
+    "StructuralMethod",
+    "best_rank",
+    "probe_trees",
+    "structural_unit",
+    "test_correctness",
+]
+
+#: the schema of a structural run's ``results.json``
+SCHEMA = "probemeter.structural-run/1"
+#: the tasks whose words have dependency trees
+TREE_TASKS = ("conllu", "ptb")
+#: the probe kinds
+_PROBES = ("distance", "depth")
+
+
+def _probes(value: Any) -> str | None:
+    if (
+        not isinstance(value, (list, tuple))
+        or not value
+        or any(item not in _PROBES for item in value)
+        or len(set(value)) != len(value)
+    ):
+        return (
+            f'must be a non-empty list of distinct probe kinds ("distance", "depth"); got {value!r}'
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class StructuralMethod(Method):
+    """``[method] kind = "structural"``: distance and depth structural probes over ranks and
+    seeds, Hewitt & Manning (2019)."""
+
+    probes: tuple[str, ...] = option(
+        _PROBES,
+        check=valid.Check(_probes),
+        help='"distance" (UUAS, DSpr.) and/or "depth" (root accuracy, NSpr.) probes',
+    )
+    ranks: tuple[int, ...] = option(
+        (1, 2, 4, 8, 16, 32, 64),
+        check=valid.integer_list(1, distinct=True, non_empty=True),
+        help="probe ranks r (B is d x r); each probe kind reports its best rank",
+    )
+    seeds: int = option(1, check=valid.integer(1), help="seeds per rank (initial B, batch order)")
+    epochs: int = option(
+        30, check=valid.integer(1), help="passes over the pool sentences (fixed, no early stop)"
+    )
+    batch_size: int = option(20, check=valid.integer(1), help="sentences per minibatch")
+    lr: float = option(1e-3, check=valid.positive(), help="Adam learning rate")
+
+    kind = "structural"
+    #: its head-selection data carry each word's UPOS tag id in ``groups`` (for punctuation)
+    reads_trees: ClassVar[bool] = True
+    summary = "Hewitt & Manning: structural probes (UUAS, DSpr., root accuracy, NSpr.) by rank"
+
+    @property
+    def accuracy_name(self) -> str:
+        """``"UUAS"`` (distance probes) or ``"root accuracy"`` (depth probes only)."""
+        return "UUAS" if self.probes[0] == "distance" else "root accuracy"
+
+    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        """Only tasks of dependency trees (``conllu``, ``ptb``)."""
+        if task not in TREE_TASKS:
+            shown = "no task" if task is None else f"dataset {task!r}"
+            return [
+                (
+                    "task.dataset",
+                    f"the structural method probes dependency trees: it needs a conllu or ptb "
+                    f'task with label = "arcs"; got {shown}',
+                )
+            ]
+        return []
+
+    def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
+        return self.per_representation(datasets, structural_unit, context.keywords("random_state"))
+
+    def headlines(self) -> tuple[Headline, ...]:
+        """UUAS and DSpr. (distance probes), root accuracy and NSpr. (depth probes), all
+        higher-is-better, at each kind's best rank; the first probe kind's score ranks."""
+        found = {
+            "distance": (
+                Headline("uuas", "UUAS", "higher", "UUAS / root accuracy"),
+                Headline("dspr", "DSpr.", "higher", "Spearman (lengths 5-50)"),
+            ),
+            "depth": (
+                Headline("root_accuracy", "root accuracy", "higher", "UUAS / root accuracy", True),
+                Headline("nspr", "NSpr.", "higher", "Spearman (lengths 5-50)", True),
+            ),
+        }
+        return tuple(headline for kind in self.probes for headline in found[kind])
+
+    def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
+        """Per representation: each headline over seeds at its probe kind's best rank, and the
+        first probe kind's test score (UUAS or root accuracy) with its per-seed correctness."""
+        found = {}
+        for result in results:
+            families = _families(result)
+            estimates = {}
+            for target, family in families.items():
+                rank = best_rank(family)
+                rows = family.points[family.points["rank"] == rank]
+                score, spearman = (
+                    ("uuas", "dspr") if target == "distance" else ("root_accuracy", "nspr")
+                )
+                estimates[score] = Estimate.over_seeds(rows[family.metric].tolist())
+                estimates[spearman] = Estimate.over_seeds(rows["spearman"].tolist())
+            correctness = SeedCorrectness.from_dict(result["correctness"])
+            first = families[self.probes[0]].metric
+            found[str(result["name"])] = Summary(
+                estimates, estimates[first], correctness, (), None, None
+            )
+        return found
+
+    def finish(
+        self,
+        results: Sequence[Mapping[str, Any]],
+        run_dir: Path,
+        extra: dict[str, Any],
+        figures: FigureOptions,
+    ) -> MethodRun:
+        import matplotlib.pyplot as plt
+        import pandas as pd
+
+        from probemeter._io import environment, write_json_atomic
+
+        write_json_atomic(
+            run_dir / "results.json",
+            {
+                "schema": SCHEMA,
+                "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+                "versions": environment(),
+                "unit": "nats",
+                "representations": [dict(result) for result in results],
+                "run": extra,
+            },
+        )
+        figure, axes = plt.subplots(
+            1, len(self.probes), figsize=(4.5 * len(self.probes), 3.5), squeeze=False
+        )
+        for ax, target in zip(axes[0], self.probes):
+            for result in results:
+                family = _families(result)[target]
+                family.plot(ax, label=family.name)
+            ax.set_title(f"{target} probes (test sentences)")
+            ax.legend(frameon=False, fontsize="small")
+        figure.tight_layout()
+        figure_files = figures.save(figure, run_dir / "structural")
+        summaries = self.summaries(results)
+        tables = (
+            self.table(summaries, results, "text"),
+            self.table(summaries, results, "markdown"),
+            self.table(summaries, results, "latex"),
+        )
+        points = pd.concat(
+            [f.to_frame() for result in results for f in _families(result).values()],
+            ignore_index=True,
+        )
+        files = (run_dir / "results.json", *figure_files)
+        return write_run_files(self, run_dir, tables, files, extra, {"structural_points": points})
+
+    def table(
+        self,
+        summaries: Mapping[str, Summary],
+        results: Sequence[Mapping[str, Any]],
+        fmt: str = "markdown",
+    ) -> str:
+        """One row per representation: every headline with its range over seeds (at the best
+        rank), and each probe kind's best rank, in ``fmt``
+        (:func:`probemeter._tables.render_table`)."""
+        from probemeter._tables import render_table
+
+        headlines = self.headlines()
+        header = ["representation"]
+        for target in self.probes:
+            header += [h.label for h in headlines if _kind(h) == target] + [f"{target} rank"]
+        rows = []
+        for result in results:
+            name = str(result["name"])
+            families = _families(result)
+            row = [name]
+            for target in self.probes:
+                row += [
+                    summaries[name].estimates[h.name].format()
+                    for h in headlines
+                    if _kind(h) == target
+                ]
+                row.append(str(best_rank(families[target])))
+            rows.append(row)
+        return render_table(header, rows, fmt, align="l" + "r" * (len(header) - 1))
+
+
+def _kind(headline: Headline) -> str:
+    """The probe kind a headline measures."""
+    return "distance" if headline.name in ("uuas", "dspr") else "depth"
+
+
+def _families(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A unit's families, by probe kind, in the order the method lists them."""
+    from probemeter.structural.family import StructuralFamily
+
+    found = {}
+    for target, payload in result["families"].items():
+        family = StructuralFamily.from_dict(payload)
+        scores = [column for column in family.points.columns if column not in ("rank", "seed")]
+        points = family.points.astype(dict.fromkeys(scores, "float64"))  # JSON null: NaN
+        found[target] = replace(family, points=points)
+    return found
+
+
+def _family_json(family: Any) -> dict[str, Any]:
+    """A family as JSON for the run's store, whose values are finite: NaN scores (root
+    accuracy of a distance probe, a Spearman with no sentence of length 5-50) as null."""
+    payload = family.to_dict()
+    payload["points"] = {
+        column: [None if isinstance(v, float) and not np.isfinite(v) else v for v in values]
+        for column, values in payload["points"].items()
+    }
+    return payload
+
+
+def best_rank(family: Any) -> int:
+    """The rank whose mean headline score (UUAS, root accuracy) over the seeds that have one
+    is highest, averaged as :meth:`~probemeter.structural.family.StructuralFamily.summary`
+    does (the lowest such rank on ties); a rank without any score (NaN: no sentence was
+    scored) is chosen only when no rank has one."""
+    means = family.points.groupby("rank")[family.metric].mean()
+    finite = means[np.isfinite(means)]
+    return int((finite if not finite.empty else means).idxmax())
+
+
+def probe_trees(data: ProbeData) -> tuple[np.ndarray, TreeData, np.ndarray, np.ndarray]:
+    """The per-word features, trees and sentence split of head-selection data whose groups
+    are UPOS tag ids (:func:`~probemeter.datasets.arcs.head_probe_data` with
+    ``groups="upos"``): (features (n_words, d) with the sentences in the order of their ids,
+    the trees with words tagged ``PUNCT`` marked as punctuation, pool sentence indices, test
+    sentence indices).
+
+    Raises:
+        ValueError: data without sentence ids or UPOS groups (not a tree task's data).
+    """
+    from probemeter.datasets.conll import UPOS_TAGS
+
+    parts = (data.sentences_train, data.sentences_test, data.groups_train, data.groups_test)
+    if any(part is None for part in parts):
+        raise ValueError(
+            f"{data.name!r} has no sentences and UPOS tags: structural probes need the data of "
+            'a conllu or ptb task with label = "arcs"'
+        )
+    ids = np.concatenate([data.sentences_train, data.sentences_test])
+    order = np.argsort(ids, kind="stable")  # every sentence's words stay in word order
+    ids = ids[order]
+    features = np.concatenate([np.asarray(data.X_train), np.asarray(data.X_test)])[order]
+    heads = np.concatenate([data.y_train, data.y_test])[order]
+    punctuation = {UPOS_TAGS.index(tag) for tag in PUNCTUATION_TAGS}
+    tags = np.isin(np.concatenate([data.groups_train, data.groups_test])[order], list(punctuation))
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
+    ends = [*starts[1:].tolist(), ids.size]
+    trees = TreeData(
+        heads=tuple(tuple(heads[a:b].tolist()) for a, b in zip(starts, ends)),
+        punctuation=tuple(tuple(tags[a:b].tolist()) for a, b in zip(starts, ends)),
+        source=data.name,
+    )
+    sentence_ids = ids[starts]
+    pool = np.searchsorted(sentence_ids, np.unique(data.sentences_train))
+    test = np.searchsorted(sentence_ids, np.unique(data.sentences_test))
+    return features, trees, pool, test
+
+
+def test_correctness(
+    family: Any, features: np.ndarray, trees: TreeData, test: np.ndarray
+) -> SeedCorrectness:
+    """Per seed, at the family's :func:`best_rank`, which test items its probes got right:
+    for distance probes each gold edge between non-punctuation words (found by the minimum
+    spanning tree of the predicted distances, Hewitt & Manning §3.1), for depth probes each
+    scored sentence's root; their means are the seeds' UUAS and root accuracy."""
+    from probemeter.structural.evaluation import minimum_spanning_edges, root_correct, tree_edges
+    from probemeter.structural.scoring import predict_sentences
+
+    rank = best_rank(family)
+    chosen = np.flatnonzero(family.points["rank"].to_numpy() == rank)
+    seeds, correct = [], []
+    items: list[int] = []
+    for number, row in enumerate(chosen):
+        predicted = predict_sentences(
+            family.projections[row], features, trees, family.target, test
+        ).predicted
+        flags: list[bool] = []
+        for sentence, values in zip(test.tolist(), predicted):
+            heads, marks = trees.heads[sentence], np.asarray(trees.punctuation[sentence])
+            if family.target == "depth":
+                found = root_correct(values, heads, marks)
+                if found is not None:
+                    flags.append(found)
+                    items += [sentence, heads.index(0)] if number == 0 else []
+                continue
+            words = np.flatnonzero(~marks)
+            gold = sorted(tree_edges(heads, ~marks))
+            spanning = (
+                minimum_spanning_edges(values[np.ix_(words, words)]) if words.size > 1 else set()
+            )
+            edges = {(int(words[i]), int(words[j])) for i, j in spanning}
+            flags += [edge in edges for edge in gold]
+            if number == 0:
+                items += [value for edge in gold for value in (sentence, *edge)]
+        seeds.append(int(family.points["seed"].iloc[row]))
+        correct.append(np.asarray(flags, dtype=bool))
+    return SeedCorrectness(
+        tuple(seeds), tuple(correct), labels_digest(np.asarray(items)), family.n_pool
+    )
+
+
+def structural_unit(
+    data: ProbeData, *, method: StructuralMethod, random_state: int
+) -> dict[str, Any]:
+    """Every probe kind's :class:`~probemeter.structural.family.StructuralFamily` of ``data``
+    (trained on the task's pool sentences, scored on its test sentences) and the first kind's
+    per-seed test correctness at its best rank (:func:`test_correctness`), as JSON;
+    ``random_state`` seeds initial weights and minibatch orders."""
+    from probemeter.structural.family import structural_probes
+    from probemeter.structural.training import StructuralTraining
+
+    features, trees, pool, test = probe_trees(data)
+    config = StructuralTraining(
+        epochs=method.epochs, batch_size=method.batch_size, lr=method.lr, random_state=random_state
+    )
+    families = {
+        target: structural_probes(
+            features,
+            trees,
+            target,
+            ranks=method.ranks,
+            seeds=method.seeds,
+            split=(pool, test),
+            config=config,
+            name=data.name,
+        )
+        for target in method.probes
+    }
+    correctness = test_correctness(families[method.probes[0]], features, trees, test)
+    return {
+        "name": data.name,
+        "families": {target: _family_json(family) for target, family in families.items()},
+        "correctness": correctness.to_dict(),
+        "n_words": trees.n_words,
+        "n_features": int(features.shape[1]),
+    }

