@@ -85,7 +85,7 @@ SMALL_TIMESTEPS = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.0)
 
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", choices=["digits", "fashion", "minilm"])
+    parser.add_argument("dataset", choices=["digits", "digits-embeddings", "fashion", "minilm"])
     parser.add_argument(
         "--families",
         nargs="+",
@@ -113,6 +113,11 @@ def _representations(args: argparse.Namespace) -> tuple[dict[str, ProbeData], st
     """The representations to compare and a note on the data."""
     if args.dataset == "digits":
         return digits_representations(), "scikit-learn digits (8x8 images, 10 classes)"
+    if args.dataset == "digits-embeddings":
+        return _digits_embeddings(), (
+            "scikit-learn digits (10 classes): pixels against 2-d nonlinear embeddings of the "
+            "images, fitted without labels"
+        )
     if args.dataset == "fashion":
         pixels = fashion_mnist(n_train=args.n_train, n_test=2000, name="pixels")
         views = {"pixels": pixels}
@@ -123,6 +128,35 @@ def _representations(args: argparse.Namespace) -> tuple[dict[str, ProbeData], st
             )
         return views, f"Fashion-MNIST, {args.n_train} training images, 10 classes"
     return _minilm(args)
+
+
+def _digits_embeddings() -> dict[str, ProbeData]:
+    """Digits pixels (64-d), their PCA to 8 and to 2 dimensions (fitted on the pool, as in
+    :func:`digits_representations`) and two 2-d nonlinear embeddings of the same images, fitted
+    without labels: Isomap (10 neighbours) fitted on the pool, the test images mapped by its
+    out-of-sample transform; t-SNE (perplexity 30) of pool and test images together, which
+    has no out-of-sample map (transductive, as a representation of the inputs the receiver
+    already holds). Same pool/test split as :func:`digits_representations`."""
+    from sklearn.datasets import load_digits
+    from sklearn.manifold import TSNE, Isomap
+
+    from probemeter.datasets.digits import digits_split
+
+    images, labels = load_digits(return_X_y=True)
+    train, test = digits_split()
+    isomap = Isomap(n_neighbors=10, n_components=2).fit(images[train])
+    tsne = TSNE(2, perplexity=30.0, init="pca", random_state=0).fit_transform(images)
+    views = {
+        "pixels": (images[train], images[test]),
+        "pca-8": project("pca", 8, images[train], images[test]),
+        "pca-2": project("pca", 2, images[train], images[test]),
+        "isomap-2": (isomap.transform(images[train]), isomap.transform(images[test])),
+        "tsne-2": (tsne[train], tsne[test]),
+    }
+    return {
+        name: ProbeData.from_arrays(pool, labels[train], held, labels[test], name=name)
+        for name, (pool, held) in views.items()
+    }
 
 
 def _minilm(args: argparse.Namespace) -> tuple[dict[str, ProbeData], str]:
