@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from probemeter.cli._feature_files import feature_names, load_probe_data
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
@@ -61,33 +62,6 @@ def add_mdl_command(commands: Any) -> None:
     parser.set_defaults(handler=run_mdl)
 
 
-def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -> Any:
-
-    from probemeter.data import ProbeData
-    from probemeter.feature_files import load_array, load_features
-
-    X, y = load_features(path)
-    group_ids = None
-    if groups is not None:
-        try:
-            group_ids = load_array(groups) if groups.endswith(".npy") else load_array(path, groups)
-        except ValueError as error:
-            raise ValueError(f"--groups {groups!r}: {error}") from None
-        if len(group_ids) != len(y):
-            raise ValueError(
-                f"--groups has {len(group_ids)} ids but {str(path)!r} has {len(y)} rows"
-            )
-    return ProbeData.from_arrays(
-        X,
-        y,
-        groups=group_ids,
-        test_size=args.test_size,
-        random_state=args.random_state,
-        name=name,
-        labels=args.labels,
-    )
-
-
 def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
     from probemeter._exports import export_frames
@@ -95,12 +69,12 @@ def run_mdl(args: argparse.Namespace) -> int:
     from probemeter.mdl.method import entry_from_dict, mdl_unit
     from probemeter.mdl.table import mdl_figure, mdl_frames, mdl_table, save_mdl_results
 
-    names = args.name or [path.stem for path in args.features]
-    if len(names) != len(args.features):
-        raise ValueError(f"give one --name per features file ({len(args.features)})")
+    names = feature_names(args.features, args.name)
     method = method_from_args(MDLMethod, args, fixed={"control": args.groups is not None})
     # every file is read and the output folder proven writable before any probe is trained
-    datasets = [_load(path, args.groups, args, name) for name, path in zip(names, args.features)]
+    datasets = [
+        load_probe_data(path, args, name, args.groups) for name, path in zip(names, args.features)
+    ]
     figures = figure_options(args)
     formats = export_option(args)
     writable_folder(args.out, "--out")

@@ -15,6 +15,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from probemeter.cli._feature_files import feature_names, load_probe_data
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
@@ -25,7 +26,6 @@ from probemeter.cli._options import (
     figure_options,
     method_from_args,
 )
-from probemeter.cli.mdl import _load
 from probemeter.mdl.switching_method import SwitchingMethod
 
 __all__ = ["add_switching_command"]
@@ -63,12 +63,10 @@ def run_switching(args: argparse.Namespace) -> int:
     from probemeter._io import writable_folder
     from probemeter.mdl.switching_method import switching_unit
 
-    names = args.name or [path.stem for path in args.features]
-    if len(names) != len(args.features):
-        raise ValueError(f"give one --name per features file ({len(args.features)})")
+    names = feature_names(args.features, args.name)
     method = method_from_args(SwitchingMethod, args)
     # every file is read and the output folder proven writable before any probe is trained
-    datasets = [_load(path, None, args, name) for name, path in zip(names, args.features)]
+    datasets = [load_probe_data(path, args, name) for name, path in zip(names, args.features)]
     writable_folder(args.out, "--out")
     results = [
         switching_unit(
