@@ -115,8 +115,8 @@ def _representations(args: argparse.Namespace) -> tuple[dict[str, ProbeData], st
         return digits_representations(), "scikit-learn digits (8x8 images, 10 classes)"
     if args.dataset == "digits-embeddings":
         return _digits_embeddings(), (
-            "scikit-learn digits (10 classes): pixels against 2-d nonlinear embeddings of the "
-            "images, fitted without labels"
+            "scikit-learn digits (10 classes): pixels, their PCA to 8 and 2 dimensions, and 2-d "
+            "nonlinear embeddings of the images (Isomap, t-SNE) fitted without labels"
         )
     if args.dataset == "fashion":
         pixels = fashion_mnist(n_train=args.n_train, n_test=2000, name="pixels")
@@ -215,6 +215,32 @@ def _table(codes: dict[str, SwitchingCode]) -> str:
     return "\n".join(lines)
 
 
+def _verb(families: list[str]) -> str:
+    return f"{', '.join(families)} prefer{'s' if len(families) == 1 else ''}"
+
+
+def _disagreements(codes: dict[str, SwitchingCode]) -> str:
+    """Markdown lines: every pair of representations that two families rank in opposite
+    orders (by mean online codelength), and the order of the switching code."""
+    families = next(iter(codes.values())).families
+    totals = {name: code.summary_table()["bits"] for name, code in codes.items()}
+    lines = []
+    names = list(codes)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            prefer_a = [f for f in families if totals[a][f] < totals[b][f]]
+            prefer_b = [f for f in families if totals[b][f] < totals[a][f]]
+            if prefer_a and prefer_b:
+                switching = a if totals[a]["switching"] < totals[b]["switching"] else b
+                lines.append(
+                    f"- {a} vs {b}: {_verb(prefer_a)} {a}; {_verb(prefer_b)} {b}; "
+                    f"the switching code prefers {switching}"
+                )
+    if not lines:
+        return "No two families rank any pair of representations in opposite orders."
+    return "Families that rank representations in opposite orders:\n\n" + "\n".join(lines)
+
+
 def main() -> None:
     args = _arguments()
     started, cpu_started = time.perf_counter(), time.process_time()
@@ -249,7 +275,8 @@ def main() -> None:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"switching_{args.dataset}"
-    write_text_atomic(stem.with_suffix(".md"), header + _table(codes) + "\n")
+    report = f"{header}{_table(codes)}\n\n{_disagreements(codes)}\n"
+    write_text_atomic(stem.with_suffix(".md"), report)
     write_json_atomic(
         stem.with_suffix(".json"),
         {
@@ -259,7 +286,7 @@ def main() -> None:
         },
     )
     FigureOptions().save(_figure(codes), stem)
-    print(header + _table(codes))
+    print(report)
 
 
 def _figure(codes: dict[str, SwitchingCode]) -> object:

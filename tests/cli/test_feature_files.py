@@ -61,3 +61,15 @@ def test_group_ids_must_be_one_per_row(features, tmp_path):
         load_probe_data(features, _args(), "layer", groups=str(tmp_path / "short.npy"))
     with pytest.raises(ValueError, match="--groups 'missing'"):
         load_probe_data(features, _args(), "layer", groups="missing")
+
+
+def test_mdl_and_switching_take_feature_files_alike():
+    from probemeter.cli.main import build_parser
+
+    parser = build_parser()
+    for command in ("mdl", "switching"):
+        args = parser.parse_args([command, "a.npz", "b.pt", "--name", "x", "--name", "y"])
+        assert args.features == [Path("a.npz"), Path("b.pt")] and args.name == ["x", "y"]
+        assert (args.test_size, args.labels) == (0.2, "indices")
+        args = parser.parse_args([command, "a.npz", "--test-size", "0.5", "--labels", "encode"])
+        assert (args.test_size, args.labels) == (0.5, "encode")

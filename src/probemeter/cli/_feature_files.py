@@ -6,12 +6,28 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from probemeter.data import ProbeData
 
-__all__ = ["feature_names", "load_probe_data"]
+__all__ = ["add_feature_file_arguments", "feature_names", "load_probe_data"]
+
+
+def add_feature_file_arguments(parser: argparse.ArgumentParser | Any) -> None:
+    """The representations of a command: one or more ``features`` files, ``--name`` (one per
+    file), ``--test-size`` (the test fraction split from each) and ``--labels``."""
+    from probemeter.cli._options import add_labels_option
+
+    parser.add_argument(
+        "features",
+        type=Path,
+        nargs="+",
+        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
+    )
+    parser.add_argument("--name", action="append", help="one name per features file")
+    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
+    add_labels_option(parser)
 
 
 def feature_names(paths: Sequence[Path], names: Sequence[str] | None) -> list[str]:

@@ -15,11 +15,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._feature_files import feature_names, load_probe_data
+from probemeter.cli._feature_files import (
+    add_feature_file_arguments,
+    feature_names,
+    load_probe_data,
+)
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
-    add_labels_option,
     add_method_options,
     add_run_options,
     export_option,
@@ -36,18 +39,10 @@ _log = logging.getLogger(__name__)
 def add_mdl_command(commands: Any) -> None:
     """Register the ``mdl`` sub-command on an ``argparse`` sub-parsers object."""
     parser = commands.add_parser("mdl", help="MDL probing (online/variational codes, controls)")
-    parser.add_argument(
-        "features",
-        type=Path,
-        nargs="+",
-        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
-    )
-    parser.add_argument("--name", action="append", help="one name per features file")
+    add_feature_file_arguments(parser)
     parser.add_argument(
         "--groups", help="word-type ids: an array name in each .npz or a .npy file (one file)"
     )
-    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
-    add_labels_option(parser)
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
     add_run_options(parser, memory=True)

@@ -15,11 +15,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from probemeter.cli._feature_files import feature_names, load_probe_data
+from probemeter.cli._feature_files import (
+    add_feature_file_arguments,
+    feature_names,
+    load_probe_data,
+)
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
-    add_labels_option,
     add_method_options,
     add_run_options,
     export_option,
@@ -38,15 +41,7 @@ def add_switching_command(commands: Any) -> None:
     parser = commands.add_parser(
         "switching", help="switching code over probe families (online codes, bits)"
     )
-    parser.add_argument(
-        "features",
-        type=Path,
-        nargs="+",
-        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
-    )
-    parser.add_argument("--name", action="append", help="one name per features file")
-    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
-    add_labels_option(parser)
+    add_feature_file_arguments(parser)
     add_method_options(parser, SwitchingMethod)
     add_run_options(parser, memory=True)
     add_figure_options(parser)
