@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
+
+if TYPE_CHECKING:
+    from probemeter.training.config import TrainingConfig
 
 __all__ = [
     "PAPER_TIMESTEPS",
@@ -127,9 +130,10 @@ def online_option(name: str) -> Any:
 
 class OnlineCodeMethod(Method):
     """Base of the methods that train online codes (Voita & Titov §2.2.2, eq. 4); their
-    dataclasses declare the fields ``timesteps``, ``batch_size``, ``lr``, ``max_epochs`` and
-    ``stopping_set`` with :func:`online_option`."""
+    dataclasses declare the fields ``seeds``, ``timesteps``, ``batch_size``, ``lr``,
+    ``max_epochs`` and ``stopping_set`` with :func:`online_option`."""
 
+    seeds: int
     timesteps: tuple[float, ...]
     batch_size: int
     lr: float
@@ -141,7 +145,7 @@ class OnlineCodeMethod(Method):
         ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
         return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
 
-    def training(self) -> Any:
+    def training(self) -> TrainingConfig:
         """The :class:`~probemeter.training.config.TrainingConfig` of the online codes' probes:
         §3.1's protocol (:func:`~probemeter.mdl.online.paper_training`) with this method's
         ``batch_size``, ``lr`` and ``max_epochs``."""
