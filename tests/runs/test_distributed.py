@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from experiment_files import PIXELS, digits_experiment, pca
 
 from probemeter.cli.main import main
 from probemeter.curves import curve as curve_module
@@ -27,35 +28,19 @@ from probemeter.runs.store import ResultStore, Unit
 #: end-to-end: real models, worker processes or a Ray cluster (pytest -m 'not slow' skips)
 pytestmark = pytest.mark.slow
 
-EXPERIMENT = """
-[run]
-name = "{name}"
-
-[task]
-dataset = "digits"
-
-[[representations]]
-name = "pixels"
-kind = "raw"
-
-[[representations]]
-name = "pca-8"
-kind = "pca"
-n_components = 8
-
-[[representations]]
-name = "pca-16"
-kind = "pca"
-n_components = 16
-
-[method]
-epsilon = 0.3
+#: the curve method of every experiment here, with {steps} training steps
+CURVE = """epsilon = 0.3
 probe = [16]
 seeds = 2
 steps = {steps}
 lr = 1e-2
-sizes = [20, 100, 400]
-"""
+sizes = [20, 100, 400]"""
+
+
+def _text(name: str, steps: int, run: str = "") -> str:
+    """The experiment: digits pixels, pca-8 and pca-16 with :data:`CURVE`."""
+    return digits_experiment(CURVE.format(steps=steps), name, (PIXELS, pca(8), pca(16)), run)
+
 
 #: training steps of the kill test: long enough (seconds per unit) to kill a task mid-way
 STEPS = 300
@@ -82,7 +67,7 @@ def local_units(tmp_path_factory):
 
 def _experiment(folder: Path, name: str, steps: int):
     path = folder / f"{name}.toml"
-    path.write_text(EXPERIMENT.format(name=name, steps=steps))
+    path.write_text(_text(name, steps))
     return load_experiment(path)
 
 
@@ -98,7 +83,7 @@ def _points(results: dict) -> dict:
 @pytest.mark.ray
 def test_ray_results_equal_the_local_backend_bit_for_bit(tmp_path, ray_cluster, local_units):
     path = tmp_path / "exp.toml"
-    path.write_text(EXPERIMENT.format(name="exp", steps=STEPS))
+    path.write_text(_text("exp", STEPS))
     command = ["run", str(path), "--out", str(tmp_path), "--no-progress", "--backend", "ray"]
     assert main(command) == 0
     remote = _stored_results(tmp_path / "exp")
@@ -112,8 +97,7 @@ def test_ray_results_equal_the_local_backend_bit_for_bit(tmp_path, ray_cluster, 
 @pytest.mark.ray
 def test_probes_kept_by_ray_tasks_come_back_to_the_driver(tmp_path, ray_cluster, local_units):
     path = tmp_path / "exp.toml"
-    text = EXPERIMENT.format(name="exp", steps=STEPS)
-    path.write_text(text.replace('name = "exp"', 'name = "exp"\nsave_probes = true'))
+    path.write_text(_text("exp", STEPS, run="save_probes = true\n"))
     command = ["run", str(path), "--out", str(tmp_path), "--no-progress", "--backend", "ray"]
     assert main(command) == 0
     remote = _stored_results(tmp_path / "exp")
@@ -266,7 +250,7 @@ def test_max_memory_reaches_the_engine(tmp_path, monkeypatch):
 
     monkeypatch.setattr(curve_module, "fit_evaluate", spy)
     path = tmp_path / "exp.toml"
-    path.write_text(EXPERIMENT.format(name="exp", steps=5))
+    path.write_text(_text("exp", 5))
     command = ["run", str(path), "--out", str(tmp_path), "--no-progress", "--n-jobs", "1"]
     assert main([*command, "--max-memory", "0.25"]) == 0
     assert budgets == [0.25, 0.25, 0.25]
@@ -288,7 +272,7 @@ def test_max_memory_reaches_the_engine(tmp_path, monkeypatch):
 )
 def test_bad_backend_options_are_one_clear_line(tmp_path, capsys, flags, message):
     path = tmp_path / "exp.toml"
-    path.write_text(EXPERIMENT.format(name="exp", steps=5))
+    path.write_text(_text("exp", 5))
     assert main(["run", str(path), "--out", str(tmp_path / "runs"), *flags]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
@@ -298,7 +282,7 @@ def test_bad_backend_options_are_one_clear_line(tmp_path, capsys, flags, message
 def test_missing_ray_names_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     path = tmp_path / "exp.toml"
-    path.write_text(EXPERIMENT.format(name="exp", steps=5))
+    path.write_text(_text("exp", 5))
     assert main(["run", str(path), "--backend", "ray", "--address", "auto"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "pip install 'probemeter[ray]'" in err

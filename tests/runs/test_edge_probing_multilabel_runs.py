@@ -7,26 +7,19 @@ from __future__ import annotations
 import json
 
 import pytest
-from tiny_models import make_tiny_bert
+from experiment_files import EDGE_MDL, edge_probing_experiment, write_edge_probing_files
 
 from probemeter.cli.main import main
 from probemeter.datasets.edge_probing import (
     EdgeProbingSet,
     EdgeSentence,
     EdgeTarget,
-    write_edge_probing,
 )
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 
 pytest.importorskip("transformers")
 
-WORDS = [
-    ("the", "cat", "sat", "on", "the", "mat"),
-    ("dogs", "bark", "at", "night"),
-    ("a", "quick", "fox", "jumps"),
-    ("she", "reads", "old", "books"),
-]
 NOUNS = {"cat", "mat", "dogs", "night", "fox", "books"}
 
 
@@ -51,25 +44,14 @@ def _targets(sentences):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("label-sets")
-    write_edge_probing(_targets(WORDS[:3] * 4), folder / "train.json")
-    write_edge_probing(_targets(WORDS[3:] * 3), folder / "test.json")
-    make_tiny_bert(folder / "tiny-bert")
-    return folder
+    return write_edge_probing_files(tmp_path_factory.mktemp("label-sets"), _targets, test_copies=3)
 
 
 CURVE = 'kind = "curve"\nepsilon = 0.5\nsizes = [10, 56]\nseeds = 1\nsteps = 5\nprobe = [8]'
-MDL = 'kind = "mdl"\nprobe = [8]\nseeds = 1\ntimesteps = [0.25, 0.5, 1.0]\nmax_epochs = 3'
 
 
 def _experiment(folder, task="", method=CURVE, run=""):
-    path = folder / "exp.toml"
-    path.write_text(
-        f'{run}[task]\ndataset = "edge-probing"\ntrain = "train.json"\ntest = "test.json"\n'
-        f'{task}\n[[representations]]\nname = "bert"\nkind = "transformer"\n'
-        f'model = "tiny-bert"\nlayer = 2\n\n[method]\n{method}\n'
-    )
-    return path
+    return edge_probing_experiment(folder, task, method, layer="2", run=run)
 
 
 def test_label_sets_need_the_key_and_a_method_that_measures_them(files):
@@ -95,7 +77,7 @@ def test_curve_and_online_code_runs_on_label_sets(files, tmp_path):
     assert result["multilabel"] and result["n_classes"] == 4
     assert result["metadata"]["probe"]["span"] == [1]  # the span stage trains on label sets
     assert {"micro_f1", "macro_f1"} <= set(result["points"])
-    mdl = _experiment(files, "multilabel = true", MDL)
+    mdl = _experiment(files, "multilabel = true", EDGE_MDL)
     assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
     text = (tmp_path / "mdl" / "exp" / "results.json").read_text()
     assert '"multilabel": true' in text

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from tiny_models import make_tiny_bert
+from experiment_files import EDGE_MDL, EDGE_WORDS, edge_probing_experiment, write_edge_probing_files
 
 from probemeter.cli.main import main
 from probemeter.datasets.edge_probing import (
@@ -22,12 +22,6 @@ from probemeter.runs.runner import prepare_data
 
 pytest.importorskip("transformers")
 
-WORDS = [
-    ("the", "cat", "sat", "on", "the", "mat"),
-    ("dogs", "bark", "at", "night"),
-    ("a", "quick", "fox", "jumps"),
-    ("she", "reads", "old", "books"),
-]
 LABELS = {"the": "DET", "a": "DET", "cat": "NOUN", "mat": "NOUN", "dogs": "NOUN",
           "night": "NOUN", "fox": "NOUN", "books": "NOUN", "sat": "VERB", "bark": "VERB",
           "jumps": "VERB", "reads": "VERB", "on": "ADP", "at": "ADP", "quick": "ADJ",
@@ -50,24 +44,14 @@ def _phrases(sentences):
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("edges")
-    write_edge_probing(_phrases(WORDS[:3] * 4), folder / "train.json")
-    write_edge_probing(_phrases(WORDS[3:] * 2), folder / "test.json")
-    make_tiny_bert(folder / "tiny-bert")
-    return folder
+    return write_edge_probing_files(tmp_path_factory.mktemp("edges"), _phrases, test_copies=2)
 
 
 CURVE = 'kind = "curve"\nepsilon = 0.5\nsizes = [20, 60]\nseeds = 1\nsteps = 5\nprobe = [8]'
 
 
 def _experiment(folder, task="", method=CURVE):
-    path = folder / "exp.toml"
-    path.write_text(
-        f'[task]\ndataset = "edge-probing"\ntrain = "train.json"\ntest = "test.json"\n{task}\n'
-        '[[representations]]\nname = "bert"\nkind = "transformer"\nmodel = "tiny-bert"\n'
-        f"layer = [0, 2]\n\n[method]\n{method}\n"
-    )
-    return path
+    return edge_probing_experiment(folder, task, method)
 
 
 def test_task_keys_and_methods_are_checked(files, tmp_path):
@@ -90,8 +74,8 @@ def test_word_features_are_pooled_into_the_spans_of_each_split(files):
     experiment = load_experiment(_experiment(files, 'pooling = "self-attention"'))
     data = prepare_data(experiment)["bert-2"]
     encoder = TransformerEncoder(files / "tiny-bert", 2, pooling="words", progress=False)
-    train_words = encoder.encode([list(w) for w in WORDS[:3] * 4])
-    test_words = encoder.encode([list(w) for w in WORDS[3:] * 2])
+    train_words = encoder.encode([list(w) for w in EDGE_WORDS[:3] * 4])
+    test_words = encoder.encode([list(w) for w in EDGE_WORDS[3:] * 2])
     mean, std = train_words.mean(axis=0), train_words.std(axis=0)
     assert data.span_tokens == (2,) and data.n_features == 1 + 2 * train_words.shape[1]
     # the second target of the first sentence: "cat" alone (one token, one pad)
@@ -99,7 +83,7 @@ def test_word_features_are_pooled_into_the_spans_of_each_split(files):
     np.testing.assert_allclose(data.X_train[1, 1:33], (train_words[1] - mean) / std, rtol=1e-5)
     np.testing.assert_array_equal(data.X_train[1, 33:], 0)
     # the first test phrase: "she reads", standardised with the training tokens' statistics
-    first_phrase = len(WORDS[3])
+    first_phrase = len(EDGE_WORDS[3])
     np.testing.assert_allclose(data.X_test[first_phrase, 0], 2)
     expected = ((test_words[:2] - mean) / std).ravel()
     np.testing.assert_allclose(data.X_test[first_phrase, 1:], expected, rtol=1e-4, atol=1e-5)
@@ -114,13 +98,12 @@ def test_runs_of_both_methods_on_an_edge_probing_task(files, tmp_path):
     results = json.loads((tmp_path / "exp" / "results.json").read_text())
     assert [c["name"] for c in results["curves"]] == ["bert-0", "bert-2"]
     assert results["curves"][0]["metadata"]["probe"]["span"] == [2]
-    method = 'kind = "mdl"\nprobe = [8]\nseeds = 1\ntimesteps = [0.25, 0.5, 1.0]\nmax_epochs = 3'
-    mdl = _experiment(files, 'pooling = "endpoints"', method)
+    mdl = _experiment(files, 'pooling = "endpoints"', EDGE_MDL)
     assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
     power = 'kind = "power"\nbaseline = "bert-0"\nper_class = [4]\nseeds = 1\nsteps = 5'
     # every class often enough for stratified 4:1:1 splits of 4 training examples per class
-    write_edge_probing(_phrases(WORDS[:3] * 6), files / "power_train.json")
-    write_edge_probing(_phrases(WORDS[:3] * 2), files / "power_test.json")
+    write_edge_probing(_phrases(EDGE_WORDS[:3] * 6), files / "power_train.json")
+    write_edge_probing(_phrases(EDGE_WORDS[:3] * 2), files / "power_test.json")
     span_power = _experiment(files, 'pooling = "self-attention"', power)
     text = span_power.read_text().replace('"train.json"', '"power_train.json"')
     span_power.write_text(text.replace('"test.json"', '"power_test.json"'))

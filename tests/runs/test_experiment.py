@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from experiment_files import PIXELS, digits_experiment, pca
 from subprocess_kill import kill_when
 
 from probemeter.cli.main import main
@@ -21,38 +22,19 @@ from probemeter.runs.store import ResultStore
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-TINY = """
-[run]
-name = "tiny"
-
-[task]
-dataset = "digits"
-
-[[representations]]
-name = "pixels"
-kind = "raw"
-{extra}
-[method]
-epsilon = 0.3
+#: the curve method of the tiny experiments, with {steps} training steps
+TINY = """epsilon = 0.3
 probe = []
 seeds = 2
 steps = {steps}
 lr = 1e-2
-sizes = [20, 100, 400]
-"""
-
-PCA = """
-[[representations]]
-name = "pca-{k}"
-kind = "pca"
-n_components = {k}
-"""
+sizes = [20, 100, 400]"""
 
 
 def _write(tmp_path, steps=60, components=(8,)):
-    extra = "".join(PCA.format(k=k) for k in components)
+    representations = (PIXELS, *(pca(k) for k in components))
     path = tmp_path / "tiny.toml"
-    path.write_text(TINY.format(extra=extra, steps=steps))
+    path.write_text(digits_experiment(TINY.format(steps=steps), "tiny", representations))
     return path
 
 
@@ -257,11 +239,10 @@ def _tiny_probes_file(tmp_path, save_probes: bool):
     """The tiny digits experiment of item 5's acceptance: sizes 20 and 50, one seed, 20
     steps."""
     path = tmp_path / "tiny.toml"
-    text = TINY.format(extra=PCA.format(k=8), steps=20).replace("seeds = 2", "seeds = 1")
-    text = text.replace("sizes = [20, 100, 400]", "sizes = [20, 50]")
-    if save_probes:
-        text = text.replace('name = "tiny"', 'name = "tiny"\nsave_probes = true')
-    path.write_text(text)
+    method = TINY.format(steps=20).replace("seeds = 2", "seeds = 1")
+    method = method.replace("sizes = [20, 100, 400]", "sizes = [20, 50]")
+    run = "save_probes = true\n" if save_probes else ""
+    path.write_text(digits_experiment(method, "tiny", (PIXELS, pca(8)), run))
     return path
 
 

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+from experiment_files import digits_experiment, run_file
 from exported import assert_exported
 
 from probemeter.cli.main import main
@@ -15,40 +16,11 @@ from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data, run_experiment
 from probemeter.runs.saved_probes import load_run_probes
 
-DIGITS = """
-[run]
-name = "{name}"
-
-[task]
-dataset = "digits"
-
-[[representations]]
-name = "pixels"
-kind = "raw"
-
-[[representations]]
-name = "pca-8"
-kind = "pca"
-n_components = 8
-
-[method]
-{method}
-"""
-
-
-def _run(tmp_path, text, name, *extra):
-    path = tmp_path / f"{name}.toml"
-    path.write_text(text)
-    out = tmp_path / "runs"
-    args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1", *extra]
-    assert main(args) == 0
-    return out / name
-
 
 def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
     method = 'kind = "pareto"\npenalties = 3\nsteps = 60\nlr = 0.05'
-    text = DIGITS.format(name="pareto", method=method)
-    run_dir = _run(tmp_path, text, "pareto", "--export", "csv", "--export", "parquet")
+    text = digits_experiment(name="pareto", method=method)
+    run_dir = run_file(tmp_path, text, "pareto", "--export", "csv", "--export", "parquet")
     frontiers = ParetoFrontiers.load(run_dir / "results.json")
     assert_exported(run_dir, frontiers.frames(), ("csv", "parquet"))
     table = frontiers.hypervolume_table().to_frame()
@@ -68,7 +40,9 @@ def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
     method = (
         'kind = "power"\nbaseline = "pixels"\nper_class = [8, 16]\nseeds = 2\nsteps = 60\nlr = 0.01'
     )
-    run_dir = _run(tmp_path, DIGITS.format(name="power", method=method), "power", "--export=csv")
+    run_dir = run_file(
+        tmp_path, digits_experiment(name="power", method=method), "power", "--export=csv"
+    )
     report = PowerReport.load(run_dir / "results.json")
     frame = report.to_frame()
     assert_exported(run_dir, {"power": frame}, ("csv",))
@@ -110,7 +84,7 @@ max_epochs = 3
 def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
     pytest.importorskip("spacy")
     text = PTB_MDL.format(run="")
-    run_dir = _run(tmp_path, text, "mdl", "--export", "parquet")
+    run_dir = run_file(tmp_path, text, "mdl", "--export", "parquet")
     entries = load_mdl_results(run_dir / "results.json")
     assert [entry.name for entry in entries] == ["glove", "spacy"]
     frames = mdl_frames(entries)
@@ -123,7 +97,7 @@ def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
     assert "glove" in (run_dir / "table.md").read_text()
     assert (run_dir / "mdl.png").is_file() and (run_dir / "report.html").is_file()
     # a second run loads both units from the store
-    _run(tmp_path, text, "mdl")
+    run_file(tmp_path, text, "mdl")
     timings = json.loads((run_dir / "run.json").read_text())["timings"]
     assert all(timing["loaded"] for timing in timings.values())
 
@@ -131,7 +105,7 @@ def test_mdl_method_codes_task_and_control_and_resumes(tmp_path):
 @pytest.mark.slow
 def test_an_mdl_run_keeps_the_probes_of_both_codes(tmp_path):
     pytest.importorskip("spacy")
-    run_dir = _run(tmp_path, PTB_MDL.format(run="save_probes = true"), "mdl")
+    run_dir = run_file(tmp_path, PTB_MDL.format(run="save_probes = true"), "mdl")
     entries = {entry.name: entry for entry in load_mdl_results(run_dir / "results.json")}
     probes = load_run_probes(run_dir)
     assert list(probes) == ["glove", "spacy"]
@@ -153,7 +127,7 @@ def test_an_mdl_run_keeps_the_probes_of_both_codes(tmp_path):
 
 
 def test_mdl_blocks_are_checked_against_each_pool_before_training(tmp_path, capsys):
-    text = DIGITS.format(name="blocks", method='kind = "mdl"\ncontrol = false')
+    text = digits_experiment(name="blocks", method='kind = "mdl"\ncontrol = false')
     path = tmp_path / "blocks.toml"
     path.write_text(text)  # 0.1 % of the 1297-image pool is 1 image, fewer than 10 classes
     assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
@@ -165,7 +139,9 @@ def test_mdl_blocks_are_checked_against_each_pool_before_training(tmp_path, caps
 def test_method_problems_are_listed_together(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(
-        DIGITS.format(name="bad", method='kind = "power"\nbaseline = "nope"\nseeds = 0\nfoo = 1')
+        digits_experiment(
+            name="bad", method='kind = "power"\nbaseline = "nope"\nseeds = 0\nfoo = 1'
+        )
     )
     with pytest.raises(ExperimentError) as caught:
         load_experiment(path)
@@ -173,14 +149,14 @@ def test_method_problems_are_listed_together(tmp_path):
     assert "method.baseline: 'nope' is none of the representations" in problems
     assert "method.seeds: must be an integer >= 1; got 0" in problems
     assert "method.foo: unknown key" in problems
-    path.write_text(DIGITS.format(name="bad", method='kind = "mdl"\ntimesteps = [0.5, 0.2]'))
+    path.write_text(digits_experiment(name="bad", method='kind = "mdl"\ntimesteps = [0.5, 0.2]'))
     with pytest.raises(ExperimentError) as caught:
         load_experiment(path)
     problems = "\n".join(caught.value.problems)
     assert "method.control: the control task maps word types" in problems
     assert "method.timesteps: must be increasing fractions in (0, 1] ending at 1" in problems
     nothing = 'kind = "pareto"\npenalties = 0\nranks = false'
-    path.write_text(DIGITS.format(name="bad", method=nothing))
+    path.write_text(digits_experiment(name="bad", method=nothing))
     with pytest.raises(ExperimentError, match="leaves no probe to train"):
         load_experiment(path)
 
@@ -188,7 +164,7 @@ def test_method_problems_are_listed_together(tmp_path):
 def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
     message = "only 'curve' and 'mdl' runs keep their probes; method 'power' does not"
     path = tmp_path / "pairs.toml"
-    text = DIGITS.format(name="pairs", method='kind = "power"\nbaseline = "pixels"')
+    text = digits_experiment(name="pairs", method='kind = "power"\nbaseline = "pixels"')
     path.write_text(text.replace('name = "pairs"', 'name = "pairs"\nsave_probes = true'))
     assert main(["run", str(path), "--check"]) == 2
     assert f"run.save_probes: {message}" in capsys.readouterr().err

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from experiment_files import digits_experiment
 from exported import assert_exported
 
 from probemeter.cli.main import main
@@ -13,33 +14,17 @@ from probemeter.mdl.switching_code import SwitchingCode
 from probemeter.mdl.switching_method import SCHEMA, SwitchingMethod, family_widths
 from probemeter.runs.config import ExperimentError, load_experiment
 
-DIGITS = """
-[run]
-name = "switching"
 
-[task]
-dataset = "digits"
+def _digits(options: str) -> str:
+    return digits_experiment(f'kind = "switching"\n{options}', name="switching")
 
-[[representations]]
-name = "pixels"
-kind = "raw"
-
-[[representations]]
-name = "pca-8"
-kind = "pca"
-n_components = 8
-
-[method]
-kind = "switching"
-{options}
-"""
 
 FAST = "seeds = 1\ntimesteps = [0.05, 0.2, 1.0]\nmax_epochs = 2\nbatch_size = 256\nmax_switches = 1"
 
 
 def test_a_switching_run_writes_codes_table_figure_and_exports(tmp_path):
     path = tmp_path / "switching.toml"
-    path.write_text(DIGITS.format(options=f'families = ["linear", "8"]\n{FAST}'))
+    path.write_text(_digits(f'families = ["linear", "8"]\n{FAST}'))
     out = tmp_path / "runs"
     args = ["run", str(path), "--out", str(out), "--no-progress", "--n-jobs", "1"]
     assert main([*args, "--export", "csv"]) == 0
@@ -94,7 +79,7 @@ def test_a_switching_run_writes_codes_table_figure_and_exports(tmp_path):
 )
 def test_bad_options_are_named(tmp_path, options, problem):
     path = tmp_path / "bad.toml"
-    path.write_text(DIGITS.format(options=options))
+    path.write_text(_digits(options))
     with pytest.raises(ExperimentError, match=problem):
         load_experiment(path)
 

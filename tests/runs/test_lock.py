@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from experiment_files import PIXELS, digits_experiment
 
 import probemeter.runs.runner as runner
 from probemeter.cli.main import main
@@ -28,25 +29,13 @@ from probemeter.runs.lock import (
 from probemeter.runs.runner import run_experiment
 from probemeter.runs.store import ResultStore
 
-TINY = """
-[run]
-name = "tiny"
-
-[task]
-dataset = "digits"
-
-[[representations]]
-name = "pixels"
-kind = "raw"
-
-[method]
-epsilon = 0.3
+#: the curve method of the tiny experiment, with {steps} training steps
+TINY = """epsilon = 0.3
 probe = []
 seeds = 1
 steps = {steps}
 lr = 1e-2
-sizes = [20, 100]
-"""
+sizes = [20, 100]"""
 
 #: a process that takes the lock of folder argv[1], says so, and holds it until killed
 HOLDER = """
@@ -60,7 +49,7 @@ with RunLock(sys.argv[1]):
 
 def _experiment(tmp_path: Path, steps: int = 20) -> Path:
     path = tmp_path / "tiny.toml"
-    path.write_text(TINY.format(steps=steps))
+    path.write_text(digits_experiment(TINY.format(steps=steps), "tiny", (PIXELS,)))
     return path
 
 

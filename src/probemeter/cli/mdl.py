@@ -15,10 +15,14 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from probemeter.cli._feature_files import (
+    add_feature_file_arguments,
+    feature_names,
+    load_probe_data,
+)
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
-    add_labels_option,
     add_method_options,
     add_run_options,
     export_option,
@@ -35,18 +39,10 @@ _log = logging.getLogger(__name__)
 def add_mdl_command(commands: Any) -> None:
     """Register the ``mdl`` sub-command on an ``argparse`` sub-parsers object."""
     parser = commands.add_parser("mdl", help="MDL probing (online/variational codes, controls)")
-    parser.add_argument(
-        "features",
-        type=Path,
-        nargs="+",
-        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
-    )
-    parser.add_argument("--name", action="append", help="one name per features file")
+    add_feature_file_arguments(parser)
     parser.add_argument(
         "--groups", help="word-type ids: an array name in each .npz or a .npy file (one file)"
     )
-    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
-    add_labels_option(parser)
     # the control task is coded when word types are given (--groups)
     add_method_options(parser, MDLMethod, skip=("control",))
     add_run_options(parser, memory=True)
@@ -61,33 +57,6 @@ def add_mdl_command(commands: Any) -> None:
     parser.set_defaults(handler=run_mdl)
 
 
-def _load(path: Path, groups: str | None, args: argparse.Namespace, name: str) -> Any:
-
-    from probemeter.data import ProbeData
-    from probemeter.feature_files import load_array, load_features
-
-    X, y = load_features(path)
-    group_ids = None
-    if groups is not None:
-        try:
-            group_ids = load_array(groups) if groups.endswith(".npy") else load_array(path, groups)
-        except ValueError as error:
-            raise ValueError(f"--groups {groups!r}: {error}") from None
-        if len(group_ids) != len(y):
-            raise ValueError(
-                f"--groups has {len(group_ids)} ids but {str(path)!r} has {len(y)} rows"
-            )
-    return ProbeData.from_arrays(
-        X,
-        y,
-        groups=group_ids,
-        test_size=args.test_size,
-        random_state=args.random_state,
-        name=name,
-        labels=args.labels,
-    )
-
-
 def run_mdl(args: argparse.Namespace) -> int:
     """Handler of ``probemeter mdl``."""
     from probemeter._exports import export_frames
@@ -95,12 +64,12 @@ def run_mdl(args: argparse.Namespace) -> int:
     from probemeter.mdl.method import entry_from_dict, mdl_unit
     from probemeter.mdl.table import mdl_figure, mdl_frames, mdl_table, save_mdl_results
 
-    names = args.name or [path.stem for path in args.features]
-    if len(names) != len(args.features):
-        raise ValueError(f"give one --name per features file ({len(args.features)})")
+    names = feature_names(args.features, args.name)
     method = method_from_args(MDLMethod, args, fixed={"control": args.groups is not None})
     # every file is read and the output folder proven writable before any probe is trained
-    datasets = [_load(path, args.groups, args, name) for name, path in zip(names, args.features)]
+    datasets = [
+        load_probe_data(path, args, name, args.groups) for name, path in zip(names, args.features)
+    ]
     figures = figure_options(args)
     formats = export_option(args)
     writable_folder(args.out, "--out")

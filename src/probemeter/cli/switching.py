@@ -15,17 +15,20 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from probemeter.cli._feature_files import (
+    add_feature_file_arguments,
+    feature_names,
+    load_probe_data,
+)
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
-    add_labels_option,
     add_method_options,
     add_run_options,
     export_option,
     figure_options,
     method_from_args,
 )
-from probemeter.cli.mdl import _load
 from probemeter.mdl.switching_method import SwitchingMethod
 
 __all__ = ["add_switching_command"]
@@ -38,15 +41,7 @@ def add_switching_command(commands: Any) -> None:
     parser = commands.add_parser(
         "switching", help="switching code over probe families (online codes, bits)"
     )
-    parser.add_argument(
-        "features",
-        type=Path,
-        nargs="+",
-        help="feature files with X and y (.npz, .pt, .safetensors, .parquet, .npy)",
-    )
-    parser.add_argument("--name", action="append", help="one name per features file")
-    parser.add_argument("--test-size", type=float, default=0.2, help="test fraction of each file")
-    add_labels_option(parser)
+    add_feature_file_arguments(parser)
     add_method_options(parser, SwitchingMethod)
     add_run_options(parser, memory=True)
     add_figure_options(parser)
@@ -63,12 +58,10 @@ def run_switching(args: argparse.Namespace) -> int:
     from probemeter._io import writable_folder
     from probemeter.mdl.switching_method import switching_unit
 
-    names = args.name or [path.stem for path in args.features]
-    if len(names) != len(args.features):
-        raise ValueError(f"give one --name per features file ({len(args.features)})")
+    names = feature_names(args.features, args.name)
     method = method_from_args(SwitchingMethod, args)
     # every file is read and the output folder proven writable before any probe is trained
-    datasets = [_load(path, None, args, name) for name, path in zip(names, args.features)]
+    datasets = [load_probe_data(path, args, name) for name, path in zip(names, args.features)]
     writable_folder(args.out, "--out")
     results = [
         switching_unit(

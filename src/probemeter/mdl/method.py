@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,7 +34,17 @@ from probemeter._method import (
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 
-__all__ = ["PAPER_TIMESTEPS", "MDLMethod", "block_problems", "mdl_unit"]
+if TYPE_CHECKING:
+    from probemeter.training.config import TrainingConfig
+
+__all__ = [
+    "PAPER_TIMESTEPS",
+    "MDLMethod",
+    "OnlineCodeMethod",
+    "block_problems",
+    "mdl_unit",
+    "online_option",
+]
 
 #: the headline measures of a representation: (code, measure, per-seed column, label, better);
 #: each also for the control task, drawn dashed in the same panel (Voita & Titov, Fig. 2 by layer)
@@ -76,38 +86,93 @@ def block_problems(
     return []
 
 
+#: the options of every method that trains online codes (``mdl``, ``switching``), declared
+#: once here: name -> keyword arguments of :func:`~probemeter._method.option`
+_ONLINE_OPTIONS: dict[str, dict[str, Any]] = {
+    "seeds": {"default": 2, "check": valid.integer(1), "help": "data orders of the online codes"},
+    "timesteps": {
+        "default": PAPER_TIMESTEPS,
+        "check": valid.Check(_timesteps),
+        "help": "block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
+    },
+    "batch_size": {"default": 64, "check": valid.integer(1), "help": "minibatch size"},
+    "lr": {"default": 1e-3, "check": valid.positive(), "help": "initial Adam learning rate"},
+    "max_epochs": {
+        "default": 100,
+        "check": valid.integer(1),
+        "help": "epochs at most (§3.1 early stopping on a dev split)",
+    },
+    "stopping_set": {
+        "default": "dev",
+        "check": valid.one_of("dev", "prefix"),
+        "help": (
+            'where probes early-stop (§3.1): "dev", 10 % of the pool held out and not '
+            "transmitted (the paper's); \"prefix\", 10 % of each block probe's own prefix"
+        ),
+    },
+}
+
+
+def online_option(name: str) -> Any:
+    """A fresh dataclass field for the online-code option ``name`` (``seeds``, ``timesteps``,
+    ``batch_size``, ``lr``, ``max_epochs``, ``stopping_set``): its default, check and help are
+    declared once, in this module, for every method that trains online codes.
+
+    Raises:
+        ValueError: ``name`` is not an online-code option.
+    """
+    if name not in _ONLINE_OPTIONS:
+        raise ValueError(
+            f"name must be an online-code option ({', '.join(_ONLINE_OPTIONS)}); got {name!r}"
+        )
+    return option(**_ONLINE_OPTIONS[name])
+
+
+class OnlineCodeMethod(Method):
+    """Base of the methods that train online codes (Voita & Titov §2.2.2, eq. 4); their
+    dataclasses declare the fields ``seeds``, ``timesteps``, ``batch_size``, ``lr``,
+    ``max_epochs`` and ``stopping_set`` with :func:`online_option`."""
+
+    seeds: int
+    timesteps: tuple[float, ...]
+    batch_size: int
+    lr: float
+    max_epochs: int
+    stopping_set: str
+
+    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
+        """The blocks of the online code over the examples transmitted from a pool of
+        ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
+        return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
+
+    def training(self) -> TrainingConfig:
+        """The :class:`~probemeter.training.config.TrainingConfig` of the online codes' probes:
+        §3.1's protocol (:func:`~probemeter.mdl.online.paper_training`) with this method's
+        ``batch_size``, ``lr`` and ``max_epochs``."""
+        from probemeter.mdl.online import paper_training
+
+        return paper_training(batch_size=self.batch_size, lr=self.lr, max_epochs=self.max_epochs)
+
+
 @dataclass(frozen=True)
-class MDLMethod(Method):
+class MDLMethod(OnlineCodeMethod):
     """``[method] kind = "mdl"``: online (and variational) codes, Voita & Titov §2–3."""
 
     probe: tuple[int, ...] = option(
         (64, 64), check=valid.integer_list(), help="hidden widths of the MLP probe", flag="--hidden"
     )
-    seeds: int = option(2, check=valid.integer(1), help="data orders of the online code")
-    timesteps: tuple[float, ...] = option(
-        PAPER_TIMESTEPS,
-        check=valid.Check(_timesteps),
-        help="block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
-    )
+    seeds: int = online_option("seeds")
+    timesteps: tuple[float, ...] = online_option("timesteps")
     control: bool = option(
         True, check=valid.boolean(), help="also code the control task (word types -> labels)"
     )
     variational: bool = option(
         False, check=valid.boolean(), help="also the variational code (eq. 3; slow on CPU)"
     )
-    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
-    lr: float = option(1e-3, check=valid.positive(), help="initial Adam learning rate")
-    max_epochs: int = option(
-        100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
-    )
-    stopping_set: str = option(
-        "dev",
-        check=valid.one_of("dev", "prefix"),
-        help=(
-            'where probes early-stop (§3.1): "dev", 10 % of the pool held out and not '
-            "transmitted (the paper's); \"prefix\", 10 % of each block probe's own prefix"
-        ),
-    )
+    batch_size: int = online_option("batch_size")
+    lr: float = online_option("lr")
+    max_epochs: int = online_option("max_epochs")
+    stopping_set: str = online_option("stopping_set")
     variational_epochs: int = option(
         30, check=valid.integer(1), help="epochs of the variational probe"
     )
@@ -130,11 +195,6 @@ class MDLMethod(Method):
             )
             return [("method.control", message)]
         return []
-
-    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
-        """The blocks of the online code over the examples transmitted from a pool of
-        ``pool_size`` (less the held-out development set with ``stopping_set = "dev"``)."""
-        return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
 
     def sparse_problems(self) -> list[tuple[str, str]]:
         """The online code trains on sparse rows; the variational code's probes and the
@@ -259,13 +319,11 @@ def mdl_unit(
 
     from probemeter.mdl.bayesian import BayesianMLP
     from probemeter.mdl.controls import control_task
-    from probemeter.mdl.online import online_codelength, paper_training
+    from probemeter.mdl.online import online_codelength
     from probemeter.mdl.variational import variational_codelength
     from probemeter.probes import ProbeSet, probe_for
 
-    config = paper_training(
-        batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
-    )
+    config = method.training()
     tasks = {"": data}
     if method.control:
         tasks["control_"] = control_task(data, random_state=random_state)

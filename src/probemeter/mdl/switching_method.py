@@ -23,7 +23,6 @@ from probemeter import _validation as valid
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
-    Method,
     MethodRun,
     RunContext,
     UnitPlan,
@@ -32,7 +31,7 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter.data import ProbeData
-from probemeter.mdl.method import PAPER_TIMESTEPS, _timesteps, block_problems
+from probemeter.mdl.method import OnlineCodeMethod, online_option
 
 __all__ = ["SCHEMA", "SwitchingMethod", "family_widths", "switching_unit"]
 
@@ -94,7 +93,7 @@ def _rate(value: Any) -> str | None:
 
 
 @dataclass(frozen=True)
-class SwitchingMethod(Method):
+class SwitchingMethod(OnlineCodeMethod):
     """``[method] kind = "switching"``: a switching code over probe families' online codes."""
 
     families: tuple[str, ...] = option(
@@ -102,12 +101,8 @@ class SwitchingMethod(Method):
         check=valid.Check(_families),
         help='probe families: "linear" or hidden widths joined by x ("64", "64x64")',
     )
-    seeds: int = option(2, check=valid.integer(1), help="data orders of the online codes")
-    timesteps: tuple[float, ...] = option(
-        PAPER_TIMESTEPS,
-        check=valid.Check(_timesteps),
-        help="block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
-    )
+    seeds: int = online_option("seeds")
+    timesteps: tuple[float, ...] = online_option("timesteps")
     rate: str | float = option(
         "harmonic",
         check=valid.Check(_rate),
@@ -122,16 +117,10 @@ class SwitchingMethod(Method):
     max_switches: int = option(
         3, check=valid.integer(0), help="best sequences in hindsight with up to this many switches"
     )
-    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
-    lr: float = option(1e-3, check=valid.positive(), help="initial Adam learning rate")
-    max_epochs: int = option(
-        100, check=valid.integer(1), help="epochs at most (§3.1 early stopping on a dev split)"
-    )
-    stopping_set: str = option(
-        "dev",
-        check=valid.one_of("dev", "prefix"),
-        help='where probes early-stop: "dev" (held out, not transmitted) or "prefix"',
-    )
+    batch_size: int = online_option("batch_size")
+    lr: float = online_option("lr")
+    max_epochs: int = online_option("max_epochs")
+    stopping_set: str = online_option("stopping_set")
 
     kind = "switching"
     mixes_layers = True
@@ -139,10 +128,6 @@ class SwitchingMethod(Method):
     summary = (
         "van Erven et al.: switching code over probe families' online codes (Voita & Titov), bits"
     )
-
-    def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
-        """The blocks of the online codes (as the ``mdl`` method's)."""
-        return block_problems(pool_size, n_classes, self.stopping_set, self.timesteps)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         return self.per_representation(datasets, switching_unit, context.keywords(*ENGINE_KEYWORDS))
@@ -293,19 +278,15 @@ def switching_unit(
 ) -> dict[str, Any]:
     """Every family's online code of ``data`` and the switching code over them, as the JSON
     of a :class:`~probemeter.mdl.switching_code.SwitchingCode`."""
-    from probemeter.mdl.online import paper_training
     from probemeter.mdl.switching_code import switching_codelength
     from probemeter.probes import probe_for
 
-    config = paper_training(
-        batch_size=method.batch_size, lr=method.lr, max_epochs=method.max_epochs
-    )
     return switching_codelength(
         data,
         [probe_for(data, family_widths(spec)) for spec in method.families],
         method.timesteps,
         method.seeds,
-        config=config,
+        config=method.training(),
         stopping_set=method.stopping_set,
         rate=method.rate,
         granularity=method.granularity,
