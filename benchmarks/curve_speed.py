@@ -642,6 +642,13 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="cases to run (default: all)",
     )
     parser.add_argument("--json", type=Path, help="write every figure to this JSON file")
+    parser.add_argument(
+        "--precisions",
+        nargs="+",
+        choices=("f32", "bf16"),
+        default=["f32", "bf16"],
+        help="precisions to time, of those each case has (bf16 is slow where not native)",
+    )
     parser.add_argument("--device", default="auto", help="auto (CUDA when present), cpu, cuda")
     parser.add_argument(
         "--threads", type=int, help="torch threads of this process (default: torch's own)"
@@ -719,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for case in cases:
         curves = {}
-        for precision in case.precisions:
+        for precision in (p for p in case.precisions if p in args.precisions):
             row, curves[precision] = benchmark_case(case, precision, peaks, settings, say)
             rows.append(row)
         if {"f32", "bf16"} <= curves.keys():
