@@ -30,13 +30,12 @@ def _fake_engine(monkeypatch):
     """Probe p of a seed (trained on the p-th prefix) gives example j the cross-entropy
     ``base + j / 10 000`` nats, with base 0.1 for the linear probe's first two block probes and
     2.0 after, and the other way round for the MLP: the linear family is best early, the MLP
-    late. The families come in one call (a list of architectures) or one call each."""
+    late. The online code passes one architecture per probe (all families in one call)."""
 
     def fake(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, probe, *a, **kw):
-        probes = probe if isinstance(probe, list) else [probe] * len(subsets)
-        per_seed = len(subsets) // len({key[1] for key in keys}) // len(set(probes))
+        per_seed = len(subsets) // len({key[1] for key in keys}) // len(set(probe))
         early = np.array([i % per_seed < 2 for i in range(len(subsets))])
-        linear = np.array([p == Linear() for p in probes])
+        linear = np.array([p == Linear() for p in probe])
         base = np.where(early == linear, 0.1, 2.0)
         return stand_in_evaluation(
             y_train, y_eval, len(subsets), kw["pool_rows"], lambda i, rows: base[i] + rows / 10_000

@@ -592,7 +592,7 @@ def _online_codes(
             data.n_classes,
             subsets * families,
             keys * families,
-            probes[0] if families == 1 else [probe for probe in probes for _ in grid],
+            [probe for probe in probes for _ in grid],
             config,
             device=device,
             n_jobs=n_jobs,
