@@ -68,6 +68,7 @@ from probemeter.training import TrainingConfig
 from probemeter.training.early_stopping import IMPROVEMENT_NATS, dev_split
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import seed_grid
+from probemeter.training.shared_memory import share_data
 
 CASE_NAMES = ("online", "curve")
 FULL_TOKENS = 1_000_000
@@ -164,9 +165,10 @@ class Case:
     loop_max_rows: int  # the plain loop times probes with at most this many training rows
 
 
-def online_case(tokens: int, quick: bool) -> Case:
+def online_case(tokens: int, quick: bool, shared: bool) -> Case:
     n_test = max(1000, tokens // 20)
     data = synthetic_tags(tokens, n_test)
+    data = share_data(data) if shared else data
     probe = MLP((256, 256)) if quick else MLP((1000, 1000))
     config = online_module.paper_training(max_epochs=8 if quick else 100)
     return Case(
@@ -181,11 +183,12 @@ def online_case(tokens: int, quick: bool) -> Case:
     )
 
 
-def curve_case(quick: bool) -> Case | str:
+def curve_case(quick: bool, shared: bool) -> Case | str:
     try:
         data = fashion_mnist(n_train=5000, n_test=1000) if quick else fashion_mnist()
     except ValueError as error:
         return f"curve skipped: {error}"
+    data = share_data(data) if shared else data
     probe = MLP((128, 128)) if quick else MLP((512, 512))
     config = TrainingConfig(lr=1e-3, early_stopping=True, max_epochs=8 if quick else 100)
     return Case(
@@ -497,6 +500,15 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--tokens", type=int, help=f"tokens of the online case (default {FULL_TOKENS}; quick 6000)"
     )
     parser.add_argument("--precisions", nargs="+", choices=("f32", "bf16"), default=["f32"])
+    parser.add_argument(
+        "--pools",
+        nargs="+",
+        choices=("shared", "copied"),
+        default=["shared"],
+        help="how the pool reaches the worker processes: 'shared' (in shared memory, mapped "
+        "by all; the default) or 'copied' (an ordinary array that joblib writes to a file for "
+        "the workers at every engine call, as before share_data)",
+    )
     parser.add_argument("--no-loop", action="store_true", help="skip the plain PyTorch loop")
     parser.add_argument("--profile", action="store_true", help="profile instead (1 thread)")
     parser.add_argument("--json", type=Path, help="write every figure to this JSON file")
@@ -518,35 +530,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"load average {load_average()[0]:.2f}"
     )
     tokens = args.tokens or (6000 if args.quick else FULL_TOKENS)
-    cases: list[Case] = []
-    for name in args.cases:
-        case = online_case(tokens, args.quick) if name == "online" else curve_case(args.quick)
-        if isinstance(case, str):
-            say(case)
-        else:
-            cases.append(case)
-    if args.profile:
-        for case in cases:
-            for precision in args.precisions:
-                profile_case(case, precision, say)
-        return 0
-    peaks = measure_peaks(device, quick=True, parallel=True)
-    say(
-        "matmul peak GFLOP/s: "
-        + ", ".join(f"{k} {v:.1f}" for k, v in peaks.items() if v is not None)
-    )
+    peaks = {} if args.profile else measure_peaks(device, quick=True, parallel=True)
+    if peaks:
+        say(
+            "matmul peak GFLOP/s: "
+            + ", ".join(f"{k} {v:.1f}" for k, v in peaks.items() if v is not None)
+        )
     rows = []
-    for case in cases:
-        by_precision = {}
-        for precision in args.precisions:
-            row = benchmark(case, precision, peaks, say, loop=not args.no_loop)
-            by_precision[precision] = row.pop("_quality")
-            rows.append(row)
-        if {"f32", "bf16"} <= by_precision.keys():
-            base, low = np.asarray(by_precision["f32"]), np.asarray(by_precision["bf16"])
-            change = float(np.max(np.abs(low - base) / base))
-            say(f"   bf16 against f32: largest relative change of the loss {100 * change:.2f} %")
-            rows[-1]["bf16_max_rel_change"] = change
+    for pool in args.pools:
+        for name in args.cases:
+            # built afresh for each pool, so that one copy of the data exists at a time
+            shared = pool == "shared"
+            case = (
+                online_case(tokens, args.quick, shared)
+                if name == "online"
+                else curve_case(args.quick, shared)
+            )
+            if isinstance(case, str):
+                say(case)
+                continue
+            if args.profile:
+                for precision in args.precisions:
+                    profile_case(case, precision, say)
+                continue
+            by_precision = {}
+            for precision in args.precisions:
+                row = benchmark(case, precision, peaks, say, loop=not args.no_loop)
+                row["pool"] = pool
+                by_precision[precision] = row.pop("_quality")
+                rows.append(row)
+            if {"f32", "bf16"} <= by_precision.keys():
+                base, low = np.asarray(by_precision["f32"]), np.asarray(by_precision["bf16"])
+                change = float(np.max(np.abs(low - base) / base))
+                say(
+                    f"   bf16 against f32: largest relative change of the loss {100 * change:.2f} %"
+                )
+                rows[-1]["bf16_max_rel_change"] = change
+            del case
+    if args.profile:
+        return 0
     say("\n" + table(rows, tokens))
     total = time.perf_counter() - started
     say(f"benchmark took {total:.1f} s")
@@ -559,7 +581,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def table(rows: Sequence[dict[str, Any]], tokens: int) -> str:
     header = (
-        f"{'case':<7} {'prec':<5} {'P':>3} {'wall s':>8} {'CPU s':>8} {'TFLOP':>7} "
+        f"{'case':<7} {'pool':<7} {'prec':<5} {'P':>3} {'wall s':>8} {'CPU s':>8} {'TFLOP':>7} "
         f"{'GFLOP/s':>8} {'% peak':>7} {'tree MiB':>9} {'loop s':>8} {'target':>7}"
     )
     lines = [header, "-" * len(header)]
@@ -568,7 +590,8 @@ def table(rows: Sequence[dict[str, Any]], tokens: int) -> str:
         target = f"{row['target_minutes']} min"
         loop = row.get("loop_all_probes_s")
         lines.append(
-            f"{row['case']:<7} {row['precision']:<5} {row['probes']:>3} {row['wall_s']:>8.1f} "
+            f"{row['case']:<7} {row['pool']:<7} {row['precision']:<5} {row['probes']:>3} "
+            f"{row['wall_s']:>8.1f} "
             f"{row['cpu_s']:>8.1f} {row['tflop']['total']:>7.2f} {row['gflops']:>8.1f} "
             f"{row['percent_of_peak']:>7.1f} {row['peak_tree_pss_mib']:>9.0f} "
             f"{'—' if loop is None else format(loop, '.0f'):>8} {target:>7}"

@@ -19,6 +19,7 @@ from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 from probemeter.runs.saved_probes import load_run_probes
 from probemeter.runs.store import ResultStore
+from probemeter.training.shared_memory import backing_file
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -137,6 +138,20 @@ def test_parity_views(tmp_path):
     data = prepare_data(load_experiment(path))
     assert data["bits"].n_features == 6 and data["noisy"].n_features == 1
     assert data["bits"].pool_size == 50 and len(data["noisy"].y_test) == 20
+
+
+def test_shared_data_are_the_data_in_shared_memory(tmp_path):
+    path = tmp_path / "exp.toml"
+    path.write_text(digits_experiment("epsilon = 0.1"))
+    experiment = load_experiment(path)
+    plain, shared = prepare_data(experiment), prepare_data(experiment, shared=True)
+    assert plain.keys() == shared.keys() == {"pixels", "pca-8"}
+    for name, data in shared.items():
+        for features in ("X_train", "X_test"):
+            assert backing_file(getattr(data, features)) is not None
+            assert backing_file(getattr(plain[name], features)) is None
+            np.testing.assert_array_equal(getattr(data, features), getattr(plain[name], features))
+        np.testing.assert_array_equal(data.y_train, plain[name].y_train)
 
 
 def test_npz_representation_needs_no_task_and_checks_its_pool_up_front(tmp_path, capsys):

@@ -69,6 +69,7 @@ from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_fi
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
 from probemeter.training.engine import warm_workers
+from probemeter.training.shared_memory import share_data
 
 if TYPE_CHECKING:
     from probemeter.runs.ray_backend import RayOptions
@@ -163,9 +164,15 @@ def run_experiment(
         raise ValueError(f"save_probes: {problem}")
     run_dir = Path(out) / experiment.run.name
     with RunLock(run_dir):  # before loading data: a second run fails at once
+        workers = None
         if ray is None and resolve_device(experiment.run.device).type == "cpu":
-            warm_workers(n_jobs)  # the worker processes start while the data load
-        datasets = prepare_data(experiment, cache_dir=Path(out) / FEATURE_CACHE, progress=progress)
+            workers = warm_workers(n_jobs)  # the worker processes start while the data load
+        datasets = prepare_data(
+            experiment,
+            cache_dir=Path(out) / FEATURE_CACHE,
+            progress=progress,
+            shared=workers is not None,  # held once by the run and its workers
+        )
         method, random_state = experiment.method, experiment.run.random_state
         copy = run_dir / "experiment.toml"
         if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
@@ -263,7 +270,11 @@ def _task_dict(task: Task | None) -> dict[str, Any] | None:
 
 
 def prepare_data(
-    experiment: Experiment, cache_dir: str | Path | None = None, *, progress: bool = True
+    experiment: Experiment,
+    cache_dir: str | Path | None = None,
+    *,
+    progress: bool = True,
+    shared: bool = False,
 ) -> dict[str, ProbeData]:
     """Every representation's :class:`ProbeData`, by name, checked against the method.
 
@@ -272,6 +283,9 @@ def prepare_data(
             are costly to make (encoded words, VAE/CNN features); None: no cache.
         progress: progress bars while encoding and fitting encoders (False: none, not even
             transformers' own).
+        shared: put each representation's features in shared memory as soon as it is built
+            (:func:`~probemeter.training.shared_memory.share_data`), for runs that train in
+            worker processes: they then map the features the run holds, not copies of them.
 
     Raises:
         ExperimentError: listing each representation whose files cannot be used, whose pool
@@ -294,7 +308,7 @@ def prepare_data(
             continue
         for location, message in experiment.method.check_pool(data.pool_size, data.n_classes):
             problems.append(f"{location}: {message} ({where}, {rep.name!r})")
-        datasets[rep.name] = data
+        datasets[rep.name] = share_data(data) if shared else data
     if problems:
         raise ExperimentError(experiment.path, problems)
     return datasets

@@ -1,6 +1,7 @@
 """Training probes: the settings (``config``), the batched engine (all probes at once, stacked
 on a probe axis), its memory budget (``memory``), per-probe early stopping on a development set,
-and the worker processes' link to their parent (``workers``).
+the worker processes' link to their parent (``workers``), and features held in shared memory
+for them (``shared_memory``).
 """
 
 from probemeter._lazy import lazy_exports
@@ -16,6 +17,7 @@ _EXPORTS = {
     "MemoryEstimate": ".memory",
     "check_memory_budget": ".memory",
     "estimate_memory": ".memory",
+    "share_data": ".shared_memory",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
