@@ -100,10 +100,19 @@ def test_pool_rows_stream_in_blocks():
     ("pool_rows", "message"),
     [
         ([np.arange(3)], "pool_rows: 1 entries for 3 probes"),
-        ([np.arange(3), None, np.array([0, POOL])], r"pool_rows\[2\]: indices outside"),
-        ([np.arange(3), None, np.array([-1])], r"pool_rows\[2\]: indices outside"),
-        ([np.zeros((2, 2), dtype=int), None, None], r"pool_rows\[0\]: expected a 1-d array"),
-        ([np.array([0.5]), None, None], r"pool_rows\[0\]: expected a 1-d array of integer"),
+        (
+            [np.arange(3), None, np.array([0, POOL])],
+            r"pool_rows\[2\] indexes outside the pool of 300 rows",
+        ),
+        (
+            [np.arange(3), None, np.array([-1])],
+            r"pool_rows\[2\] indexes outside the pool of 300 rows",
+        ),
+        ([np.zeros((2, 2), dtype=int), None, None], r"pool_rows\[0\] must be a 1-D array"),
+        (
+            [np.array([0.5]), None, None],
+            r"pool_rows\[0\] must be a 1-D array of integer pool indices",
+        ),
     ],
 )
 def test_pool_rows_are_checked(pool_rows, message):

@@ -385,18 +385,26 @@ def _check_pool_rows(
         return None
     if len(pool_rows) != n_probes:
         raise ValueError(f"pool_rows: {len(pool_rows)} entries for {n_probes} probes")
-    checked: list[np.ndarray | None] = []
-    for probe, rows in enumerate(pool_rows):
-        if rows is None:
-            checked.append(None)
-            continue
-        rows = np.asarray(rows)
-        if rows.ndim != 1 or not np.issubdtype(rows.dtype, np.integer):
-            raise ValueError(f"pool_rows[{probe}]: expected a 1-d array of integer indices")
-        if rows.size and (rows.min() < 0 or rows.max() >= pool_size):
-            raise ValueError(f"pool_rows[{probe}]: indices outside the pool of {pool_size} rows")
-        checked.append(rows.astype(np.int64, copy=False))
-    return checked
+    return [
+        None if rows is None else _pool_indices(f"pool_rows[{probe}]", rows, pool_size)
+        for probe, rows in enumerate(pool_rows)
+    ]
+
+
+def _pool_indices(name: str, rows: object, pool_size: int, *, empty: bool = True) -> np.ndarray:
+    """``rows`` as int64 indices into a pool of ``pool_size`` rows (none at all only with
+    ``empty``); a ValueError naming ``name`` otherwise."""
+    indices = np.asarray(rows)
+    if (
+        indices.ndim != 1
+        or not np.issubdtype(indices.dtype, np.integer)
+        or (indices.size == 0 and not empty)
+    ):
+        kind = "1-D" if empty else "non-empty 1-D"
+        raise ValueError(f"{name} must be a {kind} array of integer pool indices")
+    if indices.size and (indices.min() < 0 or indices.max() >= pool_size):
+        raise ValueError(f"{name} indexes outside the pool of {pool_size} rows")
+    return indices.astype(np.int64, copy=False)
 
 
 def _sparse_row_bytes(X_train: Any, probe: MLP, n_classes: int) -> float | None:
@@ -472,12 +480,7 @@ def _check_dev_set(
         return None
     if not config.early_stopping:
         raise ValueError("dev_set is the early-stopping set: it needs config.early_stopping=True")
-    indices = np.asarray(dev_set)
-    if indices.ndim != 1 or indices.size == 0 or not np.issubdtype(indices.dtype, np.integer):
-        raise ValueError("dev_set must be a non-empty 1-D array of pool indices")
-    if indices.min() < 0 or indices.max() >= pool_size:
-        raise ValueError(f"dev_set indexes outside the pool of {pool_size} examples")
-    return indices.astype(np.int64)
+    return _pool_indices("dev_set", dev_set, pool_size, empty=False)
 
 
 def _training_flops(
