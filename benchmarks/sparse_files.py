@@ -15,7 +15,6 @@ experiment file (a loss-data curve of linear probes, ``n_jobs=1``), then runs
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from sparse_inputs import planted_sparse_pool
+from sparse_inputs import curve_sizes, planted_sparse_pool, pool_arguments
 
 _CHILD = """
 import resource, sys
@@ -59,20 +58,10 @@ sizes = {sizes}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=50_000)
-    parser.add_argument("--features", type=int, default=100_000)
-    parser.add_argument("--density", type=float, default=0.001)
-    parser.add_argument("--classes", type=int, default=10)
-    parser.add_argument("--steps", type=int, default=200)
-    parser.add_argument("--limit-gib", type=float, default=2 * 10**9 / 2**30)
-    parser.add_argument("--quick", action="store_true", help="10 000 × 20 000, 100 steps")
-    args = parser.parse_args()
-    if args.quick:
-        args.rows, args.features, args.steps = 10_000, 20_000, 100
+    args = pool_arguments(__doc__.splitlines()[0])
     X, y = planted_sparse_pool(args.rows, args.features, args.density, args.classes)
     pool = args.rows * 4 // 5
-    sizes = sorted({min(pool, n) for n in (100, 1000, 10_000, pool)})
+    sizes = curve_sizes(pool)
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         for stem, rows in (("pool", slice(0, pool)), ("test", slice(pool, None))):

@@ -47,26 +47,40 @@ def planted_sparse_pool(
     return X, np.asarray(X @ W).argmax(axis=1)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def pool_arguments(description: str, hidden: bool = False) -> argparse.Namespace:
+    """The command line of the sparse benchmarks: the planted pool's shape, density and
+    classes, the training steps, the memory limit and ``--quick`` (applied here); with
+    ``hidden``, the probe's hidden widths too."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--rows", type=int, default=50_000)
     parser.add_argument("--features", type=int, default=100_000)
     parser.add_argument("--density", type=float, default=0.001)
     parser.add_argument("--classes", type=int, default=10)
-    parser.add_argument("--hidden", type=int, nargs="*", default=[])
+    if hidden:
+        parser.add_argument("--hidden", type=int, nargs="*", default=[])
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--limit-gib", type=float, default=2 * 10**9 / 2**30)
     parser.add_argument("--quick", action="store_true", help="10 000 × 20 000, 100 steps")
     args = parser.parse_args()
     if args.quick:
         args.rows, args.features, args.steps = 10_000, 20_000, 100
+    return args
+
+
+def curve_sizes(pool: int) -> list[int]:
+    """The curve's sizes on a pool of ``pool`` rows: 100, 1 000, 10 000 and the whole pool."""
+    return sorted({min(pool, n) for n in (100, 1000, 10_000, pool)})
+
+
+def main() -> int:
+    args = pool_arguments(__doc__.splitlines()[0], hidden=True)
     start_mib = memory_mib("VmRSS")
     X, y = planted_sparse_pool(args.rows, args.features, args.density, args.classes)
     data = ProbeData.from_arrays(X, y, test_size=0.2, name="sparse")
     del X
     ready_mib = memory_mib("VmRSS")
     pool = data.pool_size
-    sizes = sorted({min(pool, n) for n in (100, 1000, 10_000, pool)})
+    sizes = curve_sizes(pool)
     wall, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
     curve = loss_data_curve(
         data, MLP(tuple(args.hidden)), sizes=sizes, seeds=1, steps=args.steps, n_jobs=1

@@ -41,6 +41,34 @@ def run_file(folder: Path, text: str, name: str, *extra: str) -> Path:
     return out / name
 
 
+#: the words of the generated CoNLL-U treebanks (:func:`conllu_sentences`)
+TREE_WORDS = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
+
+
+def conllu_sentences(
+    n: int, offset: int, lengths: range, *, tag: str = "X", chain: bool = False,
+    full_stop: bool = False,
+) -> str:  # fmt: skip
+    """``n`` CoNLL-U sentences, sentence i of ``lengths[(i + offset) % len(lengths)]`` words
+    from :data:`TREE_WORDS` tagged ``tag``: word 2 is the root and the others attach to it,
+    or with ``chain`` only words 1 and 3 do and later words attach to the word before them;
+    with ``full_stop`` the last word is a full stop (PUNCT) on the root."""
+    blocks = []
+    for i in range(n):
+        length = lengths[(i + offset) % len(lengths)]
+        lines = []
+        for position in range(1, length + 1):
+            word = TREE_WORDS[(i * 3 + position + offset) % len(TREE_WORDS)]
+            head = 0 if position == 2 else 2 if position in (1, 3) or not chain else position - 1
+            upos = tag
+            if full_stop and position == length:
+                word, head, upos = ".", 2, "PUNCT"
+            relation = "root" if head == 0 else "dep"
+            lines.append(f"{position}\t{word}\t{word}\t{upos}\tX\t_\t{head}\t{relation}\t_\t_")
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks) + "\n"
+
+
 #: the sentences of the tiny edge-probing task
 EDGE_WORDS = [
     ("the", "cat", "sat", "on", "the", "mat"),

