@@ -63,11 +63,38 @@ def test_falls_back_to_the_temporary_folder_without_room(monkeypatch, tmp_path):
     monkeypatch.setattr(shared_memory.tempfile, "gettempdir", lambda: str(tmp_path))
     path = Path(backing_file(share_array(np.ones(4))))
     assert path.parent == tmp_path / f"probemeter-shared-{os.getpid()}"
-    # /dev/shm present but too small for the array: the temporary folder too
+    # a shared-memory folder too small for the array: only the temporary folder
     monkeypatch.setattr(shared_memory, "SHARED_MEMORY", Path("/"))
     statvfs = os.statvfs("/")
     too_big = statvfs.f_bavail * statvfs.f_frsize + 1
-    assert shared_memory._base_folder(too_big) == tmp_path
+    assert shared_memory._base_folders(too_big) == [tmp_path]
+    assert shared_memory._base_folders(1) == [Path("/"), tmp_path]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="posix_fallocate, /proc")
+def test_a_full_folder_is_skipped_and_without_room_the_array_stays(monkeypatch, tmp_path):
+    shm, temporary = tmp_path / "shm", tmp_path / "tmp"
+    shm.mkdir()
+    temporary.mkdir()
+    monkeypatch.setattr(shared_memory, "SHARED_MEMORY", shm)
+    monkeypatch.setattr(shared_memory.tempfile, "gettempdir", lambda: str(temporary))
+    full = {shm}
+    allocate = os.posix_fallocate
+
+    def fallocate(descriptor: int, offset: int, length: int) -> None:
+        if Path(os.readlink(f"/proc/self/fd/{descriptor}")).parent.parent in full:
+            raise OSError(28, "No space left on device")
+        allocate(descriptor, offset, length)
+
+    monkeypatch.setattr(shared_memory.os, "posix_fallocate", fallocate)
+    array = np.arange(10.0)
+    shared = share_array(array)
+    assert Path(backing_file(shared)).parent.parent == temporary
+    assert list((shm / f"probemeter-shared-{os.getpid()}").iterdir()) == []  # no file left
+    np.testing.assert_array_equal(shared, array)
+    full.add(temporary)
+    with pytest.warns(ResourceWarning, match="no room for"):
+        assert share_array(array) is array
 
 
 def test_folders_of_dead_processes_are_removed(monkeypatch, tmp_path):

@@ -24,6 +24,7 @@ import shutil
 import tempfile
 import threading
 import uuid
+import warnings
 import weakref
 from dataclasses import replace
 from pathlib import Path
@@ -49,6 +50,11 @@ def share_array(array: np.ndarray) -> np.ndarray:
     shape, C-ordered); an array already backed by a file (:func:`backing_file`), or empty
     (nothing to share), is returned as it is.
 
+    The file's space is reserved before it is written (``posix_fallocate``), so a full
+    folder is an error here, not a crash (SIGBUS) when a page is first touched. Without room
+    in shared memory nor in the temporary folder, ``array`` itself is returned, with a
+    :class:`ResourceWarning`: it works as before, the engine's workers receiving copies.
+
     Raises:
         ValueError: ``array`` holds Python objects (they cannot live in a file).
     """
@@ -58,12 +64,25 @@ def share_array(array: np.ndarray) -> np.ndarray:
         raise ValueError(f"array of dtype {array.dtype} cannot be shared: it holds objects")
     if array.size == 0 or backing_file(array) is not None:
         return array
-    path = _folder(array.nbytes) / f"{uuid.uuid4().hex}.bin"
-    shared = np.memmap(path, dtype=array.dtype, mode="w+", shape=array.shape)
-    shared[...] = array
-    # the file goes when the map does (every view of it holds the map), or at exit
-    weakref.finalize(shared._mmap, _remove, path)
-    return shared
+    for base in _base_folders(array.nbytes):
+        path = _folder(base) / f"{uuid.uuid4().hex}.bin"
+        try:
+            _reserve(path, array.nbytes)
+        except OSError:
+            _remove(path)
+            continue
+        shared = np.memmap(path, dtype=array.dtype, mode="r+", shape=array.shape)
+        shared[...] = array
+        # the file goes when the map does (every view of it holds the map), or at exit
+        weakref.finalize(shared._mmap, _remove, path)
+        return shared
+    warnings.warn(
+        f"no room for {array.nbytes / 2**20:.1f} MiB in {SHARED_MEMORY} or the temporary "
+        "folder: the features stay in this process's memory (worker processes receive copies)",
+        ResourceWarning,
+        stacklevel=2,
+    )
+    return array
 
 
 def share_data(data: ProbeData) -> ProbeData:
@@ -99,11 +118,21 @@ def _shared_features(features: np.ndarray | sp.csr_matrix) -> np.ndarray | sp.cs
     return share_array(features)
 
 
-def _folder(nbytes: int) -> Path:
-    """This process's folder for a new file of ``nbytes``: in :data:`SHARED_MEMORY` when it
-    has the room (with headroom), else in the temporary folder; created on first use, after
-    removing the folders of dead processes there."""
-    base = _base_folder(nbytes)
+def _base_folders(nbytes: int) -> list[Path]:
+    """Where a file of ``nbytes`` may go, in order: :data:`SHARED_MEMORY` when it has the room
+    (beyond a headroom of its size), then the temporary folder."""
+    folders = [Path(tempfile.gettempdir())]
+    if SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK):
+        stats = os.statvfs(SHARED_MEMORY)
+        free, total = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
+        if nbytes <= free - _HEADROOM * total:
+            folders.insert(0, SHARED_MEMORY)
+    return folders
+
+
+def _folder(base: Path) -> Path:
+    """This process's folder in ``base``, created on first use, after removing the folders of
+    dead processes there."""
     folder = base / f"{_PREFIX}{os.getpid()}"
     with _guard:
         if not folder.is_dir():
@@ -113,13 +142,17 @@ def _folder(nbytes: int) -> Path:
     return folder
 
 
-def _base_folder(nbytes: int) -> Path:
-    if SHARED_MEMORY.is_dir() and os.access(SHARED_MEMORY, os.W_OK):
-        stats = os.statvfs(SHARED_MEMORY)
-        free, total = stats.f_bavail * stats.f_frsize, stats.f_blocks * stats.f_frsize
-        if nbytes <= free - _HEADROOM * total:
-            return SHARED_MEMORY
-    return Path(tempfile.gettempdir())
+def _reserve(path: Path, nbytes: int) -> None:
+    """Create the file ``path`` of ``nbytes``, its blocks allocated where the system can
+    (an OSError, e.g. no space left, instead of a SIGBUS when its map is written)."""
+    descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
+    try:
+        if hasattr(os, "posix_fallocate"):
+            os.posix_fallocate(descriptor, 0, nbytes)
+        else:  # macOS, Windows: a sparse file of that size
+            os.ftruncate(descriptor, nbytes)
+    finally:
+        os.close(descriptor)
 
 
 def _remove_orphans(base: Path) -> None:
