@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from probemeter.cli._feature_files import feature_names, load_probe_data
+from probemeter.training.shared_memory import backing_file
 
 
 def _args(**changes) -> argparse.Namespace:
     return argparse.Namespace(
-        **{"test_size": 0.25, "random_state": 0, "labels": "indices", **changes}
+        **{"test_size": 0.25, "random_state": 0, "labels": "indices", "n_jobs": 1, **changes}
     )
 
 
@@ -42,6 +43,15 @@ def test_file_is_split_with_the_commands_settings(features):
     np.testing.assert_array_equal(data.y_train, again.y_train)
     other = load_probe_data(features, _args(random_state=1), "layer 0")
     assert not np.array_equal(data.y_train, other.y_train)
+
+
+def test_features_are_shared_when_workers_train(features):
+    alone = load_probe_data(features, _args(), "layer 0")
+    shared = load_probe_data(features, _args(n_jobs=2), "layer 0")
+    assert backing_file(alone.X_train) is None
+    assert backing_file(shared.X_train) is not None and backing_file(shared.X_test) is not None
+    np.testing.assert_array_equal(shared.X_train, alone.X_train)
+    np.testing.assert_array_equal(shared.X_test, alone.X_test)
 
 
 def test_group_ids_from_the_file_or_a_npy(features, tmp_path):

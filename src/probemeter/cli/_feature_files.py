@@ -48,13 +48,17 @@ def load_probe_data(
     """The representation in the features file ``path`` (``X`` and ``y``), split by
     ``args.test_size`` and ``args.random_state`` with labels read as ``args.labels``
     (:meth:`~probemeter.data.ProbeData.from_arrays`); with ``groups``, its word-type ids (the
-    control task's, Voita & Titov §3.1): an array name in the file, or a ``.npy`` file.
+    control task's, Voita & Titov §3.1): an array name in the file, or a ``.npy`` file. When
+    ``args.n_jobs`` means worker processes, the features are put in shared memory
+    (:func:`~probemeter.training.shared_memory.share_data`: the workers map them, no copies).
 
     Raises:
         ValueError: the file or the group ids unreadable, or not one id per row of ``X``.
     """
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_array, load_features
+    from probemeter.training.engine import worker_count
+    from probemeter.training.shared_memory import share_data
 
     X, y = load_features(path)
     group_ids = None
@@ -67,7 +71,7 @@ def load_probe_data(
             raise ValueError(
                 f"--groups has {len(group_ids)} ids but {str(path)!r} has {len(y)} rows"
             )
-    return ProbeData.from_arrays(
+    data = ProbeData.from_arrays(
         X,
         y,
         groups=group_ids,
@@ -76,3 +80,5 @@ def load_probe_data(
         name=name,
         labels=args.labels,
     )
+    del X, y  # the file's arrays go before the features are copied to shared memory
+    return share_data(data) if worker_count(args.n_jobs) > 1 else data

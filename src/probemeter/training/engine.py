@@ -230,7 +230,7 @@ def fit_evaluate(
             shared_dev_rows=None if dev_set is None else len(dev_set),
             row_bytes=row_bytes[family],
         )
-    workers = 1 if torch_device.type != "cpu" else _worker_count(n_jobs)
+    workers = 1 if torch_device.type != "cpu" else worker_count(n_jobs)
     n_probes = len(subsets)
     result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
     multilabel = np.ndim(y_train) == 2
@@ -495,7 +495,9 @@ def _training_flops(
     return 3.0 * examples * probe.forward_flops(*dims)
 
 
-def _worker_count(n_jobs: int | None) -> int:
+def worker_count(n_jobs: int | None) -> int:
+    """How many worker processes ``n_jobs`` means on this machine (scikit-learn's convention:
+    None is 1, −1 all cores, −2 all but one, …); a ValueError for 0 or fewer than −cores."""
     cores = os.cpu_count() or 1
     if n_jobs is None:
         return 1
@@ -753,7 +755,7 @@ def warm_workers(n_jobs: int | None = -1) -> threading.Thread | None:
 
     A failure here is not reported: the engine's own call starts the pool again and reports
     it. The pool stays warm across engine calls until idle for loky's timeout (300 s)."""
-    workers = _worker_count(n_jobs)
+    workers = worker_count(n_jobs)
     if workers == 1:
         return None
 
