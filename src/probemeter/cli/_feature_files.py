@@ -57,8 +57,7 @@ def load_probe_data(
     """
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_array, load_features
-    from probemeter.training.engine import worker_count
-    from probemeter.training.shared_memory import share_data
+    from probemeter.training.shared_memory import share_for_workers
 
     X, y = load_features(path)
     group_ids = None
@@ -81,4 +80,4 @@ def load_probe_data(
         labels=args.labels,
     )
     del X, y  # the file's arrays go before the features are copied to shared memory
-    return share_data(data) if worker_count(args.n_jobs) > 1 else data
+    return share_for_workers(data, args.n_jobs)

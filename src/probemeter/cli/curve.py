@@ -244,6 +244,7 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _run_curve(args: argparse.Namespace) -> int:
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_features
+    from probemeter.training.shared_memory import share_for_workers
 
     tests = args.test or []
     names = args.name or [path.stem for path in args.train]
@@ -257,7 +258,7 @@ def _run_curve(args: argparse.Namespace) -> int:
     for index, (name, path) in enumerate(zip(names, args.train)):
         X, y = load_features(path)
         test = load_features(tests[index]) if tests else (None, None)
-        datasets[name] = ProbeData.from_arrays(
+        data = ProbeData.from_arrays(
             X,
             y,
             *test,
@@ -267,6 +268,8 @@ def _run_curve(args: argparse.Namespace) -> int:
             random_state=args.random_state,
             labels=args.labels,
         )
+        del X, y, test  # the files' arrays go before the features are copied to shared memory
+        datasets[name] = share_for_workers(data, args.n_jobs)
     _check_before_training(datasets, args)
     curves = _train_curves(datasets, args)
     _report(curves, args, args.out)

@@ -18,6 +18,7 @@ _EXPORTS = {
     "check_memory_budget": ".memory",
     "estimate_memory": ".memory",
     "share_data": ".shared_memory",
+    "share_for_workers": ".shared_memory",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -36,7 +36,6 @@ from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
 from probemeter._multilabel import check_label_sets, uniform_nats
-from probemeter._validation import check_scalar
 from probemeter.probes import MLP
 from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
@@ -49,7 +48,7 @@ from probemeter.training.memory import (
     memory_budget,
     probes_per_chunk,
 )
-from probemeter.training.workers import exit_with_parent
+from probemeter.training.workers import exit_with_parent, worker_count
 
 __all__ = ["ProbeEvaluation", "fit_evaluate", "warm_workers"]
 
@@ -493,18 +492,6 @@ def _training_flops(
     (features, classes)."""
     examples = sum(min(len(s), config.batch_size) for s in subsets) * config.steps
     return 3.0 * examples * probe.forward_flops(*dims)
-
-
-def worker_count(n_jobs: int | None) -> int:
-    """How many worker processes ``n_jobs`` means on this machine (scikit-learn's convention:
-    None is 1, −1 all cores, −2 all but one, …); a ValueError for 0 or fewer than −cores."""
-    cores = os.cpu_count() or 1
-    if n_jobs is None:
-        return 1
-    check_scalar(n_jobs, "n_jobs", int, min_val=-cores)
-    if n_jobs == 0:
-        raise ValueError("n_jobs must be a non-zero integer or None; got 0")
-    return int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)
 
 
 def _plan_chunks(

@@ -33,9 +33,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from probemeter.data import ProbeData
-from probemeter.training.workers import pid_alive
+from probemeter.training.workers import pid_alive, worker_count
 
-__all__ = ["SHARED_MEMORY", "backing_file", "share_array", "share_data"]
+__all__ = [
+    "SHARED_MEMORY",
+    "backing_file",
+    "share_array",
+    "share_data",
+    "share_for_workers",
+]
 
 #: the folder of memory-backed files preferred for shared arrays (Linux)
 SHARED_MEMORY = Path("/dev/shm")
@@ -96,6 +102,12 @@ def share_data(data: ProbeData) -> ProbeData:
     return replace(
         data, X_train=_shared_features(data.X_train), X_test=_shared_features(data.X_test)
     )
+
+
+def share_for_workers(data: ProbeData, n_jobs: int | None) -> ProbeData:
+    """``data`` in shared memory (:func:`share_data`) when ``n_jobs`` means worker processes
+    (:func:`~probemeter.training.workers.worker_count` above one), else ``data`` itself."""
+    return share_data(data) if worker_count(n_jobs) > 1 else data
 
 
 def backing_file(array: np.ndarray) -> str | None:

@@ -12,6 +12,8 @@ to go to, and the unit store only ever holds complete units).
 lock still runs. Both work on POSIX systems (where an orphan is re-parented, so
 :func:`os.getppid` changes the moment its parent dies) and on Windows (through the process
 handle); a zombie (dead, not yet reaped) counts as dead on Linux.
+
+:func:`worker_count` says how many worker processes an ``n_jobs`` means.
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ import sys
 import threading
 import time
 
-__all__ = ["ORPHAN_EXIT_STATUS", "exit_with_parent", "parent_alive", "pid_alive"]
+from probemeter._validation import check_scalar
+
+__all__ = [
+    "ORPHAN_EXIT_STATUS",
+    "exit_with_parent",
+    "parent_alive",
+    "pid_alive",
+    "worker_count",
+]
 
 #: exit status of a worker ended by :func:`exit_with_parent` (EX_SOFTWARE of sysexits.h)
 ORPHAN_EXIT_STATUS = 70
@@ -147,3 +157,15 @@ def _windows_pid_alive(pid: int) -> bool:
         return code.value == still_active
     finally:
         kernel32.CloseHandle(handle)
+
+
+def worker_count(n_jobs: int | None) -> int:
+    """How many worker processes ``n_jobs`` means on this machine (scikit-learn's convention:
+    None is 1, −1 all cores, −2 all but one, …); a ValueError for 0 or fewer than −cores."""
+    cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return 1
+    check_scalar(n_jobs, "n_jobs", int, min_val=-cores)
+    if n_jobs == 0:
+        raise ValueError("n_jobs must be a non-zero integer or None; got 0")
+    return int(n_jobs) if n_jobs > 0 else cores + 1 + int(n_jobs)
