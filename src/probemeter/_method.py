@@ -208,6 +208,10 @@ class Method(ABC):
     #: (task label ``"arcs"``) only, and its data carry each word's UPOS tag id in ``groups``
     #: (punctuation), not its word type, and the model's features unstandardised
     reads_trees: ClassVar[bool] = False
+    #: whether its units train in the engine's worker processes (they take ``n_jobs``): a run
+    #: then starts the workers before loading the data and puts the features in shared
+    #: memory for them; methods that train in the run's own process leave both out
+    trains_in_workers: ClassVar[bool] = True
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:

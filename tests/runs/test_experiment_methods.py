@@ -5,16 +5,18 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from experiment_files import digits_experiment, run_file
+from experiment_files import PIXELS, digits_experiment, run_file
 from exported import assert_exported
 
 from probemeter.cli.main import main
 from probemeter.mdl.table import load_mdl_results, mdl_frames
 from probemeter.pareto.frontiers import ParetoFrontiers
 from probemeter.power.table import PowerReport
+from probemeter.runs import runner
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data, run_experiment
 from probemeter.runs.saved_probes import load_run_probes
+from probemeter.training.shared_memory import backing_file
 
 
 def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
@@ -179,3 +181,36 @@ def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
     with pytest.raises(ValueError, match=f"save_probes: {message}"):
         run_experiment(keeping, tmp_path / "runs")
     assert not (tmp_path / "runs").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize(
+    ("method", "in_workers"),
+    [
+        ('kind = "curve"\nsizes = [50, 100]\nseeds = 1\nsteps = 5\nepsilon = 0.5', True),
+        ('kind = "pareto"\npenalties = 2\nranks = false\nsteps = 20', False),
+    ],
+)
+def test_workers_and_shared_features_only_for_methods_that_train_in_workers(
+    tmp_path, monkeypatch, method, in_workers
+):
+    started, shared = [], []
+    warm, prepare = runner.warm_workers, runner.prepare_data
+
+    def recording_warm(n_jobs):
+        started.append(n_jobs)
+        return warm(n_jobs)
+
+    def recording_prepare(*args, **kwargs):
+        datasets = prepare(*args, **kwargs)
+        shared.extend(backing_file(data.X_train) is not None for data in datasets.values())
+        return datasets
+
+    monkeypatch.setattr(runner, "warm_workers", recording_warm)
+    monkeypatch.setattr(runner, "prepare_data", recording_prepare)
+    path = tmp_path / "exp.toml"
+    path.write_text(digits_experiment(method, representations=[PIXELS]))
+    experiment = load_experiment(path)
+    assert experiment.method.trains_in_workers is in_workers
+    run_experiment(experiment, tmp_path / "runs", n_jobs=2, progress=False)
+    assert started == ([2] if in_workers else [])
+    assert shared == [in_workers]

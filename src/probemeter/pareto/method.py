@@ -91,6 +91,8 @@ class ParetoMethod(Method):
     )
 
     kind = "pareto"
+    #: the sweeps train in the run's process (small linear probes; the biaffine parsers)
+    trains_in_workers: ClassVar[bool] = False
     #: the options of the biaffine family only (the ``pareto sweep`` command, on feature files
     #: without sentences, has no flags for them)
     PARSER_OPTIONS: ClassVar[tuple[str, ...]] = (

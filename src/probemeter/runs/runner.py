@@ -164,8 +164,10 @@ def run_experiment(
         raise ValueError(f"save_probes: {problem}")
     run_dir = Path(out) / experiment.run.name
     with RunLock(run_dir):  # before loading data: a second run fails at once
+        method, random_state = experiment.method, experiment.run.random_state
         workers = None
-        if ray is None and resolve_device(experiment.run.device).type == "cpu":
+        on_cpu = resolve_device(experiment.run.device).type == "cpu"
+        if ray is None and method.trains_in_workers and on_cpu:
             workers = warm_workers(n_jobs)  # the worker processes start while the data load
         datasets = prepare_data(
             experiment,
@@ -173,7 +175,6 @@ def run_experiment(
             progress=progress,
             shared=workers is not None,  # held once by the run and its workers
         )
-        method, random_state = experiment.method, experiment.run.random_state
         copy = run_dir / "experiment.toml"
         if not (copy.exists() and copy.samefile(experiment.path)):  # rerunning from the copy
             shutil.copyfile(experiment.path, copy)

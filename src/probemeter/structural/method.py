@@ -99,6 +99,8 @@ class StructuralMethod(Method):
     kind = "structural"
     #: its head-selection data carry each word's UPOS tag id in ``groups`` (for punctuation)
     reads_trees: ClassVar[bool] = True
+    #: the probes train in the run's process (:func:`~probemeter.structural.structural_probes`)
+    trains_in_workers: ClassVar[bool] = False
     summary = "Hewitt & Manning: structural probes (UUAS, DSpr., root accuracy, NSpr.) by rank"
 
     @property
