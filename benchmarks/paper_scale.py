@@ -29,7 +29,10 @@ early-stopping rule) on at least a tenth of the probes: its time, its GFLOP/s an
 all probes extrapolated by arithmetic.
 
 ``--profile`` instead runs one case in this process on one thread (``n_jobs=1``) under
-``torch.profiler`` and prints the top operators by self CPU time.
+``torch.profiler`` and prints the top operators by self CPU time. ``--pools shared copied``
+runs each case with its pool in shared memory (``share_data``, the default) and then as an
+ordinary array (joblib writes a copy for the workers at every engine call), data built afresh
+for each so that one copy exists at a time.
 
 Usage::
 
@@ -37,6 +40,7 @@ Usage::
     python benchmarks/paper_scale.py                             # both cases, full scale
     python benchmarks/paper_scale.py --cases online --tokens 100000 --precisions f32 bf16
     python benchmarks/paper_scale.py --cases online --tokens 50000 --profile
+    python benchmarks/paper_scale.py --cases online --no-loop --pools copied shared
 """
 
 from __future__ import annotations
