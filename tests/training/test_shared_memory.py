@@ -139,7 +139,9 @@ def test_shared_data_equals_the_data(sparse):
         else:
             assert backing_file(after) is not None
         np.testing.assert_array_equal(after, before)
-    np.testing.assert_array_equal(shared.y_train, data.y_train)
+    for name in ("y_train", "y_test"):
+        assert backing_file(getattr(shared, name)) is not None
+        np.testing.assert_array_equal(getattr(shared, name), getattr(data, name))
     assert shared.n_classes == data.n_classes and shared.name == data.name
 
 

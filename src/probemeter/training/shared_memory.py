@@ -92,15 +92,20 @@ def share_array(array: np.ndarray) -> np.ndarray:
 
 
 def share_data(data: ProbeData) -> ProbeData:
-    """``data`` with its features (pool and test set; dense arrays, or a CSR matrix's
-    three arrays) in shared memory (:func:`share_array`), everything else as it is.
+    """``data`` with what the engine reads in shared memory (:func:`share_array`): the
+    features of pool and test set (dense arrays, or a CSR matrix's three arrays) and their
+    labels; everything else as it is.
 
     Call it where the data is made and keep only the result: the engine's worker processes
-    then map the features the caller holds instead of receiving a copy at every engine
-    call, so the pool is held once (:mod:`probemeter.training.shared_memory`).
+    then map the arrays the caller holds instead of receiving a copy at every engine call,
+    so the pool is held once (:mod:`probemeter.training.shared_memory`).
     """
     return replace(
-        data, X_train=_shared_features(data.X_train), X_test=_shared_features(data.X_test)
+        data,
+        X_train=_shared_features(data.X_train),
+        y_train=share_array(data.y_train),
+        X_test=_shared_features(data.X_test),
+        y_test=share_array(data.y_test),
     )
 
 
