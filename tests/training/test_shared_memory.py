@@ -52,6 +52,14 @@ def test_shared_array_has_the_values_in_a_file_that_goes_with_it():
 def test_arrays_already_in_a_file_or_empty_are_kept():
     shared = share_array(np.ones((3, 2), dtype=np.float32))
     assert share_array(shared) is shared
+    # a copy-on-write map's changes are its own: copied, not passed by its file
+    path = Path(backing_file(shared))
+    private = np.memmap(path, dtype=np.float32, mode="c", shape=(3, 2))
+    private[0] = 7.0
+    assert backing_file(private) is None
+    copied = share_array(private)
+    assert backing_file(copied) not in (None, str(path))
+    np.testing.assert_array_equal(copied[0], [7.0, 7.0])
     empty = np.empty((0, 5), dtype=np.float32)
     assert share_array(empty) is empty
     with pytest.raises(ValueError, match="dtype object"):

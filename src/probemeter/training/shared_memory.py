@@ -116,12 +116,14 @@ def share_for_workers(data: ProbeData, n_jobs: int | None) -> ProbeData:
 
 
 def backing_file(array: np.ndarray) -> str | None:
-    """The file ``array`` is a memory map of (following views to their base), or None for an
-    array in the process's own memory."""
+    """The file ``array`` is a shared memory map of (following views to their base), or None
+    for an array in the process's own memory — a copy-on-write map (``mode="c"``) included:
+    its changes are private to this process, so other processes mapping its file would not
+    see them."""
     base = array
     while base is not None:
         if isinstance(base, np.memmap) and getattr(base, "filename", None):
-            return str(base.filename)
+            return None if base.mode == "c" else str(base.filename)
         base = getattr(base, "base", None)
     return None
 
