@@ -284,9 +284,9 @@ def prepare_data(
             are costly to make (encoded words, VAE/CNN features); None: no cache.
         progress: progress bars while encoding and fitting encoders (False: none, not even
             transformers' own).
-        shared: put each representation's features in shared memory as soon as it is built
-            (:func:`~probemeter.training.shared_memory.share_data`), for runs that train in
-            worker processes: they then map the features the run holds, not copies of them.
+        shared: move each representation's features and labels into shared memory as soon
+            as it is built (:func:`~probemeter.training.shared_memory.share_data`), for runs
+            that train in worker processes: they then map the arrays the run holds, not copies.
 
     Raises:
         ExperimentError: listing each representation whose files cannot be used, whose pool
