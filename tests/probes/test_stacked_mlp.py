@@ -1,4 +1,5 @@
-"""Tests of the stacked evaluation: one probe evaluated as a row of a stack gives that row's
+"""Tests of the stacked probes: the hand-written backward equals autograd's, a narrow output
+layer's transposed products included; one probe evaluated as a row of a stack gives that row's
 numbers bit for bit, whatever the shapes."""
 
 from __future__ import annotations
@@ -7,9 +8,77 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import torch
+import torch.nn.functional as F
 
-from probemeter.probes.stacked_mlp import evaluate_as_row, evaluate_stacked
+from probemeter.probes import MLP, Linear
+from probemeter.probes.sparse_inputs import SparseRows
+from probemeter.probes.stacked_mlp import evaluate_as_row, evaluate_stacked, transposed_layer
+
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize(
+    ("probe", "k", "rows", "precision", "transposed"),
+    [
+        (MLP((24,)), 10, 40, "f32", True),  # narrow output, enough rows: transposed
+        (MLP((24,)), 10, 40, "bf16", True),
+        (Linear(), 3, 64, "f32", True),
+        (MLP((24,)), 10, 20, "f32", False),  # too few rows
+        (MLP((24,)), 16, 40, "f32", False),  # not narrow
+    ],
+)
+def test_gradients_match_autograd(probe, k, rows, precision, transposed):
+    """Every gradient of the weighted cross-entropy Σ_r w_r · CE equals autograd's through a
+    plain forward (padding rows of weight 0 included), whichever way the products run."""
+    assert transposed_layer(k, rows, CPU) == transposed
+    n_probes, d = 3, 12
+    stack = probe.stack(
+        [np.random.default_rng(i) for i in range(n_probes)], d, k, rows, precision, CPU
+    )
+    gen = torch.Generator().manual_seed(k + rows)
+    x = torch.randn(n_probes, rows, d, generator=gen)
+    y = torch.randint(0, k, (n_probes, rows, 1), generator=gen)
+    weights = torch.zeros(n_probes, rows, 1)
+    for p, batch in enumerate((rows, rows // 2, 1)):
+        weights[p, :batch] = 1 / batch
+    leaves = [t.detach().clone().requires_grad_() for t in stack.parameters]
+    stack.accumulate_gradients(x, y, weights)
+    hidden = x
+    for layer in range(len(leaves) // 2):
+        if layer:
+            hidden = hidden.relu()
+        hidden = torch.baddbmm(leaves[2 * layer + 1], hidden, leaves[2 * layer])
+    ce = F.cross_entropy(hidden.reshape(-1, k), y.reshape(-1), reduction="none")
+    (ce * weights.reshape(-1)).sum().backward()
+    rtol, atol = (1e-5, 1e-7) if precision == "f32" else (3e-2, 3e-3)
+    for got, want in zip(stack.parameters, leaves):
+        torch.testing.assert_close(got.grad, want.grad, rtol=rtol, atol=atol)
+        assert want.grad.abs().max() > 1e-3  # not trivially zero
+
+
+def test_linear_probe_on_sparse_rows_matches_dense():
+    """A linear probe's only layer reads sparse rows as they are (never transposed): its
+    gradients equal those from the same rows made dense, which run transposed."""
+    n_probes, rows, d, k = 2, 48, 30, 4
+    assert transposed_layer(k, rows, CPU)
+    rng = np.random.default_rng(3)
+    matrix = sp.random(n_probes * rows, d, density=0.2, random_state=rng, dtype=np.float32)
+    y = torch.from_numpy(rng.integers(0, k, (n_probes, rows, 1)))
+    weights = torch.full((n_probes, rows, 1), 1 / rows)
+    gradients = []
+    for inputs in (
+        SparseRows.from_scipy(matrix, CPU).view(n_probes, rows, -1),
+        torch.from_numpy(matrix.toarray()).view(n_probes, rows, d),
+    ):
+        rngs = [np.random.default_rng(i) for i in range(n_probes)]
+        stack = Linear().stack(rngs, d, k, rows, "f32", CPU)
+        stack.accumulate_gradients(inputs, y, weights)
+        gradients.append([t.grad for t in stack.parameters])
+    for sparse, dense in zip(*gradients):
+        torch.testing.assert_close(sparse, dense, rtol=1e-5, atol=1e-7)
+
 
 #: (features, hidden widths, classes, evaluation rows, probes): odd rows and widths put stack
 #: rows off 16-byte boundaries; 8193 rows stream over three blocks (4096 + 4096 + 1)
