@@ -23,7 +23,13 @@ from probemeter.probes.scalar_mix import mixer
 from probemeter.probes.span_attention import SpanPooling, pooler
 from probemeter.probes.sparse_inputs import baddbmm, transposed_bmm
 
-__all__ = ["EVAL_ROWS_PER_BLOCK", "StackedMLP", "evaluate_as_row", "evaluate_stacked"]
+__all__ = [
+    "EVAL_ROWS_PER_BLOCK",
+    "StackedMLP",
+    "evaluate_as_row",
+    "evaluate_stacked",
+    "transposed_layer",
+]
 
 #: evaluation streams over blocks of this many rows (memory stays bounded on large test sets)
 EVAL_ROWS_PER_BLOCK = 4096
@@ -44,11 +50,12 @@ def transposed_layer(fan_out: int, rows: int, device: torch.device) -> bool:
     True on the CPU for fewer than :data:`NARROW_OUTPUT` outputs and at least
     :data:`TRANSPOSED_MIN_ROWS` rows. torch's CPU ``bmm`` (MKL) runs a product whose output
     has few columns far below the machine's rate; transposed, the rows are the columns.
-    Measured on this project's 2-core AMD EPYC (AVX2), one thread, 8 probes, 512 → 10 at 256
-    rows: forward 11 → 46 GFLOP/s, weight gradient 8 → 42 (the copy included); 512 → 3:
-    3 → 7 and 2 → 19; at 16 outputs the plain product is as fast, and below 32 rows the
-    transposed forward is the slow one (8 rows, 512 → 10: 6 against 4). The results differ
-    only by float rounding.
+    Measured on this project's 2-core AMD EPYC (AVX2), one thread, 8 probes
+    (``benchmarks/narrow_outputs.py``), 512 → 10 at 256 rows: forward 11 → 42 GFLOP/s, weight
+    gradient 7 → 39 (the copy included); 512 → 3: 4 → 7 and 2.5 → 18; at 16 outputs the plain
+    products are about as fast (faster at 32 rows), and below 32 rows the transposed forward
+    is the slow one (8 rows, 512 → 10: 4 against 6). The results differ only by float
+    rounding.
     """
     return device.type == "cpu" and fan_out < NARROW_OUTPUT and rows >= TRANSPOSED_MIN_ROWS
 

@@ -1,0 +1,97 @@
+"""How fast are a stacked layer's products with few outputs, plain and transposed?
+
+The engine's stacked layer computes ``bias + h @ W`` per probe (``baddbmm``, outputs (P, rows,
+fan_out)) and the weight gradient ``hᵀ @ upstream`` (``bmm``, (P, fan_in, fan_out)). With few
+outputs (a probe's output layer: 2 to 15 classes on most tasks) torch's CPU ``bmm`` runs far
+below the machine's rate; :func:`probemeter.probes.stacked_mlp.transposed_layer` then computes
+them transposed (Wᵀ · hᵀ, (P, fan_out, rows); upstreamᵀ · h, (P, fan_out, fan_in), copied into
+the gradient). This script times both ways on one thread and prints which one the engine
+picks, so the threshold can be checked on another machine::
+
+    python benchmarks/narrow_outputs.py            # a few seconds per shape
+    python benchmarks/narrow_outputs.py --quick    # a few shapes
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from collections.abc import Callable
+
+import torch
+
+from probemeter.probes.stacked_mlp import transposed_layer
+
+PROBES = 8
+
+
+def gflops(work: Callable[[], object], flops: float, seconds: float) -> float:
+    """GFLOP/s of ``work`` (``flops`` each call), repeated for about ``seconds``."""
+    work()
+    start, calls = time.perf_counter(), 0
+    while time.perf_counter() - start < seconds:
+        work()
+        calls += 1
+    return flops * calls / (time.perf_counter() - start) / 1e9
+
+
+def measure(rows: int, fan_in: int, fan_out: int, seconds: float) -> dict[str, float]:
+    """Forward and weight-gradient GFLOP/s of P = 8 stacked layers, both ways."""
+    generator = torch.Generator().manual_seed(0)
+    h = torch.randn(PROBES, rows, fan_in, generator=generator)
+    weight = torch.randn(PROBES, fan_in, fan_out, generator=generator)
+    bias = torch.randn(PROBES, 1, fan_out, generator=generator)
+    upstream = torch.randn(PROBES, rows, fan_out, generator=generator)
+    outputs = torch.empty(PROBES, rows, fan_out)
+    outputs_t = torch.empty(PROBES, fan_out, rows)
+    gradient = torch.empty(PROBES, fan_in, fan_out)
+    gradient_t = torch.empty(PROBES, fan_out, fan_in)
+
+    def transposed_gradient() -> None:
+        torch.bmm(upstream.transpose(1, 2), h, out=gradient_t)
+        gradient.copy_(gradient_t.transpose(1, 2))
+
+    flops = 2.0 * PROBES * rows * fan_in * fan_out
+    return {
+        "forward": gflops(lambda: torch.baddbmm(bias, h, weight, out=outputs), flops, seconds),
+        "forward_t": gflops(
+            lambda: torch.baddbmm(
+                bias.transpose(1, 2), weight.transpose(1, 2), h.transpose(1, 2), out=outputs_t
+            ),
+            flops,
+            seconds,
+        ),
+        "gradient": gflops(
+            lambda: torch.bmm(h.transpose(1, 2), upstream, out=gradient), flops, seconds
+        ),
+        "gradient_t": gflops(transposed_gradient, flops, seconds),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a few shapes, shorter timings")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows_list = (32, 256) if args.quick else (8, 32, 64, 256)
+    fan_ins = (512,) if args.quick else (64, 512, 1024)
+    fan_outs = (3, 10, 16) if args.quick else (2, 3, 10, 15, 16, 17, 45)
+    seconds = 0.2 if args.quick else 0.5
+    print(f"torch {torch.__version__}, one thread, P = {PROBES} stacked layers; GFLOP/s")
+    print(
+        f"{'rows':>5} {'in':>5} {'out':>4} | {'forward':>8} {'transp.':>8} | "
+        f"{'gradient':>8} {'transp.':>8} | engine"
+    )
+    cpu = torch.device("cpu")
+    for rows, fan_in, fan_out in itertools.product(rows_list, fan_ins, fan_outs):
+        r = measure(rows, fan_in, fan_out, seconds)
+        choice = "transposed" if transposed_layer(fan_out, rows, cpu) else "plain"
+        print(
+            f"{rows:5d} {fan_in:5d} {fan_out:4d} | {r['forward']:8.1f} {r['forward_t']:8.1f} | "
+            f"{r['gradient']:8.1f} {r['gradient_t']:8.1f} | {choice}"
+        )
+
+
+if __name__ == "__main__":
+    main()
