@@ -6,10 +6,13 @@ outputs (a probe's output layer: 2 to 15 classes on most tasks) torch's CPU ``bm
 below the machine's rate; :func:`probemeter.probes.stacked_mlp.transposed_layer` then computes
 them transposed (Wᵀ · hᵀ, (P, fan_out, rows); upstreamᵀ · h, (P, fan_out, fan_in), copied into
 the gradient). This script times both ways on one thread and prints which one the engine
-picks, so the threshold can be checked on another machine::
+picks, so the threshold can be checked on another machine. It then times whole fits on the
+digits' pixels (10 classes) in this process, one thread, with the transposition switched off
+(the baseline: ``NARROW_OUTPUT = 0``) and on: a loss-data curve of linear probes and one of
+MLP 1×64 probes (20 sizes × 8 seeds) and the Pareto sweep's 50 nuclear-norm linear probes::
 
-    python benchmarks/narrow_outputs.py            # a few seconds per shape
-    python benchmarks/narrow_outputs.py --quick    # a few shapes
+    python benchmarks/narrow_outputs.py            # 84 shapes and the fits: about 5 minutes
+    python benchmarks/narrow_outputs.py --quick    # a few shapes, shorter fits
 """
 
 from __future__ import annotations
@@ -19,8 +22,13 @@ import itertools
 import time
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
+from probemeter.curves.curve import default_sizes, loss_data_curve
+from probemeter.datasets import digits_representations
+from probemeter.pareto.linear_probes import fit_nuclear_norm_probes
+from probemeter.probes import MLP, Linear, stacked_mlp
 from probemeter.probes.stacked_mlp import transposed_layer
 
 PROBES = 8
@@ -69,6 +77,47 @@ def measure(rows: int, fan_in: int, fan_out: int, seconds: float) -> dict[str, f
     }
 
 
+def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
+    """Whole fits on the digits' pixels, each returning its losses."""
+    data = digits_representations()["pixels"]
+    sizes = default_sizes(data.pool_size, 20)
+    steps = 50 if quick else 1000
+
+    def curve(probe: Linear | MLP) -> Callable[[], np.ndarray]:
+        return lambda: (
+            loss_data_curve(data, probe, sizes, 8, steps=steps, lr=1e-3, n_jobs=1, progress=False)
+            .to_frame()["loss"]
+            .to_numpy()
+        )
+
+    def pareto() -> np.ndarray:
+        arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
+        return fit_nuclear_norm_probes(*arrays, steps=steps).loss
+
+    return {"linear curve": curve(Linear()), "MLP 1x64 curve": curve(MLP((64,))), "pareto": pareto}
+
+
+def time_fits(quick: bool) -> None:
+    """CPU seconds of each fit with plain products and with narrow layers transposed, run
+    alternately twice (the first call of a fit pays one-off costs), the best of each."""
+    print(f"\nwhole fits, digits pixels, one thread ({'quick' if quick else 'full'})")
+    print(f"{'fit':>16} | {'plain s':>8} {'transp. s':>9} | ratio | max loss change")
+    for name, fit in fits(quick).items():
+        default = stacked_mlp.NARROW_OUTPUT
+        seconds, losses = [np.inf, np.inf], [np.empty(0), np.empty(0)]
+        for _, variant in itertools.product(range(2), range(2)):  # alternately, best of two
+            stacked_mlp.NARROW_OUTPUT = (0, default)[variant]  # 0: every product plain
+            start = time.process_time()
+            losses[variant] = fit()
+            seconds[variant] = min(seconds[variant], time.process_time() - start)
+        stacked_mlp.NARROW_OUTPUT = default
+        change = float(np.max(np.abs(losses[1] - losses[0]) / np.abs(losses[0])))
+        print(
+            f"{name:>16} | {seconds[0]:8.2f} {seconds[1]:9.2f} | "
+            f"{seconds[0] / seconds[1]:4.2f}× | {change:.1e}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a few shapes, shorter timings")
@@ -91,6 +140,7 @@ def main() -> None:
             f"{rows:5d} {fan_in:5d} {fan_out:4d} | {r['forward']:8.1f} {r['forward_t']:8.1f} | "
             f"{r['gradient']:8.1f} {r['gradient_t']:8.1f} | {choice}"
         )
+    time_fits(args.quick)
 
 
 if __name__ == "__main__":

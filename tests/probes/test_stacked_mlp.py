@@ -14,9 +14,36 @@ import torch.nn.functional as F
 
 from probemeter.probes import MLP, Linear
 from probemeter.probes.sparse_inputs import SparseRows
-from probemeter.probes.stacked_mlp import evaluate_as_row, evaluate_stacked, transposed_layer
+from probemeter.probes.stacked_mlp import (
+    evaluate_as_row,
+    evaluate_stacked,
+    stacked_affine,
+    transposed_layer,
+)
 
 CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize(("rows", "fan_out"), [(40, 10), (40, 3), (8, 10), (40, 16)])
+def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out):
+    """bias + inputs @ weight per probe, whichever way it is computed (transposed for the
+    first two shapes), with the same autograd gradients (the Pareto probes train through it)."""
+    n_probes, fan_in = 3, 20
+    gen = torch.Generator().manual_seed(rows * fan_out)
+    leaves = [
+        torch.randn(shape, generator=gen)
+        for shape in ((n_probes, 1, fan_out), (n_probes, rows, fan_in), (n_probes, fan_in, fan_out))
+    ]
+    upstream = torch.randn(n_probes, rows, fan_out, generator=gen)
+    results = []
+    for function in (stacked_affine, torch.baddbmm):
+        tensors = [t.clone().requires_grad_() for t in leaves]
+        output = function(*tensors)
+        (output * upstream).sum().backward()
+        results.append([output.detach(), *(t.grad for t in tensors)])
+    assert results[0][0].shape == (n_probes, rows, fan_out)
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize(

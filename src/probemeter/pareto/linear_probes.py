@@ -39,6 +39,7 @@ import torch
 from probemeter._device import resolve_device
 from probemeter._validation import check_scalar, is_integer
 from probemeter.pareto.span_pooling import attention_pool
+from probemeter.probes.stacked_mlp import stacked_affine
 
 __all__ = [
     "LinearComplexityResult",
@@ -330,7 +331,7 @@ class _StackedLinear(torch.nn.Module):
             h = h / (h.norm(dim=-1, keepdim=True) + 1e-5)
         matrix = self.matrix()
         h = h.expand(matrix.shape[0], -1, -1)
-        return torch.baddbmm(matrix[:, -1:, :], h, matrix[:, :-1, :])
+        return stacked_affine(matrix[:, -1:, :], h, matrix[:, :-1, :])
 
 
 def _param(arrays: list[np.ndarray]) -> torch.nn.Parameter:

@@ -28,6 +28,7 @@ __all__ = [
     "StackedMLP",
     "evaluate_as_row",
     "evaluate_stacked",
+    "stacked_affine",
     "transposed_layer",
 ]
 
@@ -428,33 +429,32 @@ def _logit_blocks(
             x = stage(x) if outputs is None else stage(x, outputs)
         elif not per_probe:
             x = x.expand(n_probes, -1, -1)
-        hidden = _affine(biases[0], x, weights[0], outputs)
+        hidden = stacked_affine(biases[0], x, weights[0], outputs)
         for w, b in zip(weights[1:], biases[1:]):
-            hidden = _affine(b, hidden.clamp_min_(0.0), w, outputs)
+            hidden = stacked_affine(b, hidden.clamp_min_(0.0), w, outputs)
         yield start, hidden
 
 
-def _affine(
+def stacked_affine(
     bias: torch.Tensor,
     inputs: torch.Tensor,
     weight: torch.Tensor,
-    outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None,
+    outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """``bias + inputs @ weight`` per probe, (P, rows, fan_out), into ``outputs(shape)`` when
-    given; a narrow layer's (:func:`transposed_layer`) into a (P, fan_out, rows) tensor, of
-    which it returns the transposed view."""
+    """``bias + inputs @ weight`` per probe, (P, rows, fan_out), for ``bias`` (P, 1, fan_out),
+    ``inputs`` (P, rows, fan_in) and ``weight`` (P, fan_in, fan_out); into ``outputs(shape)``
+    when given, else differentiable by autograd. A narrow layer's (:func:`transposed_layer`)
+    is computed as a (P, fan_out, rows) tensor, of which it returns the transposed view."""
     n_probes, rows, fan_out = inputs.shape[0], inputs.shape[1], weight.shape[2]
     if not _is_sparse(inputs) and transposed_layer(fan_out, rows, inputs.device):
-        shape = (n_probes, fan_out, rows)
-        out = weight.new_empty(shape) if outputs is None else outputs(shape)
+        out = None if outputs is None else outputs((n_probes, fan_out, rows))
         return _transposed_affine(bias, inputs, weight, out).transpose(1, 2)
-    if outputs is None:
-        return baddbmm(bias, inputs, weight)
-    return baddbmm(bias, inputs, weight, out=outputs((n_probes, rows, fan_out)))
+    out = None if outputs is None else outputs((n_probes, rows, fan_out))
+    return baddbmm(bias, inputs, weight, out=out)
 
 
 def _transposed_affine(
-    bias: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor, out: torch.Tensor
+    bias: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None
 ) -> torch.Tensor:
     """``(bias + inputs @ weight)ᵀ`` per probe into ``out`` (P, fan_out, rows): the product
     Wᵀ · inputsᵀ, whose columns are the rows (:func:`transposed_layer`)."""
