@@ -49,6 +49,7 @@ from probemeter._validation import check_scalar, integer_list
 from probemeter.data import ProbeData
 from probemeter.mdl.bayesian_spans import VariationalSpanPoolings
 from probemeter.probes.mlp import MLP, SPAN_PROJECTION
+from probemeter.probes.stacked_mlp import stacked_affine
 
 __all__ = ["BayesianMLP", "StackedBayesianMLP"]
 
@@ -201,8 +202,8 @@ class StackedBayesianMLP:
             noise = torch.randn(hidden.shape, generator=generator, device=hidden.device)
             z = z_mu.unsqueeze(1) + (0.5 * z_logvar).exp().unsqueeze(1) * noise
             scaled = hidden * z
-            mean = torch.baddbmm(b_mu, scaled, w_mu)
-            variance = torch.baddbmm(b_logvar.exp(), scaled.pow(2), w_logvar.exp())
+            mean = stacked_affine(b_mu, scaled, w_mu)
+            variance = stacked_affine(b_logvar.exp(), scaled.pow(2), w_logvar.exp())
             noise = torch.randn(mean.shape, generator=generator, device=mean.device)
             hidden = mean + variance.clamp_min(1e-16).sqrt() * noise
             if index < len(self._layers) - 1:
@@ -219,7 +220,7 @@ class StackedBayesianMLP:
         span poolings' too)."""
         hidden = x if self.stage is None else self.stage.mean(x)
         for index, ((z_mu, _, w_mu, _, b_mu, _), keep) in enumerate(zip(self._layers, self.kept())):
-            hidden = torch.baddbmm(b_mu, hidden * (z_mu * keep).unsqueeze(1), w_mu)
+            hidden = stacked_affine(b_mu, hidden * (z_mu * keep).unsqueeze(1), w_mu)
             if index < len(self._layers) - 1:
                 hidden = torch.relu(hidden)
         return hidden
