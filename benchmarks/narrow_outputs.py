@@ -9,7 +9,10 @@ the gradient). This script times both ways on one thread and prints which one th
 picks, so the threshold can be checked on another machine. It then times whole fits on the
 digits' pixels (10 classes) in this process, one thread, with the transposition switched off
 (the baseline: ``NARROW_OUTPUT = 0``) and on: a loss-data curve of linear probes and one of
-MLP 1×64 probes (20 sizes × 8 seeds) and the Pareto sweep's 50 nuclear-norm linear probes::
+MLP 1×64 probes (20 sizes × 8 seeds) and the Pareto sweep's 50 nuclear-norm linear probes; and
+4 structural distance probes of rank 4 (the product Bᵀh has 4 columns) on 600 random trees of 8
+to 34 words with 384-d Gaussian features (the time depends on the sentences' lengths, not on
+the values)::
 
     python benchmarks/narrow_outputs.py            # 84 shapes and the fits: about 5 minutes
     python benchmarks/narrow_outputs.py --quick    # a few shapes, shorter fits
@@ -30,6 +33,8 @@ from probemeter.datasets import digits_representations
 from probemeter.pareto.linear_probes import fit_nuclear_norm_probes
 from probemeter.probes import MLP, Linear, stacked_mlp
 from probemeter.probes.stacked_mlp import transposed_layer
+from probemeter.structural.training import ProbeSpec, StructuralTraining, fit_structural_probes
+from probemeter.structural.trees import TreeData
 
 PROBES = 8
 
@@ -78,7 +83,7 @@ def measure(rows: int, fan_in: int, fan_out: int, seconds: float) -> dict[str, f
 
 
 def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
-    """Whole fits on the digits' pixels, each returning its losses."""
+    """Whole fits, each returning its losses (the structural probes: their trained B)."""
     data = digits_representations()["pixels"]
     sizes = default_sizes(data.pool_size, 20)
     steps = 50 if quick else 1000
@@ -94,14 +99,32 @@ def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
         arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
         return fit_nuclear_norm_probes(*arrays, steps=steps).loss
 
-    return {"linear curve": curve(Linear()), "MLP 1x64 curve": curve(MLP((64,))), "pareto": pareto}
+    def structural() -> np.ndarray:
+        rng = np.random.default_rng(0)
+        n_sentences = 200 if quick else 600
+        lengths = rng.integers(8, 35, n_sentences)
+        # word i (1-based) hangs from a word before it; word 1 is the root
+        heads = [(0, *(int(rng.integers(1, i)) for i in range(2, n + 1))) for n in lengths]
+        trees = TreeData(tuple(heads))
+        features = rng.standard_normal((trees.n_words, 384)).astype(np.float32)
+        specs = [ProbeSpec(4, seed, np.arange(n_sentences)) for seed in range(4)]
+        config = StructuralTraining(epochs=1 if quick else 3)
+        return np.stack(fit_structural_probes(features, trees, "distance", specs, config))
+
+    return {
+        "linear curve": curve(Linear()),
+        "MLP 1x64 curve": curve(MLP((64,))),
+        "pareto": pareto,
+        "structural": structural,
+    }
 
 
 def time_fits(quick: bool) -> None:
     """CPU seconds of each fit with plain products and with narrow layers transposed, run
-    alternately twice (the first call of a fit pays one-off costs), the best of each."""
-    print(f"\nwhole fits, digits pixels, one thread ({'quick' if quick else 'full'})")
-    print(f"{'fit':>16} | {'plain s':>8} {'transp. s':>9} | ratio | max loss change")
+    alternately twice (the first call of a fit pays one-off costs), the best of each, and the
+    largest change of a result between them relative to the largest result."""
+    print(f"\nwhole fits, one thread ({'quick' if quick else 'full'})")
+    print(f"{'fit':>16} | {'plain s':>8} {'transp. s':>9} | ratio | max change")
     for name, fit in fits(quick).items():
         default = stacked_mlp.NARROW_OUTPUT
         seconds, losses = [np.inf, np.inf], [np.empty(0), np.empty(0)]
@@ -111,7 +134,7 @@ def time_fits(quick: bool) -> None:
             losses[variant] = fit()
             seconds[variant] = min(seconds[variant], time.process_time() - start)
         stacked_mlp.NARROW_OUTPUT = default
-        change = float(np.max(np.abs(losses[1] - losses[0]) / np.abs(losses[0])))
+        change = float(np.max(np.abs(losses[1] - losses[0]) / np.abs(losses[0]).max()))
         print(
             f"{name:>16} | {seconds[0]:8.2f} {seconds[1]:9.2f} | "
             f"{seconds[0] / seconds[1]:4.2f}× | {change:.1e}"

@@ -4,6 +4,7 @@ numbers bit for bit, whatever the shapes."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -24,10 +25,12 @@ from probemeter.probes.stacked_mlp import (
 CPU = torch.device("cpu")
 
 
+@pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize(("rows", "fan_out"), [(40, 10), (40, 3), (8, 10), (40, 16)])
-def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out):
-    """bias + inputs @ weight per probe, whichever way it is computed (transposed for the
-    first two shapes), with the same autograd gradients (the Pareto probes train through it)."""
+def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out, with_bias):
+    """bias + inputs @ weight per probe (inputs @ weight without a bias), whichever way it is
+    computed (transposed for the first two shapes), with the same autograd gradients (the
+    Pareto, variational and structural probes train through it)."""
     n_probes, fan_in = 3, 20
     gen = torch.Generator().manual_seed(rows * fan_out)
     leaves = [
@@ -35,8 +38,11 @@ def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out):
         for shape in ((n_probes, 1, fan_out), (n_probes, rows, fan_in), (n_probes, fan_in, fan_out))
     ]
     upstream = torch.randn(n_probes, rows, fan_out, generator=gen)
+    if not with_bias:
+        leaves = leaves[1:]
     results = []
-    for function in (stacked_affine, torch.baddbmm):
+    ours = stacked_affine if with_bias else functools.partial(stacked_affine, None)
+    for function in (ours, torch.baddbmm if with_bias else torch.bmm):
         tensors = [t.clone().requires_grad_() for t in leaves]
         output = function(*tensors)
         (output * upstream).sum().backward()

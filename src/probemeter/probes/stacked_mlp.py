@@ -436,28 +436,36 @@ def _logit_blocks(
 
 
 def stacked_affine(
-    bias: torch.Tensor,
+    bias: torch.Tensor | None,
     inputs: torch.Tensor,
     weight: torch.Tensor,
     outputs: Callable[[tuple[int, int, int]], torch.Tensor] | None = None,
 ) -> torch.Tensor:
-    """``bias + inputs @ weight`` per probe, (P, rows, fan_out), for ``bias`` (P, 1, fan_out),
-    ``inputs`` (P, rows, fan_in) and ``weight`` (P, fan_in, fan_out); into ``outputs(shape)``
-    when given, else differentiable by autograd. A narrow layer's (:func:`transposed_layer`)
-    is computed as a (P, fan_out, rows) tensor, of which it returns the transposed view."""
+    """``bias + inputs @ weight`` per probe (``inputs @ weight`` with ``bias`` None, dense
+    inputs only), (P, rows, fan_out), for ``bias`` (P, 1, fan_out), ``inputs`` (P, rows,
+    fan_in) and ``weight`` (P, fan_in, fan_out); into ``outputs(shape)`` when given, else
+    differentiable by autograd. A narrow layer's (:func:`transposed_layer`) is computed as a
+    (P, fan_out, rows) tensor, of which it returns the transposed view."""
     n_probes, rows, fan_out = inputs.shape[0], inputs.shape[1], weight.shape[2]
     if not _is_sparse(inputs) and transposed_layer(fan_out, rows, inputs.device):
         out = None if outputs is None else outputs((n_probes, fan_out, rows))
         return _transposed_affine(bias, inputs, weight, out).transpose(1, 2)
     out = None if outputs is None else outputs((n_probes, rows, fan_out))
+    if bias is None:
+        return torch.bmm(inputs, weight, out=out)
     return baddbmm(bias, inputs, weight, out=out)
 
 
 def _transposed_affine(
-    bias: torch.Tensor, inputs: torch.Tensor, weight: torch.Tensor, out: torch.Tensor | None
+    bias: torch.Tensor | None,
+    inputs: torch.Tensor,
+    weight: torch.Tensor,
+    out: torch.Tensor | None,
 ) -> torch.Tensor:
     """``(bias + inputs @ weight)ᵀ`` per probe into ``out`` (P, fan_out, rows): the product
     Wᵀ · inputsᵀ, whose columns are the rows (:func:`transposed_layer`)."""
+    if bias is None:
+        return torch.bmm(weight.transpose(1, 2), inputs.transpose(1, 2), out=out)
     return torch.baddbmm(
         bias.transpose(1, 2), weight.transpose(1, 2), inputs.transpose(1, 2), out=out
     )

@@ -27,6 +27,7 @@ import torch
 
 from probemeter._device import single_threaded
 from probemeter._validation import check_scalar, one_of
+from probemeter.probes.stacked_mlp import stacked_affine
 from probemeter.structural.trees import TreeData
 
 __all__ = [
@@ -266,7 +267,8 @@ def _train_stack(
         rows = torch.tensor(active)
         projection = weights[rows].requires_grad_()
         size = features.shape
-        projected = torch.bmm(features.reshape(size[0], -1, size[-1]), projection)
+        # a rank below 16 is a narrow product, computed transposed on the CPU
+        projected = stacked_affine(None, features.reshape(size[0], -1, size[-1]), projection)
         projected = projected.reshape(*size[:-1], projection.shape[-1])
         losses = sentence_loss(predict(projected, target), gold, lengths, target)
         counts = (index >= 0).sum(1).to(losses.dtype)
