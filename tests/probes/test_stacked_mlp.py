@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from probemeter.probes import MLP, Linear
-from probemeter.probes.sparse_inputs import SparseRows
+from probemeter.probes.sparse_inputs import SparseRows, StackedSparseRows
 from probemeter.probes.stacked_mlp import (
     evaluate_as_row,
     evaluate_stacked,
@@ -92,8 +92,9 @@ def test_gradients_match_autograd(probe, k, rows, precision, transposed):
 
 
 def test_linear_probe_on_sparse_rows_matches_dense():
-    """A linear probe's only layer reads sparse rows as they are (never transposed): its
-    gradients equal those from the same rows made dense, which run transposed."""
+    """A linear probe's only layer reads sparse rows as they are (never transposed, and no
+    transposed buffers are made): its gradients equal those from the same rows made dense,
+    which run transposed."""
     n_probes, rows, d, k = 2, 48, 30, 4
     assert transposed_layer(k, rows, CPU)
     rng = np.random.default_rng(3)
@@ -108,6 +109,7 @@ def test_linear_probe_on_sparse_rows_matches_dense():
         rngs = [np.random.default_rng(i) for i in range(n_probes)]
         stack = Linear().stack(rngs, d, k, rows, "f32", CPU)
         stack.accumulate_gradients(inputs, y, weights)
+        assert (stack._transposed is None) == isinstance(inputs, SparseRows | StackedSparseRows)
         gradients.append([t.grad for t in stack.parameters])
     for sparse, dense in zip(*gradients):
         torch.testing.assert_close(sparse, dense, rtol=1e-5, atol=1e-7)

@@ -112,16 +112,10 @@ class StackedMLP:
         widths = [w.shape[2] for w in self._weights]
         self._pre = [torch.empty(n_probes, rows, w, device=device, dtype=dtype) for w in widths]
         self._act = [torch.empty_like(pre) for pre in self._pre[:-1]]
-        fan_in, fan_out = self._weights[-1].shape[1:]
-        # a narrow output layer's products run transposed (transposed_layer), into these
-        self._transposed = (
-            (
-                torch.empty(n_probes, fan_out, rows, device=device, dtype=dtype),
-                torch.empty(n_probes, fan_out, fan_in, device=device, dtype=dtype),
-            )
-            if transposed_layer(fan_out, rows, device)
-            else None
-        )
+        # a narrow output layer's products run transposed (transposed_layer), into buffers
+        # made at its first dense minibatch (a linear probe on sparse rows never needs them)
+        self._narrow = transposed_layer(widths[-1], rows, device)
+        self._transposed: tuple[torch.Tensor, torch.Tensor] | None = None
         self._delta = [torch.empty_like(act) for act in self._act]
         self._keep = 1.0 - dropout
         # padding rows keep a mask of ones (their weight is 0 anyway); real rows are redrawn
@@ -164,7 +158,9 @@ class StackedMLP:
             inputs = self._inputs_low
         last = len(self._w) - 1
         # sparse rows (a linear probe's only layer) are multiplied as they are
-        transposed = self._transposed is not None and (last > 0 or not _is_sparse(inputs))
+        transposed = self._narrow and (last > 0 or not _is_sparse(inputs))
+        if transposed and self._transposed is None:
+            self._transposed = self._transposed_buffers()
         hidden = inputs
         for layer in range(last + 1):  # pre[l] = h[l-1] @ W[l] + b[l]; act[l] = relu(pre[l])
             if layer == last and transposed:
@@ -210,6 +206,16 @@ class StackedMLP:
             else:
                 torch.bmm(upstream, self._w[0].transpose(1, 2), out=self.stage.upstream)
             self.stage.backward(features)
+
+    def _transposed_buffers(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output layer's outputs (P, fan_out, rows) and weight gradient (P, fan_out,
+        fan_in), computed transposed, in the matmuls' precision."""
+        weight = self._w[-1]
+        n_probes, fan_in, fan_out = weight.shape
+        return (
+            weight.new_empty(n_probes, fan_out, self._rows),
+            weight.new_empty(n_probes, fan_out, fan_in),
+        )
 
     def _draw_mask(self, layer: int, row_weights: torch.Tensor) -> torch.Tensor:
         """Fresh dropout masks of one hidden layer: probe i's real rows (weight > 0, they come
