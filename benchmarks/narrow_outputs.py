@@ -14,7 +14,7 @@ MLP 1×64 probes (20 sizes × 8 seeds) and the Pareto sweep's 50 nuclear-norm li
 to 34 words with 384-d Gaussian features (the time depends on the sentences' lengths, not on
 the values)::
 
-    python benchmarks/narrow_outputs.py            # 84 shapes and the fits: about 5 minutes
+    python benchmarks/narrow_outputs.py            # 84 shapes and the fits: about 6 minutes
     python benchmarks/narrow_outputs.py --quick    # a few shapes, shorter fits
 """
 
