@@ -10,7 +10,8 @@ own seed, then evaluate them". This module does that once, fast:
 * each probe trains on exactly its own examples: minibatches are drawn *without* replacement,
   epoch after epoch over the probe's own reshuffled subset. A probe whose subset is smaller than
   the batch size trains full-batch on its n examples (effective batch ``min(n, batch_size)``);
-  probes are grouped by effective batch size so none is padded;
+  probes are grouped by effective batch size so none is padded; on the CPU a chunk on few rows
+  holds no more probes than fit the cache (:mod:`probemeter.training.cache`);
 * every probe takes the same number of Adam updates whatever its subset size (Whitney et al.,
   App. C.1: "at each dataset size n we perform the same number of updates");
 * a probe's random stream (initial weights and minibatch order) is keyed by its own ``key``
@@ -39,6 +40,7 @@ from probemeter._multilabel import check_label_sets, uniform_nats
 from probemeter.probes import MLP
 from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
+from probemeter.training.cache import CACHE_BOUND_ROWS, cache_budget
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
 from probemeter.training.early_stopping import train_with_dev_stopping
 from probemeter.training.fused_adam import FusedAdam
@@ -290,6 +292,7 @@ def fit_evaluate(
             per_example=per_example,
             shared_dev_rows=None if dev_set is None else len(dev_set),
             row_bytes=row_bytes[family],
+            cache_bytes=cache_budget() if torch_device.type == "cpu" else None,
         ):
             members = indices[members]
             # early stopping: work grows with the data; fixed steps: with the stacked rows
@@ -506,14 +509,18 @@ def _plan_chunks(
     per_example: bool = False,
     shared_dev_rows: int | None = None,
     row_bytes: float | None = None,
+    cache_bytes: int | None = None,
 ) -> list[tuple[np.ndarray, int]]:
     """Chunks of probes as (members, rows), costliest first (longest-processing-time order).
 
     Probes are grouped by effective batch ``min(n, batch_size)``. Neighbouring groups are merged
     while padding the narrower probes with zero-weight rows costs less arithmetic than the
     fixed per-step cost of another chunk saves (tiny probes are overhead-bound, large ones are
-    not, measured on a 2-core CPU). Each chunk is then split to fit the memory budget and, with
-    several workers, so that none holds more than a worker's fair share of the work.
+    not, measured on a 2-core CPU). Each chunk is then split to fit the memory budget, on
+    fewer than ``CACHE_BOUND_ROWS`` rows to keep the state its steps touch within
+    ``cache_bytes`` (a CPU's :func:`~probemeter.training.cache.cache_budget`; None on an
+    accelerator), and, with several workers, so that none holds more than a worker's fair
+    share of the work.
     Chunking changes speed only: a probe's numbers are the same, up to float rounding,
     whatever its companions. ``dims`` are the (features, classes) of the data; ``n_eval``,
     ``per_example``, ``shared_dev_rows`` and ``row_bytes`` enter the memory estimate
@@ -547,6 +554,8 @@ def _plan_chunks(
             row_bytes=row_bytes,
         )
         capacity = probes_per_chunk(memory, max_memory)
+        if cache_bytes is not None and rows < CACHE_BOUND_ROWS:
+            capacity = min(capacity, max(1, cache_bytes // memory.step_state))
         if config.early_stopping:
             parts = _balanced_by_data(members, subsets, capacity, workers)
             chunks.extend((part, rows) for part in parts)

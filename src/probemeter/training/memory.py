@@ -127,6 +127,21 @@ class MemoryEstimate:
         )
 
     @property
+    def step_state(self) -> int:
+        """Bytes per probe that every training step reads or writes: parameters, gradients,
+        Adam moments, bf16 shadows, activation buffers and minibatch temporaries (what has to
+        stay in the CPU's cache for a step on few rows not to wait on memory,
+        :mod:`probemeter.training.cache`)."""
+        return (
+            self.parameters
+            + self.gradients
+            + self.optimizer
+            + self.shadows
+            + self.activations
+            + self.minibatch
+        )
+
+    @property
     def training(self) -> int:
         """Bytes per probe while the chunk trains."""
         return self._resident + self.minibatch + self.optimizer + self.early_stopping
