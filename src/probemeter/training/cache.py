@@ -7,10 +7,10 @@ parameter and more, :class:`~probemeter.training.memory.MemoryEstimate`). On few
 arithmetic per parameter is small, so when the chunk's state does not fit the cache the step
 waits on main memory: on a 2-core AMD EPYC (32 MiB of L3 shared by both cores, two workers),
 the reference protocol's MLP 2 × 512 probes on 10 to 87 rows (4.8 MiB of state each) trained
-1.2–1.3× faster one per chunk than four per chunk, while on 149 and 256 rows the chunking made
-no measurable difference (``benchmarks/cache_bound.py``). The engine therefore caps, on the CPU, the
-probes of a chunk on few rows to what fits half of a core's share of the last-level cache
-(:func:`probemeter.training.engine.fit_evaluate`'s chunk planning).
+1.2–1.3× faster one per chunk than four per chunk, while on 149 and 256 rows the chunking
+made no measurable difference (``benchmarks/cache_bound.py``). The engine therefore caps, on
+the CPU, the probes of a chunk on few rows to what fits half of a core's share of the
+last-level cache (:func:`probemeter.training.engine.fit_evaluate`'s chunk planning).
 """
 
 from __future__ import annotations
