@@ -172,7 +172,7 @@ def parallel_matmul_gflops(processes: int, size: int, dtype: torch.dtype, second
     return float(sum(rates))
 
 
-def _parallel_key(precision: str) -> str:
+def parallel_key(precision: str) -> str:
     """Key in the peaks of one single-threaded process per core, e.g. ``f32_2x1proc``."""
     return f"{precision}_{os.cpu_count() or 1}x1proc"
 
@@ -192,7 +192,7 @@ def measure_peaks(device: torch.device, quick: bool, parallel: bool) -> dict[str
         for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
             if name == "f32" or native:
                 rate = parallel_matmul_gflops(cores, size, dtype, seconds)
-                peaks[_parallel_key(name)] = rate
+                peaks[parallel_key(name)] = rate
     return peaks
 
 
@@ -329,6 +329,7 @@ def run_engine(
     pool is started first (see :func:`start_worker_pool`)."""
     if device.type == "cpu" and n_jobs != 1:
         start_worker_pool(n_jobs)
+    reset_gpu_peak(device)
     with TreeMonitor() as monitor:
         curve = loss_data_curve(
             case.data,
@@ -343,7 +344,21 @@ def run_engine(
             n_jobs=n_jobs,
             progress=False,
         )
-    return monitor.figures(), curve
+    return {**monitor.figures(), "gpu_peak_mib": gpu_peak_mib(device)}, curve
+
+
+def reset_gpu_peak(device: torch.device) -> None:
+    """Start a new peak of the memory allocated on a CUDA ``device`` (nothing on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def gpu_peak_mib(device: torch.device) -> float | None:
+    """MiB allocated at most on a CUDA ``device`` since :func:`reset_gpu_peak` (None on CPU)."""
+    if device.type != "cuda":
+        return None
+    return torch.cuda.max_memory_allocated(device) / 2**20
 
 
 def warm_up(case: Case, precision: str, device: torch.device, loop_threads: int) -> None:
@@ -508,7 +523,7 @@ def benchmark_case(
     warm_up(case, precision, device, settings.loop_threads)
     figures, curve = run_engine(case, precision, device, n_jobs=-1)
     engine_s = figures["wall_s"]
-    peak, parallel_peak = peaks.get(precision), peaks.get(_parallel_key(precision))
+    peak, parallel_peak = peaks.get(precision), peaks.get(parallel_key(precision))
     gflops = actual / engine_s / 1e9
     row: dict[str, Any] = {
         "name": case.name,
@@ -528,6 +543,7 @@ def benchmark_case(
         "engine_cpu_s": figures["cpu_s"],
         "engine_peak_tree_pss_mib": figures["peak_tree_pss_mib"],
         "engine_peak_tree_rss_mib": figures["peak_tree_rss_mib"],
+        "engine_gpu_peak_mib": figures["gpu_peak_mib"],
         "load_before": figures["load_before"],
         "load_after": figures["load_after"],
         "engine_train_seconds": curve.metadata["train_seconds"],
@@ -546,7 +562,7 @@ def benchmark_case(
         + (f"{row['percent_of_peak']:.1f} % of the {precision} peak" if peak else "no peak")
         + (f", {row['percent_of_f32_peak']:.1f} % of the f32 peak" if precision != "f32" else "")
         + (
-            f", {row['percent_of_parallel_peak']:.1f} % of the {_parallel_key(precision)} peak"
+            f", {row['percent_of_parallel_peak']:.1f} % of the {parallel_key(precision)} peak"
             if row["percent_of_parallel_peak"] is not None
             else ""
         )
@@ -555,6 +571,11 @@ def benchmark_case(
         f"   process tree: CPU {figures['cpu_s']:.1f} s, peak memory "
         f"{figures['peak_tree_pss_mib']:.0f} MiB PSS ({figures['peak_tree_rss_mib']:.0f} MiB RSS "
         f"summed); load average {figures['load_before']:.2f} → {figures['load_after']:.2f}"
+        + (
+            f"; GPU peak allocated {figures['gpu_peak_mib']:.0f} MiB"
+            if figures["gpu_peak_mib"] is not None
+            else ""
+        )
     )
     if settings.in_process:
         in_process, _ = run_engine(case, precision, device, n_jobs=1)

@@ -28,8 +28,11 @@ of RSS), and a plain PyTorch loop (``nn.Sequential``, autograd, ``torch.optim.Ad
 early-stopping rule) on at least a tenth of the probes: its time, its GFLOP/s and its time for
 all probes extrapolated by arithmetic.
 
-``--profile`` instead runs one case in this process on one thread (``n_jobs=1``) under
-``torch.profiler`` and prints the top operators by self CPU time. ``--pools shared copied``
+``--device cuda`` runs the engine and the plain loop on a GPU (one process; the peak is then the
+GPU's measured matmul rate at the case's precision, and the GPU's peak allocated memory is printed
+beside the process tree's). ``--profile`` instead runs one case in this process on one thread
+(``n_jobs=1``) under ``torch.profiler`` and prints the top operators by self CPU time (on a GPU
+also by self device time). ``--pools shared copied``
 runs each case with its pool in shared memory (``share_data``, the default) and then as an
 ordinary array (joblib writes a copy for the workers at every engine call), data built afresh
 for each so that one copy exists at a time.
@@ -41,6 +44,7 @@ Usage::
     python benchmarks/paper_scale.py --cases online --tokens 100000 --precisions f32 bf16
     python benchmarks/paper_scale.py --cases online --tokens 50000 --profile
     python benchmarks/paper_scale.py --cases online --no-loop --pools copied shared
+    python benchmarks/paper_scale.py --device cuda --precisions f32 bf16     # on a GPU
 """
 
 from __future__ import annotations
@@ -58,7 +62,14 @@ from typing import Any
 import numpy as np
 import torch
 from _proc_tree import TreeMonitor, load_average
-from curve_speed import machine_info, measure_peaks, start_worker_pool
+from curve_speed import (
+    gpu_peak_mib,
+    machine_info,
+    measure_peaks,
+    parallel_key,
+    reset_gpu_peak,
+    start_worker_pool,
+)
 from torch import nn
 
 import probemeter.mdl.online as online_module
@@ -167,9 +178,10 @@ class Case:
     describe: str
     loop_probes: int
     loop_max_rows: int  # the plain loop times probes with at most this many training rows
+    device: torch.device
 
 
-def online_case(tokens: int, quick: bool, shared: bool) -> Case:
+def online_case(tokens: int, quick: bool, shared: bool, device: torch.device) -> Case:
     n_test = max(1000, tokens // 20)
     data = synthetic_tags(tokens, n_test)
     data = share_data(data) if shared else data
@@ -184,10 +196,11 @@ def online_case(tokens: int, quick: bool, shared: bool) -> Case:
         f"{probe.name}, timesteps {PAPER_TIMESTEPS[0]:g}…1, 1 seed",
         loop_probes=1 if quick else 2,
         loop_max_rows=max(1000, tokens // 10),
+        device=device,
     )
 
 
-def curve_case(quick: bool, shared: bool) -> Case | str:
+def curve_case(quick: bool, shared: bool, device: torch.device) -> Case | str:
     try:
         data = fashion_mnist(n_train=5000, n_test=1000) if quick else fashion_mnist()
     except ValueError as error:
@@ -205,6 +218,7 @@ def curve_case(quick: bool, shared: bool) -> Case | str:
         "stopping on a 10 % dev split per probe",
         loop_probes=1 if quick else 8,
         loop_max_rows=data.pool_size,
+        device=device,
     )
 
 
@@ -223,7 +237,13 @@ def run_online(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, En
     online_module.fit_evaluate = recording_fit_evaluate
     try:
         code = online_codelength(
-            case.data, case.probe, seeds=[0], config=config, n_jobs=n_jobs, progress=False
+            case.data,
+            case.probe,
+            seeds=[0],
+            config=config,
+            device=str(case.device),
+            n_jobs=n_jobs,
+            progress=False,
         )
     finally:
         online_module.fit_evaluate = fit_evaluate
@@ -258,6 +278,7 @@ def run_curve(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, Eng
         keys,
         case.probe,
         config,
+        device=case.device,
         n_jobs=n_jobs,
     )
     train_rows, dev_rows = _split_rows(subsets, None, config.dev_fraction)
@@ -312,16 +333,20 @@ def plain_early_stopped_probe(
         if index:
             layers.append(nn.ReLU())
         layers.append(nn.Linear(fan_in, fan_out))
-    model = nn.Sequential(*layers)
+    device = case.device
+    model = nn.Sequential(*layers).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    x, y = torch.from_numpy(data.X_train), torch.from_numpy(data.y_train)
-    dev_x, dev_y = x[torch.from_numpy(dev)], y[torch.from_numpy(dev)]
+    x, y = (
+        torch.as_tensor(data.X_train, device=device),
+        torch.as_tensor(data.y_train, device=device),
+    )
+    dev_x, dev_y = x[torch.as_tensor(dev, device=device)], y[torch.as_tensor(dev, device=device)]
     train_t = torch.from_numpy(train)
     generator = torch.Generator().manual_seed(seed)
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bf16")
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
     best, best_state, bad, epochs = math.inf, None, 0, 0
     while bad < config.patience and epochs < config.max_epochs:
-        order = train_t[torch.randperm(train_t.numel(), generator=generator)]
+        order = train_t[torch.randperm(train_t.numel(), generator=generator)].to(device)
         model.train()
         for start in range(0, order.numel(), config.batch_size):
             index = order[start : start + config.batch_size]
@@ -340,7 +365,8 @@ def plain_early_stopped_probe(
             for group in optimizer.param_groups:
                 group["lr"] *= config.lr_decay
     model.load_state_dict(best_state)
-    test_loss = _plain_loss(model, torch.from_numpy(data.X_test), torch.from_numpy(data.y_test))
+    test_x = torch.as_tensor(data.X_test, device=device)
+    test_loss = _plain_loss(model, test_x, torch.as_tensor(data.y_test, device=device))
     return test_loss, epochs
 
 
@@ -413,13 +439,26 @@ def benchmark(
 ) -> dict[str, Any]:
     say(f"\n== {case.name} [{precision}]: {case.describe}")
     runner = run_online if case.name == "online" else run_curve
-    start_worker_pool(-1)
+    if case.device.type == "cpu":
+        start_worker_pool(-1)
+    reset_gpu_peak(case.device)
     with TreeMonitor() as monitor:
         summary, call = runner(case, precision, -1)
-    figures = monitor.figures()
+    figures = {**monitor.figures(), "gpu_peak_mib": gpu_peak_mib(case.device)}
     forward = case.probe.forward_flops(case.data.n_features, case.data.n_classes)
     flops = call.flops(forward)
-    peak = peaks.get("f32_2x1proc") or peaks["f32"]
+    # the engine's layout: on a CPU one single-threaded process per core (bf16 there only where
+    # native), on a GPU the device itself at this precision
+    peak = next(
+        rate
+        for rate in (
+            peaks.get(parallel_key(precision)),
+            peaks.get(precision),
+            peaks.get(parallel_key("f32")),
+            peaks["f32"],
+        )
+        if rate
+    )
     gflops = flops["total"] / figures["wall_s"] / 1e9
     row: dict[str, Any] = {
         "case": case.name,
@@ -447,6 +486,11 @@ def benchmark(
         f"   peak memory of the process tree: {figures['peak_tree_pss_mib']:.0f} MiB PSS "
         f"({figures['peak_tree_rss_mib']:.0f} MiB RSS summed), this process "
         f"{figures['own_peak_mib']:.0f} MiB (VmHWM)"
+        + (
+            f"; GPU peak allocated {figures['gpu_peak_mib']:.0f} MiB"
+            if figures["gpu_peak_mib"] is not None
+            else ""
+        )
     )
     say(f"   epochs per probe: {row['epochs']}")
     for key in ("online_kbits", "compression", "full_probe_accuracy", "largest_size_accuracy"):
@@ -471,7 +515,7 @@ def benchmark(
         row.update(plain)
         row["speedup_vs_loop"] = plain["loop_all_probes_s"] / figures["wall_s"]
         say(
-            f"   plain PyTorch loop ({torch.get_num_threads()} threads) on {plain['loop_probes']} "
+            f"   plain PyTorch loop ({_loop_where(case.device)}) on {plain['loop_probes']} "
             f"of {row['probes']} probes (training rows {plain['loop_train_rows']}, epochs "
             f"{plain['loop_epochs']}; engine's {plain['loop_engine_epochs']}): "
             f"{plain['loop_measured_s']:.1f} s, {plain['loop_gflops']:.1f} GFLOP/s; all probes "
@@ -482,18 +526,28 @@ def benchmark(
     return row
 
 
+def _loop_where(device: torch.device) -> str:
+    return f"{torch.get_num_threads()} threads" if device.type == "cpu" else str(device)
+
+
 def profile_case(case: Case, precision: str, say: Callable[[str], None]) -> None:
-    """The case in this process on one thread under torch.profiler: top ops by self CPU."""
+    """The case in this process on one thread under torch.profiler: top ops by self CPU time
+    (on a GPU also its kernels, by self device time)."""
     from torch.profiler import ProfilerActivity, profile
 
     torch.set_num_threads(1)
     runner = run_online if case.name == "online" else run_curve
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU]
+    if case.device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
         start = time.perf_counter()
         runner(case, precision, None)
         seconds = time.perf_counter() - start
     say(f"\n== profile of {case.name} [{precision}], n_jobs=1, 1 thread: {seconds:.1f} s")
     say(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18))
+    if case.device.type == "cuda":
+        say(prof.key_averages().table(sort_by="self_device_time_total", row_limit=18))
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -513,6 +567,9 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "by all; the default) or 'copied' (an ordinary array that joblib writes to a file for "
         "the workers at every engine call, as before share_data)",
     )
+    parser.add_argument(
+        "--device", default="auto", help="auto (CUDA when present), cpu, cuda: engine and loop"
+    )
     parser.add_argument("--no-loop", action="store_true", help="skip the plain PyTorch loop")
     parser.add_argument("--profile", action="store_true", help="profile instead (1 thread)")
     parser.add_argument("--json", type=Path, help="write every figure to this JSON file")
@@ -526,12 +583,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, flush=True)
 
-    device = resolve_device("cpu")
+    device = resolve_device(args.device)
     machine = machine_info(device)
     say(
         f"probemeter paper-scale benchmark{' (--quick)' if args.quick else ''}: "
         f"{machine['cpu']}, {machine['cores']} cores, torch {machine['torch']}, "
-        f"load average {load_average()[0]:.2f}"
+        f"load average {load_average()[0]:.2f}, device {device}"
+        + (f" ({machine['gpu']})" if "gpu" in machine else "")
     )
     tokens = args.tokens or (6000 if args.quick else FULL_TOKENS)
     peaks = {} if args.profile else measure_peaks(device, quick=True, parallel=True)
@@ -546,9 +604,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             # built afresh for each pool, so that one copy of the data exists at a time
             shared = pool == "shared"
             case = (
-                online_case(tokens, args.quick, shared)
+                online_case(tokens, args.quick, shared, device)
                 if name == "online"
-                else curve_case(args.quick, shared)
+                else curve_case(args.quick, shared, device)
             )
             if isinstance(case, str):
                 say(case)
