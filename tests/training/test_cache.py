@@ -115,7 +115,9 @@ def test_capped_chunks_train_the_same_probes(monkeypatch):
     def losses(budget: int) -> np.ndarray:
         monkeypatch.setattr(engine, "cache_budget", lambda: budget)
         probe = MLP((512, 512))
-        return fit_evaluate(x, y, x, y, 10, subsets, keys, probe, config, n_jobs=1).loss
+        # on the CPU, whatever the machine has: the cap is the CPU's (None on accelerators)
+        arguments = (x, y, x, y, 10, subsets, keys, probe, config)
+        return fit_evaluate(*arguments, device="cpu", n_jobs=1).loss
 
     plans = []
     real = engine._plan_chunks

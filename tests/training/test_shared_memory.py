@@ -164,7 +164,7 @@ def test_training_on_shared_data_in_workers_is_unchanged(monkeypatch, sparse):
     def train(d: ProbeData):
         return fit_evaluate(
             d.X_train, d.y_train, d.X_test, d.y_test, d.n_classes, subsets, keys, MLP((8,)),
-            config, n_jobs=2, per_example=True,
+            config, device="cpu", n_jobs=2, per_example=True,
         )  # fmt: skip
 
     plain, shared = train(data), train(share_data(data))
