@@ -339,14 +339,33 @@ def test_merged_chunks_match_separate_training(task, monkeypatch):
     """Padding narrow probes into a wider chunk does not change their results."""
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
     sizes_seeds = [(5, 0), (20, 1), (45, 2)]
-    monkeypatch.setattr(engine, "_STEP_OVERHEAD_SECONDS", 0.0)  # never merge
+    monkeypatch.setitem(engine._STEP_COSTS, "cpu", (0.0, 5e10))  # never merge
     separate = _run(task, sizes_seeds, MLP((16,)), config)
-    monkeypatch.setattr(engine, "_STEP_OVERHEAD_SECONDS", 1e9)  # always merge
+    monkeypatch.setitem(engine._STEP_COSTS, "cpu", (1e9, 5e10))  # always merge
     merged = _run(task, sizes_seeds, MLP((16,)), config)
     for name in ("loss", "loss_truncated", "accuracy"):
         np.testing.assert_allclose(
             getattr(merged, name), getattr(separate, name), rtol=1e-5, atol=1e-6
         )
+
+
+def test_a_gpu_merges_the_narrow_chunks_a_cpu_keeps_apart():
+    """The reference protocol's plan (digits' 64 pixels, MLP 512×512, 10 sizes × 4 seeds, batch
+    256, one worker): on the CPU the sizes below the batch train in chunks of their own width,
+    where a step's fixed cost is small against the padding's arithmetic; on a GPU, where the
+    fixed cost dominates, every probe goes into one chunk of 256 rows."""
+    sizes = [10, 17, 29, 51, 87, 149, 256, 440, 755, 1297]
+    subsets = [np.arange(n) for _ in range(4) for n in sizes]
+    config = TrainingConfig(steps=1000, batch_size=256, lr=1e-4)
+
+    def plan(device_type: str) -> list[tuple[int, int]]:
+        chunks = engine._plan_chunks(
+            subsets, MLP((512, 512)), (64, 10), config, 64.0, 1, device_type=device_type
+        )
+        return [(members.size, rows) for members, rows in chunks]
+
+    assert plan("cpu") == [(16, 256), (4, 149), (4, 87), (4, 51), (4, 29), (4, 17), (4, 10)]
+    assert plan("cuda") == [(40, 256)]
 
 
 def test_minibatch_order_follows_the_documented_stream():
