@@ -61,6 +61,7 @@ from probemeter.datasets import digits_representations, fashion_mnist
 from probemeter.probes import MLP, Linear
 from probemeter.training import TrainingConfig
 from probemeter.training.memory import estimate_memory, memory_budget, probes_per_chunk
+from probemeter.training.workers import worker_count
 
 CASE_NAMES = ("reference", "small-linear", "small-mlp64", "fashion-mnist")
 BF16_TARGET = 0.02  # every per-size mean loss of the bf16 curve within 2 % of the f32 curve
@@ -103,7 +104,7 @@ def machine_info(device: torch.device) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cores": worker_count(-1),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "numpy": np.__version__,
@@ -173,8 +174,8 @@ def parallel_matmul_gflops(processes: int, size: int, dtype: torch.dtype, second
 
 
 def parallel_key(precision: str) -> str:
-    """Key in the peaks of one single-threaded process per core, e.g. ``f32_2x1proc``."""
-    return f"{precision}_{os.cpu_count() or 1}x1proc"
+    """Key in the peaks of one single-threaded process per usable CPU, e.g. ``f32_2x1proc``."""
+    return f"{precision}_{worker_count(-1)}x1proc"
 
 
 def measure_peaks(device: torch.device, quick: bool, parallel: bool) -> dict[str, float | None]:
@@ -187,7 +188,7 @@ def measure_peaks(device: torch.device, quick: bool, parallel: bool) -> dict[str
         "f32": matmul_gflops(size, torch.float32, seconds, device),
         "bf16": matmul_gflops(size, torch.bfloat16, seconds, device) if native else None,
     }
-    cores = os.cpu_count() or 1
+    cores = worker_count(-1)  # the engine's workers with n_jobs=-1
     if parallel and device.type == "cpu" and cores > 1:
         for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16)):
             if name == "f32" or native:
@@ -373,7 +374,7 @@ def start_worker_pool(n_jobs: int) -> float:
     """Start joblib's reusable loky workers (importing torch there) before a timed engine call,
     so that no case pays for it (they exit after minutes idle, e.g. during a long plain loop);
     returns the seconds it took: ~0 when they are already running."""
-    workers = (os.cpu_count() or 1) + 1 + n_jobs if n_jobs < 0 else n_jobs
+    workers = worker_count(n_jobs)
     start = time.perf_counter()
     Parallel(n_jobs=workers, backend="loky")(delayed(resolve_device)("cpu") for _ in range(workers))
     return time.perf_counter() - start

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from probemeter.training.workers import exit_with_parent, parent_alive, pid_alive
+from probemeter.training.workers import exit_with_parent, parent_alive, pid_alive, worker_count
 
 #: starts two loky workers that call exit_with_parent, prints "PARENT [(worker, its parent)]"
 #: and sleeps until killed (the workers idle in loky's pool, as after a finished chunk)
@@ -133,3 +133,41 @@ def test_loky_workers_exit_within_seconds_of_a_kill_9_of_their_parent(tmp_path):
         for worker in workers:  # never leave a worker behind, whatever failed
             if _running(worker):
                 os.kill(worker, signal.SIGKILL)
+
+
+#: prints worker_count for -1, 3 and -2 in a process allowed to run on one CPU only
+ONE_CPU = """
+import os
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+from probemeter.training.workers import worker_count
+try:
+    too_many = worker_count(-2)
+except ValueError as error:
+    too_many = str(error)
+print(worker_count(-1), worker_count(3), too_many)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+def test_all_cpus_means_those_the_process_may_use():
+    """n_jobs=-1 counts the CPUs of the process's affinity mask (taskset, a cluster job's
+    cpuset), not the machine's; an explicit count is kept; -2 is refused on one CPU."""
+    done = subprocess.run([sys.executable, "-c", ONE_CPU], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    all_cpus, three, too_many = done.stdout.strip().split(" ", 2)
+    assert (all_cpus, three) == ("1", "3")
+    assert "n_jobs" in too_many and "-2" in too_many
+
+
+def test_all_cpus_respects_loky_max_cpu_count():
+    script = "from probemeter.training.workers import worker_count; print(worker_count(-1))"
+    env = {**os.environ, "LOKY_MAX_CPU_COUNT": "1"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+
+
+def test_n_jobs_none_is_one_and_zero_is_refused():
+    assert worker_count(None) == 1
+    with pytest.raises(ValueError, match="n_jobs must be a non-zero integer or None; got 0"):
+        worker_count(0)

@@ -159,7 +159,10 @@ def add_run_options(
         add_max_memory_option(group)
     group.add_argument("--device", default="auto", help="auto, cpu or cuda")
     group.add_argument(
-        "--n-jobs", type=int, default=-1, help="CPU worker processes (-1: all cores)"
+        "--n-jobs",
+        type=int,
+        default=-1,
+        help="CPU worker processes (-1: all CPUs this process may use)",
     )
     group.add_argument(
         "--random-state", type=int, default=0, help="seed of splits, subsets and inits"

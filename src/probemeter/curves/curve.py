@@ -347,7 +347,7 @@ def loss_data_curve(
         steps, batch_size, lr, precision: see :class:`~probemeter.training.config.TrainingConfig`.
         random_state: global seed; results are a deterministic function of it.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
-        n_jobs: CPU worker processes (``-1``: one per core); results do not depend on it.
+        n_jobs: CPU worker processes (``-1``: one per usable CPU); results do not depend on it.
         max_memory: GiB budget per chunk of stacked probes (None: the engine's default, sized
             to the device: :func:`~probemeter.training.memory.memory_budget`).
         progress: show a progress bar.

@@ -130,7 +130,7 @@ def run_experiment(
     this function and takes no lock.
 
     Args:
-        n_jobs: CPU worker processes per curve in this process (``-1``: one per core). On Ray
+        n_jobs: CPU worker processes per curve in this process (``-1``: one per usable CPU). On Ray
             each curve trains with ``ray.cpus_per_unit`` worker processes instead.
         max_memory: GiB budget of one chunk of stacked probes, per worker process (None: sized
             to the device, see :func:`~probemeter.training.memory.memory_budget`).

@@ -189,8 +189,9 @@ def fit_evaluate(
         config: optimisation settings.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``...
         n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
-            (``-1``: one per core; ``None`` or ``1``: train in this process with torch's own
-            threads). On CUDA the probes train in this process. Results do not depend on it.
+            (``-1``: one per usable CPU, :func:`~probemeter.training.workers.worker_count`;
+            ``None`` or ``1``: train in this process with torch's own threads). On CUDA the
+            probes train in this process. Results do not depend on it.
         max_memory: GiB budget for one chunk of stacked probes (per worker; None: sized to the
             device by :func:`memory_budget`, 2 GiB on the CPU); the probe axis is
             split into chunks that fit it (:func:`estimate_memory`: parameters, gradients, Adam

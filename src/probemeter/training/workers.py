@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 
+import joblib
+
 from probemeter._validation import check_scalar
 
 __all__ = [
@@ -160,9 +162,15 @@ def _windows_pid_alive(pid: int) -> bool:
 
 
 def worker_count(n_jobs: int | None) -> int:
-    """How many worker processes ``n_jobs`` means on this machine (scikit-learn's convention:
-    None is 1, −1 all cores, −2 all but one, …); a ValueError for 0 or fewer than −cores."""
-    cores = os.cpu_count() or 1
+    """How many worker processes ``n_jobs`` means here (scikit-learn's convention: None is 1,
+    −1 all usable CPUs, −2 all but one, …); a ValueError for 0 or fewer than −CPUs.
+
+    The usable CPUs are joblib's count: those this process may run on (its affinity mask:
+    ``taskset``, a cluster job's cgroup cpuset), bounded by a cgroup CPU quota and by the
+    environment variable ``LOKY_MAX_CPU_COUNT``; not every CPU of the machine, which on a shared
+    node would start more workers than the job was given.
+    """
+    cores = joblib.cpu_count()
     if n_jobs is None:
         return 1
     check_scalar(n_jobs, "n_jobs", int, min_val=-cores)
