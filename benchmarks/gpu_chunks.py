@@ -36,7 +36,14 @@ from contextlib import contextmanager
 
 import numpy as np
 import torch
-from curve_speed import build_cases, gpu_peak_mib, measure_peaks, reset_gpu_peak, run_engine
+from curve_speed import (
+    Case,
+    build_cases,
+    gpu_peak_mib,
+    measure_peaks,
+    reset_gpu_peak,
+    run_engine,
+)
 from paper_scale import curve_case, run_curve
 
 import probemeter.training.engine as engine
@@ -85,7 +92,7 @@ def describe_plan(
     return plan
 
 
-def fixed_step_case(case) -> tuple[Run, Callable[[str], str], float]:
+def fixed_step_case(case: Case) -> tuple[Run, Callable[[str], str], float]:
     """A ``curve_speed`` case: its timed run, its plans and its training arithmetic."""
     subsets = [np.arange(n) for _ in range(case.seeds) for n in case.sizes]
     config = TrainingConfig(steps=case.steps, batch_size=case.batch_size, lr=case.lr)
