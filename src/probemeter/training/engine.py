@@ -10,8 +10,10 @@ own seed, then evaluate them". This module does that once, fast:
 * each probe trains on exactly its own examples: minibatches are drawn *without* replacement,
   epoch after epoch over the probe's own reshuffled subset. A probe whose subset is smaller than
   the batch size trains full-batch on its n examples (effective batch ``min(n, batch_size)``);
-  probes are grouped by effective batch size so none is padded; on the CPU a chunk on few rows
-  holds no more probes than fit the cache (:mod:`probemeter.training.cache`);
+  probes are grouped by effective batch size, neighbouring groups merged (the narrower padded
+  with zero-weight rows) where another chunk's fixed step cost would exceed the padding's
+  arithmetic — on a GPU nearly always (``_STEP_COSTS``); on the CPU a chunk on few rows holds
+  no more probes than fit the cache (:mod:`probemeter.training.cache`);
 * every probe takes the same number of Adam updates whatever its subset size (Whitney et al.,
   App. C.1: "at each dataset size n we perform the same number of updates");
 * a probe's random stream (initial weights and minibatch order) is keyed by its own ``key``
