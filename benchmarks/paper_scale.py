@@ -319,10 +319,12 @@ def plain_early_stopped_probe(
     dev: np.ndarray,
     seed: int,
     precision: str,
+    tensors: dict[str, torch.Tensor],
 ) -> tuple[float, int]:
     """Train one probe the ordinary way with the same rule (lr ×0.5 after an epoch without a
     new dev minimum by 1e-4 nats, stop after ``patience`` such epochs or ``max_epochs``, best
-    dev parameters kept); evaluate it on the test set. Returns (test loss, epochs)."""
+    dev parameters kept); evaluate it on the test set. ``tensors`` are the data on the case's
+    device (:func:`device_tensors`). Returns (test loss, epochs)."""
     config = case.config
     data = case.data
     torch.manual_seed(seed)
@@ -336,10 +338,7 @@ def plain_early_stopped_probe(
     device = case.device
     model = nn.Sequential(*layers).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
-    x, y = (
-        torch.as_tensor(data.X_train, device=device),
-        torch.as_tensor(data.y_train, device=device),
-    )
+    x, y = tensors["x"], tensors["y"]
     dev_x, dev_y = x[torch.as_tensor(dev, device=device)], y[torch.as_tensor(dev, device=device)]
     train_t = torch.from_numpy(train)
     generator = torch.Generator().manual_seed(seed)
@@ -365,9 +364,15 @@ def plain_early_stopped_probe(
             for group in optimizer.param_groups:
                 group["lr"] *= config.lr_decay
     model.load_state_dict(best_state)
-    test_x = torch.as_tensor(data.X_test, device=device)
-    test_loss = _plain_loss(model, test_x, torch.as_tensor(data.y_test, device=device))
+    test_loss = _plain_loss(model, tensors["x_test"], tensors["y_test"])
     return test_loss, epochs
+
+
+def device_tensors(data: ProbeData, device: torch.device) -> dict[str, torch.Tensor]:
+    """The pool and the test set on ``device`` (on the CPU, views of the arrays), made once
+    for all the plain loop's probes, before its timing starts."""
+    arrays = {"x": data.X_train, "y": data.y_train, "x_test": data.X_test, "y_test": data.y_test}
+    return {name: torch.as_tensor(array, device=device) for name, array in arrays.items()}
 
 
 @torch.no_grad()
@@ -399,6 +404,7 @@ def run_plain_loop(
     picks = np.unique(np.round(spread).astype(int))
     chosen = [eligible[p] for p in picks]
     flops, losses, epochs = 0.0, [], []
+    tensors = device_tensors(case.data, case.device)
     start = time.perf_counter()
     for position, i in enumerate(chosen):
         rng = np.random.default_rng([position, 0xB00])
@@ -406,7 +412,7 @@ def run_plain_loop(
             train, dev = dev_split(subsets[i], case.config.dev_fraction, rng)
         else:
             train, dev = np.asarray(subsets[i]), np.asarray(dev_set)
-        loss, ran = plain_early_stopped_probe(case, train, dev, position, precision)
+        loss, ran = plain_early_stopped_probe(case, train, dev, position, precision, tensors)
         losses.append(loss)
         epochs.append(ran)
         flops += ran * forward * (3.0 * len(train) + len(dev)) + forward * len(case.data.y_test)
