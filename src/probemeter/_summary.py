@@ -165,12 +165,18 @@ class SeedCorrectness:
         correct: per seed, a boolean array over the test set.
         labels_digest: :func:`labels_digest` of the test labels.
         n_train: training examples of these probes.
+        clusters: the unit each test example was sampled in, as an integer id per example (the
+            sentence of a word or of a tree edge); None when every example is its own unit
+            (a sentence, an image). Words of one sentence are not independent draws, so a
+            paired test of two representations resamples and compares whole clusters
+            (:func:`probemeter.power.mcnemar.clustered_mcnemar`).
     """
 
     seeds: tuple[int, ...]
     correct: tuple[np.ndarray, ...] = field(repr=False)
     labels_digest: str
     n_train: int
+    clusters: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if len(self.seeds) != len(self.correct) or not self.seeds:
@@ -180,14 +186,28 @@ class SeedCorrectness:
             )
         if len({len(values) for values in self.correct}) != 1:
             raise ValueError("every seed's correctness must cover the same test set")
+        if self.clusters is not None:
+            clusters = np.asarray(self.clusters)
+            if clusters.shape != (len(self.correct[0]),) or clusters.dtype.kind not in "iu":
+                raise ValueError(
+                    f"clusters must give one integer id per test example "
+                    f"({len(self.correct[0])}); got shape {clusters.shape}, dtype {clusters.dtype}"
+                )
+            object.__setattr__(self, "clusters", clusters.astype(np.int64, copy=False))
 
     @classmethod
     def from_predictions(
-        cls, seeds: Sequence[int], predictions: np.ndarray, labels: np.ndarray, n_train: int
+        cls,
+        seeds: Sequence[int],
+        predictions: np.ndarray,
+        labels: np.ndarray,
+        n_train: int,
+        clusters: np.ndarray | None = None,
     ) -> SeedCorrectness:
         """From (seeds, n_test) arg-max ``predictions`` of the test ``labels``; or, for label
         sets, (seeds, n_test, K) 0/1 predictions of (n_test, K) ``labels``, an example being
-        correct when its whole set is predicted (exact set match)."""
+        correct when its whole set is predicted (exact set match). ``clusters``: the sampling
+        unit of each test example (see the class docstring)."""
         labels = np.asarray(labels)
         correct = np.asarray(predictions) == labels[None, :]
         if correct.ndim == 3:
@@ -197,6 +217,7 @@ class SeedCorrectness:
             tuple(correct),
             labels_digest(labels),
             int(n_train),
+            clusters,
         )
 
     @property
@@ -213,7 +234,13 @@ class SeedCorrectness:
             tuple(self.correct[i] for i in chosen),
             self.labels_digest,
             self.n_train,
+            self.clusters,
         )
+
+    @property
+    def n_clusters(self) -> int:
+        """Sampling units of the test set (its examples when they are not clustered)."""
+        return self.n_test if self.clusters is None else int(np.unique(self.clusters).size)
 
     @property
     def accuracy(self) -> Estimate:
@@ -228,17 +255,28 @@ class SeedCorrectness:
             "n_test": self.n_test,
             "labels_digest": self.labels_digest,
             "n_train": self.n_train,
+            "clusters": None if self.clusters is None else _runs(self.clusters),
         }
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> SeedCorrectness:
         length = int(payload["n_test"])
+        runs = payload.get("clusters")
         return cls(
             tuple(int(s) for s in payload["seeds"]),
             tuple(unpack_bits(text, length) for text in payload["correct"]),
             str(payload["labels_digest"]),
             int(payload["n_train"]),
+            None if runs is None else np.repeat(*np.asarray(runs, dtype=np.int64).reshape(-1, 2).T),
         )
+
+
+def _runs(values: np.ndarray) -> list[list[int]]:
+    """Run-length pairs ``[value, length]`` of ``values``: the words of a sentence are
+    consecutive test examples, so a test set's clusters take a pair per sentence in JSON."""
+    starts = np.flatnonzero(np.concatenate([[True], values[1:] != values[:-1]]))
+    lengths = np.diff(np.append(starts, values.size))
+    return [[int(values[a]), int(n)] for a, n in zip(starts, lengths)]
 
 
 @dataclass(frozen=True)
@@ -325,6 +363,12 @@ class Summary:
         n_features, n_classes: their input width and classes (None when the result does not
             record them).
         layer_weights: with a learned scalar mix, the weights its best probes settled on.
+        selection: the headline measures by :attr:`Headline.name` on data held out from the
+            test set, from which a comparison chooses the best representation before testing
+            it on the test set (a choice made on the test scores and tested on them would be
+            optimistic); None when the method measured none.
+        selection_split: which data gave ``selection``, in words (e.g. ``"dev: 10 % of the
+            pool's sentences, held out from training"``).
     """
 
     estimates: Mapping[str, Estimate]
@@ -334,3 +378,5 @@ class Summary:
     n_features: int | None
     n_classes: int | None
     layer_weights: LayerWeights | None = None
+    selection: Mapping[str, Estimate] | None = None
+    selection_split: str = ""
