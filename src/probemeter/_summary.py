@@ -23,6 +23,7 @@ from probemeter._validation import one_of
 
 __all__ = [
     "BETTER",
+    "POOL_SELECTION",
     "Estimate",
     "Headline",
     "LayerWeights",
@@ -33,6 +34,9 @@ __all__ = [
 
 #: which way a measure improves
 BETTER = ("lower", "higher")
+#: :attr:`Summary.selection_split` of a code measured on the pool it transmits (online,
+#: variational, switching codes): their headlines never read the test set, so they choose
+POOL_SELECTION = "pool (codes of the transmitted data; the test set is not read)"
 
 
 @dataclass(frozen=True)

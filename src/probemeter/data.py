@@ -66,6 +66,8 @@ _ARRAYS = (
     "groups_test",
     "sentences_train",
     "sentences_test",
+    "clusters_train",
+    "clusters_test",
 )
 _META = "probe_data.json"
 _SCHEMA = "probemeter.probe_data/1"
@@ -163,6 +165,11 @@ class ProbeData:
             :func:`~probemeter.datasets.arcs.head_probe_data`), each row's sentence id, each
             sentence's rows contiguous and in word order; the labels are then head positions
             within the sentence (0 = the ROOT slot), not classes shared by all rows; else None.
+        clusters_train, clusters_test: the unit each row was sampled in, as an integer id per
+            row — the sentence of a word — when rows are not independent draws; else None.
+            Development splits hold out whole clusters, and paired tests between
+            representations run at the cluster level
+            (:attr:`probemeter._summary.SeedCorrectness.clusters`).
     """
 
     X_train: np.ndarray
@@ -178,6 +185,8 @@ class ProbeData:
     span_tokens: tuple[int, ...] | None = field(default=None, repr=False)
     sentences_train: np.ndarray | None = field(default=None, repr=False)
     sentences_test: np.ndarray | None = field(default=None, repr=False)
+    clusters_train: np.ndarray | None = field(default=None, repr=False)
+    clusters_test: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -342,13 +351,15 @@ class ProbeData:
 
     def fingerprint(self) -> str:
         """A short hash of the arrays, the class count, the original labels (:attr:`classes`,
-        when known) and the sentence ids of head-selection data (when set): equal data give
-        equal fingerprints, and so do data without ``classes`` before and after ``classes``
-        were recorded."""
+        when known), the sentence ids of head-selection data and the rows' clusters (when set):
+        equal data give equal fingerprints, and so do data without ``classes`` before and after
+        ``classes`` were recorded."""
         digest = hashlib.sha256()
         arrays = [self.X_train, self.y_train, self.X_test, self.y_test]
-        if self.sentences_train is not None and self.sentences_test is not None:
-            arrays += [self.sentences_train, self.sentences_test]
+        for pair in ("sentences", "clusters"):
+            train, test = getattr(self, f"{pair}_train"), getattr(self, f"{pair}_test")
+            if train is not None and test is not None:
+                arrays += [train, test]
         for array in arrays:
             digest.update(str(array.shape).encode())
             parts = (array.indptr, array.indices, array.data) if sp.issparse(array) else (array,)
@@ -426,7 +437,7 @@ class ProbeData:
                     )
                 except (OSError, ValueError, EOFError) as error:
                     raise ValueError(f"{str(path)!r} cannot be read: {error}") from None
-            elif not name.startswith(("groups", "sentences")):
+            elif not name.startswith(("groups", "sentences", "clusters")):
                 raise ValueError(f"saved ProbeData {str(folder)!r} lacks {path.name}")
         X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
         fits = X.shape[0] == len(y) and X_test.shape[0] == len(y_test)
@@ -445,6 +456,8 @@ class ProbeData:
             groups_test=arrays.get("groups_test"),
             sentences_train=arrays.get("sentences_train"),
             sentences_test=arrays.get("sentences_test"),
+            clusters_train=arrays.get("clusters_train"),
+            clusters_test=arrays.get("clusters_test"),
             classes=classes_from_json(meta.get("classes")),
         )
 

@@ -1,6 +1,7 @@
 """The layer analysis (runs/layers.py) on hand-built results whose measures and tests are known
-in closed form: SDL and εSC of the curve method, McNemar's p-values, the power verdict and the
-bound's recommended training size."""
+in closed form: SDL and εSC of the curve method, the best layer chosen on the development split
+and tested on the test set, McNemar's p-values and their Holm adjustment, the clustered test of
+words within sentences, the power verdict and the bound's recommended training size."""
 
 from __future__ import annotations
 
@@ -16,7 +17,15 @@ from probemeter._figures import FigureOptions
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.method import CurveMethod
-from probemeter.runs.layers import LayerAnalysis, analyse_layers, pair_test, write_layer_files
+from probemeter.power.clustered import clustered_mcnemar
+from probemeter.runs.layers import (
+    CLUSTERED,
+    LayerAnalysis,
+    analyse_layers,
+    format_p,
+    pair_test,
+    write_layer_files,
+)
 
 N_TEST = 200
 LABELS = np.arange(N_TEST) % 2
@@ -29,9 +38,17 @@ def _correct(wrong: range) -> np.ndarray:
     return correct
 
 
-def _curve(name: str, losses: dict[int, list[float]], wrong: range) -> dict:
+def _curve(
+    name: str,
+    losses: dict[int, list[float]],
+    wrong: range,
+    dev: dict[int, list[float]] | None = None,
+    clusters: np.ndarray | None = None,
+) -> dict:
     """A curve over sizes 10 and 100 with two seeds; the probes of n = 100 get every test
-    example right but ``wrong``."""
+    example right but ``wrong``. The probes' losses on the development split held out of the
+    pool are ``dev`` (default: the test losses); ``dev=False`` measures none."""
+    dev = losses if dev is None else dev
     rows = [
         {"n": n, "seed": seed, "loss": loss, "loss_truncated": min(loss, 1.0), "accuracy": 0.5}
         for n, values in losses.items()
@@ -39,8 +56,16 @@ def _curve(name: str, losses: dict[int, list[float]], wrong: range) -> dict:
     ]
     points = pd.DataFrame(rows)
     points.loc[points["n"] == 100, "accuracy"] = _correct(wrong).mean()
-    final = SeedCorrectness((0, 1), (_correct(wrong),) * 2, labels_digest(LABELS), 100)
-    curve = LossDataCurve(name, points, 2, 100, N_TEST, {"n_features": 4}, final)
+    metadata = {"n_features": 4}
+    if dev:
+        points["dev_loss"] = [loss for values in dev.values() for loss in values]
+        points["dev_loss_truncated"] = np.minimum(points["dev_loss"], 1.0)
+        points["dev_accuracy"] = 0.5
+        metadata["development"] = {
+            "fraction": 0.1, "n_dev": 11, "groups": "examples", "random_state": 0,
+        }  # fmt: skip
+    final = SeedCorrectness((0, 1), (_correct(wrong),) * 2, labels_digest(LABELS), 100, clusters)
+    curve = LossDataCurve(name, points, 2, 100, N_TEST, metadata, final)
     return curve.to_dict()
 
 
@@ -82,6 +107,66 @@ def test_best_layer_and_runner_up_with_an_established_difference():
     assert test.power == 1.0 and test.established and test.recommended_n_train is None
     assert (test.accuracy_first, test.accuracy_second) == (0.95, 0.70)
     assert "m-1 is more accurate, an established difference" in verdict.describe()
+    # chosen on the development split, tested on the test set, and said so
+    assert verdict.chosen_on.startswith("dev: 11 pool examples") and verdict.tested_on == "test"
+    assert "chosen on dev: 11 pool examples" in verdict.describe()
+    # two distinct comparisons in the sweep (0-1, which is also the verdict's pair, and 1-2,
+    # p = 0.5): Holm doubles the smaller p-value, the larger stays max(2 p1, p2) = 0.5
+    assert test.p_adjusted == pytest.approx(2 * expected)
+    assert analysis.rows[1].previous.p_adjusted == pytest.approx(2 * expected)
+    assert analysis.rows[2].previous.p_adjusted == pytest.approx(0.5)
+
+
+def test_the_development_split_chooses_even_where_the_test_set_would_not():
+    # by test SDL layer 1 is best; on the development split layer 0 is: the verdict follows
+    # the development split, and the test set only tests that choice
+    dev_0, dev_1 = {10: [0.5, 0.5], 100: [0.2, 0.2]}, {10: [0.8, 0.8], 100: [0.4, 0.4]}
+    results = [
+        _curve("m-0", {10: [0.9, 1.1], 100: [0.45, 0.55]}, range(60), dev_0),
+        _curve("m-1", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10), dev_1),
+    ]
+    (verdict,) = analyse_layers(METHOD, results, {"m": [(0, "m-0"), (1, "m-1")]}).verdicts
+    assert verdict.best == (0, "m-0") and verdict.runner_up == (1, "m-1")
+    # dev SDL: the uniform first block, then 90 · (0.5 − 0.5)⁺ (layer 0), 90 · 0.3 (layer 1)
+    assert verdict.best_value == Estimate(FIRST_BLOCK, FIRST_BLOCK, FIRST_BLOCK).format()
+    assert verdict.runner_up_value.startswith(f"{FIRST_BLOCK + 27:.3g}")
+    assert verdict.test.first == "m-0" and verdict.test.accuracy_first == 0.70
+
+
+def test_no_confirmatory_test_without_a_development_split():
+    results = [
+        _curve("m-0", {10: [0.9, 1.1], 100: [0.45, 0.55]}, range(60), dev=False),
+        _curve("m-1", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10), dev=False),
+    ]
+    (verdict,) = analyse_layers(METHOD, results, {"m": [(0, "m-0"), (1, "m-1")]}).verdicts
+    assert verdict.best == (1, "m-1") and verdict.chosen_on == "test"
+    assert verdict.test is None and verdict.tested_on == ""
+    assert "no confirmatory test" in verdict.describe()
+
+
+def test_words_clustered_in_sentences_get_the_clustered_test():
+    clusters = np.arange(N_TEST) // 5  # 40 sentences of 5 words
+    results = [
+        _curve("m-0", {10: [0.9, 1.1], 100: [0.45, 0.55]}, range(60), clusters=clusters),
+        _curve("m-1", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10), clusters=clusters),
+    ]
+    (verdict,) = analyse_layers(
+        METHOD, results, {"m": [(0, "m-0"), (1, "m-1")]}, n_simulations=200
+    ).verdicts
+    test = verdict.test
+    expected = clustered_mcnemar(_correct(range(10)), _correct(range(60)), clusters).p_value
+    assert test.test == CLUSTERED and test.n_clusters == 40
+    assert test.p_values == pytest.approx((expected, expected))
+    # the 50 words layer 0 gets wrong fill 10 whole sentences: far fewer independent units
+    # than 50 words, so the evidence is weaker than McNemar's χ² = 50 says
+    assert expected > stats.chi2.sf(50.0, df=1) * 1e3
+    assert "clustered McNemar (Obuchowski 1998)" in verdict.describe()
+    assert "in 40 sentences" in verdict.describe()
+
+
+def test_underflowed_p_values_are_written_as_a_bound():
+    assert format_p(0.0) == "< 1e-300" and format_p(3e-301) == "< 1e-300"
+    assert format_p(0.0123) == "0.012"
 
 
 def test_adjacent_layers_without_support_get_the_bounds_recommendation():
@@ -171,7 +256,7 @@ def test_files_round_trip_and_tables(tmp_path):
     assert "best layer 1 by SDL at ε = 0.5 (nats)" in markdown
     frame = analysis.to_frame()
     assert set(frame["measure"]) == {"SDL", "SC", "accuracy"} and len(frame) == 9
-    with pytest.raises(ValueError, match=r"probemeter\.layers/1"):
+    with pytest.raises(ValueError, match=r"probemeter\.layers/2"):
         LayerAnalysis.from_dict({"schema": "other"})
 
 
@@ -196,7 +281,7 @@ def test_a_control_line_is_listed_once_per_model_in_the_legend():
         for layer in (0, 1)
     ]  # fmt: skip
     analysis = LayerAnalysis.from_dict(
-        {"schema": "probemeter.layers/1", "method": "mdl", "alpha": 0.05,
+        {"schema": "probemeter.layers/2", "method": "mdl", "alpha": 0.05,
          "headlines": headlines, "rows": rows, "verdicts": []}
     )  # fmt: skip
     labels = [text.get_text() for text in analysis.plot().legends[0].get_texts()]

@@ -24,6 +24,7 @@ from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
+    held_out_split,
     kept_spans,
     learned_mix,
     run_metadata,
@@ -36,6 +37,8 @@ __all__ = ["LossDataCurve", "default_sizes", "loss_data_curve"]
 METRICS = ("loss", "loss_truncated", "accuracy")
 #: per-probe columns a curve of label sets adds (:attr:`LossDataCurve.multilabel`)
 F1_METRICS = ("micro_f1", "macro_f1")
+#: per-probe columns measured on a development split held out of the pool (``dev_fraction``)
+DEV_METRICS = tuple(f"dev_{metric}" for metric in METRICS)
 
 
 def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 10) -> np.ndarray:
@@ -83,6 +86,10 @@ class LossDataCurve(JsonResult):
             :meth:`merge`.
         multilabel: the labels were label sets (multi-label targets; Tenney et al. 2019): K
             sigmoid outputs, binary cross-entropy per label.
+
+    A curve measured with a development split (``loss_data_curve(..., dev_fraction=...)``)
+    has the columns ``dev_loss, dev_loss_truncated, dev_accuracy`` too: the same probes on
+    pool examples held out of their training (:meth:`development_curve`).
     """
 
     name: str
@@ -122,6 +129,33 @@ class LossDataCurve(JsonResult):
         """The per-probe metric columns: :data:`METRICS`, and :data:`F1_METRICS` for label
         sets."""
         return METRICS + (F1_METRICS if self.multilabel else ())
+
+    @property
+    def has_development(self) -> bool:
+        """Whether the probes were also measured on a held-out development split."""
+        return set(DEV_METRICS) <= set(self.points.columns)
+
+    def development_curve(self) -> LossDataCurve:
+        """The curve of the same probes measured on the development split held out of the
+        pool (its ``dev_*`` columns as ``loss``, ``loss_truncated``, ``accuracy``): what a
+        comparison chooses on before it tests on the test set.
+
+        Raises:
+            ValueError: the curve was measured without a development split.
+        """
+        if not self.has_development:
+            raise ValueError(
+                f"curve {self.name!r} was measured without a development split (dev_fraction)"
+            )
+        points = self.points[["n", "seed", *DEV_METRICS]].rename(
+            columns=dict(zip(DEV_METRICS, METRICS))
+        )
+        metadata = {**self.metadata, "evaluated_on": "development split"}
+        n_dev = int(self.metadata.get("development", {}).get("n_dev", 0)) or self.n_test
+        return LossDataCurve(
+            self.name, points, self.n_classes, self.pool_size, n_dev, metadata,
+            classes=self.classes,
+        )  # fmt: skip
 
     def summary(self, metric: str = "loss") -> pd.DataFrame:
         """Per size n: mean, standard deviation, min and max of ``metric`` over seeds."""
@@ -205,7 +239,7 @@ class LossDataCurve(JsonResult):
         """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly. ``classes``
         is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null;
         ``multilabel`` is written only for label sets (true)."""
-        columns = ("n", "seed", *self.metrics)
+        columns = ("n", "seed", *self.metrics, *(DEV_METRICS if self.has_development else ()))
         return {
             "name": self.name,
             "unit": "nats",
@@ -308,6 +342,33 @@ def _check_points(points: pd.DataFrame, pool_size: int) -> None:
             raise ValueError(f"points.{column} must be {valid}; got {value}")
 
 
+def _check_sizes(sizes: Any, pool_size: int, data: ProbeData) -> list[int]:
+    """``data.check_sizes`` against the pool the probes train on (less a held-out split)."""
+    values = data.check_sizes(sizes)
+    if max(values) > pool_size:
+        raise ValueError(
+            f"sizes: {max(values)} exceeds the {pool_size} pool examples left for training "
+            f"after the development split (of a pool of {data.pool_size})"
+        )
+    return values
+
+
+def _development_points(evaluation: Any, data: ProbeData, dev_rows: np.ndarray) -> dict:
+    """Each probe's loss, truncated loss (min(cross-entropy, 1 nat), as the engine's) and
+    accuracy on the held-out development rows, from their per-example scores."""
+    labels = np.asarray(data.y_train)[dev_rows]
+    nll = np.stack(evaluation.pool_nll).astype(np.float64)
+    predictions = np.stack(evaluation.pool_predictions)
+    correct = predictions == labels[None, :]
+    if correct.ndim == 3:  # label sets: the whole set predicted
+        correct = correct.all(axis=2)
+    return {
+        "dev_loss": nll.mean(axis=1),
+        "dev_loss_truncated": np.minimum(nll, 1.0).mean(axis=1),
+        "dev_accuracy": correct.mean(axis=1),
+    }
+
+
 def loss_data_curve(
     data: ProbeData,
     probe: MLP | None = None,
@@ -324,6 +385,7 @@ def loss_data_curve(
     max_memory: float | None = None,
     progress: bool = True,
     keep_probes: bool = False,
+    dev_fraction: float = 0.0,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -357,6 +419,14 @@ def loss_data_curve(
             more after training as the engine evaluated it (:meth:`ProbeSet.from_stacked`: its
             loss is the point's, bit for bit). Training and the curve's points are the same
             either way.
+        dev_fraction: hold this share of the pool out of training (0: none, the papers'
+            protocol) as a development split on which every probe is also evaluated: the
+            points gain ``dev_loss``, ``dev_loss_truncated`` and ``dev_accuracy``, and
+            :meth:`LossDataCurve.development_curve` is the curve measured there, from which a
+            comparison chooses a representation before testing it on the test set. Subsets
+            and sizes come from the rest of the pool (:attr:`LossDataCurve.pool_size`); the
+            split is seeded by ``random_state`` alone, whole sentences where the data record
+            them (``data.clusters_train``), and recorded in ``metadata["development"]``.
     """
     probe = MLP() if probe is None else probe
     check_probe_data(data, sparse=True)
@@ -366,9 +436,20 @@ def loss_data_curve(
         )
     check_scalar(random_state, "random_state", int, min_val=0)
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
-    size_values = default_sizes(data.pool_size) if sizes is None else data.check_sizes(sizes)
+    check_scalar(
+        dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
+    )
+    train_rows, dev_rows = np.arange(data.pool_size), None
+    if dev_fraction > 0:
+        train_rows, dev_rows = held_out_split(
+            data.pool_size, dev_fraction, random_state, data.clusters_train
+        )
+    pool_size = train_rows.size
+    size_values = (
+        default_sizes(pool_size) if sizes is None else _check_sizes(sizes, pool_size, data)
+    )
     _, grid, keys = seed_grid(seeds, size_values, random_state)
-    subsets = [nested_subset(data.pool_size, n, random_state, seed) for seed, n in grid]
+    subsets = [train_rows[nested_subset(pool_size, n, random_state, seed)] for seed, n in grid]
     with Stopwatch() as watch:
         evaluation = fit_evaluate(
             data.X_train,
@@ -386,10 +467,15 @@ def loss_data_curve(
             progress=progress,
             per_example=True,
             return_parameters=keep_probes,
+            pool_rows=None if dev_rows is None else [dev_rows] * len(subsets),
         )
     final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
     final_correct = SeedCorrectness.from_predictions(  # label sets: exact set match
-        [grid[i][0] for i in final], evaluation.predictions[final], data.y_test, size_values[-1]
+        [grid[i][0] for i in final],
+        evaluation.predictions[final],
+        data.y_test,
+        size_values[-1],
+        data.clusters_test,
     )
     probes = None
     if keep_probes:
@@ -420,6 +506,7 @@ def loss_data_curve(
                 if data.multilabel
                 else {}
             ),
+            **({} if dev_rows is None else _development_points(evaluation, data, dev_rows)),
         }
     )
     metadata = run_metadata(
@@ -431,6 +518,13 @@ def loss_data_curve(
         data=data,
         data_fields={"n_features": data.n_features},
     )
+    if dev_rows is not None:
+        metadata["development"] = {
+            "fraction": float(dev_fraction),
+            "n_dev": int(dev_rows.size),
+            "groups": "sentences" if data.clusters_train is not None else "examples",
+            "random_state": int(random_state),
+        }
     mix = learned_mix(data, evaluation, final, [grid[i][0] for i in final])
     if mix is not None:  # the layer weights the probes of the largest size learned
         metadata["scalar_mix"] = mix
@@ -438,7 +532,7 @@ def loss_data_curve(
         data.name,
         points,
         data.n_classes,
-        data.pool_size,
+        pool_size,
         len(data.y_test),
         metadata,
         final_correct=final_correct,

@@ -62,9 +62,16 @@ class CurveMethod(Method):
     sizes: tuple[int, ...] | None = option(
         None,
         check=valid.Check(_sizes),
-        help='training-set sizes n ("default": log-spaced up to the pool)',
+        help='training-set sizes n ("default": log-spaced up to the pool less dev_fraction)',
         parse=lambda value: None if value in ("default", None) else tuple(value),
         show=lambda value: "default" if value is None else list(value),
+    )
+    dev_fraction: float = option(
+        0.1,
+        check=valid.number(0, 1, closed="left"),
+        help="share of the pool (whole sentences for words) held out of training, on which "
+        "the probes are also measured so that comparisons choose the best representation "
+        "there and test it on the test set (0: none; no choice is then tested)",
     )
 
     kind = "curve"
@@ -75,8 +82,13 @@ class CurveMethod(Method):
     keeps_probes = True
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
-        if self.sizes is not None and max(self.sizes) > pool_size:
-            message = f"{max(self.sizes)} exceeds the pool of {pool_size} examples"
+        held_out = min(max(1, round(self.dev_fraction * pool_size)), pool_size - 1)
+        left = pool_size - (held_out if self.dev_fraction > 0 else 0)
+        if self.sizes is not None and max(self.sizes) > left:
+            message = (
+                f"{max(self.sizes)} exceeds the {left} examples left for training of a pool "
+                f"of {pool_size} (dev_fraction = {self.dev_fraction:g} is held out)"
+            )
             return [("method.sizes", message)]
         return []
 
@@ -140,36 +152,52 @@ class CurveMethod(Method):
     def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
         """Per curve: SDL and εSC of the seed-averaged curve at the full pool, with their range
         over the curves of single seeds; the accuracy and test correctness of the probes
-        trained on the full pool."""
+        trained on the full pool; and, when the probes were also measured on a development
+        split held out of the pool, SDL and εSC there (the selection)."""
         from probemeter.curves.curve import LossDataCurve
-        from probemeter.curves.measures import sample_complexity, sdl
 
         found = {}
         for result in results:
             curve = LossDataCurve.from_dict(result)
-            seeds = sorted(set(curve.points["seed"].tolist()))
-            estimates = {}
-            for name, measure in (("SDL", sdl), ("SC", sample_complexity)):
-                overall = measure(curve, self.epsilon, unit=self.unit)
-                single = [measure(curve.for_seed(s), self.epsilon, unit=self.unit) for s in seeds]
-                estimates[name] = Estimate.over_seeds(
-                    [r.value for r in single],
-                    overall.value,
-                    lower_bound=overall.lower_bound,
-                    seed_bounds=[r.lower_bound for r in single],
-                )
             final = curve.points[curve.points["n"] == curve.sizes[-1]]["accuracy"]
             mix = curve.metadata.get("scalar_mix")
+            held_out = curve.metadata.get("development")
             found[curve.name] = Summary(
-                estimates,
+                self._estimates(curve),
                 Estimate.over_seeds(final.tolist()),
                 curve.final_correct,
                 self.probe,
                 curve.metadata.get("n_features"),
                 curve.n_classes,
                 None if mix is None else LayerWeights.from_dict(mix),
+                selection=self._estimates(curve.development_curve())
+                if curve.has_development
+                else None,
+                selection_split=""
+                if held_out is None
+                else (
+                    f"dev: {held_out['n_dev']:,} pool examples ({held_out['fraction']:.0%} of "
+                    f"the pool's {held_out['groups']}) held out of training"
+                ),
             )
         return found
+
+    def _estimates(self, curve: Any) -> dict[str, Estimate]:
+        """SDL and εSC of ``curve`` averaged over seeds, with their range over single seeds."""
+        from probemeter.curves.measures import sample_complexity, sdl
+
+        seeds = sorted(set(curve.points["seed"].tolist()))
+        estimates = {}
+        for name, measure in (("SDL", sdl), ("SC", sample_complexity)):
+            overall = measure(curve, self.epsilon, unit=self.unit)
+            single = [measure(curve.for_seed(s), self.epsilon, unit=self.unit) for s in seeds]
+            estimates[name] = Estimate.over_seeds(
+                [r.value for r in single],
+                overall.value,
+                lower_bound=overall.lower_bound,
+                seed_bounds=[r.lower_bound for r in single],
+            )
+        return estimates
 
 
 def curve_unit(
@@ -204,6 +232,7 @@ def curve_unit(
         max_memory=max_memory,
         progress=progress,
         keep_probes=keep_probes,
+        dev_fraction=method.dev_fraction,
     )
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}

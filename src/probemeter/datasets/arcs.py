@@ -91,6 +91,8 @@ def head_probe_data(
         groups_test=types[test],
         sentences_train=sentences[~test],
         sentences_test=sentences[test],
+        clusters_train=sentences[~test],
+        clusters_test=sentences[test],
     )
 
 

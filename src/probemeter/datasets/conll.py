@@ -342,7 +342,13 @@ def split_probe_data(
         groups=groups[~test],
         groups_test=groups[test],
     )
-    return replace(data, classes=tuple(vocabulary))
+    sentences = treebank.sentence_ids  # words of a sentence are one sampling unit
+    return replace(
+        data,
+        classes=tuple(vocabulary),
+        clusters_train=sentences[~test],
+        clusters_test=sentences[test],
+    )
 
 
 def sentence_test_mask(

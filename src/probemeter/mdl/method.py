@@ -31,7 +31,7 @@ from probemeter._method import (
     option,
     write_run_files,
 )
-from probemeter._summary import Estimate, Headline, LayerWeights, Summary
+from probemeter._summary import POOL_SELECTION, Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 
 if TYPE_CHECKING:
@@ -281,6 +281,8 @@ class MDLMethod(OnlineCodeMethod):
                 online.metadata.get("n_features"),
                 online.n_classes,
                 None if mix is None else LayerWeights.from_dict(mix),
+                selection=estimates,
+                selection_split=POOL_SELECTION,
             )
         return found
 

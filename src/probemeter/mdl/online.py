@@ -765,7 +765,11 @@ class _Split:
             stopping_set=self.stopping,
             n_dev=int(self.dev.size),
             test_correct=SeedCorrectness.from_predictions(
-                self.seeds, test_predictions[full_rows], self.data.y_test, self.n
+                self.seeds,
+                test_predictions[full_rows],
+                self.data.y_test,
+                self.n,
+                self.data.clusters_test,
             ),
             classes=self.data.classes,
             probes=probes,

@@ -29,7 +29,7 @@ from probemeter._method import (
     option,
     write_run_files,
 )
-from probemeter._summary import Estimate, Headline, Summary
+from probemeter._summary import POOL_SELECTION, Estimate, Headline, Summary
 from probemeter.data import ProbeData
 from probemeter.mdl.method import OnlineCodeMethod, online_option
 
@@ -205,19 +205,20 @@ class SwitchingMethod(OnlineCodeMethod):
         for code in _codes(results):
             seeds = code.seeds
             best = code.codes[int(np.argmin([c.codelength_bits for c in code.codes]))]
+            estimates = {
+                "switching_codelength": Estimate.over_seeds(seeds["switching_bits"] / _KBIT),
+                "best_family_codelength": Estimate.over_seeds(seeds["best_family_bits"] / _KBIT),
+                "switching_compression": Estimate.over_seeds(seeds["compression"]),
+            }
             found[code.name] = Summary(
-                {
-                    "switching_codelength": Estimate.over_seeds(seeds["switching_bits"] / _KBIT),
-                    "best_family_codelength": Estimate.over_seeds(
-                        seeds["best_family_bits"] / _KBIT
-                    ),
-                    "switching_compression": Estimate.over_seeds(seeds["compression"]),
-                },
+                estimates,
                 Estimate.over_seeds(best.seeds["accuracy"].tolist()),
                 best.test_correct,
                 tuple(best.metadata["probe"]["hidden"]),
                 best.metadata.get("n_features"),
                 best.n_classes,
+                selection=estimates,
+                selection_split=POOL_SELECTION,
             )
         return found
 

@@ -7,27 +7,55 @@ A run over the layers of a model (``layer = "all"`` or a list in an experiment f
 
 * a table (``layers.md``, ``layers.tex``): per sweep and layer, every headline measure with its
   range over seeds (``"> x"``: only a lower bound, the data ran out first), the test accuracy of
-  the method's best probes, and McNemar's test against the previous layer;
+  the method's best probes, and a paired test against the previous layer;
 * a figure (``layers.png``, ``layers.pdf``): one panel per measure against layer, bars spanning
   the seeds, lower bounds as open upward triangles (Voita & Titov, Fig. 2; Whitney et al.,
   Table 2 as a plot; Pimentel et al., Figs. 2–5);
-* a verdict per sweep: the best layer by the first headline measure and the runner-up, and
-  whether their best probes differ in accuracy with statistical support. McNemar's test (Zhu et
-  al., §3.5, Table 1) is run per seed on the two layers' test predictions (paired: the same test
-  examples, checked by a digest of the test labels), and its power is simulated by bootstrap
-  resampling of the test set, pooled over seeds (§3.5, after Card et al. 2020); a difference is
-  *established* when the power is at least 0.8 (§3.5). When it is not, the verdict gives the
-  training-set size that the generalisation bound recommends for the observed accuracy gap
-  (§3.2–3.4, :func:`probemeter.power.bounds.recommend_train_size`: bound = gap / 2).
+* a verdict per sweep: the best layer and the runner-up *chosen on data held out from the test
+  set* (:attr:`~probemeter._summary.Summary.selection`: a development split of the pool, or the
+  pool itself for the codes that are measured on it), then tested on the test set: whether
+  their best probes differ in accuracy with statistical support. A method that measured no
+  held-out data gets no confirmatory test: choosing a layer on its test scores and testing it
+  on the same scores would be optimistic, so the verdict names the test-set leader and says so.
+
+The paired test runs at the unit the test set was sampled in. Examples that are their own
+units (sentences, images) get McNemar's test (Zhu et al., §3.5, Table 1); words and tree edges
+clustered in sentences (:attr:`~probemeter._summary.SeedCorrectness.clusters`) get Obuchowski's
+clustered McNemar test (:mod:`probemeter.power.clustered`), whose variance comes from whole
+sentences. Each test runs per seed on the two representations' test predictions (paired: the
+same test examples, checked by a digest of the test labels); the comparison's p-value is the
+largest over the seeds (every seed must reject: a valid, conservative level-α test). Its power
+is simulated by resampling the test set — examples, or whole sentences — with replacement,
+pooled over seeds (§3.5, after Card et al. 2020). A sweep makes several comparisons (each layer
+against the previous, the verdict's pair), so their p-values are Holm-adjusted (Holm 1979) over
+the sweep; a difference is *established* when the adjusted p-value is below α and the power is
+at least 0.8 (§3.5). When it is not, the verdict gives the training-set size that the
+generalisation bound recommends for the observed accuracy gap (§3.2–3.4,
+:func:`probemeter.power.bounds.recommend_train_size`: bound = gap / 2); for clustered test sets
+it is inflated by the design effect of the sentences (Kish 1965) and given in sentences too.
 
 :func:`analyse_layers` computes it all; :func:`write_layer_files` writes the files, and
-``layers.json`` (schema ``probemeter.layers/1``) keeps every number.
+``layers.json`` (schema ``probemeter.layers/2``) keeps every number, with which split chose the
+best layer and which tested it.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. doi:10.18653/v1/2022.findings-acl.326 (arXiv:2202.12801)
+
+    Obuchowski, N. A. (1998). On the comparison of correlated proportions for clustered data.
+    *Statistics in Medicine* 17(13), 1495–1507.
+
+    Holm, S. (1979). A simple sequentially rejective multiple test procedure. *Scandinavian
+    Journal of Statistics* 6(2), 65–70.
+
+    Kish, L. (1965). *Survey Sampling*. Wiley. (The design effect.)
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +68,7 @@ from probemeter._method import Method
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter._tables import render_table
 from probemeter.power.bounds import probe_parameter_count, recommend_train_size
+from probemeter.power.clustered import clustered_mcnemar, clustered_power, holm
 from probemeter.power.mcnemar import mcnemar
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha, simulate_power
 
@@ -54,28 +83,46 @@ __all__ = [
     "write_layer_files",
 ]
 
-SCHEMA = "probemeter.layers/1"
+SCHEMA = "probemeter.layers/2"
 #: bootstrap resamples of the test set per seed for the power of McNemar's test
 SIMULATIONS = 1000
+#: the paired tests, by whether the test examples are clustered in sentences
+MCNEMAR = "McNemar"
+CLUSTERED = "clustered McNemar (Obuchowski 1998), sentences as clusters"
+#: the smallest p-value written as a number: below it, a double's p-values have underflowed
+SMALLEST_P = 1e-300
+
+
+def format_p(value: float) -> str:
+    """A p-value for reading: two significant digits, ``"< 1e-300"`` where it underflowed."""
+    return f"< {SMALLEST_P:g}" if value < SMALLEST_P else f"{value:.2g}"
 
 
 @dataclass(frozen=True)
 class PairTest:
-    """McNemar's test between the best probes of two representations.
+    """A paired test between the best probes of two representations (module docstring).
 
     Attributes:
         first, second: the representations (for a verdict: best, then runner-up).
         accuracy_first, accuracy_second: mean test accuracy over the seeds (all seeds when no
             test could be made, else the paired ones).
-        p_values: McNemar's two-sided p-value per paired seed; empty when no test was made.
-        power: probability that McNemar's test rejects at ``alpha`` on a test set of this
-            size, by bootstrap, pooled over seeds (None when no test was made).
+        p_values: the test's two-sided p-value per paired seed; empty when no test was made.
+        power: probability that the test rejects at ``alpha`` on a test set of this size, by
+            bootstrap (of examples, or of whole sentences), pooled over seeds (None when no
+            test was made).
         alpha: the significance level.
         n_test: test examples of each probe.
         recommended_n_train: with power below 0.8 and unequal accuracies, the training-set size
-            the bound recommends to separate the two (None otherwise, or when the probes'
-            size is not recorded).
+            the bound recommends to separate the two, in examples (for clustered test sets
+            inflated by the design effect; None otherwise, or when the probes' size is not
+            recorded).
         problem: why no test could be made; None when it was.
+        test: which test ran (:data:`MCNEMAR` or :data:`CLUSTERED`).
+        n_clusters: the sentences of a clustered test set (None when not clustered).
+        p_adjusted: the comparison's p-value (:attr:`p_value`) Holm-adjusted over the sweep's
+            comparisons; equal to it when the comparison is the only one.
+        recommended_sentences: ``recommended_n_train`` in sentences at the test set's mean
+            sentence length (clustered test sets only).
     """
 
     first: str
@@ -88,61 +135,103 @@ class PairTest:
     n_test: int | None = None
     recommended_n_train: int | None = None
     problem: str | None = None
+    test: str = MCNEMAR
+    n_clusters: int | None = None
+    p_adjusted: float | None = None
+    recommended_sentences: int | None = None
+
+    @property
+    def p_value(self) -> float | None:
+        """The comparison's p-value: the largest over the seeds (None without a test)."""
+        return max(self.p_values) if self.p_values else None
 
     @property
     def established(self) -> bool:
-        """Whether the accuracies differ with power ≥ 0.8 (Zhu et al., §3.5)."""
-        return self.power is not None and self.power >= SUFFICIENT_POWER
+        """Whether the accuracies differ: the Holm-adjusted p-value below α with power ≥ 0.8
+        (Zhu et al., §3.5)."""
+        adjusted = self.p_adjusted if self.p_adjusted is not None else self.p_value
+        return (
+            adjusted is not None
+            and adjusted < self.alpha
+            and self.power is not None
+            and self.power >= SUFFICIENT_POWER
+        )
 
     @property
     def rejections(self) -> int:
-        """Seeds whose McNemar test rejected equal accuracy at ``alpha``."""
+        """Seeds whose test rejected equal accuracy at ``alpha`` (unadjusted)."""
         return sum(p < self.alpha for p in self.p_values)
 
     def cell(self) -> str:
-        """A table cell: the median p-value, the power and a mark when established."""
+        """A table cell: the p-value, its Holm adjustment, the power and a mark when
+        established."""
         if self.problem is not None:
             return "no test"
         mark = " (established)" if self.established else ""
-        return f"p = {float(np.median(self.p_values)):.2g}, power {self.power:.2f}{mark}"
+        adjusted = (
+            ""
+            if self.p_adjusted is None or self.p_adjusted == self.p_value
+            else f" (Holm {format_p(self.p_adjusted)})"
+        )
+        return f"p = {format_p(self.p_value)}{adjusted}, power {self.power:.2f}{mark}"
 
     def describe(self) -> str:
-        """The test in words: accuracies, p-values, power and what it means."""
+        """The test in words: accuracies, which test, p-values, power and what it means."""
         accuracies = (
             f"test accuracy {self.accuracy_first:.4f} ({self.first}) vs "
             f"{self.accuracy_second:.4f} ({self.second})"
         )
         if self.problem is not None:
-            return f"{accuracies}; no McNemar test: {self.problem}"
+            return f"{accuracies}; no paired test: {self.problem}"
         seeds = len(self.p_values)
+        units = (
+            f"{self.n_test:,} test examples"
+            if self.n_clusters is None
+            else f"{self.n_test:,} test examples in {self.n_clusters:,} sentences"
+        )
+        adjusted = (
+            ""
+            if self.p_adjusted is None
+            else f", Holm-adjusted over the sweep's comparisons {format_p(self.p_adjusted)}"
+        )
         text = (
-            f"{accuracies}; McNemar p = {float(np.median(self.p_values)):.3g} (median of "
-            f"{seeds} seed{'s' if seeds > 1 else ''}, {self.rejections} rejecting at α = "
-            f"{self.alpha:g}), power {self.power:.2f} at {self.n_test:,} test examples"
+            f"{accuracies}; {self.test}: p = {format_p(self.p_value)} (the largest of {seeds} "
+            f"seed{'s' if seeds > 1 else ''}, {self.rejections} rejecting at α = "
+            f"{self.alpha:g}){adjusted}, power {self.power:.2f} at {units}"
         )
         if self.established:
             better = self.first if self.accuracy_first >= self.accuracy_second else self.second
-            return f"{text}: {better} is more accurate, an established difference (power ≥ 0.8)"
+            return (
+                f"{text}: {better} is more accurate, an established difference (adjusted "
+                "p < α, power ≥ 0.8)"
+            )
         if self.accuracy_first == self.accuracy_second:
             return (
                 f"{text}: equal accuracies, the comparison may have collapsed (Zhu et al. §3.6); "
                 "more data would not separate them"
             )
         gap = abs(self.accuracy_first - self.accuracy_second)
+        sentences = (
+            f" (about {self.recommended_sentences:,} sentences)"
+            if self.recommended_sentences is not None
+            else ""
+        )
         advice = (
             f"; for an accuracy gap of {gap:.4f} the bound recommends about "
-            f"{self.recommended_n_train:,} training examples to separate them (Zhu et al. §3.4)"
+            f"{self.recommended_n_train:,} training examples{sentences} to separate them (Zhu et "
+            "al. §3.4)"
             if self.recommended_n_train is not None
             else ""
         )
-        return f"{text}: not an established difference (power < 0.8){advice}"
+        return f"{text}: not an established difference (adjusted p ≥ α or power < 0.8){advice}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "p_values": list(self.p_values)}
+        return {**asdict(self), "p_values": list(self.p_values), "p_value": self.p_value}
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> PairTest:
-        return cls(**{**payload, "p_values": tuple(payload["p_values"])})
+        fields = {key: value for key, value in payload.items() if key != "p_value"}
+        return cls(**{**fields, "p_values": tuple(payload["p_values"])})
 
 
 @dataclass(frozen=True)
@@ -188,9 +277,14 @@ class SweepVerdict:
         sweep: the model's entry name.
         measure: the ranking headline's label.
         best, runner_up: (layer, representation); None when no layer can be named (``reason``).
-        test: McNemar's test of best against runner-up.
-        reason: why no best layer is named (one layer only; every value a lower bound).
-        best_value, runner_up_value: their ranking estimates, formatted.
+        test: the paired test of best against runner-up on the test set (None when no test is
+            made: one layer, no choice on held-out data).
+        reason: why no best layer is named, or why it is not tested.
+        best_value, runner_up_value: their ranking estimates on the data that chose them,
+            formatted.
+        chosen_on: which data chose the best layer and the runner-up (a development split of
+            the pool, the pool itself, or ``"test"`` when the method measured nothing else).
+        tested_on: which data tested them (``"test"``), or ``""`` when no test was made.
     """
 
     sweep: str
@@ -201,16 +295,23 @@ class SweepVerdict:
     reason: str | None = None
     best_value: str = ""
     runner_up_value: str = ""
+    chosen_on: str = ""
+    tested_on: str = ""
 
     def describe(self) -> str:
         """The verdict in one paragraph."""
         if self.best is None:
             return f"{self.sweep}: no best layer by {self.measure}: {self.reason}"
-        text = f"{self.sweep}: best layer {self.best[0]} by {self.measure} ({self.best_value})"
+        text = (
+            f"{self.sweep}: best layer {self.best[0]} by {self.measure} ({self.best_value}; "
+            f"chosen on {self.chosen_on})"
+        )
         if self.runner_up is None:
             return f"{text}; {self.reason}"
         text += f", runner-up layer {self.runner_up[0]} ({self.runner_up_value})"
-        return f"{text}. Best probes: {self.test.describe()}."
+        if self.test is None:
+            return f"{text}; {self.reason}"
+        return f"{text}. Best probes, tested on the {self.tested_on} set: {self.test.describe()}."
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -314,13 +415,24 @@ class LayerAnalysis(JsonResult):
 
     def notes(self) -> list[str]:
         """How to read the table, then one verdict per sweep."""
+        tests = sorted(
+            {
+                test.test
+                for test in [row.previous for row in self.rows]
+                + [verdict.test for verdict in self.verdicts]
+                if test is not None and test.problem is None
+            }
+        )
+        named = " and ".join(tests) if tests else "McNemar"
         return [
             "Values [min, max over seeds]; > x: a lower bound (the data ran out first). "
             f"{self.accuracy[0].upper()}{self.accuracy[1:]}: the test {self.accuracy} of the "
-            "method's best probes. McNemar's test on their "
-            "paired test predictions per seed, power by bootstrap of the test set pooled over "
-            f"seeds at α = {self.alpha:g}; a difference is established at power ≥ 0.8 "
-            "(Zhu et al. 2022, §3.5).",
+            f"method's best probes. Paired test ({named}) on their test predictions per seed, "
+            "p the largest over seeds, Holm-adjusted over each sweep's comparisons, power by "
+            "bootstrap of the test set (of whole sentences when clustered) pooled over seeds "
+            f"at α = {self.alpha:g}; a difference is established at adjusted p < α and power "
+            "≥ 0.8 (Zhu et al. 2022, §3.5). The best layer is chosen on held-out data and "
+            "tested on the test set.",
             *(
                 verdict.describe().replace("test accuracy", f"test {self.accuracy}")
                 for verdict in self.verdicts
@@ -395,10 +507,11 @@ def pair_test(
     n_simulations: int = SIMULATIONS,
     random_state: int = 0,
 ) -> PairTest:
-    """McNemar's test between the best probes of two representations, per paired seed, with
-    its bootstrap power and, when the power is below 0.8, the bound's recommended N_train (see
-    the module docstring). No test is made (``problem`` says why) when either summary holds no
-    per-example predictions, the test sets differ, or no seed is shared."""
+    """The paired test between the best probes of two representations, per paired seed —
+    McNemar's, or Obuchowski's clustered test when the test examples are words of sentences —
+    with its bootstrap power and, when the power is below 0.8, the bound's recommended
+    N_train (see the module docstring). No test is made (``problem`` says why) when either
+    summary holds no per-example predictions, the test sets differ, or no seed is shared."""
     alpha = check_alpha(alpha)
     a, b = first_summary.correctness, second_summary.correctness
     means = first_summary.accuracy.value, second_summary.accuracy.value
@@ -406,6 +519,10 @@ def pair_test(
         problem = "no per-example test predictions stored (a result of an older version)"
     elif a.labels_digest != b.labels_digest or a.n_test != b.n_test:
         problem = "the two were evaluated on different test sets, so predictions are not paired"
+    elif (a.clusters is None) != (b.clusters is None) or (
+        a.clusters is not None and not np.array_equal(a.clusters, b.clusters)
+    ):
+        problem = "the two test sets group their examples into different sentences"
     elif not set(a.seeds) & set(b.seeds):
         problem = "the two share no seed"
     else:
@@ -415,26 +532,44 @@ def pair_test(
     seeds = [seed for seed in a.seeds if seed in set(b.seeds)]
     correct_a = [a.correct[a.seeds.index(seed)] for seed in seeds]
     correct_b = [b.correct[b.seeds.index(seed)] for seed in seeds]
-    p_values = tuple(mcnemar(x, y).p_value for x, y in zip(correct_a, correct_b))
-    power = float(
-        simulate_power(
+    clusters = a.clusters
+    design_effect = 1.0
+    if clusters is None:
+        p_values = tuple(mcnemar(x, y).p_value for x, y in zip(correct_a, correct_b))
+        power = float(
+            simulate_power(
+                correct_a,
+                correct_b,
+                [a.n_test],
+                alpha=alpha,
+                n_simulations=n_simulations,
+                random_state=random_state,
+            )
+            .table["power"]
+            .iloc[0]
+        )
+    else:
+        results = [clustered_mcnemar(x, y, clusters) for x, y in zip(correct_a, correct_b)]
+        p_values = tuple(result.p_value for result in results)
+        effects = [r.design_effect for r in results if np.isfinite(r.design_effect)]
+        design_effect = max(1.0, float(np.mean(effects))) if effects else 1.0
+        power = clustered_power(
             correct_a,
             correct_b,
-            [a.n_test],
+            clusters,
             alpha=alpha,
             n_simulations=n_simulations,
             random_state=random_state,
         )
-        .table["power"]
-        .iloc[0]
-    )
     accuracy_a = float(np.mean([values.mean() for values in correct_a]))
     accuracy_b = float(np.mean([values.mean() for values in correct_b]))
-    recommended = None
+    recommended = sentences = None
     gap = abs(accuracy_a - accuracy_b)
     parameters = [_parameter_count(summary) for summary in (first_summary, second_summary)]
     if power < SUFFICIENT_POWER and gap > 0 and None not in parameters:
-        recommended = recommend_train_size(gap, max(parameters)).n_train
+        recommended = math.ceil(recommend_train_size(gap, max(parameters)).n_train * design_effect)
+        if clusters is not None:
+            sentences = math.ceil(recommended * a.n_clusters / a.n_test)
     return PairTest(
         first,
         second,
@@ -445,6 +580,9 @@ def pair_test(
         alpha,
         a.n_test,
         recommended,
+        test=MCNEMAR if clusters is None else CLUSTERED,
+        n_clusters=None if clusters is None else a.n_clusters,
+        recommended_sentences=sentences,
     )
 
 
@@ -481,17 +619,47 @@ def analyse_layers(
         missing = [name for _, name in members if name not in summaries]
         if missing:
             raise ValueError(f"sweep {sweep!r}: no result for {missing}")
+        sweep_rows = []
         for index, (layer, name) in enumerate(members):
             previous = None
             if index:
                 before = members[index - 1][1]
                 previous = pair_test(before, summaries[before], name, summaries[name], **options)
             summary = summaries[name]
-            rows.append(LayerRow(sweep, layer, name, summary.estimates, summary.accuracy, previous))
-        verdicts.append(_verdict(sweep, members, summaries, headlines[0], options))
+            sweep_rows.append(
+                LayerRow(sweep, layer, name, summary.estimates, summary.accuracy, previous)
+            )
+        verdict = _verdict(sweep, members, summaries, headlines[0], options)
+        sweep_rows, verdict = _adjusted(sweep_rows, verdict)
+        rows += sweep_rows
+        verdicts.append(verdict)
     return LayerAnalysis(
         method.kind, headlines, tuple(rows), tuple(verdicts), alpha, method.accuracy_name
     )
+
+
+def _adjusted(rows: list[LayerRow], verdict: SweepVerdict) -> tuple[list[LayerRow], SweepVerdict]:
+    """The sweep's rows and verdict with every test's p-value Holm-adjusted over the sweep's
+    distinct comparisons (each layer against the previous one, and the verdict's pair; a pair
+    tested twice counts once)."""
+    tests = [row.previous for row in rows if row.previous is not None]
+    if verdict.test is not None:
+        tests.append(verdict.test)
+    distinct = {
+        frozenset((test.first, test.second)): test.p_value
+        for test in tests
+        if test.p_value is not None
+    }
+    adjusted = dict(zip(distinct, holm(list(distinct.values())))) if distinct else {}
+
+    def adjust(test: PairTest | None) -> PairTest | None:
+        pair = None if test is None else frozenset((test.first, test.second))
+        if pair not in adjusted:
+            return test
+        return replace(test, p_adjusted=float(adjusted[pair]))
+
+    rows = [replace(row, previous=adjust(row.previous)) for row in rows]
+    return rows, replace(verdict, test=adjust(verdict.test))
 
 
 def _verdict(
@@ -501,21 +669,43 @@ def _verdict(
     ranking: Headline,
     options: Mapping[str, Any],
 ) -> SweepVerdict:
-    """The best layer of a sweep by ``ranking``, the runner-up, and their McNemar test."""
-    estimates = [summaries[name].estimates[ranking.name] for _, name in members]
+    """The best layer of a sweep by ``ranking`` on held-out data, the runner-up, and their
+    paired test on the test set (see the module docstring)."""
+    chosen = [summaries[name] for _, name in members]
+    held_out = all(
+        summary.selection is not None and ranking.name in summary.selection for summary in chosen
+    )
+    if held_out:
+        estimates = [summary.selection[ranking.name] for summary in chosen]
+        splits = list(dict.fromkeys(summary.selection_split for summary in chosen))
+        chosen_on = "; ".join(split for split in splits if split) or "held-out data"
+    else:
+        estimates = [summary.estimates[ranking.name] for summary in chosen]
+        chosen_on = "test"
     order = ranking.best_first(estimates)
     best = members[order[0]]
+    common = {"chosen_on": chosen_on}
     if estimates[order[0]].lower_bound:
         reason = (
             "every layer's value is only a lower bound: the data ran out before the measure was "
             "reached (Whitney et al. §4), so the layers cannot be ordered"
         )
-        return SweepVerdict(sweep, ranking.label, None, None, None, reason)
+        return SweepVerdict(sweep, ranking.label, None, None, None, reason, **common)
     shown = estimates[order[0]].format()
     if len(members) < 2:
         reason = "the sweep has one layer only"
-        return SweepVerdict(sweep, ranking.label, best, None, None, reason, shown)
+        return SweepVerdict(sweep, ranking.label, best, None, None, reason, shown, **common)
     runner_up = members[order[1]]
+    runner_up_value = estimates[order[1]].format()
+    if not held_out:
+        reason = (
+            "no confirmatory test: this method measured no data held out from the test set, and "
+            "a layer chosen on its test scores, tested on the same scores, would look better "
+            "than it is"
+        )
+        return SweepVerdict(
+            sweep, ranking.label, best, runner_up, None, reason, shown, runner_up_value, **common
+        )
     test = pair_test(best[1], summaries[best[1]], runner_up[1], summaries[runner_up[1]], **options)
     return SweepVerdict(
         sweep,
@@ -524,7 +714,9 @@ def _verdict(
         runner_up,
         test,
         best_value=shown,
-        runner_up_value=estimates[order[1]].format(),
+        runner_up_value=runner_up_value,
+        tested_on="test",
+        **common,
     )
 
 

@@ -9,14 +9,23 @@ from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+import numpy as np
 import torch
 
 from probemeter._device import resolve_device
 from probemeter._io import environment
 from probemeter._summary import LayerWeights
+from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
 
-__all__ = ["Stopwatch", "kept_spans", "learned_mix", "run_metadata", "seed_grid"]
+__all__ = [
+    "Stopwatch",
+    "held_out_split",
+    "kept_spans",
+    "learned_mix",
+    "run_metadata",
+    "seed_grid",
+]
 
 
 def seed_grid(
@@ -32,6 +41,37 @@ def seed_grid(
     grid = [(seed, int(value)) for seed in seeds_used for value in values]
     keys = [(random_state, seed, value) for seed, value in grid]
     return seeds_used, grid, keys
+
+
+#: the stream of :func:`held_out_split`, apart from every probe's own streams
+_HELD_OUT_STREAM = 0x5E1EC7
+
+
+def held_out_split(
+    pool_size: int, fraction: float, random_state: int, groups: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The pool indices (sorted) that probes train on and those held out to choose on: a
+    seeded ``fraction`` of the pool, by whole groups when ``groups`` (one id per pool example,
+    e.g. its sentence) is given, so that no sentence is split between training and choosing.
+    At least one example (group) is held out and one kept.
+
+    Raises:
+        ValueError: ``fraction`` outside (0, 1), or fewer than two examples (groups).
+    """
+    check_scalar(
+        fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="neither"
+    )
+    ids = np.arange(pool_size) if groups is None else np.asarray(groups)
+    units = np.unique(ids)
+    if units.size < 2:
+        what = "examples" if groups is None else "groups"
+        raise ValueError(
+            f"dev_fraction: a held-out split needs at least 2 {what} in the pool; got {units.size}"
+        )
+    n_held = min(max(1, round(fraction * units.size)), units.size - 1)
+    order = np.random.default_rng([int(random_state), _HELD_OUT_STREAM]).permutation(units.size)
+    held = np.isin(ids, units[order[:n_held]])
+    return np.flatnonzero(~held), np.flatnonzero(held)
 
 
 class Stopwatch:
