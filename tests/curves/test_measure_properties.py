@@ -13,6 +13,8 @@ metric (``loss``, ``loss_truncated``, ``error``) and unit (nats, bits, errors):
   contributes [L − ε]_+, which is 1-Lipschitz in ε).
 * SDL is tight iff the last measured loss reaches ε (``rule="last"``) or ε/2 (``"half"``,
   Algorithm 1); the rule changes only the flag, never the value.
+* SDL and εSC refuse a cross-entropy ε at or above the uniform code's loss (ln K; 1 nat at
+  most for the truncated loss), which a code meets without data.
 * εSC (eq. 12) is the first measured n with L̂(n) ≤ ε (or ε/2) and is then exact; when no
   measured size gets there it is the largest size flagged as a lower bound. It is
   non-increasing in ε, never smaller under ``"half"`` than under ``"last"``, and
@@ -135,18 +137,26 @@ def uniform_cost(curve: LossDataCurve, metric: str, unit: str) -> float:
 
 
 def epsilon_for(
-    data: st.DataObject, metric: str, heights: list[float], label: str = "epsilon"
+    data: st.DataObject,
+    curve: LossDataCurve,
+    metric: str,
+    unit: str,
+    heights: list[float],
+    label: str = "epsilon",
 ) -> float:
-    """ε > 0 (< 1 for the 0–1 loss): random, or exactly one of the block heights (to test ≤
+    """ε > 0, below 1 for the 0–1 loss and below the uniform code's loss for the cross-entropy
+    (the measures refuse a larger one): random, or exactly one of the block heights (to test ≤
     against <), or just below the lowest or above the highest height."""
-    upper = 1.0 if metric == "error" else 15.0
+    upper = 1.0 if metric == "error" else uniform_cost(curve, metric, unit)
     candidates = [h for h in heights if 0 < h < upper]
     regimes = ["random", "below", "above"] + (["height"] if candidates else [])
     regime = data.draw(st.sampled_from(regimes), label=f"{label} regime")
     if regime == "height":
         return data.draw(st.sampled_from(candidates), label=label)
-    if regime == "below" and min(heights) > 0:
-        return min(heights) * data.draw(_floats(1e-3, 1.0), label=label)
+    if regime == "below" and 0 < min(heights):
+        below = min(heights) * data.draw(_floats(1e-3, 1.0), label=label)
+        if below < upper:
+            return below
     if regime == "above" and max(heights) < upper:
         high = max(heights)
         above = high + (upper - high) * data.draw(_floats(0.0, 0.999), label=label)
@@ -187,7 +197,7 @@ def test_sdl_is_between_zero_and_mdl_and_meets_them_at_the_extremes(
     )
     assert cost == pytest.approx(expected_cost, rel=1e-12)
     heights = [cost, *curve_losses(curve, metric, unit).values()]
-    epsilon = epsilon_for(data, metric, heights)
+    epsilon = epsilon_for(data, curve, metric, unit, heights)
     surplus = sdl(curve, epsilon, first_block=first_block, metric=metric, unit=unit)
 
     assert surplus.first_block == cost and surplus.epsilon == epsilon
@@ -208,7 +218,8 @@ def test_sdl_is_non_increasing_and_n_lipschitz_in_epsilon(
     metric, unit = metric_unit
     heights = [uniform_cost(curve, metric, unit), *curve_losses(curve, metric, unit).values()]
     low, high = sorted(
-        epsilon_for(data, metric, heights, label=label) for label in ("epsilon 1", "epsilon 2")
+        epsilon_for(data, curve, metric, unit, heights, label=label)
+        for label in ("epsilon 1", "epsilon 2")
     )
     at_low = sdl(curve, low, metric=metric, unit=unit).value
     at_high = sdl(curve, high, metric=metric, unit=unit).value
@@ -229,7 +240,7 @@ def test_sdl_is_tight_iff_the_last_measured_loss_reaches_the_threshold(
     assert final == pytest.approx(independent[max(independent)], rel=1e-12, abs=1e-15)
     # ε at the final loss (or twice it, the "half" threshold) tests ≤ against <
     heights = [uniform_cost(curve, metric, unit), *losses.values(), 2 * final]
-    epsilon = epsilon_for(data, metric, heights)
+    epsilon = epsilon_for(data, curve, metric, unit, heights)
     result = sdl(curve, epsilon, metric=metric, unit=unit, rule=rule)
 
     assert result.final_loss == final
@@ -256,7 +267,7 @@ def test_sample_complexity_is_exact_iff_some_measured_size_reaches_epsilon(
     losses = curve_losses(curve, metric, unit)
     assert losses == pytest.approx(numpy_means(curve, metric, unit), rel=1e-12, abs=1e-15)
     heights = [*losses.values(), *(2 * loss for loss in losses.values())]
-    epsilon = epsilon_for(data, metric, heights)
+    epsilon = epsilon_for(data, curve, metric, unit, heights)
     threshold = epsilon if rule == "last" else epsilon / 2
     result = sample_complexity(curve, epsilon, metric=metric, unit=unit, rule=rule)
 
@@ -278,7 +289,8 @@ def test_sample_complexity_is_monotone_in_epsilon_and_rule(
     metric, unit = metric_unit
     heights = list(curve_losses(curve, metric, unit).values())
     low, high = sorted(
-        epsilon_for(data, metric, heights, label=label) for label in ("epsilon 1", "epsilon 2")
+        epsilon_for(data, curve, metric, unit, heights, label=label)
+        for label in ("epsilon 1", "epsilon 2")
     )
     strict = sample_complexity(curve, low, metric=metric, unit=unit)
     loose = sample_complexity(curve, high, metric=metric, unit=unit)
@@ -287,6 +299,23 @@ def test_sample_complexity_is_monotone_in_epsilon_and_rule(
         assert looser.lower_bound <= tighter.lower_bound  # reached at ε → reached at ε' > ε
         if not looser.lower_bound:
             assert looser.value <= tighter.value
+
+
+@given(
+    curve=curves(),
+    metric_unit=st.sampled_from([pair for pair in METRIC_UNITS if pair[0] != "error"]),
+    factor=_floats(1.0, 1e6),
+)
+def test_a_cross_entropy_epsilon_the_uniform_code_meets_is_refused(
+    curve: LossDataCurve, metric_unit: tuple[str, str], factor: float
+) -> None:
+    """ε ≥ the uniform code's loss (ln K, min(ln K, 1) truncated) is met without any data:
+    SDL and εSC refuse it, naming the limit, whatever the curve's losses."""
+    metric, unit = metric_unit
+    epsilon = uniform_cost(curve, metric, unit) * factor
+    for measure in (sdl, sample_complexity):
+        with pytest.raises(ValueError, match=f"give epsilon below .* {unit}$"):
+            measure(curve, epsilon, metric=metric, unit=unit)
 
 
 @given(curve=curves(), accuracy=st.floats(0, 1, exclude_min=True, exclude_max=True))
@@ -375,7 +404,7 @@ def test_mdl_and_sdl_grow_with_n_by_the_loss_of_the_probe_coding_each_point(
     losses = curve_losses(curve, metric, unit)
     cost = uniform_cost(curve, metric, unit)
     heights = [cost, *losses.values()]
-    epsilon = epsilon_for(data, metric, heights)
+    epsilon = epsilon_for(data, curve, metric, unit, heights)
     first = int(curve.sizes[0])
     small, large = sorted(
         data.draw(st.integers(first, curve.pool_size), label=label) for label in ("n 1", "n 2")
@@ -426,7 +455,7 @@ def test_bits_are_nats_over_ln2_for_every_loss_valued_output(
 ) -> None:
     losses = curve_losses(curve, metric, "nats")
     heights = [uniform_cost(curve, metric, "nats"), *losses.values()]
-    epsilon = epsilon_for(data, metric, heights)  # in nats
+    epsilon = epsilon_for(data, curve, metric, "nats", heights)  # in nats
     first_block = data.draw(first_blocks(metric), label="first_block")  # always in nats
     n = data.draw(st.integers(int(curve.sizes[0]), curve.pool_size), label="n")
     delta = 0.05 if metric == "loss_truncated" else None
@@ -519,10 +548,11 @@ def _approx_equal(results: list[Any], expected: list[Any]) -> bool:
     return True
 
 
-@given(curve=curves(), data=st.data(), epsilon=_floats(1e-3, 5.0))
+@given(curve=curves(), data=st.data(), fraction=_floats(1e-3, 0.999))
 def test_measures_do_not_depend_on_row_order_or_seed_labels(
-    curve: LossDataCurve, data: st.DataObject, epsilon: float
+    curve: LossDataCurve, data: st.DataObject, fraction: float
 ) -> None:
+    epsilon = fraction * uniform_cost(curve, "loss", "nats")  # below ln K, as ε must be
     expected = _all_measures(curve, epsilon)
     points = curve.points
     order = data.draw(st.permutations(range(len(points))), label="row order")
@@ -541,8 +571,9 @@ def no_versions() -> Any:
     return mock.patch("probemeter.curves.results.environment", return_value={})
 
 
-@given(curve=curves(), epsilon=_floats(1e-3, 5.0))
-def test_measures_survive_a_results_file_round_trip(curve: LossDataCurve, epsilon: float) -> None:
+@given(curve=curves(), fraction=_floats(1e-3, 0.999))
+def test_measures_survive_a_results_file_round_trip(curve: LossDataCurve, fraction: float) -> None:
+    epsilon = fraction * uniform_cost(curve, "loss", "nats")  # below ln K, as ε must be
     with tempfile.TemporaryDirectory() as folder, no_versions():
         path = Path(folder) / "results.json"
         save_results(path, [curve, curve.truncate(int(curve.sizes[-1]))])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -23,6 +24,7 @@ from probemeter.curves.measures import (
     sample_complexity,
     sample_complexity_for_accuracy,
     sdl,
+    uniform_code_loss,
     validation_performance,
 )
 
@@ -313,6 +315,63 @@ def test_epsilon_must_be_finite_and_positive(curve, measure, epsilon):
 def test_epsilon_below_one_for_error(curve, measure):
     with pytest.raises(ValueError, match=r"epsilon must be a number in \(0, 1\)"):
         measure(curve, 1.0, metric="error")
+
+
+@pytest.mark.parametrize("measure", [sdl, sample_complexity])
+def test_epsilon_at_or_above_the_uniform_code_is_refused(curve, measure):
+    """K = 10: the uniform code costs ln 10 = 2.3026 nats = log2 10 = 3.3219 bits a label
+    (its truncated loss min(ln 10, 1) = 1 nat); every probe meets a larger ε without data.
+    Before, sdl(curve, 1e9) was 0 and sample_complexity 10, both marked tight."""
+    message = (
+        "epsilon = 1e+09 nats is at or above ln K = 2.303 nats, the loss of the uniform code "
+        "over K = 10 classes"
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        measure(curve, 1e9)
+    with pytest.raises(ValueError, match=r"give epsilon below 2\.303 nats"):
+        measure(curve, LN10)  # at the uniform code's loss: refused too
+    assert not measure(curve, math.nextafter(LN10, 0.0)).lower_bound
+    with pytest.raises(ValueError, match=r"at or above log2 K = 3.322 bits"):
+        measure(curve, 3.33, unit="bits")
+    assert measure(curve, 3.32, unit="bits").unit in ("bits", "examples")
+    with pytest.raises(ValueError, match=r"at or above min\(ln K, 1\) = 1 nats"):
+        measure(curve, 1.0, metric="loss_truncated")
+    with pytest.raises(ValueError, match=r"at or above min\(log2 K, 1/ln 2\) = 1.443 bits"):
+        measure(curve, 1.45, metric="loss_truncated", unit="bits")
+    measure(curve, 0.99, metric="loss_truncated")
+    measure(curve, 0.95, metric="error")  # the 0–1 loss keeps its bound: ε < 1
+    # a curve whose examples are not single labels gives its own uniform code
+    assert measure(curve, 5.0, uniform_loss=10.0).epsilon == 5.0
+    with pytest.raises(ValueError, match=r"at or above uniform_loss = 1\.5 nats"):
+        measure(curve, 2.0, uniform_loss=1.5)
+    with pytest.raises(ValueError, match="uniform_loss"):
+        measure(curve, 0.1, uniform_loss=-1.0)
+
+
+def test_label_sets_are_refused_only_above_k_ln_2(curve):
+    """K = 20 label sets: the uniform code is 20 fair coins, 20 ln 2 = 13.863 nats = 20 bits
+    an example, not ln 20 = 2.996 nats."""
+    points = curve.points.assign(micro_f1=0.5, macro_f1=0.5)
+    sets = LossDataCurve("sets", points, n_classes=20, pool_size=100, n_test=500, multilabel=True)
+    assert uniform_code_loss(20, multilabel=True) == pytest.approx(20 * LN2, rel=1e-15)
+    assert uniform_code_loss(20, multilabel=True, unit="bits") == pytest.approx(20.0)
+    assert sdl(sets, 5.0).value == pytest.approx(10 * (20 * LN2 - 5.0))  # above ln 20: accepted
+    assert sample_complexity(sets, 5.0).value == 10
+    with pytest.raises(ValueError, match=r"K·ln 2 = 13.86 nats, the loss of the uniform code"):
+        sdl(sets, 14.0)
+    with pytest.raises(ValueError, match=r"at or above K = 20 bits"):
+        sample_complexity(sets, 20.0, unit="bits")
+
+
+def test_uniform_code_loss_per_metric_and_unit():
+    assert uniform_code_loss(10) == pytest.approx(LN10, rel=1e-15)
+    assert uniform_code_loss(10, unit="bits") == pytest.approx(math.log2(10), rel=1e-15)
+    assert uniform_code_loss(10, metric="loss_truncated") == 1.0
+    assert uniform_code_loss(2, metric="loss_truncated") == pytest.approx(LN2, rel=1e-15)
+    assert uniform_code_loss(10, metric="error") == pytest.approx(0.9)
+    assert uniform_code_loss(3, metric="error", multilabel=True) == pytest.approx(7 / 8)
+    with pytest.raises(ValueError, match="n_classes"):
+        uniform_code_loss(1)
 
 
 def test_metric_and_unit_are_checked(curve):

@@ -26,6 +26,11 @@ Conventions shared by every function:
   where c_1 is the first block's per-example cost.
 * Measures that run out of data (SDL, εSC) return the value computed from the data at hand with
   ``lower_bound=True``; numbers stay numbers, and "> x" appears only in :meth:`format`.
+* SDL and εSC refuse a cross-entropy tolerance ε at or above the loss of the uniform code
+  (:func:`uniform_code_loss`: ln K nats, K·ln 2 for label sets; min(·, 1) for
+  ``"loss_truncated"``): the uniform code meets such an ε without seeing any data, so every
+  representation would get SDL 0 and εSC n_1, tight, and the measure would say nothing about
+  the representation (Whitney et al. choose ε as a loss a good predictor reaches, §4).
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ __all__ = [
     "SampleComplexity",
     "SurplusDescriptionLength",
     "ValidationPerformance",
+    "check_epsilon",
     "description_length",
     "evaluations_per_size",
     "hoeffding_draws",
@@ -61,6 +67,7 @@ __all__ = [
     "sample_complexity",
     "sample_complexity_for_accuracy",
     "sdl",
+    "uniform_code_loss",
     "validation_performance",
 ]
 
@@ -338,6 +345,7 @@ def sdl(
     unit: str | None = None,
     delta: float | None = None,
     n_samples: int | None = None,
+    uniform_loss: float | None = None,
 ) -> SurplusDescriptionLength:
     """SDL: surplus description length above the tolerance ε (Whitney et al., §4.1, eq. 11).
 
@@ -358,9 +366,26 @@ def sdl(
     itself an average). It bounds |SDL_estimate − SDL_Riemann| for a loss in [0, 1], so it needs
     ``metric="loss_truncated"`` or ``"error"``; it holds when the sample complexity is ≤ N
     (which a tight result under ``rule="half"`` certifies with probability ≥ 1 − δ).
+
+    ``uniform_loss`` (in ``unit``): the per-example loss of the code that uses no data, which a
+    cross-entropy ε must stay below (module docstring); default :func:`uniform_code_loss` of
+    the curve's K. Give it for curves whose examples are not single labels (the structural
+    curves' sentences, whose uniform code is their ``first_block``).
+
+    Raises:
+        ValueError: ε not a finite number > 0, ε ≥ 1 for ``"error"``, a cross-entropy ε at or
+            above the uniform code's loss (naming both, in ``unit``), or a bad ``rule``,
+            ``metric``, ``unit``, ``n``, ``first_block``, ``delta`` or ``n_samples``.
     """
     unit, scale = _resolve_unit(metric, unit)
-    epsilon = _check_epsilon(epsilon, metric)
+    epsilon = check_epsilon(
+        epsilon,
+        curve.n_classes,
+        metric=metric,
+        unit=unit,
+        multilabel=curve.multilabel,
+        uniform_loss=uniform_loss,
+    )
     one_of(*RULES)(rule, "rule")
     limited = _limit(curve, n)
     losses = _mean_losses(limited, metric, scale)
@@ -406,6 +431,7 @@ def sample_complexity(
     rule: str = "last",
     metric: str = "loss",
     unit: str | None = None,
+    uniform_loss: float | None = None,
 ) -> SampleComplexity:
     """εSC: the number of samples needed to reach loss ε (Whitney et al., §4.2, eq. 12).
 
@@ -414,9 +440,24 @@ def sample_complexity(
     Algorithm 2 of App. B: with :func:`hoeffding_draws` samples per estimate the result is
     ≥ m_εSC with probability ≥ 1 − δ). When no measured size reaches the threshold, the value is
     the largest measured size with ``lower_bound=True`` ("> n_G").
+
+    A cross-entropy ε at or above ``uniform_loss`` (in ``unit``; default
+    :func:`uniform_code_loss` of the curve's K) is refused, as in :func:`sdl`.
+
+    Raises:
+        ValueError: ε not a finite number > 0, ε ≥ 1 for ``"error"``, a cross-entropy ε at or
+            above the uniform code's loss (naming both, in ``unit``), or a bad ``rule``,
+            ``metric``, ``unit`` or ``n``.
     """
     loss_unit, scale = _resolve_unit(metric, unit)
-    epsilon = _check_epsilon(epsilon, metric)
+    epsilon = check_epsilon(
+        epsilon,
+        curve.n_classes,
+        metric=metric,
+        unit=loss_unit,
+        multilabel=curve.multilabel,
+        uniform_loss=uniform_loss,
+    )
     one_of(*RULES)(rule, "rule")
     limited = _limit(curve, n)
     losses = _mean_losses(limited, metric, scale)
@@ -448,6 +489,82 @@ def sample_complexity_for_accuracy(
     check_scalar(accuracy, "accuracy", float, min_val=0, max_val=1, include_boundaries="neither")
     epsilon = min(1.0 - accuracy, math.nextafter(1.0, 0.0))
     return sample_complexity(curve, epsilon, n, rule=rule, metric="error")
+
+
+def uniform_code_loss(
+    n_classes: int, *, metric: str = "loss", unit: str | None = None, multilabel: bool = False
+) -> float:
+    """The per-example loss, in ``unit``, of the uniform code over ``n_classes`` (K) classes
+    under ``metric``: the loss of a predictor that has seen no data.
+
+    ``"loss"``: ln K nats (log2 K bits); for label sets (``multilabel``) K·ln 2 nats (K bits),
+    K independent fair coins. ``"loss_truncated"``: that, clipped at 1 nat. ``"error"``:
+    1 − 1/K (1 − 2^−K for label sets, exact set match), the expected error of a uniform guess.
+
+    Raises:
+        ValueError: ``n_classes`` below 1 (2 without ``multilabel``), or a bad ``metric`` or
+            ``unit``.
+    """
+    unit, scale = _resolve_unit(metric, unit)
+    check_scalar(n_classes, "n_classes", int, min_val=1 if multilabel else 2)
+    nats = uniform_nats(int(n_classes), multilabel)
+    # label sets: the uniform guess gets a set right with probability 2^-K
+    guessed = 0.5**n_classes if multilabel else 1.0 / n_classes
+    losses = {"loss": nats, "loss_truncated": min(nats, 1.0), "error": 1.0 - guessed}
+    return losses[metric] / scale
+
+
+def check_epsilon(
+    epsilon: float,
+    n_classes: int,
+    *,
+    metric: str = "loss",
+    unit: str | None = None,
+    multilabel: bool = False,
+    uniform_loss: float | None = None,
+    name: str = "epsilon",
+) -> float:
+    """ε as SDL and εSC accept it, as a float: finite and > 0; below 1 for the 0–1 loss
+    (``metric="error"``); for the cross-entropy metrics below the uniform code's loss over
+    ``n_classes`` classes in ``unit`` (:func:`uniform_code_loss`; ``uniform_loss`` instead,
+    when given), which a code meets without seeing data (module docstring).
+
+    For checking an ε before anything is trained (the command line, experiment files);
+    ``name`` is the argument as the caller knows it (e.g. ``"--epsilon"``).
+
+    Raises:
+        ValueError: one line naming ``name``, its value and unit and, for the cross-entropy,
+            the uniform code's loss (``ln K``, ``K·ln 2`` for label sets) in the same unit.
+    """
+    unit, _ = _resolve_unit(metric, unit)
+    upper = 1 if metric == "error" else None
+    epsilon = float(
+        check_scalar(epsilon, name, float, min_val=0, max_val=upper, include_boundaries="neither")
+    )
+    if metric == "error":
+        return epsilon
+    if uniform_loss is not None:
+        limit = float(check_scalar(uniform_loss, "uniform_loss", float, min_val=0))
+        named = f"uniform_loss = {limit:.4g} {unit}"
+    else:
+        k = n_classes
+        limit = uniform_code_loss(k, metric=metric, unit=unit, multilabel=multilabel)
+        if multilabel:
+            formula = "K·ln 2" if unit == "nats" else "K"
+            code = f"K = {k} labels of a label set, one fair coin each"
+        else:
+            formula = "ln K" if unit == "nats" else "log2 K"
+            code = f"K = {k} classes"
+        if metric == "loss_truncated":
+            formula = f"min({formula}, {'1' if unit == 'nats' else '1/ln 2'})"
+        named = f"{formula} = {limit:.4g} {unit}, the loss of the uniform code over {code}"
+    if epsilon >= limit:
+        raise ValueError(
+            f"{name} = {epsilon:g} {unit} is at or above {named}: a code that uses no data "
+            "meets it, so SDL and εSC would not measure the representation; give "
+            f"{name} below {limit:.4g} {unit}"
+        )
+    return epsilon
 
 
 def hoeffding_half_width(n_total: int, n_estimates: int, n_samples: int, delta: float) -> float:
@@ -544,11 +661,10 @@ def _first_block_cost(curve: LossDataCurve, metric: str, first_block: str | floa
     if isinstance(first_block, str):
         if first_block != "uniform":
             raise ValueError(f"first_block must be 'uniform' or a number; got {first_block!r}")
-        nats = uniform_nats(curve.n_classes, curve.multilabel)
-        # label sets: the uniform guess gets a set right with probability 2^-K
-        guessed = 0.5**curve.n_classes if curve.multilabel else 1.0 / curve.n_classes
-        uniform = {"loss": nats, "loss_truncated": min(nats, 1.0), "error": 1.0 - guessed}
-        return uniform[metric]
+        unit = "errors" if metric == "error" else "nats"
+        return uniform_code_loss(
+            curve.n_classes, metric=metric, unit=unit, multilabel=curve.multilabel
+        )
     upper = 1 if metric in _BOUNDED_METRICS else None
     return float(check_scalar(first_block, "first_block", float, min_val=0, max_val=upper))
 

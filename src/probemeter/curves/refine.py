@@ -492,6 +492,8 @@ def recommend_epsilon(
 
     Use the raw or best-known representation as ``data``; ε then lies above H(Y|X), so every
     representation's SDL is finite in the limit of data. Default probe: ``MLP((1024, 1024))``.
+    A reference probe that does not beat the uniform code returns an ε at or above ln K, which
+    :func:`~probemeter.curves.measures.sdl` and ``sample_complexity`` refuse as vacuous.
     """
     probe = MLP((1024, 1024)) if probe is None else probe
     curve = loss_data_curve(
