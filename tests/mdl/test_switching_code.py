@@ -6,11 +6,12 @@ import importlib
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from stand_in_engine import stand_in_evaluation
 
 from probemeter.data import ProbeData, subset_permutation
-from probemeter.mdl.online import online_codelength
+from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.mdl.switching import overhead_bound, switch_forward
 from probemeter.mdl.switching_code import SwitchingCode, switching_code, switching_codelength
 from probemeter.probes import MLP, Linear
@@ -148,3 +149,59 @@ def test_bad_inputs_are_refused():
         switching_code({"a": a, "b": plain})
     with pytest.raises(ValueError, match="codes is empty"):
         switching_code({})
+
+
+def _hand_code(example_bits, *, n_classes, ends, multilabel):
+    """An online code built by hand: one seed, the given per-example bits (transmission
+    order), blocks and seeds tables as ``online_codelength`` writes them."""
+    bits = np.asarray(example_bits, dtype=np.float64)
+    starts = (0, *ends[:-1])
+    blocks = pd.DataFrame(
+        {
+            "seed": 0,
+            "block": range(len(ends)),
+            "start": starts,
+            "end": ends,
+            "codelength_bits": [bits[a:b].sum() for a, b in zip(starts, ends, strict=True)],
+        }
+    )
+    seeds = pd.DataFrame({"seed": [0], "online_bits": [bits.sum()]})
+    return OnlineCode(
+        name="spans",
+        n_classes=n_classes,
+        n=int(ends[-1]),
+        ends=tuple(ends),
+        blocks=blocks,
+        seeds=seeds,
+        metadata={"random_state": 0},
+        multilabel=multilabel,
+        example_bits=bits[None, :],
+    )
+
+
+def test_label_sets_get_k_bits_per_example_as_their_uniform_code():
+    """K = 20 label sets, n = 100: the uniform code sends 20 fair coins per example, 2 000 bits
+    (not n·log2 K = 432.2). Both families send the first block of 10 examples at 20 bits
+    each and the other 90 at 2 bits, so the switching code, a mixture of two equal codes, is
+    200 + 180 = 380 bits and compresses 2 000 / 380 = 5.263 times (it said 1.137)."""
+    bits = [20.0] * 10 + [2.0] * 90
+    codes = {
+        family: _hand_code(bits, n_classes=20, ends=(10, 100), multilabel=True)
+        for family in ("linear", "mlp-8")
+    }
+    code = switching_code(codes)
+    seed = code.seeds.iloc[0]
+    assert seed["switching_bits"] == pytest.approx(380.0, rel=1e-12)
+    assert seed["uniform_bits"] == 2000.0
+    assert seed["compression"] == pytest.approx(2000 / 380, rel=1e-12)
+    assert codes["linear"].uniform_bits == 2000.0  # the online code's own uniform code agrees
+    # one label out of K = 20: n·log2 K
+    single = {
+        family: _hand_code(bits, n_classes=20, ends=(10, 100), multilabel=False)
+        for family in ("linear", "mlp-8")
+    }
+    assert switching_code(single).seeds["uniform_bits"].iloc[0] == pytest.approx(
+        100 * math.log2(20), rel=1e-12
+    )
+    with pytest.raises(ValueError, match="multilabel"):
+        switching_code({"sets": codes["linear"], "classes": single["mlp-8"]})

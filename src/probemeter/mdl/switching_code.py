@@ -1,6 +1,8 @@
 """The switching code of a representation's labels over the online codes of several probe
-families (van Erven, Grünwald & de Rooij 2012; suggested by Blier & Ollivier 2018, §3.4, and
-Whitney et al., §7).
+families: fixed share (Herbster & Warmuth 1998) with switching rate α_t = 1/t over the
+families' predictions (switching between models is suggested by Blier & Ollivier 2018, §3.4,
+and Whitney et al., §7, after van Erven, Grünwald & de Rooij's switch distribution, 2012, which
+has another prior on switching sequences: :mod:`probemeter.mdl.switching`).
 
 Every family (linear, MLP-1, MLP-2, widths) gets its own online code (Voita & Titov 2020, eq. 4,
 :func:`~probemeter.mdl.online.online_codelength`) over the *same* blocks and data orders: the
@@ -10,16 +12,18 @@ the families' predictions of each example with the fixed-share prior over switch
 (:mod:`probemeter.mdl.switching`), seed by seed:
 
 * ``granularity="example"`` (default): the rounds are the n transmitted examples in their
-  order, as in van Erven et al. (the posterior over families updates after every label);
-  within a block every family predicts with its probe trained on the preceding blocks, and the
-  first block costs ``log2 K`` per label in every family, which leaves the posterior unchanged;
+  order, as in prediction with expert advice (the posterior over families updates after every
+  label); within a block every family predicts with its probe trained on the preceding blocks,
+  and the first block costs ``log2 K`` per label in every family (K bits per label set), which
+  leaves the posterior unchanged;
 * ``granularity="block"``: the rounds are the S blocks, each family coding a block at its
   block codelength — switches only at block boundaries; a coarser but valid variant whose bound
   has log2 S in place of log2 n.
 
-The code is never more than ``B_0`` bits (``log2 K + log2 T`` with the harmonic rate) longer
-than the best family's online code in hindsight, nor more than ``B_k`` longer than the best
-sequence of families with at most k switches; both are reported per seed with the bound.
+The code is never more than ``B_0`` bits (``log2 F + log2 T`` with the harmonic rate, for F
+families and T rounds) longer than the best family's online code in hindsight, nor more than
+``B_k`` longer than the best sequence of families with at most k switches; both are reported
+per seed with the bound.
 """
 
 from __future__ import annotations
@@ -40,7 +44,6 @@ from probemeter.mdl.online import (
     OnlineCode,
     SeedResults,
     online_codelengths,
-    uniform_codelength,
 )
 from probemeter.mdl.switching import (
     best_sequences,
@@ -81,7 +84,9 @@ class SwitchingCode(SeedResults):
             of the families (no switching) for comparison; ``best_family`` and
             ``best_family_bits``, the family with the shortest online code in hindsight, and
             ``worst_family_bits``; ``overhead_bits`` = switching − best family, at most
-            ``bound_bits`` (B_0); ``uniform_bits`` and ``compression`` (uniform ÷ switching).
+            ``bound_bits`` (B_0); ``uniform_bits``, n·log2 K (n·K for label sets, one fair
+            coin per label and example, as ``OnlineCode.uniform_bits``), and ``compression``
+            (uniform ÷ switching).
         hindsight: one row per (seed, switches k = 0..max_switches, while the prior gives
             sequences with k switches mass: only k = 0 with rate 0): ``best_bits``, the best
             sequence of families with at most k switches (k = 0: the best family);
@@ -270,7 +275,7 @@ def switching_code(
                 "online_codelength(..., keep_example_bits=True)"
             )
         _check_same_blocks(family, code, families[0], first)
-    uniform = uniform_codelength(first.n, first.n_classes)
+    uniform = first.uniform_bits  # n·log2 K, or n·K bits for label sets (K fair coins each)
     tables: dict[str, list[dict[str, Any]]] = {
         name: [] for name in ("blocks", "posterior", "seeds", "hindsight")
     }
@@ -448,6 +453,7 @@ def _check_same_blocks(family: str, code: OnlineCode, reference: str, first: Onl
     """Refuse a code whose examples are not the reference code's, example for example."""
     checks = {
         "n_classes": (code.n_classes, first.n_classes),
+        "multilabel": (code.multilabel, first.multilabel),
         "n": (code.n, first.n),
         "ends": (code.ends, first.ends),
         "seeds": (code.seeds["seed"].tolist(), first.seeds["seed"].tolist()),
