@@ -1,24 +1,35 @@
-"""A switching code over probe families: fixed share with a decreasing switching rate.
+"""A switching code over probe families: fixed share (Herbster & Warmuth 1998) with the
+decreasing switching rate α_t = 1/t.
 
 The online code (Voita & Titov 2020, §2.2.2) depends on the probe family it trains (linear,
 MLP-1, MLP-2, widths); Whitney et al. (§7) and Blier & Ollivier (2018, §3.4) suggest coding with
-a *switch* between families instead (van Erven, Grünwald & de Rooij 2012, "Catching up faster by
-switching sooner", JRSS-B 74(3)), which is never much longer than the best family — or the best
-sequence of families — chosen in hindsight.
+a *switch* between families instead, after the switch distribution of van Erven, Grünwald & de
+Rooij (2012, "Catching up faster by switching sooner", JRSS B 74(3),
+doi:10.1111/j.1467-9868.2011.01025.x): a code never much longer than the best family — or the
+best sequence of families — chosen in hindsight.
 
 Rounds t = 1..T (the transmitted examples in their order, or the online code's blocks); family
 k ∈ 1..K codes round t at ``ℓ_{k,t} = −log p_k(y_t | past)``. A *switching sequence*
 ``s = (s_1, ..., s_T)`` codes round t with family ``s_t``. This module's prior on sequences is
-the **fixed share** Markov chain (Herbster & Warmuth 1998), the switch-distribution family's
-hidden Markov model with a uniform prior π = 1/K over families and switching rate α_t::
+**fixed share** (Herbster & Warmuth 1998, "Tracking the best expert", Machine Learning 32(2),
+doi:10.1023/A:1007424614876), a Markov chain with a uniform prior π = 1/K over families and
+switching rate α_t::
 
     P(s_1) = π(s_1),    P(s_t | s_{t−1}) = (1 − α_t) 1[s_t = s_{t−1}] + α_t π(s_t)   (t ≥ 2)
 
 with ``α_t = 1/t`` by default (``rate="harmonic"``: after t−1 rounds a switch has probability
-1/t, the decreasing rate under which the switching code catches up with the best sequence at
-a cost logarithmic in T, van Erven et al. 2012 §3; Koolen & de Rooij 2013), a constant α
-(``rate=α``, plain fixed share) or ``rate=0``, the Bayesian mixture with no switching. The
-switching code is the mixture over all sequences::
+1/t, in place of Herbster & Warmuth's constant α; the overhead over the best sequence is then
+logarithmic in T, bound below), a constant α (``rate=α``, their fixed share) or ``rate=0``,
+the Bayesian mixture with no switching.
+
+It is **not** van Erven et al.'s switch distribution, whose prior is over the number of
+switches m, the switch times and the families switched to,
+``π(s) = π_M(m) π_K(k_1) Π_{i=2..m} π_T(t_i | t_i > t_{i−1}) π_K(k_i)``, with priors π_M,
+π_T, π_K of one's choice, not a Markov chain with rate 1/t. Both mix over switching
+sequences and stay within a number of bits logarithmic in T of the best sequence with a few
+switches, but the priors, and so the codelengths, differ: the numbers here are fixed share's.
+
+The switching code is the mixture over all sequences::
 
     L_switch = −log2 Σ_s P(s) Π_t p_{s_t}(y_t | past),
 

@@ -1,5 +1,6 @@
 """The ``switching`` method: every probe family's online code of each representation and the
-switching code over them (van Erven, Grünwald & de Rooij 2012; :mod:`probemeter.mdl.switching`).
+switching code over them: fixed share with switching rate α_t = 1/t (Herbster & Warmuth 1998;
+not van Erven, Grünwald & de Rooij's switch distribution, see :mod:`probemeter.mdl.switching`).
 
 One stored unit per representation (a :class:`~probemeter.mdl.switching_code.SwitchingCode`);
 the run folder gets ``results.json`` (schema ``probemeter.switching/1``, bits), ``table.md`` /
@@ -126,7 +127,8 @@ class SwitchingMethod(OnlineCodeMethod):
     mixes_layers = True
     pools_spans = True
     summary = (
-        "van Erven et al.: switching code over probe families' online codes (Voita & Titov), bits"
+        "switching code over probe families' online codes (Voita & Titov): fixed share, "
+        "α_t = 1/t (Herbster & Warmuth), bits"
     )
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
