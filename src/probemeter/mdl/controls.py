@@ -1,9 +1,18 @@
 """Random baselines for probing: control tasks, shuffled labels, randomly initialised encoders.
 
-* **Control task** (Hewitt & Liang 2019, as used by Voita & Titov 2020, §3.1): "for each word
+* **Control task** (Hewitt & Liang 2019, "Designing and interpreting probes with control
+  tasks", EMNLP, arXiv:1909.03368, as used by Voita & Titov 2020, §3.1): "for each word
   type, a PoS tag is independently sampled from the empirical distribution of the tags in the
   linguistic data"; every token of a type gets its type's label, whatever its context. Only a
-  probe that memorises word types can learn it.
+  probe that memorises word types can learn it. Here (:func:`control_task`,
+  :func:`control_task_labels`) the labels are drawn by a NumPy generator seeded with
+  ``random_state``: the distinct type ids present (pool and test set together, one map for
+  both), in increasing order, take the successive draws from p(y), the pool's label
+  distribution. So within one call a type has one label in every sentence and in both splits,
+  and the same ids, labels and seed give the same labels again. A type's label is *not* a
+  function of its word form alone: it depends on the seed, on the set of type ids present (a
+  type with a smaller id, added or removed, shifts the draws of every type after it) and on
+  p(y), so the same word can get another control label in another corpus or subset.
 * **Dependency control task** (Hewitt & Liang 2019's control for dependency edge prediction,
   the second of the two control tasks Voita & Titov §3.1 name): every word type gets one of
   three behaviours — attach to *itself*, to the *first* (leftmost) word of its sentence, or to
@@ -11,8 +20,10 @@
   arcs each type also gets one control relation, drawn from the relations' empirical
   distribution (:func:`dependency_control`, defined in
   :mod:`probemeter.datasets.dependency_control` so the Pareto method's parsing probe can use
-  it too). Both are a deterministic function of the word form and the seed alone (a hash), so
-  a type behaves alike in every sentence, split and corpus.
+  it too). These use uniform numbers hashed from the word form and the seed (BLAKE2b), not a
+  generator: a word's behaviour is the same in every sentence, split and corpus; its relation
+  is F⁻¹(u), F the relation distribution of the sentences given, so it is the same wherever F
+  (and the vocabulary's order) is, e.g. over all splits read together.
 * **Selectivity** (Hewitt & Liang): accuracy on the task minus accuracy on its control task.
 * **Label-shuffled baseline**: labels permuted across examples, which destroys any relation to
   the features while keeping the label distribution.
@@ -63,7 +74,8 @@ def control_task_labels(
         groups: (n,) integer group id of every example (word type).
         labels: (n,) integer labels whose empirical distribution p(y) = count(y) / n is sampled.
         n_classes: size of the label alphabet (default: ``max(labels) + 1``).
-        random_state: seed; the label of group g is the g-th draw of the types sorted by id.
+        random_state: seed of the generator; the i-th smallest group id present takes the
+            i-th draw, so a group's label depends on which other ids are present.
 
     Returns:
         the (n,) control labels and the mapping {group id: label}.
@@ -91,9 +103,11 @@ def control_task_labels(
 def control_task(data: ProbeData, *, random_state: int = 0) -> ProbeData:
     """``data`` with its labels replaced by the control task's: one label per word type (from
     ``groups_train``/``groups_test``, one map for both), drawn from the empirical label
-    distribution of the training pool. For label sets (``data.multilabel``), one label *set*
-    per word type, that of a pool example drawn uniformly: a draw from the empirical
-    distribution of the pool's label sets.
+    distribution of the training pool by a generator seeded with ``random_state`` over the
+    sorted type ids of pool and test set (:func:`control_task_labels`; the module docstring
+    says what a type's label depends on). For label sets (``data.multilabel``), one label
+    *set* per word type, that of a pool example drawn uniformly in the same way: a draw from
+    the empirical distribution of the pool's label sets.
 
     Raises:
         ValueError: ``data`` has no ``groups_train``/``groups_test``.
