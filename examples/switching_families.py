@@ -1,5 +1,5 @@
-"""A switching code over probe families (van Erven, Grünwald & de Rooij 2012) on digits,
-Fashion-MNIST and MiniLM layers.
+"""A switching code over probe families (fixed share, Herbster & Warmuth 1998, with switching
+rate 1/t) on digits, Fashion-MNIST and MiniLM layers.
 
 For every representation, the online code (Voita & Titov 2020, eq. 4) with each probe family
 (default: linear, MLP-1 and MLP-2 of width 64) over the same blocks and data orders, and the

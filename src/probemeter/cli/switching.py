@@ -1,5 +1,5 @@
-"""``probemeter switching``: the switching code over probe families (van Erven et al. 2012) of
-features in files.
+"""``probemeter switching``: the switching code over probe families (fixed share, Herbster &
+Warmuth 1998, with switching rate 1/t) of features in files.
 
     probemeter switching layer0.npz layer1.npz --families linear 64 64x64 --out switching-results
 

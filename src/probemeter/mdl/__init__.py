@@ -1,7 +1,8 @@
 """Minimum description length probing (Voita & Titov, *Information-Theoretic Probing with
 Minimum Description Length*): the online code (§2.2, eq. 4), the variational code with
 Bayesian-compression layers (§2.1, eq. 3), control tasks (§3.1) and the Table-2 layout; and a
-switching code over probe families' online codes (van Erven, Grünwald & de Rooij 2012).
+switching code over probe families' online codes (a fixed-share mixture, Herbster & Warmuth
+1998, with switching rate 1/t).
 """
 
 from probemeter._lazy import lazy_exports

@@ -288,7 +288,11 @@ def pareto_unit(
     )
     row = least_constrained(sweep.points)
     correct = SeedCorrectness(
-        (0,), (sweep.correct[row],), labels_digest(data.y_test), data.pool_size
+        (0,),
+        (sweep.correct[row],),
+        labels_digest(data.y_test),
+        data.pool_size,
+        data.clusters_test,
     )
     return {
         "points": sweep.points.to_dict(orient="list"),
@@ -363,7 +367,11 @@ def parser_unit(
     }
     chosen = least_constrained_parser(sweeps["task"].points)
     correct = SeedCorrectness(
-        (0,), (sweeps["task"].correct[chosen],), labels_digest(data.y_test), data.pool_size
+        (0,),
+        (sweeps["task"].correct[chosen],),
+        labels_digest(data.y_test),
+        data.pool_size,
+        data.sentences_test,  # each test word's sentence: the unit the test set was drawn in
     )
     points = pd.concat([sweep.points for sweep in sweeps.values()], ignore_index=True)
     return {

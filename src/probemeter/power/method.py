@@ -133,14 +133,17 @@ class PowerMethod(Method):
             seeds = tuple(int(seed) for seed in runs["seed"].iloc[rows])
             digest = metadata.get("test_labels", {}).get(largest)  # absent from older results
             features = metadata.get("n_features", {})
-            for name, correct in (
-                (comparison.name_a, comparison.correct_a),
-                (comparison.name_b, comparison.correct_b),
+            for name, correct, role in (
+                (comparison.name_a, comparison.correct_a, "a"),
+                (comparison.name_b, comparison.correct_b, "b"),
             ):
                 per_seed = tuple(correct[r] for r in rows)
                 accuracy = Estimate.over_seeds([float(c.mean()) for c in per_seed])
                 n_train = int(runs["n_train"].iloc[rows[0]])
                 paired = SeedCorrectness(seeds, per_seed, digest, n_train) if digest else None
+                dev = runs.get(f"dev_accuracy_{role}")
+                dev = None if dev is None else dev.iloc[rows].to_numpy(dtype=np.float64)
+                measured = dev is not None and not np.isnan(dev).any()
                 found.setdefault(
                     name,
                     Summary(
@@ -150,6 +153,13 @@ class PowerMethod(Method):
                         self.probe,
                         features.get(name),
                         metadata.get("n_classes"),
+                        selection={"accuracy": Estimate.over_seeds(dev.tolist())}
+                        if measured
+                        else None,
+                        selection_split=f"dev: the {int(runs['n_dev'].iloc[rows[0]]):,} "
+                        "examples of the largest split's dev set"
+                        if measured
+                        else "",
                     ),
                 )
         return found

@@ -133,6 +133,9 @@ class ConfigurationRuns:
             one logit for a binary task, so D + 1 for logistic regression).
         metadata: probes, training config, random state, device, timings, versions.
         classes: the original label of each class index of ``y``, or None.
+        dev_accuracy: name -> per run, the probe's accuracy on its split's dev set (nan where
+            the split has none): held out of training and of the test set, it is what a
+            comparison of many representations chooses on; None when not measured.
     """
 
     names: tuple[str, ...]
@@ -142,6 +145,7 @@ class ConfigurationRuns:
     n_parameters: Mapping[str, int]
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
+    dev_accuracy: Mapping[str, tuple[float, ...]] | None = field(default=None, repr=False)
 
     def pair(self, a: str, b: str) -> PairedComparison:
         """The comparison problem (``a``, ``b``) on these runs."""
@@ -160,6 +164,9 @@ class ConfigurationRuns:
             n_parameters,
             self.metadata,
             classes=self.classes,
+            dev_accuracy=None
+            if self.dev_accuracy is None
+            else (self.dev_accuracy[a], self.dev_accuracy[b]),
         )
 
 
@@ -185,8 +192,10 @@ def run_configurations(
     Each configuration is one call of the engine (all its runs at once). Probe (split j,
     seed s) trains on ``splits[j].train`` from the random stream keyed by
     (random_state, s, j) — the same for every configuration — for ``steps`` Adam updates,
-    and is scored on ``splits[j].test``. The dev sets are held out and unused: the stopping rule
-    is a fixed number of steps (recorded in the metadata).
+    and is scored on ``splits[j].test``. The dev sets are held out of training (the stopping
+    rule is a fixed number of steps, recorded in the metadata); each probe's accuracy there is
+    recorded (:attr:`ConfigurationRuns.dev_accuracy`), for choosing among many configurations
+    without the test set.
 
     Args:
         features: name -> (n_examples, d) features; all rows describe the same examples.
@@ -222,9 +231,11 @@ def run_configurations(
     config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
     n_classes = int(labels.max()) + 1
     grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
-    eval_index = np.unique(np.concatenate([split.test for split in splits]))
+    eval_index = np.unique(np.concatenate([np.concatenate([s.test, s.dev]) for s in splits]))
     positions = [np.searchsorted(eval_index, split.test) for split in splits]
+    dev_positions = [np.searchsorted(eval_index, split.dev) for split in splits]
     correct: dict[str, tuple[np.ndarray, ...]] = {}
+    dev_accuracy: dict[str, tuple[float, ...]] = {}
     seconds = {}
     for name, X in arrays.items():
         if standardize and not probe_map[name].span:
@@ -250,6 +261,10 @@ def run_configurations(
         seconds[name] = watch.seconds
         hits = evaluation.predictions == labels[eval_index][None, :]
         correct[name] = tuple(hits[r, positions[j]] for r, (j, _) in enumerate(grid))
+        dev_accuracy[name] = tuple(
+            float(hits[r, dev_positions[j]].mean()) if dev_positions[j].size else float("nan")
+            for r, (j, _) in enumerate(grid)
+        )
     metadata = run_metadata(
         probe_map,
         config.to_dict(),
@@ -257,7 +272,7 @@ def run_configurations(
         device=device,
         seconds=seconds,
         settings={
-            "dev_sets": "held out, unused (fixed number of steps)",
+            "dev_sets": "held out of training (fixed number of steps); accuracy recorded",
             "standardize": bool(standardize),
         },
     )
@@ -272,6 +287,7 @@ def run_configurations(
         },
         metadata=metadata,
         classes=None if classes is None else tuple(classes),
+        dev_accuracy=dev_accuracy,
     )
 
 
@@ -283,7 +299,8 @@ class PairedComparison(JsonResult):
         name_a, name_b: the configurations.
         runs: one row per (split, seed): ``split`` (name), ``split_index``, ``seed``,
             ``n_train, n_dev, n_test``, ``accuracy_a, accuracy_b``, the contingency counts
-            ``n00, n01, n10, n11`` (Table 1) and McNemar's ``p_value``.
+            ``n00, n01, n10, n11`` (Table 1) and McNemar's ``p_value``; with the dev sets'
+            accuracies measured, ``dev_accuracy_a, dev_accuracy_b``.
         correct_a, correct_b: per run, per-example correctness on the run's test set.
         n_parameters: parameters of the two probes as the bound counts them (for recommended N;
             :func:`~probemeter.power.bounds.probe_parameter_count`).
@@ -316,9 +333,11 @@ class PairedComparison(JsonResult):
         method: str = "auto",
         correction: bool = False,
         classes: Sequence[Any] | None = None,
+        dev_accuracy: tuple[Sequence[float], Sequence[float]] | None = None,
     ) -> PairedComparison:
         """Tabulate paired runs: contingency tables and McNemar p-values per run (``classes``:
-        the original labels of the class indices, kept as :attr:`classes`)."""
+        the original labels of the class indices, kept as :attr:`classes`; ``dev_accuracy``:
+        per run the two configurations' dev-set accuracies, kept as columns)."""
         if not len(correct_a) == len(correct_b) == len(runs):
             raise ValueError(
                 f"got {len(runs)} runs but {len(correct_a)} and {len(correct_b)} correctness "
@@ -353,6 +372,10 @@ class PairedComparison(JsonResult):
                 }
             )
         frame = pd.DataFrame(rows)
+        if dev_accuracy is not None:
+            frame["dev_accuracy_a"], frame["dev_accuracy_b"] = (
+                np.asarray(values, dtype=np.float64) for values in dev_accuracy
+            )
         frame["p_value"] = mcnemar_p_values(
             frame["n01"], frame["n10"], method=method, correction=correction
         )
