@@ -264,7 +264,7 @@ def test_experiment_npz_labels_key(files, capsys):
     path = files / "labels.toml"
     path.write_text(
         "[[representations]]\nname = 't'\nkind = 'npz'\ntrain = 't.npz'\ntest = 't.npz'\n"
-        "labels = 'encode'\n[method]\nepsilon = 0.5\nsizes = [10, 40]\nsteps = 5\nseeds = 1\n"
+        "labels = 'encode'\n[method]\nepsilon = 0.5\nsizes = [10, 30]\nsteps = 5\nseeds = 1\n"
     )
     out = ["--out", str(files / "runs"), "--n-jobs", "1", "--no-progress"]
     assert main(["run", str(path), *out]) == 0
