@@ -47,7 +47,7 @@ def files(tmp_path_factory):
     return write_edge_probing_files(tmp_path_factory.mktemp("label-sets"), _targets, test_copies=3)
 
 
-CURVE = 'kind = "curve"\nepsilon = 0.5\nsizes = [10, 56]\nseeds = 1\nsteps = 5\nprobe = [8]'
+CURVE = 'kind = "curve"\nepsilon = 0.5\nsizes = [10, 50]\nseeds = 1\nsteps = 5\nprobe = [8]'
 
 
 def _experiment(folder, task="", method=CURVE, run=""):

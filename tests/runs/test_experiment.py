@@ -107,7 +107,10 @@ probe = [512, 0]
     with pytest.raises(ExperimentError) as caught:
         load_experiment(path)
     problems = caught.value.problems
-    assert "method.sizes: 5000 exceeds the pool of 1297 examples" in problems
+    assert (
+        "method.sizes: 5000 exceeds the 1167 examples left for training of a pool of 1297 "
+        "(dev_fraction = 0.1 is held out)" in problems
+    )
     assert any(p.startswith("representations[0].n_components: 100 exceeds") for p in problems)
 
     assert main(["run", str(path), "--check"]) == 2  # one line per problem, no traceback
@@ -163,11 +166,11 @@ def test_npz_representation_needs_no_task_and_checks_its_pool_up_front(tmp_path,
         '[[representations]]\nname = "a"\nkind = "npz"\ntrain = "a.npz"\ntest = "a_test.npz"\n'
         "[method]\nepsilon = 0.1\nprobe = []\nsteps = 5\nsizes = [10, 100]\n"
     )
-    with pytest.raises(ExperimentError, match=r"method.sizes: 100 exceeds the pool of 60 .*'a'"):
+    with pytest.raises(ExperimentError, match=r"method.sizes: 100 exceeds the 54 examples .*'a'"):
         load_experiment(path)  # the file's header gives the pool: checked without loading it
     assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
-    assert "method.sizes: 100 exceeds the pool of 60" in capsys.readouterr().err
-    path.write_text(path.read_text().replace("sizes = [10, 100]", "sizes = [10, 60]"))
+    assert "method.sizes: 100 exceeds the 54 examples left" in capsys.readouterr().err
+    path.write_text(path.read_text().replace("sizes = [10, 100]", "sizes = [10, 54]"))
     assert load_experiment(path).task is None
     assert not (tmp_path / "runs").exists()  # checked before anything was written or trained
 

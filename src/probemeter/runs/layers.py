@@ -84,6 +84,9 @@ __all__ = [
 ]
 
 SCHEMA = "probemeter.layers/2"
+#: the schemas :meth:`LayerAnalysis.from_dict` reads: version 1 (before the verdicts recorded
+#: which split chose and tested, the test's name and Holm's adjustment) reads with those empty
+READABLE = ("probemeter.layers/1", SCHEMA)
 #: bootstrap resamples of the test set per seed for the power of McNemar's test
 SIMULATIONS = 1000
 #: the paired tests, by whether the test examples are clustered in sentences
@@ -378,7 +381,7 @@ class LayerAnalysis(JsonResult):
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> LayerAnalysis:
-        if payload.get("schema") != SCHEMA:
+        if payload.get("schema") not in READABLE:
             raise ValueError(f"not a {SCHEMA} document")
         return cls(
             payload["method"],
