@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -581,3 +582,51 @@ def test_features_of_configurations_must_be_2d():
     y = np.arange(12) % 2
     with pytest.raises(ValueError, match=r"features\['a'\] must be 2-D .*\(12, 2, 2\)"):
         run_configurations({"a": np.zeros((12, 2, 2))}, y, rotation_splits(y, 6), 1)
+
+
+def test_power_report_p_values_are_the_largest_over_seeds_and_holm_adjusted():
+    """Two seeds per split: the row's p-value is the larger seed's McNemar p; the report's
+    four rows (two comparisons × two splits) are adjusted together by Holm."""
+    from probemeter.power.clustered import holm
+
+    splits = stratified_splits(np.repeat(np.arange(2), 100), [8, 16])
+    runs = pd.DataFrame({"split": [0, 0, 1, 1], "seed": [0, 1, 0, 1]})
+    rng = np.random.default_rng(5)
+    sizes = [splits[j].sizes[2] for j in runs["split"]]
+    first = [rng.random(n) < 0.9 for n in sizes]
+    second = [rng.random(n) < 0.5 for n in sizes]
+    comparisons = [
+        PairedComparison.build(name, "x", splits, runs, first, other, (10, 10))
+        for name, other in (("a", second), ("b", first))
+    ]
+    table = power_report(comparisons, n_simulations=20).to_frame()
+    expected = [
+        max(mcnemar(first[r], other[r]).p_value for r in rows)
+        for other in (second, first)
+        for rows in ((0, 1), (2, 3))
+    ]
+    np.testing.assert_allclose(table["p_value"], expected)
+    np.testing.assert_allclose(table["p_adjusted"], holm(expected))
+    assert table.loc[2:, "p_value"].tolist() == [1.0, 1.0]  # identical predictions
+
+
+def test_power_runs_record_each_probe_on_its_dev_set(digits):
+    """The dev sets stay out of training and of the test set; each probe's accuracy there is
+    kept, and the power method's layer selection reads it (Summary.selection)."""
+    from probemeter.power.method import PowerMethod
+
+    X, y = digits
+    splits = stratified_splits(y, [8], random_state=0)
+    runs = run_configurations({"A": X, "B": X[:, ::-1].copy()}, y, splits, 2, steps=30, n_jobs=None)
+    comparison = runs.pair("A", "B")
+    assert {"dev_accuracy_a", "dev_accuracy_b"} <= set(comparison.runs.columns)
+    dev = splits[0].dev
+    assert 0 < len(dev) and not set(dev) & (set(splits[0].train) | set(splits[0].test))
+    assert comparison.runs["dev_accuracy_a"].tolist() == list(runs.dev_accuracy["A"])
+    result = PairedComparison.from_dict(comparison.to_dict())
+    result = replace(result, metadata={**result.metadata, "test_labels": {}})
+    method = PowerMethod(baseline="A", per_class=(8,), seeds=2, steps=30)
+    summaries = method.summaries([result.to_dict()])
+    selection = summaries["A"].selection["accuracy"]
+    assert selection.value == pytest.approx(np.mean(runs.dev_accuracy["A"]))
+    assert summaries["B"].selection_split.startswith(f"dev: the {len(dev)} examples")

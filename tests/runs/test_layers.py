@@ -17,12 +17,11 @@ from probemeter._figures import FigureOptions
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.method import CurveMethod
-from probemeter.power.clustered import clustered_mcnemar
+from probemeter.power.clustered import clustered_mcnemar, format_p
 from probemeter.runs.layers import (
     CLUSTERED,
     LayerAnalysis,
     analyse_layers,
-    format_p,
     pair_test,
     write_layer_files,
 )

@@ -19,6 +19,7 @@ _EXPORTS = {
     "cluster_sums": ".clustered",
     "clustered_mcnemar": ".clustered",
     "clustered_power": ".clustered",
+    "format_p": ".clustered",
     "holm": ".clustered",
     "CollapseVerdict": ".collapse",
     "collapse_verdict": ".collapse",

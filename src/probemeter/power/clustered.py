@@ -54,8 +54,12 @@ __all__ = [
     "cluster_sums",
     "clustered_mcnemar",
     "clustered_power",
+    "format_p",
     "holm",
 ]
+
+#: the smallest p-value written as a number: below it, a double's p-values have underflowed
+SMALLEST_P = 1e-300
 
 
 @dataclass(frozen=True)
@@ -224,3 +228,15 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     adjusted = np.empty(m)
     adjusted[order] = np.maximum.accumulate(scaled)
     return adjusted
+
+
+def format_p(value: float) -> str:
+    """A p-value for reading: two significant digits, ``"< 1e-300"`` where it underflowed
+    (a χ² tail below the smallest double prints as 0, which no test can give).
+
+    Examples:
+        >>> from probemeter.power.clustered import format_p
+        >>> format_p(0.0), format_p(0.01234)
+        ('< 1e-300', '0.012')
+    """
+    return f"< {SMALLEST_P:g}" if value < SMALLEST_P else f"{value:.2g}"

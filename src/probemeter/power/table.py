@@ -19,6 +19,7 @@ from probemeter._figures import representation_colours, shared_legend
 from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.power.bounds import recommend_train_size
+from probemeter.power.clustered import format_p, holm
 from probemeter.power.paired import PairedComparison
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
@@ -33,9 +34,12 @@ class PowerReport(JsonResult):
         table: columns ``comparison, split, n_train, n_test, accuracy_a, accuracy_b,
             mean_gap`` (mean |R₁ − R₂| over seeds), ``recommended_n_train`` (NaN where the gap
             is 0: the comparison may have collapsed), ``power`` (simulated at the row's own
-            N_test, bootstrap, pooled over seeds), ``sufficient`` (power ≥ 0.8) and
+            N_test, bootstrap, pooled over seeds), ``sufficient`` (power ≥ 0.8),
             ``recommendation_power``: the power at the smallest measured N_train ≥ the
-            recommendation (NaN when the recommendation lies beyond the measured sizes).
+            recommendation (NaN when the recommendation lies beyond the measured sizes),
+            ``p_value``: McNemar's p-value at the row's split, the largest over its seeds (every
+            seed must reject), and ``p_adjusted``: Holm's adjustment of ``p_value`` over every
+            row of the report (each row is a test; Holm 1979).
         settings: alpha, simulations, bound settings.
         metadata: training metadata and versions.
     """
@@ -64,7 +68,7 @@ class PowerReport(JsonResult):
         """The table in Markdown, numbers rounded for reading."""
         columns = [
             "comparison", "n_train", "n_test", "accuracy_a", "accuracy_b", "mean_gap",
-            "recommended_n_train", "power", "recommendation_power",
+            "recommended_n_train", "power", "recommendation_power", "p_value", "p_adjusted",
         ]  # fmt: skip
         rows = [
             [_cell(column, row[column]) for column in columns] for _, row in self.table.iterrows()
@@ -148,6 +152,7 @@ def power_report(
                     float(stats["mean_gap"]), max(comparison.n_parameters), **bound
                 ).n_train
             power = float(curve.table["power"].iloc[0])
+            tests = comparison.runs.loc[comparison.runs["split"] == split, "p_value"]
             rows.append(
                 {
                     "comparison": f"{comparison.name_a} vs {comparison.name_b}",
@@ -160,6 +165,7 @@ def power_report(
                     "recommended_n_train": recommended,
                     "power": power,
                     "sufficient": power >= SUFFICIENT_POWER,
+                    "p_value": float(tests.max()),
                 }
             )
         block = rows[first:]
@@ -168,8 +174,12 @@ def power_report(
             row["recommendation_power"] = (
                 min(covering, key=lambda r: r["n_train"])["power"] if covering else np.nan
             )
+    if rows:
+        for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):
+            row["p_adjusted"] = float(adjusted)
     settings = {
         "alpha": alpha,
+        "tests": "McNemar per seed, p the largest over seeds; Holm-adjusted over every row",
         "simulations": int(n_simulations),
         "subsampling": "bootstrap at each split's own N_test, pooled over seeds",
         "bound": {
@@ -192,6 +202,8 @@ def _cell(column: str, value: Any) -> str:
         return "—"
     if column in ("n_train", "n_test", "recommended_n_train"):
         return f"{int(value):,}"
+    if column in ("p_value", "p_adjusted"):
+        return format_p(value)
     return f"{value:.3f}" if column != "mean_gap" else f"{value:.4f}"
 
 

@@ -68,7 +68,7 @@ from probemeter._method import Method
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter._tables import render_table
 from probemeter.power.bounds import probe_parameter_count, recommend_train_size
-from probemeter.power.clustered import clustered_mcnemar, clustered_power, holm
+from probemeter.power.clustered import clustered_mcnemar, clustered_power, format_p, holm
 from probemeter.power.mcnemar import mcnemar
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha, simulate_power
 
@@ -92,13 +92,6 @@ SIMULATIONS = 1000
 #: the paired tests, by whether the test examples are clustered in sentences
 MCNEMAR = "McNemar"
 CLUSTERED = "clustered McNemar (Obuchowski 1998), sentences as clusters"
-#: the smallest p-value written as a number: below it, a double's p-values have underflowed
-SMALLEST_P = 1e-300
-
-
-def format_p(value: float) -> str:
-    """A p-value for reading: two significant digits, ``"< 1e-300"`` where it underflowed."""
-    return f"< {SMALLEST_P:g}" if value < SMALLEST_P else f"{value:.2g}"
 
 
 @dataclass(frozen=True)
