@@ -70,8 +70,8 @@ def test_root_accuracy_takes_the_shallowest_word_that_is_no_punctuation():
     assert root_correct(np.array([0.1, 0.2, 1.5]), heads) is False
     # punctuation at depth 0 is skipped
     assert root_correct(np.array([1.0, 0.2, 0.0]), heads, (False, False, True)) is True
-    # a punctuation root is not scored
-    assert root_correct(np.array([1.0, 0.2, 0.0]), heads, (False, True, False)) is None
+    # a punctuation root is scored, and wrong: no non-punctuation word is the root
+    assert root_correct(np.array([1.0, 0.2, 0.0]), heads, (False, True, False)) is False
 
 
 def test_spearman_averages_within_lengths_then_over_lengths():

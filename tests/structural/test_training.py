@@ -111,7 +111,7 @@ def test_trained_probes_recover_the_trees_of_an_exact_embedding(path_and_star_co
         test = sentence_split(trees.n_sentences, 0.25, config.random_state)[1]
         assert row["spearman"] > _tie_broken_spearman(trees, target, test) - 0.03
         assert row["loss"] < 0.1
-        assert row["codelength"] < 0.05 * row["uniform_codelength"]
+        assert row["codelength"] < 0.15 * row["uniform_codelength"]
 
 
 def _tie_broken_spearman(trees: TreeData, target: str, sentences: np.ndarray) -> float:

@@ -41,6 +41,21 @@ it trains no extra probe (a cross-fitted scale would train one per fold).
   apply unchanged given the first block's per-sentence cost
   (:attr:`StructuralCurve.first_block`, the mean uniform code of a pool sentence):
   :meth:`StructuralCurve.measure` passes it.
+
+  The curve's ``loss_truncated`` is the **truncated loss per target, averaged per sentence**
+  (:func:`~probemeter.structural.scoring.sentence_truncated_losses`)::
+
+      ℓ(s) = (1/|T_s|) Σ_{t ∈ T_s} min(−ln Q(y_t | B, b), 1),   L_trunc(n) = mean_s ℓ(s)
+
+  in [0, 1] for every test sentence s. Whitney et al. (2021), App. A (Algorithm 1, Theorem
+  4), need a loss bounded in [0, 1] per independently drawn test example, "achieved by
+  truncating the cross-entropy loss"; the independent draws here are sentences, whose
+  codelengths (tens of nats) truncated at 1 would be 1 for every probe and every n, so SDL
+  with the Hoeffding interval and εSC would say nothing. The per-target truncation keeps the
+  bound and the meaning (ε is then in nats per target, truncated at 1), and the uniform
+  code's value of it, :attr:`StructuralCurve.first_block_truncated`, is the first block's
+  cost for ``metric="loss_truncated"``. It does not sum to a codelength: use ``loss`` for
+  MDL in nats, ``loss_truncated`` for SDL with ``delta`` (Hoeffding) and εSC.
 """
 
 from __future__ import annotations
@@ -66,7 +81,9 @@ from probemeter.structural.scoring import (
     predict_sentences,
     score,
     sentence_codelengths,
+    sentence_truncated_losses,
     uniform_codelength,
+    uniform_truncated_losses,
 )
 from probemeter.structural.training import (
     TARGETS,
@@ -75,10 +92,11 @@ from probemeter.structural.training import (
     check_features,
     fit_structural_probes,
 )
-from probemeter.structural.trees import TreeData
+from probemeter.structural.trees import HOLDOUT, TreeData, holdout_split
 from probemeter.training.probe_runs import Stopwatch
 
 __all__ = [
+    "CURVE_SCHEMA",
     "HOLDOUT",
     "STRUCTURAL_TIMESTEPS",
     "StructuralCurve",
@@ -91,30 +109,8 @@ __all__ = [
 #: block ends as fractions of the sentences: doubling blocks, as the paper's timesteps, but
 #: starting at 1/64 so that a few hundred sentences fill every block
 STRUCTURAL_TIMESTEPS = (1 / 64, 1 / 32, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
-#: h, the share of a probe's sentences held out to fit its Laplace scale (module docstring)
-HOLDOUT = 0.1
-
-
-def holdout_split(
-    sentences: Sequence[int] | np.ndarray, holdout: float = HOLDOUT
-) -> tuple[np.ndarray, np.ndarray]:
-    """(T, V): the ordered ``sentences`` S split into the first m − v, on which a probe trains,
-    and the last v = min(max(⌈h·m⌉, 1), m − 1), on which its Laplace scale is fitted (module
-    docstring). In the online code S is a transmitted prefix, so V is its most recently sent
-    sentences.
-
-    Raises:
-        ValueError: ``holdout`` not in (0, 1), or fewer than 2 sentences.
-    """
-    check_scalar(holdout, "holdout", float, min_val=0, max_val=1, include_boundaries="neither")
-    index = np.asarray(sentences, dtype=np.int64).reshape(-1)
-    m = int(index.size)
-    if m < 2:
-        raise ValueError(
-            f"a held-out scale needs at least 2 sentences (1 to train on, 1 held out); got {m}"
-        )
-    held = min(max(math.ceil(holdout * m), 1), m - 1)
-    return index[: m - held], index[m - held :]
+#: the schema of :meth:`StructuralCurve.to_dict`
+CURVE_SCHEMA = "probemeter.structural-curve/2"
 
 
 @dataclass(frozen=True)
@@ -330,28 +326,47 @@ class StructuralCurve(JsonResult):
     Attributes:
         target: ``"distance"`` or ``"depth"``; rank: the probes'.
         curve: the :class:`~probemeter.curves.LossDataCurve`: examples are sentences;
-            ``loss`` is nats per test sentence, ``loss_truncated`` min(loss, 1),
-            ``accuracy`` the test UUAS (distance) or root accuracy (depth). Its
+            ``loss`` is nats per test sentence, ``loss_truncated`` the mean over test
+            sentences of each sentence's mean truncated loss per target, in [0, 1] (module
+            docstring), ``accuracy`` the test UUAS (distance) or root accuracy (depth). Its
             ``n_classes`` is the largest support size of any target (the longest sentence's
             length): the curve measures' default uniform first block (ln K per example) does
             not apply to sentences, so give ``first_block`` (:meth:`measure` does).
         first_block: the per-sentence cost of the first block, nats: the mean uniform code of
             a pool sentence's targets.
+        first_block_truncated: the first block's cost for ``metric="loss_truncated"``: the
+            mean over pool sentences of the uniform code's truncated loss per target,
+            min(ln(support size), 1) averaged over the sentence's targets.
     """
 
     target: str
     rank: int
     curve: LossDataCurve
     first_block: float
+    first_block_truncated: float
 
     def measure(self, name: str, *args: Any, **kwargs: Any) -> measures.MeasureResult:
         """A curve measure of :mod:`probemeter.curves.measures` on this curve, with this
-        curve's ``first_block`` where the measure takes one: ``measure("description_length")``,
-        ``measure("sdl", epsilon)``, ``measure("sample_complexity", epsilon)``."""
+        curve's first block where the measure takes one (``first_block`` for ``metric="loss"``,
+        ``first_block_truncated`` for ``"loss_truncated"``): ``measure("description_length")``,
+        ``measure("sdl", epsilon, metric="loss_truncated", delta=0.05)``,
+        ``measure("sample_complexity", epsilon, metric="loss_truncated")``.
+
+        Raises:
+            ValueError: an unknown measure, or ``metric="error"`` for a measure with a first
+                block and none given (no uniform UUAS or root accuracy is defined here).
+        """
         allowed = ("description_length", "sdl", "sample_complexity", "validation_performance")
         one_of(*allowed)(name, "name")
-        if name in ("description_length", "sdl"):
-            kwargs.setdefault("first_block", self.first_block)
+        if name in ("description_length", "sdl") and "first_block" not in kwargs:
+            metric = kwargs.get("metric", "loss")
+            if metric == "error":
+                raise ValueError(
+                    "first_block: give the first block's error rate for metric='error' (the "
+                    "curve defines none for UUAS or root accuracy)"
+                )
+            truncated = metric == "loss_truncated"
+            kwargs["first_block"] = self.first_block_truncated if truncated else self.first_block
         return getattr(measures, name)(self.curve, *args, **kwargs)
 
     def to_frame(self) -> pd.DataFrame:
@@ -359,19 +374,34 @@ class StructuralCurve(JsonResult):
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "schema": CURVE_SCHEMA,
             "target": self.target,
             "rank": self.rank,
             "first_block": self.first_block,
+            "first_block_truncated": self.first_block_truncated,
             "curve": self.curve.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> StructuralCurve:
+        """The curve of :meth:`to_dict`.
+
+        Raises:
+            ValueError: a curve stored by an older version, whose ``loss_truncated`` was
+                min(nats per sentence, 1), i.e. 1 throughout.
+        """
+        if payload.get("schema") != CURVE_SCHEMA:
+            raise ValueError(
+                f"a structural curve of schema {payload.get('schema')!r}, not {CURVE_SCHEMA!r}: "
+                "stored by an older version, whose loss_truncated was min(nats per sentence, "
+                "1), i.e. 1 for every probe; compute it again"
+            )
         return cls(
             target=payload["target"],
             rank=int(payload["rank"]),
             curve=LossDataCurve.from_dict(payload["curve"]),
             first_block=float(payload["first_block"]),
+            first_block_truncated=float(payload["first_block_truncated"]),
         )
 
     def plot(self, ax: Any = None, **kwargs: Any) -> Any:
@@ -432,16 +462,15 @@ def structural_curve(
     with Stopwatch() as scoring:
         for ((n, seed), (_, heldout)), projection in zip(splits.items(), projections):
             scale = _heldout_scale(projection, array, trees, target, heldout)
-            tested = score(
-                predict_sentences(projection, array, trees, target, test), trees, target, scale
-            )
-            loss = float(tested.codelength) / test.size
+            predicted = predict_sentences(projection, array, trees, target, test)
+            tested = score(predicted, trees, target, scale)
+            truncated = sentence_truncated_losses(predicted, target, scale)
             rows.append(
                 {
                     "n": n,
                     "seed": seed,
-                    "loss": loss,
-                    "loss_truncated": min(loss, 1.0),
+                    "loss": float(tested.codelength) / test.size,
+                    "loss_truncated": float(truncated.mean()),
                     "accuracy": getattr(tested, HEADLINE[target]),
                 }
             )
@@ -457,7 +486,9 @@ def structural_curve(
             **metadata,
             **_scale_note(holdout),
             "loss": "nats per test sentence",
+            "loss_truncated": "per test sentence, the mean over its targets of min(nats, 1)",
             "rank": rank,
         },
     )
-    return StructuralCurve(target, rank, curve, pool_uniform / pool.size)
+    truncated_uniform = float(uniform_truncated_losses(trees, target, pool).mean())
+    return StructuralCurve(target, rank, curve, pool_uniform / pool.size, truncated_uniform)

@@ -1,13 +1,24 @@
-"""The evaluations of the structural probe (Hewitt & Manning 2019, §3.1).
+"""The evaluations of the structural probe (Hewitt & Manning 2019, §3.1), as their code
+defines them (john-hewitt/structural-probes, ``structural-probes/reporter.py``; punctuation:
+:mod:`probemeter.structural.trees`).
 
-* **UUAS**: the undirected minimum spanning tree of the predicted distances among the words
-  that are not punctuation, scored by the fraction of the gold tree's edges between such words
-  that it contains (undirected, unlabelled attachment score).
+* **UUAS**: over the n′ words of a sentence that are not punctuation, the undirected minimum
+  spanning tree of the predicted distances against the *gold tree over those words*: the
+  minimum spanning tree of the gold tree distances among them (Kruskal's algorithm, ties to
+  the pair (i, j), i < j, that comes first in the order of i then j), n′ − 1 edges. Where no
+  punctuation word lies between two words it holds the gold tree's edges among them; where
+  one does (a word attached to a comma), it joins the parts across it by the shortest gold
+  paths. UUAS over a corpus: edges found / gold edges, summed over sentences.
 * **DSpr. / NSpr.**: the Spearman correlation, per sentence, between predicted and gold
-  distances (each word's row of the distance matrix, the word itself included) or depths;
-  averaged over the sentences of each length, then over the lengths 5–50.
+  distances (each word's row of the distance matrix, the word itself and punctuation
+  included) or depths; averaged over the sentences of each length n (every word counted),
+  then over the lengths 5–50 that occur. A row whose predictions or gold values are constant
+  has no correlation and is left out (the reference averages its NaN, making the length's
+  mean NaN).
 * **Root accuracy**: the fraction of sentences whose shallowest non-punctuation word under the
-  depth probe is the gold root.
+  depth probe is the gold root. Every sentence counts: one whose gold root is punctuation
+  counts as wrong, since no non-punctuation word can be it; in one whose words are all
+  punctuation the shallowest word is taken.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ import numpy as np
 
 __all__ = [
     "SPEARMAN_LENGTHS",
+    "gold_edges",
     "minimum_spanning_edges",
     "root_correct",
     "spearman_by_length",
@@ -72,17 +84,51 @@ def tree_edges(heads: Sequence[int], keep: np.ndarray | None = None) -> set[tupl
     return edges
 
 
+def gold_edges(heads: Sequence[int], keep: np.ndarray | None = None) -> list[tuple[int, int]]:
+    """The gold tree over the kept words, as Hewitt & Manning score UUAS (module docstring):
+    the minimum spanning tree of the gold tree distances among the words of ``keep`` (default
+    all), by Kruskal's algorithm over the pairs (i, j), i < j, sorted by (distance, i, j);
+    n′ − 1 edges for n′ kept words, as 0-based ``(i, j)`` sorted. Where no punctuation word is
+    left out these are exactly the tree's edges (:func:`tree_edges`)."""
+    from probemeter.structural.trees import tree_distances
+
+    keep_mask = np.ones(len(heads), dtype=bool) if keep is None else np.asarray(keep, bool)
+    words = np.flatnonzero(keep_mask)
+    if words.size < 2:
+        return []
+    distances = tree_distances(heads)[np.ix_(words, words)]
+    first, second = np.triu_indices(words.size, k=1)
+    order = np.lexsort((second, first, distances[first, second]))
+    component = list(range(words.size))
+
+    def root(node: int) -> int:
+        while component[node] != node:
+            component[node] = component[component[node]]
+            node = component[node]
+        return node
+
+    edges = []
+    for pair in order:
+        a, b = root(int(first[pair])), root(int(second[pair]))
+        if a != b:
+            component[a] = b
+            edges.append((int(words[first[pair]]), int(words[second[pair]])))
+            if len(edges) == words.size - 1:
+                break
+    return sorted(edges)
+
+
 def uuas_counts(
     predicted: np.ndarray, heads: Sequence[int], punctuation: Sequence[bool] | None = None
 ) -> tuple[int, int]:
     """(edges of the gold tree found, gold edges) for one sentence: the minimum spanning tree
-    of ``predicted`` distances among the words that are not punctuation, against the gold
-    edges between such words. UUAS over a corpus is the sum of the first counts over the sum
-    of the second (Hewitt & Manning, §3.1). A sentence with fewer than two kept words gives
-    (0, 0)."""
+    of ``predicted`` distances among the n′ words that are not punctuation, against the gold
+    tree over those words (:func:`gold_edges`, n′ − 1 edges). UUAS over a corpus is the sum
+    of the first counts over the sum of the second (Hewitt & Manning, §3.1). A sentence with
+    fewer than two kept words gives (0, 0)."""
     keep = np.ones(len(heads), dtype=bool) if punctuation is None else ~np.asarray(punctuation)
     words = np.flatnonzero(keep)
-    gold = tree_edges(heads, keep)
+    gold = set(gold_edges(heads, keep))
     if words.size < 2:
         return 0, 0
     found = minimum_spanning_edges(np.asarray(predicted)[np.ix_(words, words)])
@@ -92,15 +138,15 @@ def uuas_counts(
 
 def root_correct(
     predicted_depths: np.ndarray, heads: Sequence[int], punctuation: Sequence[bool] | None = None
-) -> bool | None:
-    """Whether the shallowest non-punctuation word (lowest index on ties) is the gold root;
-    None when the root itself is punctuation or every word is (the sentence is not scored)."""
+) -> bool:
+    """Whether the shallowest non-punctuation word (lowest index on ties) is the gold root.
+    A sentence whose root is punctuation is wrong (no non-punctuation word is its root); in a
+    sentence of punctuation only, the shallowest word is compared (module docstring)."""
     keep = np.ones(len(heads), dtype=bool) if punctuation is None else ~np.asarray(punctuation)
-    root = list(heads).index(0)
-    if not keep[root]:
-        return None
-    depths = np.where(keep, np.asarray(predicted_depths, dtype=np.float64), np.inf)
-    return int(np.argmin(depths)) == root
+    depths = np.asarray(predicted_depths, dtype=np.float64)
+    if keep.any():
+        depths = np.where(keep, depths, np.inf)
+    return int(np.argmin(depths)) == list(heads).index(0)
 
 
 def spearman_by_length(

@@ -4,6 +4,20 @@ Pareto frontier of UUAS (or root accuracy) against rank.
 Hewitt & Manning (2019) §4 (Figure 4) vary the probe's rank and find UUAS saturating at a low
 rank; with rank as the complexity axis, Pimentel et al. (2020, §3)'s Pareto frontier applies:
 :meth:`StructuralFamily.frontier` keeps the ranks whose mean score beats every lower rank's.
+
+The pool's sentences are split once (:func:`~probemeter.structural.trees.development_split`,
+a seeded share h = ``holdout``, default 0.1): every probe trains on the training part and is
+scored on the **development** sentences and on the test sentences. The development sentences
+serve two choices, neither of which may see the test sentences:
+
+* each probe's Laplace scale b (:mod:`probemeter.structural.likelihood`) is fitted on them,
+  b = argmin_b Σ_{s ∈ dev} −ln Q(y_s | B, b), and the test codelength is coded with it. A
+  scale fitted on the probe's own training sentences is as small as its training residuals:
+  the more the probe overfits (high rank, few sentences), the more over-confident its code,
+  which biases codelength against high ranks;
+* the best rank (:meth:`StructuralFamily.best_rank`): the highest mean development UUAS
+  (root accuracy) over seeds. The test scores reported at that rank are then unbiased by the
+  choice; picking the rank by its test score would make them optimistic.
 """
 
 from __future__ import annotations
@@ -26,11 +40,13 @@ from probemeter.structural.training import (
     check_features,
     fit_structural_probes,
 )
-from probemeter.structural.trees import TreeData, sentence_split
+from probemeter.structural.trees import HOLDOUT, TreeData, development_split, sentence_split
 from probemeter.training.probe_runs import Stopwatch
 
-__all__ = ["HEADLINE", "POINT_COLUMNS", "StructuralFamily", "structural_probes"]
+__all__ = ["FAMILY_SCHEMA", "HEADLINE", "POINT_COLUMNS", "StructuralFamily", "structural_probes"]
 
+#: the schema of :meth:`StructuralFamily.to_dict`
+FAMILY_SCHEMA = "probemeter.structural-family/2"
 #: the headline score of each probe kind
 HEADLINE = {"distance": "uuas", "depth": "root_accuracy"}
 #: the columns of :attr:`StructuralFamily.points`
@@ -39,6 +55,10 @@ POINT_COLUMNS = (
     "seed",
     "n_train",
     "train_loss",
+    "dev_loss",
+    "dev_uuas",
+    "dev_root_accuracy",
+    "dev_spearman",
     "loss",
     "uuas",
     "root_accuracy",
@@ -51,19 +71,25 @@ POINT_COLUMNS = (
 
 @dataclass(frozen=True)
 class StructuralFamily(JsonResult):
-    """Structural probes of several ranks and seeds, trained on one pool, scored on a test set.
+    """Structural probes of several ranks and seeds, trained on the training part of a pool,
+    scored on its development part and on a test set (module docstring).
 
     Attributes:
         name: the representation's name.
         target: ``"distance"`` or ``"depth"``.
         points: one row per probe (:data:`POINT_COLUMNS`): ``rank``, ``seed``, ``n_train``
-            (training sentences), ``train_loss`` and ``loss`` (the paper's normalised L1 loss on
-            the pool and the test sentences), ``uuas`` (distance) or ``root_accuracy`` (depth;
-            the other NaN), ``spearman`` (DSpr. or NSpr.), ``scale`` (the Laplace scale fitted
-            on the pool), ``codelength`` and ``uniform_codelength`` (the test targets under the
-            probe's discretised Laplace and under the uniform code, **nats**).
-        n_pool: training sentences; n_test: test sentences.
-        metadata: training protocol, source of the trees, versions, timings.
+            (training sentences), ``train_loss``, ``dev_loss`` and ``loss`` (the paper's
+            normalised L1 loss on the training, development and test sentences),
+            ``dev_uuas``/``uuas`` (distance) or ``dev_root_accuracy``/``root_accuracy``
+            (depth; the other NaN) and ``dev_spearman``/``spearman`` (DSpr. or NSpr.) on the
+            development and test sentences, ``scale`` (the Laplace scale fitted on the
+            development sentences), ``codelength`` and ``uniform_codelength`` (the test
+            targets under the probe's discretised Laplace and under the uniform code,
+            **nats**).
+        n_pool: the pool's sentences (training and development); n_dev: the development
+            sentences among them; n_test: test sentences.
+        metadata: training protocol, source of the trees, the development split, versions,
+            timings.
         projections: the trained B (d, r) of each row (not saved, not compared).
     """
 
@@ -71,6 +97,7 @@ class StructuralFamily(JsonResult):
     target: str
     points: pd.DataFrame = field(repr=False)
     n_pool: int
+    n_dev: int
     n_test: int
     metadata: dict[str, Any] = field(default_factory=dict, repr=False)
     projections: tuple[np.ndarray, ...] | None = field(default=None, repr=False, compare=False)
@@ -86,11 +113,37 @@ class StructuralFamily(JsonResult):
         """The headline score: ``"uuas"`` for distance probes, ``"root_accuracy"`` for depth."""
         return HEADLINE[self.target]
 
+    @property
+    def rank_chosen_on(self) -> str:
+        """Which sentences chose :meth:`best_rank`, in words."""
+        return f"dev: {self.n_dev} sentences held out of the pool"
+
     def summary(self) -> pd.DataFrame:
         """Per rank: the mean over seeds of every score, and the number of seeds."""
-        columns = ["train_loss", "loss", self.metric, "spearman", "codelength"]
+        columns = [
+            "train_loss",
+            "dev_loss",
+            f"dev_{self.metric}",
+            "dev_spearman",
+            "loss",
+            self.metric,
+            "spearman",
+            "codelength",
+        ]
         grouped = self.points.groupby("rank")
         return grouped[columns].mean().assign(seeds=grouped.size())
+
+    def best_rank(self) -> int:
+        """The rank chosen on the development sentences: the highest mean development UUAS
+        (root accuracy) over the seeds that have one (the lowest such rank on ties). Where no
+        rank has one (no development sentence has two non-punctuation words), the lowest
+        mean development L1 loss. Never a test score (module docstring)."""
+        grouped = self.points.groupby("rank")
+        means = grouped[f"dev_{self.metric}"].mean()
+        finite = means[np.isfinite(means)]
+        if finite.empty:
+            return int(grouped["dev_loss"].mean().idxmin())
+        return int(finite.idxmax())
 
     def frontier(self, metric: str | None = None) -> pd.DataFrame:
         """The Pareto frontier of the mean ``metric`` (default the headline) against rank
@@ -123,10 +176,12 @@ class StructuralFamily(JsonResult):
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (codelengths in nats); :meth:`from_dict` restores it."""
         return {
+            "schema": FAMILY_SCHEMA,
             "name": self.name,
             "target": self.target,
             "unit": "nats",
             "n_pool": self.n_pool,
+            "n_dev": self.n_dev,
             "n_test": self.n_test,
             "points": {c: self.points[c].tolist() for c in POINT_COLUMNS},
             "metadata": self.metadata,
@@ -134,6 +189,18 @@ class StructuralFamily(JsonResult):
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> StructuralFamily:
+        """The family of :meth:`to_dict`.
+
+        Raises:
+            ValueError: a family stored by an older version (its scale fitted on the training
+                sentences, no development scores), or codelengths not in nats.
+        """
+        if payload.get("schema") != FAMILY_SCHEMA:
+            raise ValueError(
+                f"a structural family of schema {payload.get('schema')!r}, not {FAMILY_SCHEMA!r}: "
+                "stored by an older version, which fitted the Laplace scale on the probes' "
+                "training sentences and held out no development sentences; compute it again"
+            )
         if payload.get("unit", "nats") != "nats":
             raise ValueError(f"codelengths must be stored in nats; got {payload['unit']!r}")
         return cls(
@@ -141,6 +208,7 @@ class StructuralFamily(JsonResult):
             target=payload["target"],
             points=pd.DataFrame(payload["points"]).astype({"rank": "int64", "seed": "int64"}),
             n_pool=int(payload["n_pool"]),
+            n_dev=int(payload["n_dev"]),
             n_test=int(payload["n_test"]),
             metadata=payload.get("metadata", {}),
         )
@@ -186,11 +254,13 @@ def structural_probes(
     split: tuple[Sequence[int], Sequence[int]] | None = None,
     config: StructuralTraining | None = None,
     name: str | None = None,
+    holdout: float = HOLDOUT,
 ) -> StructuralFamily:
-    """Train distance or depth probes of every rank × seed on the pool sentences, all at once
-    (:func:`~probemeter.structural.training.fit_structural_probes`), and score each on the test
-    sentences: UUAS or root accuracy, Spearman, L1 loss, and the codelength of the test targets
-    under the Laplace scale fitted on the pool (Hewitt & Manning 2019, §3–4).
+    """Train distance or depth probes of every rank × seed on the training part of the pool,
+    all at once (:func:`~probemeter.structural.training.fit_structural_probes`), and score each
+    on the development and the test sentences: UUAS or root accuracy, Spearman, L1 loss, and
+    the codelength of the test targets under the Laplace scale fitted on the development
+    sentences (Hewitt & Manning 2019, §3–4; module docstring).
 
     Args:
         features: (n_words, d) per-word features, sentence after sentence as in ``trees``.
@@ -200,11 +270,16 @@ def structural_probes(
         seeds: seeds per rank (different initial B and minibatch orders).
         test_size: the share of sentences held out (:func:`sentence_split`), unless ``split``
             gives (pool, test) sentence indices.
-        config: the training protocol (default :class:`StructuralTraining`).
+        config: the training protocol (default :class:`StructuralTraining`); its
+            ``random_state`` also draws the development sentences.
         name: the representation's name for results.
+        holdout: h, the share of the pool's sentences held out as development sentences
+            (:func:`~probemeter.structural.trees.development_split`: ⌈h·m⌉ of m, at least one,
+            and at least one left to train on).
 
     Raises:
-        ValueError: bad features, target, ranks, seeds or split.
+        ValueError: bad features, target, ranks, seeds, holdout or split (a pool of fewer
+            than 2 sentences).
     """
     one_of(*TARGETS)(target, "target")
     config = config or StructuralTraining()
@@ -213,14 +288,17 @@ def structural_probes(
     if not ranks:
         raise ValueError("ranks is empty; give at least one rank")
     pool, test = _split(trees, test_size, split, config.random_state)
-    specs = [ProbeSpec(int(r), seed, pool) for r in ranks for seed in range(seeds)]
+    train, dev = development_split(pool, holdout, config.random_state)
+    specs = [ProbeSpec(int(r), seed, train) for r in ranks for seed in range(seeds)]
     with Stopwatch() as training:
         projections = fit_structural_probes(array, trees, target, specs, config)
     rows = []
     with Stopwatch() as scoring:
         for spec, projection in zip(specs, projections):
-            on_pool = predict_sentences(projection, array, trees, target, pool)
-            scale = fitted_scale(on_pool, target)
+            on_train = predict_sentences(projection, array, trees, target, train)
+            on_dev = predict_sentences(projection, array, trees, target, dev)
+            scale = fitted_scale(on_dev, target)
+            developed = score(on_dev, trees, target)
             tested = score(
                 predict_sentences(projection, array, trees, target, test), trees, target, scale
             )
@@ -229,7 +307,11 @@ def structural_probes(
                     "rank": spec.rank,
                     "seed": spec.seed,
                     "n_train": spec.n,
-                    "train_loss": mean_loss(on_pool, target),
+                    "train_loss": mean_loss(on_train, target),
+                    "dev_loss": developed.loss,
+                    "dev_uuas": developed.uuas,
+                    "dev_root_accuracy": developed.root_accuracy,
+                    "dev_spearman": developed.spearman,
                     "loss": tested.loss,
                     "uuas": tested.uuas,
                     "root_accuracy": tested.root_accuracy,
@@ -239,13 +321,20 @@ def structural_probes(
                     "uniform_codelength": tested.uniform_codelength,
                 }
             )
+    seconds = {"train": training.seconds, "score": scoring.seconds}
     return StructuralFamily(
         name=name or "features",
         target=target,
         points=pd.DataFrame(rows, columns=list(POINT_COLUMNS)),
         n_pool=int(pool.size),
+        n_dev=int(dev.size),
         n_test=int(test.size),
-        metadata=_metadata(trees, config, {"train": training.seconds, "score": scoring.seconds}),
+        metadata=_metadata(trees, config, seconds)
+        | {
+            "holdout": holdout,
+            "scale": "fitted on the development sentences held out of the pool",
+            "rank_chosen_on": f"dev: {dev.size} sentences held out of the pool",
+        },
         projections=tuple(projections),
     )
 
@@ -275,7 +364,12 @@ def _metadata(trees: TreeData, config: StructuralTraining, seconds: dict[str, fl
     """What every structural result records: protocol, trees, timings and versions."""
     return {
         "training": config.to_dict(),
-        "trees": {"source": trees.source, "silver": trees.silver, "sentences": trees.n_sentences},
+        "trees": {
+            "source": trees.source,
+            "silver": trees.silver,
+            "sentences": trees.n_sentences,
+            "punctuation": trees.punctuation_rule,
+        },
         "likelihood": "Laplace discretised to the integers, truncated to the support",
         "seconds": seconds,
         "versions": environment(),

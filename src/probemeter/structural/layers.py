@@ -1,5 +1,9 @@
 """Structural probes on every layer of a model: UUAS, DSpr., root accuracy and NSpr. per layer
 (Hewitt & Manning 2019, Figure 2 and Table 1), as one frozen result with a table and a figure.
+
+Each layer's rank is chosen on the development sentences held out of the pool
+(:meth:`~probemeter.structural.family.StructuralFamily.best_rank`), the same sentences for
+every layer, and the scores reported at it are the test sentences'.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.structural.family import StructuralFamily, structural_probes
 from probemeter.structural.training import StructuralTraining
-from probemeter.structural.trees import TreeData, sentence_split
+from probemeter.structural.trees import HOLDOUT, TreeData, sentence_split
 
 __all__ = ["StructuralLayers", "structural_layers"]
 
@@ -31,15 +35,16 @@ class StructuralLayers(JsonResult):
     families: tuple[tuple[str, StructuralFamily, StructuralFamily], ...]
 
     def table(self) -> pd.DataFrame:
-        """One row per layer: at the best rank of each probe (highest mean UUAS, resp. root
-        accuracy), ``uuas``, ``dspr``, ``root_accuracy``, ``nspr``, the ranks chosen, and the
-        test codelengths (nats) of both probes at those ranks."""
+        """One row per layer: at each probe kind's rank chosen on the development sentences
+        (:meth:`StructuralFamily.best_rank`: highest mean development UUAS, resp. root
+        accuracy), the test ``uuas``, ``dspr``, ``root_accuracy``, ``nspr``, the ranks chosen,
+        and the test codelengths (nats) of both probes at those ranks."""
         rows = []
         for layer, distance, depth in self.families:
             near = distance.summary()
             deep = depth.summary()
-            best_distance = int(near["uuas"].idxmax())
-            best_depth = int(deep["root_accuracy"].idxmax())
+            best_distance = distance.best_rank()
+            best_depth = depth.best_rank()
             rows.append(
                 {
                     "layer": layer,
@@ -55,9 +60,19 @@ class StructuralLayers(JsonResult):
             )
         return pd.DataFrame(rows).set_index("layer")
 
+    @property
+    def rank_chosen_on(self) -> str:
+        """Which sentences chose the ranks, and which scored them, in words."""
+        first = self.families[0][1]
+        return (
+            f"Ranks chosen on {first.rank_chosen_on} (highest mean UUAS, resp. root accuracy); "
+            f"scores on the {first.n_test} test sentences."
+        )
+
     def format(self, fmt: str = "markdown") -> str:
         """:meth:`table` as a paper table (``"markdown"``, ``"latex"``, ``"html"`` or
-        ``"text"``): UUAS, DSpr., root accuracy and NSpr. per layer, with the ranks chosen."""
+        ``"text"``): UUAS, DSpr., root accuracy and NSpr. per layer, with the ranks chosen, and
+        a last line saying which sentences chose them (:attr:`rank_chosen_on`)."""
         header = ["layer", "UUAS", "DSpr.", "rank", "root acc.", "NSpr.", "rank"]
         rows = [
             [
@@ -71,7 +86,7 @@ class StructuralLayers(JsonResult):
             ]
             for row in self.table().itertuples()
         ]
-        return render_table(header, rows, fmt)
+        return render_table(header, rows, fmt, footer=self.rank_chosen_on)
 
     def __str__(self) -> str:
         return self.format("text")
@@ -137,10 +152,12 @@ def structural_layers(
     seeds: int = 1,
     test_size: float = 0.2,
     config: StructuralTraining | None = None,
+    holdout: float = HOLDOUT,
 ) -> StructuralLayers:
     """Distance and depth probe families (:func:`structural_probes`) on each layer's features,
-    all on one sentence split. ``layers`` maps a layer's name to its (n_words, d) features, or
-    is a sequence (names ``0, 1, …``), e.g. a (n_layers, n_words, d) array."""
+    all on one sentence split and one development share ``holdout`` of the pool. ``layers``
+    maps a layer's name to its (n_words, d) features, or is a sequence (names ``0, 1, …``),
+    e.g. a (n_layers, n_words, d) array."""
     config = config or StructuralTraining()
     named = dict(layers) if isinstance(layers, Mapping) else dict(enumerate(layers))
     if not named:
@@ -158,6 +175,7 @@ def structural_layers(
                 split=split,
                 config=config,
                 name=f"layer {layer}",
+                holdout=holdout,
             )
             for target in ("distance", "depth")
         ]

@@ -3,27 +3,34 @@
 from an experiment file (``[method] kind = "structural"``).
 
 The task is head selection (``[task] label = "arcs"`` of a ``conllu`` or ``ptb`` task): its
-data carry each word's head and sentence, and, for this method, each word's UPOS tag in
-``groups`` and the model's features as they are, not standardised
-(:func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"`` and
-``standardize=False``: Hewitt & Manning probe the raw hidden states, and the depth probe
-measures from their origin), from which :func:`probe_trees` rebuilds the trees, their
-punctuation marks (left out of UUAS and root accuracy, §3.1) and the task's sentence split
-(its pool and test sentences).
+data carry each word's head and sentence, and, for this method, each word's tag id in
+``groups`` (UPOS: :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"``)
+and the model's features as they are, not standardised (``standardize=False``: Hewitt &
+Manning probe the raw hidden states, and the depth probe measures from their origin), from
+which :func:`probe_trees` rebuilds the trees, their punctuation marks (left out of UUAS and
+root accuracy, §3.1; UPOS ``PUNCT``, or Hewitt & Manning's XPOS tags where the tags are PTB
+XPOS: :mod:`probemeter.structural.trees`) and the task's sentence split (its pool and test
+sentences).
 
 One stored unit per representation: a :class:`~probemeter.structural.family.StructuralFamily`
-per probe kind (every rank × seed, trained on the pool, scored on the test sentences), and the
-per-seed test correctness of the headline probes at their best rank (each gold edge found by
-the minimum spanning tree, or each sentence's root found), so that McNemar's test can compare
-layers. The best rank is the one with the highest mean test UUAS (root accuracy), as in
-Hewitt & Manning's rank study (§4, Figure 4) and :class:`~probemeter.structural.StructuralLayers`.
+per probe kind (every rank × seed, trained on the pool less a seeded development share of its
+sentences, scored on those development sentences and on the test sentences), and the
+per-seed test correctness of the headline probes at their chosen rank (each gold edge found
+by the minimum spanning tree, or each sentence's root found, with the sentence of each as its
+cluster), so that a sentence-level paired test can compare layers. The rank is chosen on the
+development sentences (highest mean development UUAS, resp. root accuracy:
+:meth:`~probemeter.structural.family.StructuralFamily.best_rank`), never on the test
+sentences, whose scores at it are reported; each :class:`~probemeter._summary.Summary` also
+carries the development scores at that rank (``selection``), on which a layer sweep chooses
+its best layer before testing it on the test sentences.
 
-The run folder gets ``results.json`` (schema ``probemeter.structural-run/1``; codelengths in
-nats), ``table.md`` / ``table.tex`` (per representation: UUAS and DSpr. of the distance probe,
-root accuracy and NSpr. of the depth probe, each with its range over seeds, at the best rank)
-and ``structural.png`` (UUAS and root accuracy against rank, one line per representation);
-a layer sweep also gets the layer table and figure (:mod:`probemeter.runs.layers`) of UUAS,
-DSpr., root accuracy and NSpr. against layer.
+The run folder gets ``results.json`` (schema :data:`SCHEMA`; codelengths in nats; each
+representation says which sentences chose its ranks, ``rank_chosen_on``), ``table.md`` /
+``table.tex`` (per representation: UUAS and DSpr. of the distance probe, root accuracy and
+NSpr. of the depth probe, each with its range over seeds, at the chosen rank, and a last line
+naming the development split) and ``structural.png`` (UUAS and root accuracy against rank, one
+line per representation); a layer sweep also gets the layer table and figure
+(:mod:`probemeter.runs.layers`) of UUAS, DSpr., root accuracy and NSpr. against layer.
 """
 
 from __future__ import annotations
@@ -41,11 +48,12 @@ from probemeter._figures import FigureOptions
 from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option, write_run_files
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
-from probemeter.structural.trees import PUNCTUATION_TAGS, TreeData
+from probemeter.structural.trees import TreeData, punctuation_rule, punctuation_tags
 
 __all__ = [
     "SCHEMA",
     "TREE_TASKS",
+    "UNIT_SCHEMA",
     "StructuralMethod",
     "best_rank",
     "probe_trees",
@@ -54,7 +62,10 @@ __all__ = [
 ]
 
 #: the schema of a structural run's ``results.json``
-SCHEMA = "probemeter.structural-run/1"
+SCHEMA = "probemeter.structural-run/2"
+#: the layout of a stored unit's result, part of its key: units stored by a version whose
+#: layout differed are computed again, not misread
+UNIT_SCHEMA = "probemeter.structural-unit/2"
 #: the tasks whose words have dependency trees
 TREE_TASKS = ("conllu", "ptb")
 #: the probe kinds
@@ -122,7 +133,9 @@ class StructuralMethod(Method):
         return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        return self.per_representation(datasets, structural_unit, context.keywords("random_state"))
+        """One unit per representation, keyed by the settings and :data:`UNIT_SCHEMA`."""
+        plans = self.per_representation(datasets, structural_unit, context.keywords("random_state"))
+        return [replace(plan, spec={**plan.spec, "unit": UNIT_SCHEMA}) for plan in plans]
 
     def headlines(self) -> tuple[Headline, ...]:
         """UUAS and DSpr. (distance probes), root accuracy and NSpr. (depth probes), all
@@ -140,24 +153,35 @@ class StructuralMethod(Method):
         return tuple(headline for kind in self.probes for headline in found[kind])
 
     def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
-        """Per representation: each headline over seeds at its probe kind's best rank, and the
-        first probe kind's test score (UUAS or root accuracy) with its per-seed correctness."""
+        """Per representation: each headline's test value over seeds at its probe kind's rank
+        chosen on the development sentences (``estimates``), the same headlines on the
+        development sentences at that rank (``selection``, from which a layer sweep chooses),
+        and the first probe kind's test score (UUAS or root accuracy) with its per-seed
+        correctness."""
         found = {}
         for result in results:
             families = _families(result)
-            estimates = {}
+            estimates, selection = {}, {}
             for target, family in families.items():
-                rank = best_rank(family)
+                rank = family.best_rank()
                 rows = family.points[family.points["rank"] == rank]
                 score, spearman = (
                     ("uuas", "dspr") if target == "distance" else ("root_accuracy", "nspr")
                 )
-                estimates[score] = Estimate.over_seeds(rows[family.metric].tolist())
-                estimates[spearman] = Estimate.over_seeds(rows["spearman"].tolist())
+                for name, column in ((score, family.metric), (spearman, "spearman")):
+                    estimates[name] = Estimate.over_seeds(rows[column].tolist())
+                    selection[name] = Estimate.over_seeds(rows[f"dev_{column}"].tolist())
             correctness = SeedCorrectness.from_dict(result["correctness"])
-            first = families[self.probes[0]].metric
+            first = families[self.probes[0]]
             found[str(result["name"])] = Summary(
-                estimates, estimates[first], correctness, (), None, None
+                estimates,
+                estimates[_HEADLINE_NAMES[first.target][0]],
+                correctness,
+                (),
+                None,
+                None,
+                selection=selection,
+                selection_split=first.rank_chosen_on,
             )
         return found
 
@@ -173,10 +197,12 @@ class StructuralMethod(Method):
 
         from probemeter._io import environment, write_json_atomic
 
+        chosen = sorted({str(result["rank_chosen_on"]) for result in results})
         write_json_atomic(
             run_dir / "results.json",
             {
                 "schema": SCHEMA,
+                "rank_chosen_on": chosen[0] if len(chosen) == 1 else chosen,
                 "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
                 "versions": environment(),
                 "unit": "nats",
@@ -214,9 +240,10 @@ class StructuralMethod(Method):
         results: Sequence[Mapping[str, Any]],
         fmt: str = "markdown",
     ) -> str:
-        """One row per representation: every headline with its range over seeds (at the best
-        rank), and each probe kind's best rank, in ``fmt``
-        (:func:`probemeter._tables.render_table`)."""
+        """One row per representation: every headline's test value with its range over seeds
+        (at the rank chosen on the development sentences), and each probe kind's chosen rank,
+        in ``fmt`` (:func:`probemeter._tables.render_table`), with a last line naming the
+        development split."""
         from probemeter._tables import render_table
 
         headlines = self.headlines()
@@ -234,14 +261,23 @@ class StructuralMethod(Method):
                     for h in headlines
                     if _kind(h) == target
                 ]
-                row.append(str(best_rank(families[target])))
+                row.append(str(families[target].best_rank()))
             rows.append(row)
-        return render_table(header, rows, fmt, align="l" + "r" * (len(header) - 1))
+        chosen = sorted({str(result["rank_chosen_on"]) for result in results})
+        footer = (
+            f"Ranks chosen on {'; '.join(chosen)} (highest mean UUAS, resp. root accuracy); "
+            "scores on the test sentences."
+        )
+        return render_table(header, rows, fmt, align="l" + "r" * (len(header) - 1), footer=footer)
+
+
+#: the headline names of each probe kind: its score, its Spearman correlation
+_HEADLINE_NAMES = {"distance": ("uuas", "dspr"), "depth": ("root_accuracy", "nspr")}
 
 
 def _kind(headline: Headline) -> str:
     """The probe kind a headline measures."""
-    return "distance" if headline.name in ("uuas", "dspr") else "depth"
+    return "distance" if headline.name in _HEADLINE_NAMES["distance"] else "depth"
 
 
 def _families(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -269,24 +305,26 @@ def _family_json(family: Any) -> dict[str, Any]:
 
 
 def best_rank(family: Any) -> int:
-    """The rank whose mean headline score (UUAS, root accuracy) over the seeds that have one
-    is highest, averaged as :meth:`~probemeter.structural.family.StructuralFamily.summary`
-    does (the lowest such rank on ties); a rank without any score (NaN: no sentence was
-    scored) is chosen only when no rank has one."""
-    means = family.points.groupby("rank")[family.metric].mean()
-    finite = means[np.isfinite(means)]
-    return int((finite if not finite.empty else means).idxmax())
+    """The family's rank chosen on its development sentences
+    (:meth:`~probemeter.structural.family.StructuralFamily.best_rank`)."""
+    return int(family.best_rank())
 
 
-def probe_trees(data: ProbeData) -> tuple[np.ndarray, TreeData, np.ndarray, np.ndarray]:
+def probe_trees(
+    data: ProbeData, tags: Sequence[str] | None = None
+) -> tuple[np.ndarray, TreeData, np.ndarray, np.ndarray]:
     """The per-word features, trees and sentence split of head-selection data whose groups
-    are UPOS tag ids (:func:`~probemeter.datasets.arcs.head_probe_data` with
-    ``groups="upos"``): (features (n_words, d) with the sentences in the order of their ids,
-    the trees with words tagged ``PUNCT`` marked as punctuation, pool sentence indices, test
-    sentence indices).
+    are tag ids: indices into ``tags``, by default the UPOS tags
+    (:data:`~probemeter.datasets.conll.UPOS_TAGS`, as
+    :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"`` lays them out).
+    Returns (features (n_words, d) with the sentences in the order of their ids, the trees
+    with punctuation marked — UPOS ``PUNCT``, or Hewitt & Manning's XPOS tags when ``tags``
+    is a PTB XPOS vocabulary (:func:`~probemeter.structural.trees.punctuation_tags`) —, pool
+    sentence indices, test sentence indices).
 
     Raises:
-        ValueError: data without sentence ids or UPOS groups (not a tree task's data).
+        ValueError: data without sentence ids or tag groups (not a tree task's data), or a
+            group id outside ``tags``.
     """
     from probemeter.datasets.conll import UPOS_TAGS
 
@@ -296,19 +334,28 @@ def probe_trees(data: ProbeData) -> tuple[np.ndarray, TreeData, np.ndarray, np.n
             f"{data.name!r} has no sentences and UPOS tags: structural probes need the data of "
             'a conllu or ptb task with label = "arcs"'
         )
+    vocabulary = tuple(UPOS_TAGS if tags is None else tags)
     ids = np.concatenate([data.sentences_train, data.sentences_test])
     order = np.argsort(ids, kind="stable")  # every sentence's words stay in word order
     ids = ids[order]
     features = np.concatenate([np.asarray(data.X_train), np.asarray(data.X_test)])[order]
     heads = np.concatenate([data.y_train, data.y_test])[order]
-    punctuation = {UPOS_TAGS.index(tag) for tag in PUNCTUATION_TAGS}
-    tags = np.isin(np.concatenate([data.groups_train, data.groups_test])[order], list(punctuation))
+    groups = np.concatenate([data.groups_train, data.groups_test])[order]
+    if groups.size and (groups.min() < 0 or groups.max() >= len(vocabulary)):
+        raise ValueError(
+            f"{data.name!r} has tag ids outside 0..{len(vocabulary) - 1} of the "
+            f"{len(vocabulary)} tags given"
+        )
+    marks = punctuation_tags(vocabulary)
+    punctuation = [index for index, tag in enumerate(vocabulary) if tag in marks]
+    flags = np.isin(groups, punctuation)
     starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]]))
     ends = [*starts[1:].tolist(), ids.size]
     trees = TreeData(
         heads=tuple(tuple(heads[a:b].tolist()) for a, b in zip(starts, ends)),
-        punctuation=tuple(tuple(tags[a:b].tolist()) for a, b in zip(starts, ends)),
+        punctuation=tuple(tuple(flags[a:b].tolist()) for a, b in zip(starts, ends)),
         source=data.name,
+        punctuation_rule=punctuation_rule(vocabulary),
     )
     sentence_ids = ids[starts]
     pool = np.searchsorted(sentence_ids, np.unique(data.sentences_train))
@@ -319,17 +366,21 @@ def probe_trees(data: ProbeData) -> tuple[np.ndarray, TreeData, np.ndarray, np.n
 def test_correctness(
     family: Any, features: np.ndarray, trees: TreeData, test: np.ndarray
 ) -> SeedCorrectness:
-    """Per seed, at the family's :func:`best_rank`, which test items its probes got right:
-    for distance probes each gold edge between non-punctuation words (found by the minimum
-    spanning tree of the predicted distances, Hewitt & Manning §3.1), for depth probes each
-    scored sentence's root; their means are the seeds' UUAS and root accuracy."""
-    from probemeter.structural.evaluation import minimum_spanning_edges, root_correct, tree_edges
+    """Per seed, at the family's rank chosen on its development sentences
+    (:meth:`~probemeter.structural.family.StructuralFamily.best_rank`), which test items its
+    probes got right: for distance probes each edge of the gold tree over the non-punctuation
+    words (:func:`~probemeter.structural.evaluation.gold_edges`), found or not by the minimum
+    spanning tree of the predicted distances (Hewitt & Manning §3.1), for depth probes each
+    test sentence's root; their means are the seeds' UUAS and root accuracy. Each item's
+    cluster is its sentence's index: the edges of one sentence are not independent draws."""
+    from probemeter.structural.evaluation import gold_edges, minimum_spanning_edges, root_correct
     from probemeter.structural.scoring import predict_sentences
 
-    rank = best_rank(family)
+    rank = family.best_rank()
     chosen = np.flatnonzero(family.points["rank"].to_numpy() == rank)
     seeds, correct = [], []
     items: list[int] = []
+    clusters: list[int] = []
     for number, row in enumerate(chosen):
         predicted = predict_sentences(
             family.projections[row], features, trees, family.target, test
@@ -338,13 +389,13 @@ def test_correctness(
         for sentence, values in zip(test.tolist(), predicted):
             heads, marks = trees.heads[sentence], np.asarray(trees.punctuation[sentence])
             if family.target == "depth":
-                found = root_correct(values, heads, marks)
-                if found is not None:
-                    flags.append(found)
-                    items += [sentence, heads.index(0)] if number == 0 else []
+                flags.append(root_correct(values, heads, marks))
+                if number == 0:
+                    items += [sentence, heads.index(0)]
+                    clusters.append(sentence)
                 continue
             words = np.flatnonzero(~marks)
-            gold = sorted(tree_edges(heads, ~marks))
+            gold = gold_edges(heads, ~marks)
             spanning = (
                 minimum_spanning_edges(values[np.ix_(words, words)]) if words.size > 1 else set()
             )
@@ -352,24 +403,36 @@ def test_correctness(
             flags += [edge in edges for edge in gold]
             if number == 0:
                 items += [value for edge in gold for value in (sentence, *edge)]
+                clusters += [sentence] * len(gold)
         seeds.append(int(family.points["seed"].iloc[row]))
         correct.append(np.asarray(flags, dtype=bool))
+    n_train = int(family.points["n_train"].iloc[chosen[0]])
     return SeedCorrectness(
-        tuple(seeds), tuple(correct), labels_digest(np.asarray(items)), family.n_pool
+        tuple(seeds),
+        tuple(correct),
+        labels_digest(np.asarray(items)),
+        n_train,
+        np.asarray(clusters, dtype=np.int64),
     )
 
 
 def structural_unit(
-    data: ProbeData, *, method: StructuralMethod, random_state: int
+    data: ProbeData,
+    *,
+    method: StructuralMethod,
+    random_state: int,
+    tags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Every probe kind's :class:`~probemeter.structural.family.StructuralFamily` of ``data``
-    (trained on the task's pool sentences, scored on its test sentences) and the first kind's
-    per-seed test correctness at its best rank (:func:`test_correctness`), as JSON;
-    ``random_state`` seeds initial weights and minibatch orders."""
+    (trained on the task's pool sentences less a seeded development share, scored on those
+    and on its test sentences) and the first kind's per-seed test correctness at the rank
+    chosen on the development sentences (:func:`test_correctness`), as JSON; ``random_state``
+    seeds the development share, initial weights and minibatch orders; ``tags``: the
+    vocabulary of the data's tag ids (:func:`probe_trees`; default UPOS)."""
     from probemeter.structural.family import structural_probes
     from probemeter.structural.training import StructuralTraining
 
-    features, trees, pool, test = probe_trees(data)
+    features, trees, pool, test = probe_trees(data, tags)
     config = StructuralTraining(
         epochs=method.epochs, batch_size=method.batch_size, lr=method.lr, random_state=random_state
     )
@@ -386,9 +449,12 @@ def structural_unit(
         )
         for target in method.probes
     }
-    correctness = test_correctness(families[method.probes[0]], features, trees, test)
+    first = families[method.probes[0]]
+    correctness = test_correctness(first, features, trees, test)
     return {
         "name": data.name,
+        "rank_chosen_on": first.rank_chosen_on,
+        "punctuation": trees.punctuation_rule,
         "families": {target: _family_json(family) for target, family in families.items()},
         "correctness": correctness.to_dict(),
         "n_words": trees.n_words,

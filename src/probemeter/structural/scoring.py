@@ -25,8 +25,10 @@ __all__ = [
     "predict_sentences",
     "score",
     "sentence_codelengths",
+    "sentence_truncated_losses",
     "target_codes",
     "uniform_codelength",
+    "uniform_truncated_losses",
 ]
 
 
@@ -140,6 +142,47 @@ def sentence_codelengths(predictions: SentencePredictions, target: str, scale: f
     return np.bincount(position.astype(np.int64), weights=codes, minlength=count)
 
 
+def sentence_truncated_losses(
+    predictions: SentencePredictions, target: str, scale: float
+) -> np.ndarray:
+    """Per sentence s, the truncated loss of its coded targets in [0, 1]::
+
+        ℓ(s) = (1/|T_s|) Σ_{t ∈ T_s} min(−ln Q(y_t | μ_t, b), 1 nat)
+
+    over its targets T_s (pairs i < j for distances, words for depths), 0 for a sentence
+    with none (a one-word sentence's distances). Whitney et al. (2021), App. A, bound the
+    loss of one test example in [0, 1] by truncating its cross-entropy at 1 nat, so that
+    Hoeffding's inequality applies to its mean over independent examples; here the examples
+    sampled independently are sentences, and a sentence's codelength (tens of nats) truncated
+    at 1 would be 1 for every probe. Each target's codelength is truncated instead and the
+    truncated codes averaged over the sentence: ℓ(s) ∈ [0, 1], one value per independently
+    drawn sentence, which is what Theorem 4 needs. A uniform code over supports of more than
+    e values costs 1 per target, a probe that codes every target in under 1 nat less."""
+    y, mu, low, high, position = target_codes(predictions, target)
+    codes = np.minimum(laplace_codelengths(y, mu, low, high, scale), 1.0)
+    return _per_sentence_mean(codes, position, len(predictions.sentences))
+
+
+def _per_sentence_mean(values: np.ndarray, position: np.ndarray, count: int) -> np.ndarray:
+    """The mean of ``values`` per sentence position (0 for a sentence without values)."""
+    index = position.astype(np.int64)
+    totals = np.bincount(index, weights=values, minlength=count)
+    sizes = np.bincount(index, minlength=count)
+    return np.divide(totals, sizes, out=np.zeros(count), where=sizes > 0)
+
+
+def uniform_truncated_losses(
+    trees: TreeData, target: str, sentences: Sequence[int] | np.ndarray
+) -> np.ndarray:
+    """Per sentence, the truncated loss (:func:`sentence_truncated_losses`) of the uniform code
+    over each target's support: the mean over its targets of min(ln(hi − lo + 1), 1), i.e.
+    min(ln(n − 1), 1) for distances and min(ln n, 1) for depths of an n-word sentence (0 for
+    one word)."""
+    lengths = trees.lengths[np.asarray(sentences, dtype=np.int64)].astype(np.float64)
+    support = lengths - 1 if target == "distance" else lengths
+    return np.minimum(np.log(np.maximum(support, 1.0)), 1.0)
+
+
 def score(
     predictions: SentencePredictions,
     trees: TreeData,
@@ -154,9 +197,7 @@ def score(
             hit, gold_edges = uuas_counts(predicted, trees.heads[s], punctuation)
             found, total = found + hit, total + gold_edges
         else:
-            correct = root_correct(predicted, trees.heads[s], punctuation)
-            if correct is not None:
-                roots.append(correct)
+            roots.append(root_correct(predicted, trees.heads[s], punctuation))
     spearman, _ = spearman_by_length(zip(predictions.predicted, predictions.gold))
     per_sentence = None if scale is None else sentence_codelengths(predictions, target, scale)
     _, _, low, high, _ = target_codes(predictions, target)

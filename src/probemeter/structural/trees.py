@@ -6,10 +6,25 @@ path between words i and j of the parse tree T, and the depth probe towards ‖w
 of edges between word i and the root. :class:`TreeData` holds the heads of every sentence
 (1-based, 0 for the root, as in CoNLL-U) with a punctuation mask, and gives both targets as
 padded arrays for the batched trainer.
+
+**Punctuation.** Hewitt & Manning leave out of UUAS and root accuracy the words whose Penn
+Treebank (XPOS) tag is one of :data:`XPOS_PUNCTUATION_TAGS` (``'' , . : `` -LRB- -RRB-``: the
+list in ``structural-probes/reporter.py`` of john-hewitt/structural-probes). Where a treebank
+has PTB-style XPOS tags (English EWT, spaCy's English parses) :meth:`TreeData.from_treebank`
+marks punctuation by that list; otherwise by the UPOS tag ``PUNCT``
+(:data:`PUNCTUATION_TAGS`), which also covers ``HYPH`` and ``NFP`` and leaves out a symbol
+tagged ``,``. :attr:`TreeData.punctuation_rule` records which.
+
+**Sentence splits.** :func:`sentence_split` splits the sentences into a pool and a test set;
+:func:`holdout_split` cuts an ordered set of sentences into a part a probe trains on and a
+held-out part; :func:`development_split` holds a seeded share of the pool out as development
+sentences, on which structural probes fit their codelength's Laplace scale and choose their
+rank, never on the test sentences.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,15 +35,45 @@ import numpy as np
 from probemeter._validation import check_scalar
 
 __all__ = [
+    "HOLDOUT",
     "PUNCTUATION_TAGS",
+    "XPOS_PUNCTUATION_TAGS",
     "TreeData",
+    "development_split",
+    "holdout_split",
+    "punctuation_rule",
+    "punctuation_tags",
     "sentence_split",
     "tree_depths",
     "tree_distances",
 ]
 
-#: UPOS tags whose words are left out of UUAS and root accuracy (Hewitt & Manning, §3.1)
+#: UPOS tags whose words are left out of UUAS and root accuracy where no PTB-style XPOS tags
+#: are at hand
 PUNCTUATION_TAGS = ("PUNCT",)
+#: Penn Treebank (XPOS) tags whose words Hewitt & Manning leave out of UUAS and root accuracy
+#: (john-hewitt/structural-probes, ``reporter.py``)
+XPOS_PUNCTUATION_TAGS = ("''", ",", ".", ":", "``", "-LRB-", "-RRB-")
+#: h, the share of a set of sentences held out from a probe's training (:func:`holdout_split`)
+HOLDOUT = 0.1
+
+
+def punctuation_rule(tags: Sequence[str]) -> str:
+    """Which tags mark punctuation, in words, for words tagged from the vocabulary ``tags``:
+    Hewitt & Manning's XPOS list where ``tags`` holds one of its tags (PTB-style XPOS), else
+    UPOS ``PUNCT``."""
+    if set(tags) & set(XPOS_PUNCTUATION_TAGS):
+        shown = " ".join(XPOS_PUNCTUATION_TAGS)
+        return f"XPOS {shown} (Hewitt & Manning 2019)"
+    return "UPOS PUNCT"
+
+
+def punctuation_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """The tags that mark punctuation among the vocabulary ``tags`` (:func:`punctuation_rule`):
+    :data:`XPOS_PUNCTUATION_TAGS` for PTB-style XPOS, else :data:`PUNCTUATION_TAGS`."""
+    if set(tags) & set(XPOS_PUNCTUATION_TAGS):
+        return XPOS_PUNCTUATION_TAGS
+    return PUNCTUATION_TAGS
 
 
 def _check_heads(heads: Sequence[int], where: str) -> np.ndarray:
@@ -99,6 +144,8 @@ class TreeData:
             accuracy leave out; default none.
         source: where the trees came from (for results).
         silver: True when the trees are a parser's output, not gold annotation.
+        punctuation_rule: which tags marked ``punctuation``, in words (:func:`punctuation_rule`;
+            ``"none"`` when no mask was given, ``"given"`` for a mask from elsewhere).
 
     Raises:
         ValueError: no sentences, a sentence whose heads do not form one tree, or a
@@ -109,6 +156,7 @@ class TreeData:
     punctuation: tuple[tuple[bool, ...], ...] | None = None
     source: str = "<trees>"
     silver: bool = False
+    punctuation_rule: str = ""
 
     def __post_init__(self) -> None:
         if len(self.heads) == 0:
@@ -117,6 +165,9 @@ class TreeData:
         for index, sentence in enumerate(heads):
             _check_heads(sentence, f"heads[{index}]")
         object.__setattr__(self, "heads", heads)
+        if not self.punctuation_rule:
+            rule = "none" if self.punctuation is None else "given"
+            object.__setattr__(self, "punctuation_rule", rule)
         if self.punctuation is None:
             object.__setattr__(self, "punctuation", tuple((False,) * len(s) for s in heads))
         marks = tuple(tuple(bool(p) for p in sentence) for sentence in self.punctuation or ())
@@ -131,18 +182,41 @@ class TreeData:
         object.__setattr__(self, "punctuation", marks)
 
     @classmethod
-    def from_treebank(
-        cls, treebank: Any, punctuation_tags: Sequence[str] = PUNCTUATION_TAGS
-    ) -> TreeData:
+    def from_treebank(cls, treebank: Any, punctuation: str = "auto") -> TreeData:
         """The trees of a :class:`~probemeter.datasets.conll.Treebank` (from ``read_conllu``,
-        or silver ones from ``annotate_text``), with words whose UPOS tag is in
-        ``punctuation_tags`` marked as punctuation."""
-        tags = set(punctuation_tags)
+        or silver ones from ``annotate_text``) with their punctuation marked (module
+        docstring): ``punctuation="xpos"`` by Hewitt & Manning's XPOS tags
+        (:data:`XPOS_PUNCTUATION_TAGS`), ``"upos"`` by the UPOS tag ``PUNCT``, ``"auto"``
+        (default) by XPOS where the treebank's XPOS column holds one of those tags (PTB-style),
+        else by UPOS.
+
+        Raises:
+            ValueError: ``punctuation`` not one of ``"auto"``, ``"xpos"``, ``"upos"``, or
+                ``"xpos"`` for a treebank without PTB-style XPOS tags.
+        """
+        if punctuation not in ("auto", "xpos", "upos"):
+            raise ValueError(f'punctuation must be "auto", "xpos" or "upos"; got {punctuation!r}')
+        xpos = getattr(treebank, "xpos", None)
+        ptb = xpos is not None and any(
+            set(sentence) & set(XPOS_PUNCTUATION_TAGS) for sentence in xpos
+        )
+        if punctuation == "xpos" and not ptb:
+            found = (
+                "no XPOS column" if xpos is None else "no tag " + " ".join(XPOS_PUNCTUATION_TAGS)
+            )
+            raise ValueError(
+                f"punctuation='xpos' needs PTB XPOS tags; {treebank.source} has {found}"
+            )
+        use_xpos = ptb and punctuation != "upos"
+        column, marks = (
+            (xpos, XPOS_PUNCTUATION_TAGS) if use_xpos else (treebank.upos, PUNCTUATION_TAGS)
+        )
         return cls(
             heads=treebank.heads,
-            punctuation=tuple(tuple(tag in tags for tag in sentence) for sentence in treebank.upos),
+            punctuation=tuple(tuple(tag in marks for tag in sentence) for sentence in column),
             source=treebank.source,
             silver=treebank.silver,
+            punctuation_rule=punctuation_rule(marks),
         )
 
     @property
@@ -201,6 +275,7 @@ class TreeData:
             punctuation=tuple(self.punctuation[s] for s in index),  # type: ignore[index]
             source=self.source,
             silver=self.silver,
+            punctuation_rule=self.punctuation_rule,
         )
 
 
@@ -221,3 +296,43 @@ def sentence_split(
     if n_test >= n_sentences:
         raise ValueError(f"test_size={test_size} leaves no pool sentence of {n_sentences}")
     return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def holdout_split(
+    sentences: Sequence[int] | np.ndarray, holdout: float = HOLDOUT
+) -> tuple[np.ndarray, np.ndarray]:
+    """(T, V): the ordered ``sentences`` S split into the first m − v, on which a probe trains,
+    and the last v = min(max(⌈h·m⌉, 1), m − 1) held out (``holdout`` h, default
+    :data:`HOLDOUT`; at least one held out and at least one left to train on). In the online
+    code S is a transmitted prefix, so V is its most recently sent sentences.
+
+    Raises:
+        ValueError: ``holdout`` not in (0, 1), or fewer than 2 sentences.
+    """
+    check_scalar(holdout, "holdout", float, min_val=0, max_val=1, include_boundaries="neither")
+    index = np.asarray(sentences, dtype=np.int64).reshape(-1)
+    m = int(index.size)
+    if m < 2:
+        raise ValueError(
+            f"a held-out share needs at least 2 sentences (1 to train on, 1 held out); got {m}"
+        )
+    held = min(max(math.ceil(holdout * m), 1), m - 1)
+    return index[: m - held], index[m - held :]
+
+
+def development_split(
+    pool: Sequence[int] | np.ndarray, holdout: float = HOLDOUT, random_state: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """(train, dev): the pool's sentences in a seeded order (``random_state``), cut by
+    :func:`holdout_split`: the last v = min(max(⌈h·m⌉, 1), m − 1) of the m pool sentences in
+    that order are the development sentences, the rest the training sentences; both sorted.
+    The order depends on the pool and the seed only, so every representation of a run (every
+    layer) gets the same development sentences.
+
+    Raises:
+        ValueError: ``holdout`` not in (0, 1), or a pool of fewer than 2 sentences.
+    """
+    index = np.asarray(pool, dtype=np.int64).reshape(-1)
+    order = index[np.random.default_rng(random_state).permutation(index.size)]
+    train, dev = holdout_split(order, holdout)
+    return np.sort(train), np.sort(dev)
