@@ -269,11 +269,6 @@ def test_distance_only_ranks_layers_by_uuas_and_depth_only_by_root_accuracy():
     assert depth.accuracy_name == "root accuracy"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the layer table (runs/layers.py) shows the accuracy column beside the headline of "
-    "the same name; fixed there by showing it once (patch handed to the integrator)",
-)
 def test_the_layer_table_shows_uuas_once():
     import pandas as pd
 

@@ -385,13 +385,21 @@ class LayerAnalysis(JsonResult):
             str(payload.get("accuracy", "accuracy")),
         )
 
+    @property
+    def accuracy_is_headline(self) -> bool:
+        """Whether the best probes' test accuracy is itself a headline (structural probes:
+        UUAS, or root accuracy): the table and figure then show it once."""
+        return self.accuracy in {headline.label for headline in self.headlines}
+
     def table(self, fmt: str = "markdown") -> str:
-        """The layer table in ``fmt`` (``"markdown"``, ``"text"``, ``"latex"``, ``"html"``)."""
+        """The layer table in ``fmt`` (``"markdown"``, ``"text"``, ``"latex"``, ``"html"``);
+        the accuracy column only where the accuracy is no headline."""
+        accuracy = [] if self.accuracy_is_headline else [self.accuracy]
         header = [
             "model",
             "layer",
             *(headline.label for headline in self.headlines),
-            self.accuracy,
+            *accuracy,
             "vs previous layer",
         ]
         rows, breaks = [], []
@@ -403,7 +411,7 @@ class LayerAnalysis(JsonResult):
                     row.sweep,
                     str(row.layer),
                     *(row.estimates[headline.name].format() for headline in self.headlines),
-                    row.accuracy.format(),
+                    *([] if self.accuracy_is_headline else [row.accuracy.format()]),
                     "—" if row.previous is None else row.previous.cell(),
                 ]
             )
@@ -446,8 +454,9 @@ class LayerAnalysis(JsonResult):
         from matplotlib.figure import Figure
 
         panels = list(dict.fromkeys(headline.panel for headline in self.headlines))
-        figure = Figure(figsize=(4.2 * (len(panels) + 1), 4.0), layout="constrained")
-        axes = figure.subplots(1, len(panels) + 1, squeeze=False)
+        extra = 0 if self.accuracy_is_headline else 1
+        figure = Figure(figsize=(4.2 * (len(panels) + extra), 4.0), layout="constrained")
+        axes = figure.subplots(1, len(panels) + extra, squeeze=False)
         sweeps = list(dict.fromkeys(row.sweep for row in self.rows))
         for ax, panel in zip(axes[0], panels):
             for headline in self.headlines:
@@ -455,8 +464,9 @@ class LayerAnalysis(JsonResult):
                     role = headline.label.removesuffix(panel).rstrip(": ") or headline.label
                     self._draw(ax, sweeps, headline.name, headline.dashed, role)
             ax.set_title(panel, fontsize=9)
-        self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
-        axes[0][-1].set_title(f"test {self.accuracy} of the best probes", fontsize=9)
+        if extra:
+            self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
+            axes[0][-1].set_title(f"test {self.accuracy} of the best probes", fontsize=9)
         layers = sorted({row.layer for row in self.rows})
         for ax in axes[0]:
             ax.set_xlabel("layer (0 = embeddings)")
