@@ -127,6 +127,13 @@ def test_the_curve_measures_truncated_losses_per_target():
     assert complexity.value == 30 and not complexity.lower_bound
     with pytest.raises(ValueError, match="first_block: give the first block's error rate"):
         result.measure("description_length", metric="error")
+    # ε of the loss in nats per sentence is bounded by the sentences' uniform code, which is
+    # far above ln K of one target: a tolerance between the two is a real one
+    per_sentence = result.first_block / 2
+    assert per_sentence > math.log(result.curve.n_classes)
+    assert result.measure("sdl", per_sentence).value >= 0
+    with pytest.raises(ValueError, match="epsilon"):
+        result.measure("sample_complexity", result.first_block * 1.01)
     restored = StructuralCurve.from_dict(result.to_dict())
     assert restored.first_block_truncated == result.first_block_truncated
     stale = result.to_dict()

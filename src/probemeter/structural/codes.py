@@ -367,6 +367,12 @@ class StructuralCurve(JsonResult):
                 )
             truncated = metric == "loss_truncated"
             kwargs["first_block"] = self.first_block_truncated if truncated else self.first_block
+        metric = kwargs.get("metric", "loss")
+        if name in ("sdl", "sample_complexity") and metric != "error":
+            # ε is bounded by the sentences' own uniform code, not by ln K of one target
+            uniform = self.first_block_truncated if metric == "loss_truncated" else self.first_block
+            scale = math.log(2) if kwargs.get("unit", "nats") == "bits" else 1.0
+            kwargs.setdefault("uniform_loss", uniform / scale)
         return getattr(measures, name)(self.curve, *args, **kwargs)
 
     def to_frame(self) -> pd.DataFrame:
