@@ -15,17 +15,21 @@ are not UTF-8. The properties:
   single ``"location: message"`` line.
   Never another exception: the reader promises to report every problem before anything runs.
 * ``probemeter run FILE --check`` (in-process, :func:`probemeter.cli.main.main`) agrees with
-  it: exit status 0 and "experiment file OK" for a file that loads, else exit status 2 and a
-  message on stderr — a first line ``probemeter: error: ...`` followed by one line per
-  problem — never a traceback.
+  it and with :func:`~probemeter.runs.runner.check_data`, which reads the data files of a file
+  that loads: exit status 0 and "experiment file OK" for a file that loads and whose data
+  pass, else exit status 2 and a
+  message on stderr naming the file — one line ``probemeter: error: FILE: problem`` for one
+  problem, a first line ``probemeter: error: FILE: N problems`` followed by one line per
+  problem for several — never a traceback.
 
 Random edits reach a given key's value rarely in a few hundred examples, so one more test,
 not random, replaces every value of every base file in turn by three wrong values (rotating
 through strings, lists, negative, zero, fractional, NaN, infinite and huge numbers, booleans,
 tables, dates) and checks the same property.
 
-No data are loaded, so an example takes a few milliseconds: the fuzzing test runs four times
-the examples of the hypothesis profile (``tests/conftest.py``), 120 by default.
+The loader reads no data, so an example takes a few milliseconds (the data files of the
+``--check`` examples are tiny): the fuzzing test runs four times the examples of the hypothesis
+profile (``tests/conftest.py``), 120 by default.
 
 The four problems these properties found (integers beyond the float range, a key with a line
 break, a NUL character in a path and in the run name) have regression tests at the end.
@@ -57,6 +61,7 @@ from probemeter.datasets import Treebank, write_conllu
 from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
 from probemeter.datasets.senteval import TASK_FILES, write_senteval
 from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import check_data
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -458,7 +463,11 @@ def _leaves(node: Any) -> list[Any]:
 
 def check_cli(path: Path, problems: tuple[str, ...] | None) -> None:
     """``probemeter run PATH --check``: status 0 iff the file loads, else 2 with the problems
-    on stderr, one line each, after a first ``probemeter: error:`` line; never a traceback."""
+    on stderr naming the file: one problem on the line ``probemeter: error: PATH: problem``,
+    several one line each after a first ``probemeter: error: PATH: N problems`` line; never
+    a traceback."""
+    if problems is None:  # the file loads: then its data are checked too
+        problems = check_data_problems(path)
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         status = main(["run", str(path), "--check"])
@@ -470,8 +479,24 @@ def check_cli(path: Path, problems: tuple[str, ...] | None) -> None:
         return
     assert status == 2
     lines = error.splitlines()
-    assert lines[0].startswith("probemeter: error: ")
+    if len(problems) == 1:
+        assert lines == [f"probemeter: error: {path}: {problems[0]}"]
+        return
+    assert lines[0] == f"probemeter: error: {path}: {len(problems)} problems"
     assert lines[1:] == [f"  {problem}" for problem in problems]
+
+
+def check_data_problems(path: Path) -> tuple[str, ...] | None:
+    """The problems :func:`~probemeter.runs.runner.check_data` finds in the data of the file
+    ``path`` (which loads), each one line, or None; any other exception fails the test."""
+    try:
+        check_data(load_experiment(path))
+    except ExperimentError as error:
+        assert error.problems
+        for problem in error.problems:
+            assert problem.splitlines() == [problem] and ": " in problem, problem
+        return error.problems
+    return None
 
 
 def check_load(path: Path) -> tuple[str, ...] | None:

@@ -323,3 +323,51 @@ def test_switching_save_probes_on_recomputes_only_units_lacking_probes(tmp_path)
     third = _results(run_dir)["timings"]
     assert third["pixels"]["loaded"] and not third["pca-8"]["loaded"]
     assert set(load_run_probes(run_dir)) == {"pixels", "pca-8"}
+
+
+#: an experiment file whose line 5 gives ``n_test`` a second time
+TWICE = '[task]\ndataset = "digits"\nn_test = 400\n\nn_test = 300\n' + PIXELS + "[method]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (
+            TWICE,
+            "line 5, column 13: not valid TOML: a key is given twice, or a key and a table share "
+            "a name (Cannot overwrite a value)",
+        ),
+        (
+            '[run]\nname = "a"\n[run]\n',
+            "line 3, column 5: not valid TOML: a table is declared twice ([name] once per file; "
+            "[[name]] repeats) (Cannot declare ('run',) twice)",
+        ),
+        (
+            "[method]\nkind = curve\n",
+            "line 2, column 8: not valid TOML: a value TOML cannot read: text needs quotes (kind = "
+            '"pca"), true and false are lower-case, an array needs its closing ] (Invalid value)',
+        ),
+        ("[method]\nsizes = [10,\n", "end of file: not valid TOML: a value TOML cannot read"),
+    ],
+    ids=["key-twice", "table-twice", "unquoted", "unclosed"],
+)
+def test_a_toml_error_names_the_file_its_line_and_what_it_means(tmp_path, capsys, text, problem):
+    path = tmp_path / "broken.toml"
+    path.write_text(text)
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    (found,) = caught.value.problems
+    assert found.startswith(problem)
+    assert str(caught.value) == f"{path}: {found}"  # one problem: one line, naming the file
+    assert main(["run", str(path), "--check"]) == 2
+    assert capsys.readouterr().err == f"probemeter: error: {path}: {found}\n"
+
+
+def test_a_byte_order_mark_is_no_content_and_other_bytes_are_named_by_line(tmp_path):
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + digits_experiment("epsilon = 0.5").encode())
+    assert load_experiment(path).run.name == "exp"
+    path.write_bytes(b'[run]\nname = "caf\xe9"\n')  # Latin-1, not UTF-8
+    with pytest.raises(ExperimentError) as caught:
+        load_experiment(path)
+    assert caught.value.problems == ("line 2: not UTF-8 text (byte 0xe9); save the file as UTF-8",)

@@ -7,7 +7,6 @@ import argparse
 import logging
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +94,13 @@ def _ray_settings(args: argparse.Namespace) -> Any:
             if getattr(args, name) is not None:
                 flag = "--" + name.replace("_", "-")
                 raise ValueError(f"{flag} needs --backend ray (the backend is local)")
+        from probemeter.training.workers import worker_count
+
+        try:  # the engine's own check of n_jobs, before anything is read
+            worker_count(-1 if args.n_jobs is None else args.n_jobs)
+        except ValueError as error:
+            message = str(error).replace("n_jobs", "--n-jobs", 1).replace(" or None", "")
+            raise ValueError(message) from None
         return None
     from probemeter.runs.ray_backend import RayOptions, import_ray
 
@@ -113,23 +119,22 @@ def _ray_settings(args: argparse.Namespace) -> Any:
 
 
 def _run_experiment(args: argparse.Namespace) -> int:
-    from probemeter.runs.config import load_experiment, save_probes_problem
+    """Run the experiment file; with ``--check``, only what the run checks before it trains:
+    the file (:func:`~probemeter.runs.config.load_experiment`), every flag, and the data
+    (:func:`~probemeter.runs.runner.check_data`), so that "OK" means the run will start."""
+    from probemeter.runs.config import load_experiment
     from probemeter.runs.html_report import write_report
-    from probemeter.runs.runner import run_experiment
+    from probemeter.runs.runner import check_data, run_experiment
 
     ray = _ray_settings(args)
     figures, formats = figure_options(args), export_option(args)
-    experiment = load_experiment(args.experiment)
-    if args.save_probes:
-        problem = save_probes_problem(experiment.method)
-        if problem:
-            raise ValueError(f"--save-probes: {problem}")
-        experiment = replace(experiment, run=replace(experiment.run, save_probes=True))
+    experiment = load_experiment(args.experiment, save_probes=args.save_probes)
     names = ", ".join(rep.name for rep in experiment.representations)
     task = experiment.task.dataset if experiment.task else "npz features"
     settings = ", ".join(f"{key} {value}" for key, value in experiment.method.to_dict().items())
     print(f"{args.experiment}: {task}; representations {names}; method {settings}")
     if args.check:
+        check_data(experiment, max_memory=args.max_memory)
         print("experiment file OK")
         return 0
     started = time.perf_counter()

@@ -111,6 +111,7 @@ problem at once, each with its TOML location, in one :class:`ExperimentError`.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -184,10 +185,16 @@ POOLINGS = {"ptb": ("words",), "senteval": ("mean", "cls", "last")}
 
 
 class ExperimentError(ValueError):
-    """An experiment file with problems; ``problems`` lists each as ``"location: message"``."""
+    """An experiment file with problems; ``problems`` lists each as ``"location: message"``.
+
+    Its message names the file: one problem is one line, ``"FILE: location: message"``;
+    several are a line ``"FILE: N problems"`` followed by one indented line each."""
 
     def __init__(self, path: str | Path, problems: list[str]) -> None:
         self.problems = tuple(problems)
+        if len(problems) == 1:
+            super().__init__(f"{path}: {problems[0]}")
+            return
         count = f"{len(problems)} problem" + ("s" if len(problems) != 1 else "")
         super().__init__(f"{path}: {count}\n" + "\n".join(f"  {p}" for p in problems))
 
@@ -334,6 +341,9 @@ class Representation:
     options: dict[str, Any] = field(default_factory=dict)  # kind-specific keys, defaults filled
     #: the entry a layer sweep made this from (``layer = [..]`` or ``"all"``); not in any key
     sweep: str | None = None
+    #: the index of its ``[[representations]]`` entry in the file (where its problems are
+    #: reported); not in any key
+    entry: int = 0
 
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` without what cannot change the features (``batch_size``) or is the
@@ -448,42 +458,106 @@ def _join(where: str, key: str) -> str:
     return f"{where}.{shown}" if where else shown
 
 
-def load_experiment(path: str | Path) -> Experiment:
+def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experiment:
     """Parse and validate the experiment file ``path``.
+
+    The file's contents beyond their headers (text files of the task, feature files' arrays)
+    are checked by :func:`probemeter.runs.runner.check_data`, which ``probemeter run --check``
+    calls after this.
+
+    Args:
+        save_probes: keep every unit's probes whatever ``[run] save_probes`` says (what
+            ``probemeter run --save-probes`` asks); its problems are then reported at
+            ``--save-probes``.
 
     Raises:
         ExperimentError: listing every problem found (a missing or unreadable file, TOML
-            syntax, unknown or missing keys, wrong types or values, unknown datasets or kinds,
-            missing feature files, sizes outside a pool, too many components, duplicate
-            names), each as ``"location: message"``.
+            syntax with its line and a plain explanation, unknown or missing keys, wrong types
+            or values, unknown datasets or kinds, missing feature files, sizes outside a pool,
+            too many components, duplicate names), each as ``"location: message"``.
     """
     path = Path(path)
     try:
-        document = tomllib.loads(path.read_text())
+        raw = path.read_bytes()
     except OSError as error:
         raise ExperimentError(path, [f"file: cannot be read ({error.strerror})"]) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ExperimentError(path, [f"file: not valid TOML ({error})"]) from None
+    try:
+        document = tomllib.loads(raw.decode("utf-8-sig"))  # a byte-order mark is no content
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        byte = raw[error.start : error.start + 1].hex()
+        problem = f"line {line}: not UTF-8 text (byte 0x{byte}); save the file as UTF-8"
+        raise ExperimentError(path, [problem]) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ExperimentError(path, [_toml_problem(error)]) from None
     reader = _Reader()
     reader.unknown("", document, {"run", "task", "representations", "method"})
     run = _read_run(reader, reader.table(document, "run", required=False), path)
+    keeping = "run.save_probes"
+    if save_probes and not run.save_probes:
+        run, keeping = replace(run, save_probes=True), "--save-probes"
     representations = _read_representations(reader, document.get("representations"), path)
     needs_task = any(rep.kind != "npz" for rep in representations) or "task" in document
     task = _read_task(reader, reader.table(document, "task", required=needs_task), path)
     method = _read_method(reader, reader.table(document, "method", required=True))
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
-        reader.add("run.save_probes", problem)
+        reader.add(keeping, problem)
     if run.save_probes and task is not None and task.options.get("multilabel"):
-        reader.add("run.save_probes", "probes of label sets (multilabel) cannot be kept yet")
+        reader.add(keeping, "probes of label sets (multilabel) cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
     _check_feature_files(reader, method, representations)
-    _check_sparse_files(reader, method, run, representations)
+    _check_sparse_files(reader, method, run, representations, keeping)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
+
+
+#: plain explanations of the TOML parser's messages (:mod:`tomllib`), by their start
+_TOML_EXPLAINED = (
+    ("Cannot overwrite a value", "a key is given twice, or a key and a table share a name"),
+    ("Cannot declare", "a table is declared twice ([name] once per file; [[name]] repeats)"),
+    ("Cannot mutate immutable namespace", "an inline table or array cannot be extended later"),
+    ("Cannot redefine namespace", "an inline table or array cannot be extended later"),
+    ("Duplicate inline table key", "a key is given twice inside { ... }"),
+    (
+        "Invalid value",
+        'a value TOML cannot read: text needs quotes (kind = "pca"), true and '
+        "false are lower-case, an array needs its closing ]",
+    ),
+    ("Expected '=' after a key", "a key without = and a value"),
+    ("Invalid statement", "a line that is neither key = value nor a [table] header"),
+    ("Expected newline or end of document", "more than one value on a line (text needs quotes)"),
+    ("Expected ']'", "a table header without its closing ] (]] for [[...]])"),
+    ("Unclosed array", "an array without its closing ]"),
+    ("Unclosed inline table", "an inline table without its closing }"),
+    ("Unterminated string", "a string without its closing quote"),
+    ("Illegal character '\\n'", "a string without its closing quote on its line"),
+    ("Illegal character", "a control character inside a string (write it escaped, e.g. \\t)"),
+    (
+        "Unescaped '\\'",
+        'a backslash in a "..." string starts an escape: write \\\\ or use '
+        "single quotes ('C:\\data')",
+    ),
+    ("Invalid hex value", "a \\u or \\U escape with a bad code"),
+    ("Escaped character is not", "a \\u or \\U escape with a bad code"),
+    ("Invalid date or datetime", "a date or time that does not exist"),
+    ("Invalid initial character for a key", 'a key that must be quoted ("my key" = ...)'),
+)
+
+
+def _toml_problem(error: Exception) -> str:
+    """A TOML syntax error as ``"line L, column C: not valid TOML: <what it means> (<the
+    parser's words>)"``: :mod:`tomllib` ends its messages with ``(at line L, column C)`` or
+    ``(at end of document)``."""
+    message = str(error)
+    found = re.fullmatch(r"(.*) \(at (line \d+, column \d+|end of document)\)", message, re.S)
+    said, where = (found.group(1), found.group(2)) if found else (message, "file")
+    where = "end of file" if where == "end of document" else where
+    plain = next((text for start, text in _TOML_EXPLAINED if said.startswith(start)), None)
+    return f"{where}: not valid TOML: " + (f"{plain} ({said})" if plain else said)
 
 
 def _check_method(
@@ -572,10 +646,10 @@ def _check_heads(
             + ("no task" if task is None else f"dataset {task.dataset!r}, label {label!r}"),
         )
     if heads or method.reads_trees:
-        for index, rep in enumerate(reps):
+        for rep in reps:
             if rep.kind == "npz":
                 reader.add(
-                    f"representations[{index}].kind",
+                    f"representations[{rep.entry}].kind",
                     f'"npz" features have their own labels, not the sentences and heads of '
                     f'task label "{ARC_HEADS}": use a word representation',
                 )
@@ -602,12 +676,17 @@ def _check_feature_files(
 
 
 def _check_sparse_files(
-    reader: _Reader, method: Method | None, run: RunSettings, reps: list[Representation]
+    reader: _Reader,
+    method: Method | None,
+    run: RunSettings,
+    reps: list[Representation],
+    keeping: str = "run.save_probes",
 ) -> None:
     """Sparse feature files (``npz`` entries holding a ``scipy.sparse.save_npz`` matrix) need
     a method that trains on sparse rows (:meth:`~probemeter._method.Method.sparse_problems`)
-    and cannot keep their probes (kept probes are evaluated on dense features): each problem
-    names the representation and its file, before anything is loaded or trained."""
+    and cannot keep their probes (kept probes are evaluated on dense features; reported at
+    ``keeping``, where the wish to keep them was written): each problem names the
+    representation and its file, before anything is loaded or trained."""
     for rep in reps:
         if method is None or rep.kind != "npz" or rep.train is None:
             continue
@@ -621,10 +700,10 @@ def _check_sparse_files(
         for location, reason in method.sparse_problems():
             reader.add(location, f"{what}: {reason}")
         if run.save_probes:
-            reader.add(
-                "run.save_probes",
-                f"{what}: kept probes are evaluated on dense features; set save_probes = false",
+            off = (
+                "leave out --save-probes" if keeping.startswith("--") else "set save_probes = false"
             )
+            reader.add(keeping, f"{what}: kept probes are evaluated on dense features; {off}")
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
@@ -757,52 +836,69 @@ def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Rep
     names: dict[str, int] = {}
     generated: set[str] = set()  # names made by expanding a layer sweep (NAME-3)
     for index, entry in enumerate(entries):
-        where = f"representations[{index}]"
-        if not isinstance(entry, dict):
-            reader.add(where, f"must be a table; got {entry!r}")
-            continue
-        name = reader.get(where, entry, "name", _string)
-        if name in names:
-            reader.add(f"{where}.name", f"{name!r} is already representations[{names[name]}]")
-        elif name is not None:
-            names[name] = index
-        kind = reader.get(where, entry, "kind", _one_of(*KINDS))
-        reader.unknown(where, entry, _allowed_keys(kind) if kind else set(entry))
-        if kind is None or name is None:
-            continue
-        if kind == "npz":
-            layers = _npz_representations(reader, where, name, entry, path)
-            generated.update(rep.name for rep in layers if rep.name != name)
-            found.extend(layers)
-            continue
-        view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
-        n_components = None
-        if kind in _PROJECTIONS:
-            n_components = reader.get(where, entry, "n_components", _integer(1))
-        elif kind == "vae":
-            n_components = reader.get(where, entry, "n_components", _integer(1), 8)
-        options = {
-            key: reader.get(where, entry, key, check, default)
-            for key, (check, default) in _KIND_OPTIONS.get(kind, {}).items()
-        }
-        if kind == "transformer" and options["model"] not in (None, "minilm"):
-            options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
-        if kind == "transformer" and options["layer"] is not None and options["model"]:
-            controls = [options]
-            if options["random_init"] == "also":
-                controls = [{**options, "random_init": False}, {**options, "random_init": True}]
-            for control in controls:
-                suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
-                rep = Representation(f"{name}{suffix}", kind, view, options=control)
-                layers = _transformer_layers(reader, where, rep)
-                generated.update(rep.name for rep in layers if rep.name != name)
-                found.extend(layers)
-            continue
-        found.append(Representation(name, kind, view, n_components, options=options))
+        start = len(found)
+        _read_entry(reader, index, entry, path, found, names, generated)
+        found[start:] = [replace(rep, entry=index) for rep in found[start:]]
     expanded = [rep.name for rep in found]
     for twice in sorted(n for n in generated if expanded.count(n) > 1):
         reader.add("representations", f"layer {twice!r} names two representations; rename one")
     return found
+
+
+def _read_entry(
+    reader: _Reader,
+    index: int,
+    entry: Any,
+    path: Path,
+    found: list[Representation],
+    names: dict[str, int],
+    generated: set[str],
+) -> None:
+    """Entry ``index`` of ``[[representations]]``: its representations appended to ``found``
+    (a layer sweep gives several), its name to ``names``, the names its sweep made to
+    ``generated``; problems to ``reader``."""
+    where = f"representations[{index}]"
+    if not isinstance(entry, dict):
+        reader.add(where, f"must be a table; got {entry!r}")
+        return
+    name = reader.get(where, entry, "name", _string)
+    if name in names:
+        reader.add(f"{where}.name", f"{name!r} is already representations[{names[name]}]")
+    elif name is not None:
+        names[name] = index
+    kind = reader.get(where, entry, "kind", _one_of(*KINDS))
+    reader.unknown(where, entry, _allowed_keys(kind) if kind else set(entry))
+    if kind is None or name is None:
+        return
+    if kind == "npz":
+        layers = _npz_representations(reader, where, name, entry, path)
+        generated.update(rep.name for rep in layers if rep.name != name)
+        found.extend(layers)
+        return
+    view = WORDS if kind in WORD_KINDS else reader.get(where, entry, "view", _string, None)
+    n_components = None
+    if kind in _PROJECTIONS:
+        n_components = reader.get(where, entry, "n_components", _integer(1))
+    elif kind == "vae":
+        n_components = reader.get(where, entry, "n_components", _integer(1), 8)
+    options = {
+        key: reader.get(where, entry, key, check, default)
+        for key, (check, default) in _KIND_OPTIONS.get(kind, {}).items()
+    }
+    if kind == "transformer" and options["model"] not in (None, "minilm"):
+        options["model"] = _transformer_model(reader, f"{where}.model", options["model"], path)
+    if kind == "transformer" and options["layer"] is not None and options["model"]:
+        controls = [options]
+        if options["random_init"] == "also":
+            controls = [{**options, "random_init": False}, {**options, "random_init": True}]
+        for control in controls:
+            suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
+            rep = Representation(f"{name}{suffix}", kind, view, options=control)
+            layers = _transformer_layers(reader, where, rep)
+            generated.update(rep.name for rep in layers if rep.name != name)
+            found.extend(layers)
+        return
+    found.append(Representation(name, kind, view, n_components, options=options))
 
 
 def _transformer_layers(reader: _Reader, where: str, rep: Representation) -> list[Representation]:
@@ -984,8 +1080,8 @@ def _check_against_task(
         for where, message in method.check_pool(pool):
             reader.add(where, message)
     resolved = []
-    for index, rep in enumerate(representations):
-        where = f"representations[{index}]"
+    for rep in representations:
+        where = f"representations[{rep.entry}]"
         if rep.kind in ARRAY_KINDS:
             numeric = [view for view, width in views.items() if width is not None]
             rep = replace(rep, view=rep.view or (numeric[0] if numeric else None))

@@ -47,7 +47,7 @@ from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
-from probemeter.datasets.conll import Treebank, probe_data, sentence_test_mask
+from probemeter.datasets.conll import NO_FEATURE, Treebank, probe_data, sentence_test_mask
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.datasets.senteval import SentEvalData
@@ -70,11 +70,12 @@ from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
 from probemeter.training.engine import warm_workers
 from probemeter.training.shared_memory import share_data
+from probemeter.training.workers import worker_count
 
 if TYPE_CHECKING:
     from probemeter.runs.ray_backend import RayOptions
 
-__all__ = ["FEATURE_CACHE", "ExperimentRun", "prepare_data", "run_experiment"]
+__all__ = ["FEATURE_CACHE", "ExperimentRun", "check_data", "prepare_data", "run_experiment"]
 
 #: folder under ``--out`` caching encoded words and VAE/CNN features, shared by runs
 FEATURE_CACHE = ".probemeter-cache"
@@ -155,6 +156,8 @@ def run_experiment(
     """
     if max_memory is not None:
         check_scalar(max_memory, "max_memory", float, min_val=0, include_boundaries="neither")
+    if ray is None:
+        worker_count(n_jobs)  # a bad n_jobs is refused before the data load, whatever the method
     formats = export_formats(list(export), "export") if export else ()
     for message in pipeline_warnings(experiment.to_dict()):
         warnings.warn(message, UserWarning, stacklevel=2)
@@ -294,25 +297,196 @@ def prepare_data(
             fewer examples than classes.
     """
     random_state = experiment.run.random_state
-    inputs = _task_inputs(experiment.task, random_state) if experiment.task else _TaskInputs({})
+    inputs = _read_task(experiment)
     cache = None if cache_dir is None else FeatureCache(cache_dir)
     build = _Build(
         random_state, cache, experiment.run.device, progress, experiment.method.reads_trees
     )
     datasets, problems = {}, []
-    for index, rep in enumerate(experiment.representations):
-        where = f"representations[{index}]"
+    for rep in experiment.representations:
+        where = _where(rep)
         try:
             data = _representation(rep, inputs, build)
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue
         for location, message in experiment.method.check_pool(data.pool_size, data.n_classes):
-            problems.append(f"{location}: {message} ({where}, {rep.name!r})")
+            problems.append(f"{location}: {message} ({_named(rep)})")
         datasets[rep.name] = share_data(data) if shared else data
     if problems:
         raise ExperimentError(experiment.path, problems)
     return datasets
+
+
+#: the tasks whose inputs are files the user gives (read whole by :func:`check_data`)
+_FILE_TASKS = ("conllu", "edge-probing", "senteval")
+
+
+def check_data(experiment: Experiment, *, max_memory: float | None = None) -> None:
+    """What a run checks of its data before it trains, without encoding, fitting or training
+    anything: ``probemeter run --check``, after
+    :func:`~probemeter.runs.config.load_experiment` (which reads files' headers only). The
+    checks are the run's own, on the data the run would build:
+
+    * a ``conllu``, ``edge-probing`` or ``senteval`` task's files are read whole by the
+      readers the run uses (one pass over each), and its split and labels built as the run
+      builds them (:func:`_text_task_data`), from one column of zeros where a representation
+      would give its features (the split and the labels do not depend on them): malformed
+      lines, a pool of one class, a ``feats:<Name>`` label no word carries, a tree the
+      labels cannot be read from are refused, and the method's sizes and blocks are checked
+      against that pool (:meth:`~probemeter._method.Method.check_pool`);
+    * each ``npz`` representation is read and validated as the run does (features finite,
+      labels class indices unless ``labels = "encode"``, two classes or more, sparse arrays
+      consistent; not standardised), then checked against the method's sizes and, for the
+      ``curve`` and ``mdl`` methods, against the memory budget of one probe, as the engine
+      checks it (:func:`_memory_problem`).
+
+    The datasets the package makes itself (digits, parity, fashion-mnist, ptb) and the
+    features of encoders and of VAE/CNN are not built here: their sizes are checked from the
+    file by ``load_experiment``, the rest when the run builds them.
+
+    Args:
+        max_memory: the run's GiB budget of one chunk of stacked probes (None: the device's
+            default, :func:`~probemeter.training.memory.memory_budget`).
+
+    Raises:
+        ExperimentError: listing every problem found, each ``"location: message"``; of a
+            representation, its first problem.
+    """
+    from probemeter.training.memory import memory_budget
+
+    method, problems = experiment.method, []
+    build = _Build(
+        experiment.run.random_state, None, experiment.run.device, False, method.reads_trees
+    )
+    task, inputs = experiment.task, _TaskInputs({}, task=experiment.task)
+    if task is not None and task.dataset in _FILE_TASKS:
+        try:
+            inputs = _read_task(experiment)
+        except ExperimentError as error:
+            problems.extend(error.problems)
+        else:
+            if any(rep.kind in WORD_KINDS for rep in experiment.representations):
+                problems.extend(_text_task_problems(inputs, method, build))
+    budget = memory_budget(max_memory, resolve_device(experiment.run.device))
+    failed = set()  # entries with a problem: the other layers of a sweep are not checked
+    for rep in experiment.representations:
+        if rep.kind != "npz" or rep.entry in failed:
+            continue
+        where = _where(rep)
+        try:
+            data = _representation(rep, inputs, build, standardize=False)
+        except ValueError as error:
+            problems.append(f"{where}: {error}")
+            failed.add(rep.entry)
+            continue
+        found = [
+            f"{location}: {message} ({_named(rep)})"
+            for location, message in method.check_pool(data.pool_size, data.n_classes)
+        ]
+        memory = _memory_problem(method, data, budget)
+        found += [f"{where}: {memory}"] if memory else []
+        if found:
+            problems.extend(found)
+            failed.add(rep.entry)
+    if problems:
+        raise ExperimentError(experiment.path, problems)
+
+
+def _read_task(experiment: Experiment) -> _TaskInputs:
+    """The task's inputs (:func:`_task_inputs`); a file that cannot be read is an
+    :class:`ExperimentError` at ``task`` (its message names the file)."""
+    if experiment.task is None:
+        return _TaskInputs({})
+    try:
+        return _task_inputs(experiment.task, experiment.run.random_state)
+    except ValueError as error:
+        raise ExperimentError(experiment.path, [f"task: {error}"]) from None
+
+
+def _text_task_problems(inputs: _TaskInputs, method: Any, build: _Build) -> list[str]:
+    """The problems of a text task's data (:func:`_text_task_data` over a stand-in column of
+    zeros, one row per word or sentence) and of the method's sizes against its pool."""
+    stand_in = np.zeros((inputs.n_rows, 1), dtype=np.float32)
+    dataset = inputs.task.dataset
+    try:
+        data = _text_task_data(inputs, stand_in, dataset, build)
+    except ValueError as error:
+        return [f"task: {error}"]
+    pool = f"the {dataset} task's pool: {data.pool_size} rows, {data.n_classes} classes"
+    return [
+        f"{location}: {message} ({pool})"
+        for location, message in method.check_pool(data.pool_size, data.n_classes)
+    ]
+
+
+def _where(rep: Representation) -> str:
+    """Where a representation's problems are reported: its ``[[representations]]`` entry,
+    and, for one layer of a sweep, its name."""
+    where = f"representations[{rep.entry}]"
+    return f"{where} ({rep.name!r})" if rep.sweep is not None else where
+
+
+def _named(rep: Representation) -> str:
+    """A representation's entry and name, e.g. ``representations[0], 'pca-8'``."""
+    return f"representations[{rep.entry}], {rep.name!r}"
+
+
+def _memory_problem(method: Any, data: ProbeData, max_memory: float) -> str | None:
+    """Why one probe of ``method`` on ``data`` cannot fit in ``max_memory`` GiB, as the engine
+    refuses it before training (:func:`~probemeter.training.memory.check_memory_budget`, with
+    the training-set sizes the method trains on: a curve's sizes, the online code's block
+    ends, and their evaluation on every test example), or None. Other methods train
+    probes of their own (power's pairs, pareto's families, structural probes) and are
+    checked when they train."""
+    from probemeter.curves.method import CurveMethod
+    from probemeter.mdl.method import MDLMethod
+    from probemeter.probes import probe_for
+    from probemeter.probes.sparse_inputs import sparse_row_bytes
+    from probemeter.training.memory import check_memory_budget
+
+    shared_dev_rows = None
+    if isinstance(method, CurveMethod):
+        from probemeter.curves.curve import default_sizes
+
+        config = method.training()
+        sizes = list(method.sizes or default_sizes(data.pool_size))
+    elif isinstance(method, MDLMethod):
+        from probemeter.mdl.online import block_ends, transmitted_size
+
+        config = method.training()
+        n = transmitted_size(data.pool_size, method.stopping_set, config.dev_fraction)
+        try:
+            sizes = [int(end) for end in block_ends(n, method.timesteps)]
+        except ValueError:  # blocks the pool cannot hold: check_pool reports them
+            return None
+        if method.stopping_set == "dev":
+            shared_dev_rows = data.pool_size - n
+    else:
+        return None
+    probe = probe_for(data, method.probe)
+    row_bytes = None
+    if data.is_sparse:  # a gathered sparse row, as the engine counts it
+        if probe.mix or probe.span:
+            return None  # refused by the engine with its own message
+        width = probe.layer_shapes(data.n_features, data.n_classes)[0][1]
+        row_bytes = sparse_row_bytes(data.X_train, width)
+    try:
+        check_memory_budget(
+            probe,
+            data.n_features,
+            data.n_classes,
+            config,
+            max_memory,
+            sizes=sizes,
+            n_eval=len(data.y_test),
+            per_example=True,
+            shared_dev_rows=shared_dev_rows,
+            row_bytes=row_bytes,
+        )
+    except ValueError as error:
+        return str(error)
+    return None
 
 
 @dataclass(frozen=True)
@@ -361,6 +535,14 @@ class _TaskInputs:
             pair = (load_features(train, sparse=True), load_features(test, sparse=True))
             self.files[train, test] = (*pair[0], *pair[1])
         return self.files[train, test]
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of a text representation's features: one per line of a SentEval file, else
+        one per word of :attr:`words`."""
+        if self.senteval is not None:
+            return self.senteval.n_sentences
+        return sum(len(words) for words in self.words)
 
     @cached_property
     def words(self) -> list[list[str]]:
@@ -460,7 +642,9 @@ def _treebank_split_inputs(task: Task) -> _TaskInputs:
     splits = read_treebank_splits(options["train"], options["test"], options["dev"])
     label = options["label"]
     if label != ARC_HEADS:  # heads are no vocabulary: every file has the HEAD column
-        splits.vocabulary(label)  # a column the files lack is an error here, before encoding
+        vocabulary = splits.vocabulary(label)  # a column the files lack: an error, before encoding
+        if label.startswith("feats:") and vocabulary == (NO_FEATURE,):
+            raise ValueError(_feature_nowhere(splits, label))
     unseen = None if label == ARC_HEADS else splits.describe_unseen(label)
     if unseen:
         warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
@@ -474,13 +658,39 @@ def _treebank_split_inputs(task: Task) -> _TaskInputs:
     return _TaskInputs({}, task=task, treebank=splits.combined, splits=splits)
 
 
+def _feature_nowhere(splits: TreebankSplits, label: str) -> str:
+    """Why ``label`` (``feats:<Name>``) labels no word: no word of the files carries the
+    feature, so every word would be the one class ``_``; the features they do carry."""
+    name = label.removeprefix("feats:")
+    carried = sorted(
+        {
+            pair.split("=", 1)[0]
+            for treebank in splits.splits.values()
+            for values in treebank.feats or ()
+            for value in values
+            for pair in value.split("|")
+            if "=" in pair
+        }
+    )
+    files = ", ".join(dict.fromkeys(treebank.source for treebank in splits.splits.values()))
+    shown = ", ".join(carried[:12]) + (", ..." if len(carried) > 12 else "")
+    return (
+        f"label {label!r}: no word of {files} carries the feature {name!r} (every word would "
+        f"be {NO_FEATURE!r}, one class); their FEATS carry {shown or 'no feature'}"
+    )
+
+
 def _arrays(data: ProbeData) -> _Arrays:
     return data.X_train, data.y_train, data.X_test, data.y_test
 
 
-def _representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> ProbeData:
+def _representation(
+    rep: Representation, inputs: _TaskInputs, build: _Build, *, standardize: bool = True
+) -> ProbeData:
     """Build one representation: read its files, encode the task's words, or transform a
-    task input (projections fitted on the training pool only, VAE/CNN on held-out images)."""
+    task input (projections fitted on the training pool only, VAE/CNN on held-out images).
+    ``standardize=False`` leaves an ``npz`` entry's features as read (the check validates
+    them without the standardised copy)."""
     if rep.kind == "npz":
         X, y, X_test, y_test = inputs.feature_files(rep.train, rep.test)
         layer = rep.options.get("layer")
@@ -492,8 +702,9 @@ def _representation(rep: Representation, inputs: _TaskInputs, build: _Build) -> 
                     f"{X.shape}, of {str(rep.test)!r} {X_test.shape} (examples, layers, features)"
                 )
             X, X_test = (array[:, chosen].reshape(len(array), -1) for array in (X, X_test))
+        labels = rep.options.get("labels", "indices")
         data = ProbeData.from_arrays(
-            X, y, X_test, y_test, name=rep.name, labels=rep.options.get("labels", "indices")
+            X, y, X_test, y_test, name=rep.name, labels=labels, standardize=standardize
         )
         return replace(data, mix_layers=_mix_layers(rep))
     if rep.kind in WORD_KINDS:
@@ -593,30 +804,9 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         features = _cached(
             build.cache, {**features_key, "sentences": sentences}, lambda: encoder.encode(sentences)
         )
-    options = inputs.task.options
 
     def split() -> ProbeData:
-        if senteval is not None:
-            return senteval.probe_data(features, name=rep.name)
-        if inputs.edges is not None:
-            return _edge_data(inputs.edges, sentences, features, options, rep.name)
-        if inputs.splits is not None:  # the official split
-            return _official_split(inputs.splits, features, options["label"], rep.name, build.trees)
-        if options["label"] == ARC_HEADS:
-            test = sentence_test_mask(
-                inputs.treebank, float(options["test_size"]), build.random_state
-            )
-            return head_probe_data(
-                inputs.treebank, features, test, name=rep.name, **_tree_arguments(build.trees)
-            )
-        return probe_data(
-            inputs.treebank,
-            features,
-            options["label"],
-            test_size=float(options["test_size"]),
-            random_state=build.random_state,
-            name=rep.name,
-        )
+        return _text_task_data(inputs, features, rep.name, build)
 
     if build.cache is None:
         return replace(split(), mix_layers=_mix_layers(rep))
@@ -630,6 +820,36 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         key["trees"] = _tree_arguments(True)
     data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
     return replace(data, name=rep.name, mix_layers=_mix_layers(rep))
+
+
+def _text_task_data(
+    inputs: _TaskInputs, features: np.ndarray, name: str, build: _Build
+) -> ProbeData:
+    """A text task's data from features of its words (one row per word of
+    :attr:`_TaskInputs.words`) or of its sentences (SentEval: one row per line): its split,
+    labels and their checks (the task's own split, or a seeded split by sentence), which do not
+    depend on the features. The run calls it with a representation's features; the check with
+    one column of zeros (:func:`check_data`)."""
+    options = inputs.task.options
+    if inputs.senteval is not None:
+        return inputs.senteval.probe_data(features, name=name)
+    if inputs.edges is not None:
+        return _edge_data(inputs.edges, inputs.words, features, options, name)
+    if inputs.splits is not None:  # the official split
+        return _official_split(inputs.splits, features, options["label"], name, build.trees)
+    if options["label"] == ARC_HEADS:
+        test = sentence_test_mask(inputs.treebank, float(options["test_size"]), build.random_state)
+        return head_probe_data(
+            inputs.treebank, features, test, name=name, **_tree_arguments(build.trees)
+        )
+    return probe_data(
+        inputs.treebank,
+        features,
+        options["label"],
+        test_size=float(options["test_size"]),
+        random_state=build.random_state,
+        name=name,
+    )
 
 
 def _edge_data(
