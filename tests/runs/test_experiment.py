@@ -371,3 +371,22 @@ def test_a_byte_order_mark_is_no_content_and_other_bytes_are_named_by_line(tmp_p
     with pytest.raises(ExperimentError) as caught:
         load_experiment(path)
     assert caught.value.problems == ("line 2: not UTF-8 text (byte 0xe9); save the file as UTF-8",)
+
+
+@pytest.mark.slow
+def test_an_mdl_layer_sweep_prints_its_verdict_once(tmp_path, capsys):
+    """`probemeter run` of an mdl layer sweep prints the method's table, the layer table and
+    one verdict per sweep (a report of issue 30 said twice; not reproduced on 77ad10b)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3, 4)).astype(np.float32)
+    np.savez(tmp_path / "layers.npz", X=X, y=(X[:, 1, 0] > 0).astype(np.int64))
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        '[[representations]]\nname = "h"\nkind = "npz"\ntrain = "layers.npz"\n'
+        'test = "layers.npz"\nlayer = "all"\n[method]\nkind = "mdl"\ncontrol = false\n'
+        "probe = [8]\nseeds = 1\ntimesteps = [0.25, 0.5, 1.0]\nmax_epochs = 3\n"
+    )
+    out = ["--out", str(tmp_path / "runs"), "--n-jobs", "1", "--no-progress", "-q"]
+    assert main(["run", str(path), *out]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("h: best layer") == 1, printed

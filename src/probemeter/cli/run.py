@@ -29,7 +29,12 @@ def add_run_command(commands: Any) -> None:
     run.add_argument("experiment", type=Path, help="the experiment file (see README)")
     run.add_argument("--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name>")
     run.add_argument("--fresh", action="store_true", help="recompute units already stored")
-    run.add_argument("--check", action="store_true", help="only validate the file, then exit")
+    run.add_argument(
+        "--check",
+        action="store_true",
+        help="only check the file, its data files and the flags (nothing is encoded or "
+        "trained), then exit",
+    )
     run.add_argument(
         "--save-probes",
         action="store_true",
