@@ -219,3 +219,27 @@ def test_the_run_refuses_what_check_refuses_with_the_same_line(folder, capsys):
     out = ["--out", str(folder / "runs"), "--n-jobs", "1", "--no-progress"]
     assert main(["run", str(path), *out]) == 2
     assert capsys.readouterr().err == checked
+
+
+@pytest.mark.parametrize(
+    ("out", "status", "words"),
+    [
+        ("ok.npz", 2, "--out '{d}/ok.npz' is a file; give a folder"),
+        ("ok.npz/sub", 3, "'{d}/ok.npz/sub': Not a directory"),
+    ],
+    ids=["a file", "under a file"],
+)
+@pytest.mark.parametrize("check", [True, False], ids=["--check", "run"])
+def test_out_is_refused_as_every_command_refuses_it(
+    out, status, words, check, folder, nothing_runs, capsys
+):
+    """``--out`` a file: exit status 2, as ``curve`` and ``mdl`` (the run said 3); under a file:
+    3, a file-system error; ``--check`` says so too, and creates nothing."""
+    path = folder / "experiment.toml"
+    path.write_text(_npz("ok.npz"))
+    flags = ["--check"] if check else ["--n-jobs", "1", "--no-progress"]
+    assert main(["run", str(path), "--out", str(folder / out), *flags]) == status
+    out_, err = capsys.readouterr()
+    assert "experiment file OK" not in out_
+    assert err.startswith("probemeter: error: ") and err.count("\n") == 1, err
+    assert words.format(d=folder) in err

@@ -4,8 +4,10 @@ resumable, in this process or on a Ray cluster (``--backend ray``)."""
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import math
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -123,10 +125,24 @@ def _ray_settings(args: argparse.Namespace) -> Any:
     return options
 
 
+def _check_out(out: Path) -> None:
+    """``--out`` as :func:`~probemeter._io.writable_folder` will find it when the run starts,
+    without creating it (``--check`` writes nothing): a file is refused (ValueError), a
+    file among its parents or a parent that cannot be written is an OSError naming it."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file; give a folder")
+    existing = next(folder for folder in (out, *out.parents) if folder.exists())
+    if not existing.is_dir():
+        raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(out))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES), str(existing))
+
+
 def _run_experiment(args: argparse.Namespace) -> int:
     """Run the experiment file; with ``--check``, only what the run checks before it trains:
     the file (:func:`~probemeter.runs.config.load_experiment`), every flag, and the data
     (:func:`~probemeter.runs.runner.check_data`), so that "OK" means the run will start."""
+    from probemeter._io import writable_folder
     from probemeter.runs.config import load_experiment
     from probemeter.runs.html_report import write_report
     from probemeter.runs.runner import check_data, run_experiment
@@ -139,9 +155,11 @@ def _run_experiment(args: argparse.Namespace) -> int:
     settings = ", ".join(f"{key} {value}" for key, value in experiment.method.to_dict().items())
     print(f"{args.experiment}: {task}; representations {names}; method {settings}")
     if args.check:
+        _check_out(args.out)
         check_data(experiment, max_memory=args.max_memory)
         print("experiment file OK")
         return 0
+    writable_folder(args.out, "--out")  # as every command proves --out before any work
     started = time.perf_counter()
     run = run_experiment(
         experiment,
