@@ -243,3 +243,15 @@ def test_out_is_refused_as_every_command_refuses_it(
     assert "experiment file OK" not in out_
     assert err.startswith("probemeter: error: ") and err.count("\n") == 1, err
     assert words.format(d=folder) in err
+
+
+def test_a_missing_template_is_refused_before_the_run(folder, nothing_runs, capsys):
+    """``--template`` is read when the report is written, after the run: a missing one is
+    refused first (by ``--check`` too)."""
+    path = folder / "experiment.toml"
+    path.write_text(_npz("ok.npz"))
+    for flags in (["--check"], ["--out", str(folder / "runs"), "--n-jobs", "1"]):
+        assert main(["run", str(path), "--template", str(folder / "none.j2"), *flags]) == 2
+        line = f"probemeter: error: --template '{folder / 'none.j2'}' is no file\n"
+        assert capsys.readouterr().err == line
+    assert not (folder / "runs").exists()

@@ -149,6 +149,8 @@ def _run_experiment(args: argparse.Namespace) -> int:
 
     ray = _ray_settings(args)
     figures, formats = figure_options(args), export_option(args)
+    if args.template is not None and not args.template.is_file():  # else found after the run
+        raise ValueError(f"--template {str(args.template)!r} is no file")
     experiment = load_experiment(args.experiment, save_probes=args.save_probes)
     names = ", ".join(rep.name for rep in experiment.representations)
     task = experiment.task.dataset if experiment.task else "npz features"
