@@ -19,6 +19,7 @@ from probemeter.datasets.edge_probing import (
     edge_probe_data,
     read_edge_probing,
     span_features,
+    split_sentences,
     treebank_targets,
     write_edge_probing,
 )
@@ -115,16 +116,70 @@ def test_self_attention_rows_hold_counts_and_padded_tokens():
         span_features(data, _features(), "sum")
 
 
-def test_one_vocabulary_over_the_splits_and_multi_label_refused(tmp_path):
-    train = read_edge_probing(_file(tmp_path, LINES))
+def test_the_vocabulary_is_the_pools_labels_and_the_declared_ones(tmp_path):
+    train = read_edge_probing(_file(tmp_path, LINES))  # labels A0, A1, AM
     only_test = [{"text": "x y", "targets": [{"span1": [0, 1], "span2": [1, 2], "label": "AA"}]}]
     test = read_edge_probing(_file(tmp_path, only_test, "test.json"))
-    (y_train, y_test), vocabulary = edge_labels(train, test)
-    assert vocabulary == ("A0", "A1", "AA", "AM")  # sorted over both splits
+    # "AA" is in the test split alone: K stays the pool's 3, and the target is refused
+    unseen = r"test\.json': 1 target\(s\) carry label\(s\) 'AA' that no target of the pool"
+    with pytest.raises(ValueError, match=unseen):
+        edge_labels(train, test)
+    x_y = [np.zeros((2, 2), dtype=np.float32)]
+    with pytest.raises(ValueError, match=unseen):
+        edge_probe_data(train, test, _features(), x_y, "mean")
+    # declared by the task: K = pool + declared = 4, sorted
+    (y_train, y_test), vocabulary = edge_labels(train, test, labels=["AA"])
+    assert vocabulary == ("A0", "A1", "AA", "AM")
     assert y_train.tolist() == [0, 1, 3] and y_test.tolist() == [2]
+    with pytest.warns(UserWarning, match=r"test labels \[2\] never occur in the training pool"):
+        data = edge_probe_data(train, test, _features(), x_y, "mean", labels=["AA"])
+    assert data.n_classes == 4 and data.classes == vocabulary
+    # a declared label no target carries is a class too; a test split within the pool's
+    # labels leaves K at the pool's, whatever it holds
+    _, vocabulary = edge_labels(train, labels=["ZZ"])
+    assert vocabulary == ("A0", "A1", "AM", "ZZ")
+    within = read_edge_probing(_file(tmp_path, LINES[:1], "within.json"))
+    (_, y_within), vocabulary = edge_labels(train, within)
+    assert vocabulary == ("A0", "A1", "AM") and y_within.tolist() == [0]
+    with pytest.raises(ValueError, match="labels must be a list of labels, not one string"):
+        edge_labels(train, test, labels="AA")
+    with pytest.raises(ValueError, match="labels must be non-empty strings; got ''"):
+        edge_labels(train, test, labels=[""])
     several = [{"text": "x y", "targets": [{"span1": [0, 1], "label": ["A", "B"]}]}]
     with pytest.raises(ValueError, match="several labels"):
         edge_labels(read_edge_probing(_file(tmp_path, several, "multi.json")))
+
+
+def test_label_sets_take_the_pools_vocabulary_too(tmp_path):
+    sets = [{"text": "a b", "targets": [{"span1": [0, 1], "label": ["N", "S"]},
+                                        {"span1": [1, 2], "label": "V"}]}]  # fmt: skip
+    train = read_edge_probing(_file(tmp_path, sets))
+    test_sets = [{"text": "c", "targets": [{"span1": [0, 1], "label": ["N", "P"]}]}]
+    test = read_edge_probing(_file(tmp_path, test_sets, "test.json"))
+    with pytest.raises(ValueError, match=r"1 target\(s\) carry label\(s\) 'P' that no target"):
+        edge_labels(train, test, multilabel=True)
+    (y_train, y_test), vocabulary = edge_labels(train, test, multilabel=True, labels=["P"])
+    assert vocabulary == ("N", "P", "S", "V")
+    np.testing.assert_array_equal(y_train, [[1, 0, 1, 0], [0, 0, 0, 1]])
+    np.testing.assert_array_equal(y_test, [[1, 1, 0, 0]])
+
+
+def test_split_sentences_keeps_every_test_label_in_the_training_split():
+    # ten sentences labelled X; the last also holds Z, the only one to hold it
+    sentences = tuple(
+        EdgeSentence(("w",), (EdgeTarget((0, 1), ("Z" if i == 9 else "X",)),)) for i in range(10)
+    )
+    data = EdgeProbingSet(sentences, "ten")
+    moved = 0
+    for seed in range(20):
+        drawn = np.random.default_rng(seed).permutation(10)[:2]  # test_size 0.2: 2 of 10
+        train, test = split_sentences(data, 0.2, random_state=seed)
+        assert {t.labels[0] for t in test.targets} <= {t.labels[0] for t in train.targets}
+        assert len(train.sentences) + len(test.sentences) == 10
+        # drawn for the test set, the Z sentence moves to the training set, and only it
+        assert len(test.sentences) == (1 if 9 in drawn else 2)
+        moved += 9 in drawn
+    assert moved > 0  # the case arises within these seeds
 
 
 def test_probe_data_for_self_attention_keeps_its_layout(tmp_path):

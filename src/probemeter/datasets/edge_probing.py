@@ -36,6 +36,17 @@ binary cross-entropy per label. The code of a target is then the sum of K Bernou
 −Σ_k log p(y_k | x) (the uniform code: K bits per target), and eq. 4's online code is that
 sum over the transmitted targets (:mod:`probemeter._multilabel`). Single-label targets can be
 measured either way; the two codes differ (a softmax over K labels against K coins).
+
+**The label vocabulary** (its size is K, in the uniform code and the probes' outputs) is the
+labels of the pool's (training split's) targets plus the labels the task declares
+(``labels=`` of :func:`edge_labels` and :func:`edge_probe_data`, e.g. the label inventory a
+task ships, as jiant's ``labels.txt``), sorted; it never depends on the test split. A test
+target carrying a label outside it is refused with a ValueError naming the labels and how many
+targets carry them: no probe can predict a class it never saw, and a vocabulary grown by the
+test split would change K, the uniform code and every codelength with the test set. Declare
+such labels to keep those targets (they are then classes without training examples), or
+leave them out of the test file. :func:`split_sentences` makes splits that pass: it moves a
+test sentence holding a label that no training sentence holds into the training split.
 """
 
 from __future__ import annotations
@@ -289,6 +300,11 @@ def split_sentences(
     ``test_size`` of the sentences, at least one each), for a task made from one corpus; the
     released tasks come with their own split, which is kept as it is.
 
+    Every label of the test set occurs in the training set (the label vocabulary is the
+    pool's, module docstring): a drawn test sentence holding a label that no training sentence
+    holds moves to the training set (while the test set keeps another), so the test set may
+    hold fewer than ``test_size`` of the sentences.
+
     Raises:
         ValueError: ``test_size`` not in (0, 1), fewer than two sentences, or a split with
             no target.
@@ -299,28 +315,95 @@ def split_sentences(
         raise ValueError(f"{data.source!r} has {n} sentence(s): a split needs two at least")
     order = np.random.default_rng(random_state).permutation(n)
     n_test = min(n - 1, max(1, round(test_size * n)))
-    test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
+    test, train = order[:n_test].tolist(), order[n_test:].tolist()
+
+    def labels_of(index: int) -> set[str]:
+        return {label for target in data.sentences[index].targets for label in target.labels}
+
+    seen = set().union(*(labels_of(i) for i in train))
+    moved = True
+    while moved:  # a moved sentence's labels join the pool's and may settle another's
+        moved = False
+        for index in list(test):
+            if not labels_of(index) <= seen and len(test) > 1:
+                test.remove(index)
+                train.append(index)
+                seen |= labels_of(index)
+                moved = True
     return tuple(
-        EdgeProbingSet(tuple(data.sentences[i] for i in rows), f"{data.source}:{part}", data.silver)
+        EdgeProbingSet(
+            tuple(data.sentences[i] for i in sorted(rows)), f"{data.source}:{part}", data.silver
+        )
         for rows, part in ((train, "train"), (test, "test"))
     )
 
 
+def _declared(labels: Iterable[str] | None) -> set[str]:
+    """The declared labels, checked: non-empty strings."""
+    if labels is None:
+        return set()
+    if isinstance(labels, str):
+        raise ValueError(f"labels must be a list of labels, not one string; got {labels!r}")
+    declared = list(labels)
+    bad = [label for label in declared if not isinstance(label, str) or not label]
+    if bad:
+        raise ValueError(f"labels must be non-empty strings; got {bad[0]!r}")
+    return set(declared)
+
+
+def _refuse_unseen(pool: EdgeProbingSet, split: EdgeProbingSet, known: set[str]) -> None:
+    """A ValueError when a target of ``split`` carries a label outside ``known``."""
+    unseen = [t for t in split.targets if not set(t.labels) <= known]
+    if unseen:
+        labels = sorted({label for t in unseen for label in t.labels} - known)
+        shown = ", ".join(repr(label) for label in labels[:5]) + (
+            ", ..." if len(labels) > 5 else ""
+        )
+        raise ValueError(
+            f"{split.source!r}: {len(unseen)} target(s) carry label(s) {shown} that no target "
+            f"of the pool {pool.source!r} carries; the label vocabulary is the pool's labels "
+            "plus those the task declares (labels=...): declare them, or leave those targets "
+            "out of the test file"
+        )
+
+
 def edge_labels(
-    *splits: EdgeProbingSet, multilabel: bool = False
+    pool: EdgeProbingSet,
+    *others: EdgeProbingSet,
+    multilabel: bool = False,
+    labels: Iterable[str] | None = None,
 ) -> tuple[list[np.ndarray], tuple[str, ...]]:
-    """Each split's target labels as indices into one vocabulary over all splits (sorted), and
-    the vocabulary; with ``multilabel``, each split's label sets as a 0/1 indicator matrix
-    (n_targets, K) (uint8; a label listed twice in a target counts once), the columns in the
-    vocabulary's order, for probes with K sigmoid outputs (Tenney et al. 2019).
+    """The target labels of ``pool`` and of each of ``others`` (the test split) as indices
+    into one vocabulary, and the vocabulary: the labels of ``pool``'s targets plus ``labels``
+    (declared by the task), sorted; K is its length (module docstring). With ``multilabel``,
+    each split's label sets as a 0/1 indicator matrix (n_targets, K) (uint8; a label listed
+    twice in a target counts once), the columns in the vocabulary's order, for probes with K
+    sigmoid outputs (Tenney et al. 2019).
 
     Raises:
-        ValueError: without ``multilabel``, a target with several labels (the probes predict
-            one label per target with a softmax, as Voita & Titov §4.1 footnote 7 do).
+        ValueError: a target of ``others`` carrying a label outside the vocabulary (naming
+            the labels and how many targets carry them); a declared label that is not a
+            non-empty string; without ``multilabel``, a target with several labels (the probes
+            predict one label per target with a softmax, as Voita & Titov §4.1 footnote 7 do).
     """
+    splits = (pool, *others)
+    if not multilabel:
+        for split in splits:
+            several = [target for target in split.targets if len(target.labels) != 1]
+            if several:
+                raise ValueError(
+                    f"{split.source!r} has {len(several)} target(s) with several labels (e.g. "
+                    f"{list(several[0].labels)}); the probes predict one label per target with "
+                    "a softmax (Voita & Titov 2020 §4.1): keep one label per target, or measure "
+                    "label sets (multilabel=True; [task] multilabel = true in an experiment "
+                    "file)"
+                )
+    known = {label for t in pool.targets for label in t.labels} | _declared(labels)
+    for split in others:
+        _refuse_unseen(pool, split, known)
+    vocabulary = tuple(sorted(known))
+    column = {label: i for i, label in enumerate(vocabulary)}
     if multilabel:
-        vocabulary = tuple(sorted({label for s in splits for t in s.targets for label in t.labels}))
-        column = {label: i for i, label in enumerate(vocabulary)}
         sets = []
         for split in splits:
             indicator = np.zeros((len(split.targets), len(vocabulary)), dtype=np.uint8)
@@ -328,19 +411,8 @@ def edge_labels(
                 indicator[row, [column[label] for label in target.labels]] = 1
             sets.append(indicator)
         return sets, vocabulary
-    for split in splits:
-        several = [target for target in split.targets if len(target.labels) != 1]
-        if several:
-            raise ValueError(
-                f"{split.source!r} has {len(several)} target(s) with several labels (e.g. "
-                f"{list(several[0].labels)}); the probes predict one label per target with a "
-                "softmax (Voita & Titov 2020 §4.1): keep one label per target, or measure "
-                "label sets (multilabel=True; [task] multilabel = true in an experiment file)"
-            )
-    vocabulary = tuple(sorted({t.labels[0] for split in splits for t in split.targets}))
-    index = {label: i for i, label in enumerate(vocabulary)}
     ids = [
-        np.array([index[t.labels[0]] for t in split.targets], dtype=np.int64) for split in splits
+        np.array([column[t.labels[0]] for t in split.targets], dtype=np.int64) for split in splits
     ]
     return ids, vocabulary
 
@@ -454,11 +526,14 @@ def edge_probe_data(
     name: str = "representation",
     max_tokens: int = 32,
     multilabel: bool = False,
+    labels: Iterable[str] | None = None,
 ) -> ProbeData:
     """The probing data of an edge-probing task on its own split: one row per target of
     ``train`` (the pool) and of ``test`` (the test set), from their sentences' per-token
-    features ((n_tokens, d) each), with one label vocabulary over both splits (kept in
-    ``classes``). With ``multilabel`` the labels are each target's label *set*, a 0/1
+    features ((n_tokens, d) each), with one label vocabulary for both splits (kept in
+    ``classes``): ``train``'s labels plus the declared ``labels``, never the test split's
+    (:func:`edge_labels`; a test target with a label outside it is refused). With
+    ``multilabel`` the labels are each target's label *set*, a 0/1
     indicator matrix (:func:`edge_labels`; ``ProbeData.multilabel``): probes with K sigmoid
     outputs and binary cross-entropy per label measure them (Tenney et al. 2019), by
     loss-data curves and the online code.
@@ -485,7 +560,7 @@ def edge_probe_data(
         raise ValueError(
             f"train has {train.n_spans} span(s) per target but test has {test.n_spans}"
         )
-    (y_train, y_test), classes = edge_labels(train, test, multilabel=multilabel)
+    (y_train, y_test), classes = edge_labels(train, test, multilabel=multilabel, labels=labels)
     span_tokens = None
     if pooling == "self-attention":
         stacked = np.concatenate([np.asarray(f, dtype=np.float32) for f in train_features])

@@ -10,7 +10,17 @@ a file (or the file of a task in a ``probing/`` folder) into :class:`SentEvalDat
 :meth:`SentEvalData.probe_data` pairs sentence features with the labels. The file's own split
 is kept, never re-split: the pool is its ``tr`` lines, the test set its ``te`` lines; the
 ``va`` lines are read and counted but not probed (probemeter's methods hold their own
-development sets out of the pool). :func:`write_senteval` writes the same format, which
+development sets out of the pool).
+
+The label vocabulary, whose size K sets the uniform code (log K per sentence) and the probes'
+outputs, is the labels of the ``tr`` lines plus the labels the task declares — the fixed pair
+of a binary task (:data:`TASK_LABELS`) and any given as ``labels`` — never the test lines':
+a ``te`` line whose label is outside it is refused (:func:`read_senteval`,
+:meth:`SentEvalData.probe_data`), naming the labels and the first such line, since a probe
+cannot learn a class it never sees and K must not depend on the test split. Declare such a
+label (``labels=``) to keep those lines, or leave them out of the file.
+
+:func:`write_senteval` writes the same format, which
 :func:`~probemeter.datasets.senteval_generate.generate_tasks` uses for tasks built from any
 corpus.
 
@@ -85,6 +95,8 @@ class SentEvalData:
         labels: the label of each line, as written.
         sentences: the sentence of each line (tokens separated by single spaces).
         source: the file read (or ``"<rows>"``).
+        declared: labels the task declares beyond those of its ``tr`` lines (they join
+            :attr:`classes` even where no ``tr`` line holds them).
     """
 
     task: str
@@ -92,6 +104,7 @@ class SentEvalData:
     labels: tuple[str, ...]
     sentences: tuple[str, ...]
     source: str = "<rows>"
+    declared: tuple[str, ...] = ()
 
     @property
     def n_sentences(self) -> int:
@@ -99,17 +112,46 @@ class SentEvalData:
 
     @cached_property
     def classes(self) -> tuple[str, ...]:
-        """The labels present in the file, sorted (numerically for :data:`INTEGER_TASKS`)."""
-        found = set(self.labels)
+        """The label vocabulary (K = its length): the labels of the ``tr`` lines, those of
+        :data:`TASK_LABELS` for a binary task, and :attr:`declared`; sorted (numerically for
+        :data:`INTEGER_TASKS`). The ``va`` and ``te`` lines add none (module docstring)."""
+        found = {label for split, label in zip(self.splits, self.labels) if split == "tr"}
+        found |= {*(TASK_LABELS.get(self.task) or ()), *self.declared}
         if self.task in INTEGER_TASKS:
             return tuple(sorted(found, key=int))
         return tuple(sorted(found))
 
     @cached_property
     def label_ids(self) -> np.ndarray:
-        """(n_sentences,) int64 index of each line's label in :attr:`classes`."""
+        """(n_sentences,) int64 index of each line's label in :attr:`classes`; -1 for a
+        ``va`` line whose label is not in it (``va`` lines are not probed)."""
         index = {label: i for i, label in enumerate(self.classes)}
-        return np.array([index[label] for label in self.labels], dtype=np.int64)
+        return np.array([index.get(label, -1) for label in self.labels], dtype=np.int64)
+
+    def check_test_labels(self) -> None:
+        """Refuse ``te`` lines whose label is not in :attr:`classes`.
+
+        Raises:
+            ValueError: naming the source, the labels, how many lines hold them and the
+                sentence of the first.
+        """
+        known = set(self.classes)
+        unseen = [
+            (label, sentence)
+            for split, label, sentence in zip(self.splits, self.labels, self.sentences)
+            if split == "te" and label not in known
+        ]
+        if unseen:
+            labels = sorted({label for label, _ in unseen})
+            shown = ", ".join(repr(label) for label in labels[:5]) + (
+                ", ..." if len(labels) > 5 else ""
+            )
+            raise ValueError(
+                f"SentEval file {self.source!r}: {len(unseen)} 'te' line(s) hold label(s) "
+                f"{shown} that no 'tr' line holds (the first: {unseen[0][1][:60]!r}); the "
+                "label vocabulary is the 'tr' lines' labels plus those the task declares "
+                "(labels=...): declare them, or leave those lines out"
+            )
 
     def mask(self, split: str) -> np.ndarray:
         """(n_sentences,) bool: the lines of ``split`` (``"tr"``, ``"va"`` or ``"te"``)."""
@@ -126,28 +168,34 @@ class SentEvalData:
 
     @cached_property
     def digest(self) -> str:
-        """SHA-256 of the lines (what features and labels are made of), for cache keys."""
+        """SHA-256 of the lines and of the label vocabulary (what features and labels are made
+        of), for cache keys."""
         hasher = hashlib.sha256(self.task.encode("utf-8"))
         for row in zip(self.splits, self.labels, self.sentences):
             hasher.update(("\t".join(row) + "\n").encode("utf-8"))
+        hasher.update(("classes\t" + "\t".join(self.classes) + "\n").encode("utf-8"))
         return hasher.hexdigest()
 
     def probe_data(self, features: object, *, name: str | None = None) -> ProbeData:
         """Sentence features with this task's labels: the pool is the ``tr`` lines, the test
         set the ``te`` lines (the file's own split); ``va`` lines are left out. Class ``i`` is
-        ``classes[i]`` over the whole file, so pool and test share one label vocabulary.
+        ``classes[i]``, so pool and test share one label vocabulary, whose K (``n_classes``)
+        is the ``tr`` lines' labels and the declared ones, never set by the test lines.
 
         Args:
             features: (n_sentences, d) array, one row per line of the file, in file order.
 
         Raises:
-            ValueError: ``features`` not 2-D or with a row count other than ``n_sentences``.
+            ValueError: ``features`` not 2-D or with a row count other than ``n_sentences``;
+                a ``te`` line whose label is not in :attr:`classes`
+                (:meth:`check_test_labels`).
         """
         X = np.asarray(features)
         if X.ndim != 2 or X.shape[0] != self.n_sentences:
             raise ValueError(
                 f"features must be (n_sentences={self.n_sentences}, d); got shape {X.shape}"
             )
+        self.check_test_labels()
         train, test = self.mask("tr"), self.mask("te")
         y = self.label_ids
         data = ProbeData.from_arrays(
@@ -186,19 +234,29 @@ def senteval_file(path: str | Path, task: str) -> Path:
     return file
 
 
-def read_senteval(path: str | Path, task: str) -> SentEvalData:
+def read_senteval(
+    path: str | Path, task: str, *, labels: Iterable[str] | None = None
+) -> SentEvalData:
     """Read the SentEval probing file of ``task`` (a file, or a folder holding
     ``TASK_FILES[task]``).
 
     Every line must be ``tr|va|te <TAB> label <TAB> sentence`` with a non-empty label and
     sentence; labels of :data:`INTEGER_TASKS` must be integers, those of binary tasks in
-    :data:`TASK_LABELS`. Blank lines are skipped.
+    :data:`TASK_LABELS`. Blank lines are skipped. The label vocabulary is the ``tr`` lines'
+    labels, the task's fixed pair (binary tasks) and ``labels``; a ``te`` line whose label is
+    outside it is refused (module docstring).
+
+    Args:
+        labels: labels the task declares beyond those of its ``tr`` lines (e.g. a class the
+            training lines lack but the test lines hold).
 
     Raises:
         ValueError: an unknown ``task``, a missing file, a bad line (one error naming
-            ``FILE:LINE`` and what is wrong), no ``tr`` or no ``te`` lines, or fewer than two
-            classes among the ``tr`` lines.
+            ``FILE:LINE`` and what is wrong), a bad declared label, no ``tr`` or no ``te``
+            lines, fewer than two classes among the ``tr`` lines, or ``te`` lines whose label
+            is outside the vocabulary.
     """
+    declared = _declared_labels(labels, task)
     file = senteval_file(path, task)
     rows: list[tuple[str, str, str]] = []
     with file.open(encoding="utf-8") as handle:
@@ -214,6 +272,7 @@ def read_senteval(path: str | Path, task: str) -> SentEvalData:
         tuple(row[1] for row in rows),
         tuple(row[2] for row in rows),
         source=str(file),
+        declared=declared,
     )
     counts = data.counts()
     for split in ("tr", "te"):
@@ -224,7 +283,22 @@ def read_senteval(path: str | Path, task: str) -> SentEvalData:
             f"SentEval file {str(file)!r}: its 'tr' lines hold one class only "
             f"({next(iter(counts['tr']))!r}); a probe needs two or more"
         )
+    data.check_test_labels()
     return data
+
+
+def _declared_labels(labels: Iterable[str] | None, task: str) -> tuple[str, ...]:
+    """``labels`` as a tuple, each checked as a label of ``task``'s lines would be."""
+    if labels is None:
+        return ()
+    if isinstance(labels, str):
+        raise ValueError(f"labels must be a list of labels, not one string; got {labels!r}")
+    declared = tuple(labels)
+    for label in declared:
+        if not isinstance(label, str) or any(char in label for char in "\t\n\r"):
+            raise ValueError(f"labels must be strings without tabs or newlines; got {label!r}")
+        _parse_line(f"tr\t{label}\t.", task, "labels")
+    return declared
 
 
 def _parse_line(line: str, task: str, where: str) -> tuple[str, str, str]:
