@@ -120,3 +120,73 @@ def test_a_target_form_in_both_classes_stays_in_one_split():
         rows = _split_balanced("Tense", examples, Recipe(), np.random.default_rng(seed))
         splits = {split for split, _, sentence in rows if " put " in sentence}
         assert len(splits) <= 1, (seed, splits)
+
+
+def test_the_vocabulary_is_the_training_lines_labels_and_the_declared_ones(tmp_path):
+    # WC: "cat" only in a te line, "dog" only in a va line
+    text = "tr\tsun\ta sun\ntr\tsea\ta sea\nva\tdog\ta dog\nte\tsun\tthe sun\nte\tcat\ta cat\n"
+    path = tmp_path / "word_content.txt"
+    path.write_text(text)
+    unseen = (
+        r"1 'te' line\(s\) hold label\(s\) 'cat' that no 'tr' line holds \(the first: 'a cat'\)"
+    )
+    with pytest.raises(ValueError, match=unseen):
+        read_senteval(path, "WC")
+    rows = SentEvalData("WC", *zip(*(line.split("\t") for line in text.splitlines())))
+    assert rows.classes == ("sea", "sun")  # K = 2: neither the te nor the va lines add one
+    with pytest.raises(ValueError, match=unseen):
+        rows.probe_data(np.zeros((5, 2)))
+    # declared: K = 3, sorted; the va line's label stays outside (va lines are not probed)
+    data = read_senteval(path, "WC", labels=["cat"])
+    assert data.classes == ("cat", "sea", "sun") and data.declared == ("cat",)
+    np.testing.assert_array_equal(data.label_ids, [2, 1, -1, 2, 0])
+    with pytest.warns(UserWarning, match=r"test labels \[0\] never occur in the training pool"):
+        probe = data.probe_data(np.arange(10, dtype=np.float32).reshape(5, 2))
+    assert probe.n_classes == 3 and probe.classes == ("cat", "sea", "sun")
+    np.testing.assert_array_equal(probe.y_test, [2, 0])
+    assert data.digest != read_senteval(path, "WC", labels=["cat", "cow"]).digest  # K is in it
+    # a binary task declares its pair: an "I" test line is known though no tr line holds it
+    shifted = SentEvalData("BShift", ("tr", "te"), ("O", "I"), ("a b c", "a c b"))
+    assert shifted.classes == ("I", "O")
+    shifted.check_test_labels()
+    # a declared label is checked as a line's label would be
+    with pytest.raises(ValueError, match=r"labels: SentLen labels are integers; got 'x'"):
+        read_senteval(tmp_path, "SentLen", labels=["x"])
+    with pytest.raises(ValueError, match="labels must be a list of labels, not one string"):
+        read_senteval(path, "WC", labels="cat")
+
+
+def test_the_release_recipe_is_the_default_and_deviations_are_named():
+    from probemeter.datasets.senteval_generate import RELEASE_RECIPE, Recipe
+
+    recipe = Recipe()
+    assert recipe == RELEASE_RECIPE and recipe.deviations() == {}
+    # Conneau et al. 2018 §2: 1,000 WC words of frequency ranks 2k-3k; 100k/10k/10k per task
+    assert (recipe.wc_words, recipe.wc_skip_top, recipe.wc_per_word) == (1000, 2000, 120)
+    assert recipe.split_sizes == (100_000, 10_000, 10_000)
+    assert recipe.va_fraction == recipe.te_fraction == 1 / 12
+    changed = Recipe(wc_words=30, split_sizes=None)
+    assert changed.deviations() == {
+        "wc_words": {"release": 1000, "used": 30},
+        "split_sizes": {"release": (100_000, 10_000, 10_000), "used": None},
+    }
+    for bad in ((1, 2), (0, 1, 1), (10, 1.5, 1)):
+        with pytest.raises(ValueError, match="split_sizes must be three positive integers"):
+            Recipe(split_sizes=bad)
+
+
+def test_splits_follow_the_release_proportions_and_sizes():
+    from probemeter.datasets.senteval_generate import Recipe, _split_balanced
+
+    examples = [(label, (label, str(i)), None, 0) for label in ("I", "O") for i in range(120)]
+    rows = _split_balanced("BShift", examples, Recipe(), np.random.default_rng(0))
+    counted = {split: sum(1 for row in rows if row[0] == split) for split in ("tr", "va", "te")}
+    assert counted == {"tr": 200, "va": 20, "te": 20}  # 100 / 10 / 10 per class, as 100k/10k/10k
+    capped = _split_balanced(
+        "BShift", examples, Recipe(split_sizes=(50, 7, 4)), np.random.default_rng(0)
+    )
+    counted = {split: sum(1 for row in capped if row[0] == split) for split in ("tr", "va", "te")}
+    assert counted == {"tr": 50, "va": 6, "te": 4}  # at most the size, balanced: 2 * (size // 2)
+    one_test = Recipe(split_sizes=(50, 7, 1))
+    with pytest.raises(ValueError, match=r"split_sizes allows 1 'te' sentences, fewer than its 2"):
+        _split_balanced("BShift", examples, one_test, np.random.default_rng(0))

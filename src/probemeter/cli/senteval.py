@@ -4,10 +4,14 @@
     probemeter senteval generate --text corpus.txt --out senteval-mine --tasks Tense BShift
 
 Writes one file per task under ``--out`` in the release's format and names
-(:mod:`probemeter.datasets.senteval`), plus ``senteval-generation.json`` (recipe, seed, spaCy
-pipeline, counts). The labels are silver: spaCy's tags and parses
-(:mod:`probemeter.datasets.senteval_generate`). Probe them with an experiment file's
-``[task] dataset = "senteval"``.
+(:mod:`probemeter.datasets.senteval`), plus ``senteval-generation.json`` (recipe and its
+deviations from the release's, seed, spaCy pipeline, counts, the surface-cue check of BShift
+and CoordInv). The labels are silver: spaCy's tags and parses
+(:mod:`probemeter.datasets.senteval_generate`). The recipe's defaults are the release's
+(Conneau et al. 2018): WC's 1,000 words of frequency ranks 2,001–3,000, 120 sentences each,
+and at most 100,000 / 10,000 / 10,000 sentences per task; each flag below that changes them
+is a deviation, printed and recorded. Probe the files with an experiment file's ``[task]
+dataset = "senteval"``.
 """
 
 from __future__ import annotations
@@ -48,17 +52,26 @@ def add_senteval_command(commands: Any) -> None:
         "--tasks", nargs="+", metavar="TASK", help=f"some of {', '.join(_TASKS)} (default: all)"
     )
     generate.add_argument("--random-state", type=int, default=0, help="seed (default: 0)")
-    recipe = generate.add_argument_group("recipe (defaults: probemeter's Recipe)")
+    recipe = generate.add_argument_group(
+        "recipe (defaults: the release's; any other value is a recorded deviation)"
+    )
     for flag, kind, text in (
-        ("--wc-words", int, "WC: candidate words (default 100)"),
-        ("--wc-skip-top", int, "WC: most frequent forms skipped (default 100)"),
-        ("--wc-per-word", int, "WC: sentences per word (default 20)"),
+        ("--wc-words", int, "WC: candidate words (default 1000, the release's)"),
+        ("--wc-skip-top", int, "WC: most frequent forms skipped (default 2000, the release's)"),
+        ("--wc-per-word", int, "WC: sentences per word (default 120: 100/10/10)"),
         ("--max-per-form", int, "sentences per target word form and class (default 100)"),
         ("--max-per-class", int, "sentences per class in all (default: no cap)"),
-        ("--va-fraction", float, "validation share of each class (default 0.1)"),
-        ("--te-fraction", float, "test share of each class (default 0.1)"),
+        ("--va-fraction", float, "validation share of each class (default 1/12, the release's)"),
+        ("--te-fraction", float, "test share of each class (default 1/12, the release's)"),
     ):
         recipe.add_argument(flag, type=kind, help=text)
+    recipe.add_argument(
+        "--split-sizes",
+        type=int,
+        nargs=3,
+        metavar=("TR", "VA", "TE"),
+        help="most sentences per split and task (default 100000 10000 10000, the release's)",
+    )
     generate.set_defaults(handler=_generate)
 
 
@@ -76,7 +89,10 @@ def _generate(args: argparse.Namespace) -> int:
         "va_fraction",
         "te_fraction",
     )
-    recipe = Recipe(**{name: getattr(args, name) for name in names if getattr(args, name)})
+    chosen = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    if args.split_sizes is not None:
+        chosen["split_sizes"] = tuple(args.split_sizes)
+    recipe = Recipe(**chosen)
     start = time.perf_counter()
     if args.text is not None:
         sentences = read_sentences(args.text)
@@ -88,12 +104,29 @@ def _generate(args: argparse.Namespace) -> int:
         sentences, args.out, args.tasks, random_state=args.random_state, recipe=recipe
     )
     for task, entry in metadata["tasks"].items():
-        counts = {split: sum(labels.values()) for split, labels in entry["counts"].items()}
-        classes = len(entry["counts"]["tr"])
+        sizes, cues = entry["sizes"], entry.get("surface_cues")
+        check = ""
+        if cues is not None:
+            check = (
+                f"  surface cues {cues['accuracy']:.3f} (chance {cues['chance']:.3f})"
+                if "accuracy" in cues
+                else f"  surface cues not checked: {cues['skipped']}"
+            )
         print(
-            f"{task:9s} {entry['file']:28s} tr {counts['tr']:6d}  va {counts['va']:5d}  "
-            f"te {counts['te']:5d}  classes {classes}"
+            f"{task:9s} {entry['file']:28s} tr {sizes['tr']:6d}  va {sizes['va']:5d}  "
+            f"te {sizes['te']:5d}  classes {entry['classes']}{check}"
         )
+    deviations = metadata["deviations"]
+    if deviations:
+        print(
+            "recipe deviates from the release: "
+            + ", ".join(
+                f"{name} {entry['used']} (release {entry['release']})"
+                for name, entry in deviations.items()
+            )
+        )
+    else:
+        print("recipe: the release's")
     seconds = time.perf_counter() - start
     _log.info(
         "wrote %d task files (silver labels) from %d of %d sentences to %s in %.1f s",

@@ -1,32 +1,49 @@
 """SentEval probing tasks generated from any raw text (silver labels from a spaCy pipeline).
 
-:func:`generate_tasks` builds eight of SentEval's ten probing tasks (Conneau et al. 2018, §2 and
-App.; Zhu et al. 2020 §4) from tokenised sentences of any corpus and writes them in the
-release's format (:mod:`probemeter.datasets.senteval`), so a domain's own text can be probed
-the same way. The recipe (:class:`Recipe`; Conneau et al. build theirs from the Toronto Book
-Corpus with the Stanford parser):
+:func:`generate_tasks` builds eight of SentEval's ten probing tasks (Conneau et al. 2018, "What
+you can cram into a single $&!#* vector", ACL 2018, arXiv:1805.01070, §2 and App.; Zhu et al.
+2020 §4) from tokenised sentences of any corpus and writes them in the release's format
+(:mod:`probemeter.datasets.senteval`), so a domain's own text can be probed the same way. The
+recipe (:class:`Recipe`; Conneau et al. build theirs from the Toronto Book Corpus with the
+Stanford parser):
 
 * every task uses the sentences whose word count falls in one of ``Recipe.length_bins``
   (default 5–28 words, as the release), each distinct sentence once;
 * **SentLen**: the label is the index of the length bin (0–5 by default);
 * **WC**: the ``wc_words`` word forms ranked after the ``wc_skip_top`` most frequent forms
-  (by the number of sentences holding them; alphabetic forms only; the release takes ranks
-  2000–3000 of a large corpus); a sentence qualifies when it holds exactly one of the chosen
-  words, exactly once, which is its label; while some word has fewer than ``wc_per_word``
-  qualifying sentences, the one with fewest is dropped (which frees sentences for the
-  others); the remaining words keep ``wc_per_word`` sentences each;
+  (by the number of sentences holding them; alphabetic forms only). The default is the
+  release's: 1,000 mid-frequency words, ranks 2,001–3,000 (Conneau et al. §2: "the words with
+  ranks between 2k and 3k when sorted by frequency"), ``wc_per_word`` = 120 sentences each
+  (100 / 10 / 10 per word, the release's 100k / 10k / 10k over 1,000 words). A sentence
+  qualifies when it holds exactly one of the chosen words, exactly once, which is its label;
+  while some word has fewer than ``wc_per_word`` qualifying sentences, the one with fewest is
+  dropped (which frees sentences for the others; the metadata records how many words were
+  kept); the remaining words keep ``wc_per_word`` sentences each;
 * **TreeDepth**: the depth of the *dependency* tree (nodes on the longest root-to-word path;
   the release uses constituency trees), classes ``tree_depths``; decorrelated from length by
   keeping, within each length bin, as many sentences of each depth as the rarest depth has;
 * **BShift**: in half of the sentences (label ``I``) two adjacent different alphabetic words at
-  a random position are swapped; the other half (``O``) are unchanged;
+  a random position are inverted (Conneau et al.: "two random consecutive words inverted");
+  the other half (``O``) are unchanged. The first word is never moved: an inverted first pair
+  would put a lower-case word first and the sentence's capital second ("cat The sat"), a cue
+  that needs no syntax;
 * **Tense**: ``PAST`` / ``PRES`` from the fine-grained tag of the root verb (``VBD`` versus
   ``VBP``/``VBZ``: a finite main verb; sentences with another root are skipped);
 * **SubjNum** / **ObjNum**: ``NN`` / ``NNS`` from the tag of the root's nominal subject
   (``nsubj``/``nsubjpass``) or direct object (``dobj``), common nouns only;
 * **CoordInv**: sentences of two coordinated clauses (the root and a ``conj`` verb with its
-  own subject, joined by a ``cc`` word, the second clause spanning to the end); in half of them
-  (``I``) the clauses are swapped, the rest (``O``) kept.
+  own subject, joined by a ``cc`` word; the second clause is the conjunct's subtree, every word
+  from after the ``cc`` word to the last word, where the subtree may hold the final
+  punctuation, as spaCy attaches it to the conjunct); in half of them (``I``) the order of the
+  two clauses is inverted, the rest (``O``) kept. The punctuation between the clauses (", but")
+  and at the end of the sentence stays where it is, and the case is fixed at the new sentence
+  boundary: when the sentence begins with a capital, the new first word is capitalised and the
+  old first word lower-cased, unless it is a proper noun (tag ``NNP``/``NNPS`` or UPOS
+  ``PROPN``), "I" or written in capitals ("They might be memories , but I can feel each one ."
+  becomes "I can feel each one , but they might be memories ."); so the original and the
+  inverted class start alike. Sentences that begin with punctuation, whose clauses begin with
+  punctuation, or whose quotes or brackets span both clauses are left out (their inversion
+  would show in the punctuation alone).
 
 TopConst needs a constituency parser and SOMO a language model to choose the replacement
 word: neither is generated (asking for them is a ValueError saying so).
@@ -34,8 +51,12 @@ word: neither is generated (asking for them is a ValueError saying so).
 Classes are balanced by random downsampling within each split; at most ``max_per_form``
 sentences share one target word (the root verb, subject or object noun) per class, and for
 Tense, SubjNum and ObjNum each target word form goes to one split only (as the release keeps
-them apart). Each split is ``te_fraction`` / ``va_fraction`` / the rest of each class. Each
-task draws from its own random stream (``random_state`` and the task's position in
+them apart). Each split is ``te_fraction`` / ``va_fraction`` / the rest of each class (default
+1/12, 1/12, 10/12: the release's 10k / 10k / 100k), and no split holds more sentences than
+``split_sizes`` allows (default the release's 100,000 / 10,000 / 10,000 per task). The
+release's recipe is the default (:data:`RELEASE_RECIPE`); any other value is a deviation,
+which :meth:`Recipe.deviations` names and the metadata file records. Each task draws from its
+own random stream (``random_state`` and the task's position in
 :data:`~probemeter.datasets.senteval.TASK_FILES`), so a task's file does not depend on which
 other tasks are generated. The labels are **silver**: the parser's decisions, not gold.
 """
@@ -56,8 +77,10 @@ from probemeter._validation import check_scalar
 from probemeter.datasets.senteval import SPLITS, TASK_FILES, write_senteval
 
 __all__ = [
+    "CUE_SAMPLE",
     "GENERATED_TASKS",
     "METADATA_FILE",
+    "RELEASE_RECIPE",
     "Recipe",
     "generate_tasks",
     "read_sentences",
@@ -73,6 +96,11 @@ _NOT_GENERATED = {
     "SOMO": "it needs a language model to pick a plausible replacement word",
 }
 _PARSED_TASKS = ("TreeDepth", "Tense", "SubjNum", "ObjNum", "CoordInv")
+#: tasks defined by word order alone, whose surface the metadata checks for cues
+_ORDER_TASKS = ("BShift", "CoordInv")
+#: the most sentences of a task the surface-cue check reads (a seeded sample of them)
+CUE_SAMPLE = 10_000
+_CUE_MINIMUM = 25
 _TENSES = {"VBD": "PAST", "VBP": "PRES", "VBZ": "PRES"}
 _NUMBERS = {"NN": "NN", "NNS": "NNS"}
 _SUBJECTS = ("nsubj", "nsubjpass")
@@ -82,9 +110,16 @@ _SUBJECTS = ("nsubj", "nsubjpass")
 class Recipe:
     """How :func:`generate_tasks` builds the tasks (see the module docstring for each task).
 
+    The defaults are the release's definitions (Conneau et al. 2018, arXiv:1805.01070, §2):
+    WC's 1,000 words of frequency ranks 2,001–3,000 with 120 sentences each, and at most
+    100,000 / 10,000 / 10,000 training / validation / test sentences per task
+    (``split_sizes``), each split 10/12, 1/12, 1/12 of each class. ``split_sizes=None`` lifts
+    the caps. :meth:`deviations` names every value that differs from the release's.
+
     Raises:
         ValueError: bins that are empty, overlap or are out of order; non-positive sizes;
-            fractions outside (0, 1) or summing to 1 or more.
+            fractions outside (0, 1) or summing to 1 or more; ``split_sizes`` that are not
+            three positive integers.
     """
 
     length_bins: tuple[tuple[int, int], ...] = (
@@ -96,13 +131,14 @@ class Recipe:
         (26, 28),
     )
     tree_depths: tuple[int, ...] = (5, 6, 7, 8)
-    wc_words: int = 100
-    wc_skip_top: int = 100
-    wc_per_word: int = 20
+    wc_words: int = 1000
+    wc_skip_top: int = 2000
+    wc_per_word: int = 120
     max_per_form: int = 100
     max_per_class: int | None = None
-    va_fraction: float = 0.1
-    te_fraction: float = 0.1
+    va_fraction: float = 1 / 12
+    te_fraction: float = 1 / 12
+    split_sizes: tuple[int, int, int] | None = (100_000, 10_000, 10_000)
 
     def __post_init__(self) -> None:
         previous = 0
@@ -131,6 +167,24 @@ class Recipe:
                 f"va_fraction + te_fraction must be below 1; got "
                 f"{self.va_fraction} + {self.te_fraction}"
             )
+        sizes = self.split_sizes
+        if sizes is not None and (
+            len(sizes) != 3
+            or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in sizes)
+        ):
+            raise ValueError(
+                f"split_sizes must be three positive integers (tr, va, te) or None; got {sizes!r}"
+            )
+
+    def deviations(self) -> dict[str, dict[str, Any]]:
+        """Each setting whose value differs from the release's (:data:`RELEASE_RECIPE`):
+        ``{name: {"release": value, "used": value}}``; empty for the release's recipe."""
+        release, used = asdict(RELEASE_RECIPE), asdict(self)
+        return {
+            name: {"release": release[name], "used": used[name]}
+            for name in release
+            if _comparable(release[name]) != _comparable(used[name])
+        }
 
     def length_bin(self, n_words: int) -> int | None:
         """The index of the bin holding ``n_words``, or None."""
@@ -140,14 +194,27 @@ class Recipe:
         return None
 
 
+#: the release's recipe (Conneau et al. 2018): :class:`Recipe`'s defaults
+RELEASE_RECIPE = Recipe()
+
+
+def _comparable(value: Any) -> Any:
+    """Tuples and lists alike (``asdict`` keeps tuples, JSON gives lists)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_comparable(item) for item in value)
+    return value
+
+
 @dataclass(frozen=True)
 class _Parsed:
-    """One sentence's words and its parse: fine tags, relations, 0-based heads (root: -1)."""
+    """One sentence's words and its parse: fine tags, relations, 0-based heads (root: -1),
+    and universal tags (``pos``, empty where the pipeline gives none)."""
 
     words: tuple[str, ...]
     tags: tuple[str, ...]
     deps: tuple[str, ...]
     heads: tuple[int, ...]
+    pos: tuple[str, ...] = ()
 
     def children(self, head: int, relations: Sequence[str]) -> list[int]:
         return [
@@ -156,10 +223,22 @@ class _Parsed:
             if h == head and dep in relations
         ]
 
-    def subtree_span(self, index: int) -> tuple[int, int]:
-        """First and last word index of ``index``'s subtree."""
-        inside = [i for i in range(len(self.words)) if self._dominates(index, i)]
-        return min(inside), max(inside)
+    def subtree(self, index: int) -> set[int]:
+        """The indices of ``index``'s subtree (``index`` included)."""
+        return {i for i in range(len(self.words)) if self._dominates(index, i)}
+
+    def is_proper(self, index: int) -> bool:
+        """Whether the word keeps its capital inside a sentence: a proper noun (``NNP``,
+        ``NNPS``, UPOS ``PROPN``), the pronoun "I" (also untokenised, "I'm"), or a word with a
+        capital after its first letter ("IBM", "McCain")."""
+        word = self.words[index]
+        return (
+            self.tags[index] in ("NNP", "NNPS")
+            or (bool(self.pos) and self.pos[index] == "PROPN")
+            or word == "I"
+            or word.startswith(("I'", "I’"))
+            or word[1:] != word[1:].lower()
+        )
 
     def _dominates(self, top: int, index: int) -> bool:
         while index != -1:
@@ -224,8 +303,14 @@ def generate_tasks(
     """Build SentEval probing tasks from ``sentences`` and write them to the folder ``out``.
 
     Each task becomes ``out / TASK_FILES[task]`` (the release's names), and ``out /
-    METADATA_FILE`` records the recipe, the seed, the spaCy pipeline and every file's counts
-    per split and label. Nothing is written unless every task can be built.
+    METADATA_FILE`` records the recipe, the settings in which it deviates from the release's
+    (``deviations``, :meth:`Recipe.deviations`), the seed, the spaCy pipeline, every file's
+    counts per split and label, its sizes per split and number of classes, and for the order
+    tasks (BShift, CoordInv) the accuracy of the surface-cue baseline
+    (:func:`~probemeter.datasets.senteval_cues.surface_cue_accuracy`, on at most
+    :data:`CUE_SAMPLE` of the task's sentences; chance is 0.5), which stays near chance when
+    the inversion leaves no trace on the surface. Nothing is written unless every task can be
+    built.
 
     Args:
         sentences: tokenised sentences (word sequences), e.g. from :func:`read_sentences` or
@@ -260,10 +345,11 @@ def generate_tasks(
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     metadata: dict[str, Any] = {
-        "format": "probemeter.senteval-generation/1",
+        "format": "probemeter.senteval-generation/2",
         "silver": True,
         "random_state": random_state,
         "recipe": asdict(recipe),
+        "deviations": recipe.deviations(),
         "spacy": pipeline,
         "n_sentences": len(sentences),
         "n_usable": len(kept),
@@ -274,9 +360,30 @@ def generate_tasks(
         counts: dict[str, dict[str, int]] = {split: {} for split in SPLITS}
         for split, label, _ in rows:
             counts[split][label] = counts[split].get(label, 0) + 1
-        metadata["tasks"][task] = {"file": TASK_FILES[task], "counts": counts}
+        metadata["tasks"][task] = {
+            "file": TASK_FILES[task],
+            "counts": counts,
+            "sizes": {split: sum(counts[split].values()) for split in SPLITS},
+            "classes": len(counts["tr"]),
+        }
+        if task in _ORDER_TASKS:
+            stream = np.random.default_rng([random_state, list(TASK_FILES).index(task), 1])
+            metadata["tasks"][task]["surface_cues"] = _surface_cues(rows, stream)
     write_text_atomic(out / METADATA_FILE, json.dumps(metadata, indent=2) + "\n")
     return metadata
+
+
+def _surface_cues(rows: list[tuple[str, str, str]], rng: np.random.Generator) -> dict[str, Any]:
+    """The surface-cue baseline on at most :data:`CUE_SAMPLE` of ``rows`` (a seeded sample),
+    or why it was not run (fewer than :data:`_CUE_MINIMUM` sentences in a class)."""
+    from probemeter.datasets.senteval_cues import surface_cue_accuracy
+
+    chosen = rng.permutation(len(rows))[:CUE_SAMPLE]
+    labels = [rows[i][1] for i in chosen]
+    fewest = min(Counter(labels).values())
+    if fewest < _CUE_MINIMUM:
+        return {"skipped": f"a class has {fewest} sentences, fewer than {_CUE_MINIMUM}"}
+    return surface_cue_accuracy(labels, [rows[i][2] for i in chosen]).to_dict()
 
 
 def _chosen_tasks(tasks: Sequence[str] | None) -> tuple[str, ...]:
@@ -312,9 +419,14 @@ def _usable_sentences(sentences: Sequence[Sequence[str]], recipe: Recipe) -> lis
     return list(kept)
 
 
+#: pipeline components whose output no task reads: left out of parsing (they change neither
+#: tags nor trees, and the recogniser and lemmatiser take most of the small pipeline's time)
+_UNUSED_COMPONENTS = ("ner", "lemmatizer", "entity_ruler", "entity_linker", "textcat", "spancat")
+
+
 def _parse(
     sentences: list[tuple[str, ...]], nlp: Any
-) -> tuple[list[_Parsed | None], dict[str, str]]:
+) -> tuple[list[_Parsed | None], dict[str, Any]]:
     """Tag and parse each sentence as given (its own tokens); None where the parser splits it
     into more than one sentence."""
     from spacy.tokens import Doc
@@ -325,8 +437,10 @@ def _parse(
         from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
 
         nlp = spacy.load(DEFAULT_SPACY_MODEL)
+    unused = [name for name in nlp.pipe_names if name in _UNUSED_COMPONENTS]
+    docs = (Doc(nlp.vocab, words=list(words)) for words in sentences)
     parsed: list[_Parsed | None] = []
-    for doc in nlp.pipe(Doc(nlp.vocab, words=list(words)) for words in sentences):
+    for doc in nlp.pipe(docs, disable=unused):
         roots = [token for token in doc if token.head.i == token.i]
         if len(roots) != 1:
             parsed.append(None)
@@ -337,10 +451,12 @@ def _parse(
                 tuple(token.tag_ for token in doc),
                 tuple(token.dep_ for token in doc),
                 tuple(-1 if token.head.i == token.i else token.head.i for token in doc),
+                tuple(token.pos_ for token in doc),
             )
         )
     meta = getattr(nlp, "meta", {})
-    pipeline = {key: str(meta.get(key, "?")) for key in ("lang", "name", "version")}
+    pipeline: dict[str, Any] = {key: str(meta.get(key, "?")) for key in ("lang", "name", "version")}
+    pipeline["components"] = [name for name in nlp.pipe_names if name not in unused]
     return parsed, pipeline
 
 
@@ -432,22 +548,26 @@ def _halves(count: int, rng: np.random.Generator) -> np.ndarray:
 def _bigram_shift(
     sentences: _Sentences, parsed: _Parses, recipe: Recipe, rng: np.random.Generator
 ) -> list[_Example]:
-    def positions(words: tuple[str, ...]) -> list[int]:
-        return [
-            i
-            for i in range(len(words) - 1)
-            if words[i].isalpha() and words[i + 1].isalpha() and words[i] != words[i + 1]
-        ]
-
-    usable = [words for words in sentences if positions(words)]
     found = []
+    usable = [words for words in sentences if _shift_positions(words)]
     for words, invert in zip(usable, _halves(len(usable), rng)):
         if invert:
-            places = positions(words)
+            places = _shift_positions(words)
             i = places[int(rng.integers(len(places)))]
             words = (*words[:i], words[i + 1], words[i], *words[i + 2 :])
         found.append(("I" if invert else "O", words, None, recipe.length_bin(len(words))))
     return found
+
+
+def _shift_positions(words: Sequence[str]) -> list[int]:
+    """The positions ``i`` where BShift may invert ``words[i]`` and ``words[i + 1]``: two
+    different alphabetic words, the first word of the sentence never among them (its capital
+    would move inside the sentence)."""
+    return [
+        i
+        for i in range(1, len(words) - 1)
+        if words[i].isalpha() and words[i + 1].isalpha() and words[i] != words[i + 1]
+    ]
 
 
 def _root(parse: _Parsed) -> int:
@@ -486,29 +606,63 @@ def _first_child(relations: Sequence[str]) -> Callable[[_Parsed], int | None]:
     return word
 
 
+#: bracket pairs that must close inside the part of a sentence they open in
+_BRACKETS = (("(", ")"), ("[", "]"), ("{", "}"), ("-LRB-", "-RRB-"), ("``", "''"))
+
+
+def _is_word(token: str) -> bool:
+    return any(char.isalnum() for char in token)
+
+
+def _balanced(tokens: Sequence[str]) -> bool:
+    """Every quote and bracket in ``tokens`` is closed within them."""
+    if sum(token == '"' for token in tokens) % 2:
+        return False
+    return all(tokens.count(left) == tokens.count(right) for left, right in _BRACKETS)
+
+
 def _coordination(parse: _Parsed) -> tuple[str, ...] | None:
-    """The sentence with its two coordinated clauses swapped, or None when it is not two
-    coordinated clauses (root, ``cc``, a ``conj`` verb with a subject spanning to the end,
-    ignoring final punctuation)."""
+    """The sentence with the order of its two coordinated clauses inverted, or None when it is
+    not two coordinated clauses.
+
+    Two clauses: the root has one ``cc`` and one ``conj`` dependent (in that order), a subject,
+    and the conjunct has a subject of its own; the conjunct's subtree is every word from after
+    the ``cc`` word to the last word (a final punctuation mark may be inside it or not), and the
+    ``cc`` word has no dependents. ``words = first + separator + [cc] + second + tail`` (the
+    separator and the tail are punctuation tokens, e.g. "," and ".") becomes ``second +
+    separator + [cc] + first + tail``, with the case fixed at the new sentence boundary (the
+    module docstring). None also where the sentence or a clause begins with punctuation, or a
+    quote or bracket opens in one part and closes in another."""
     words, root = parse.words, _root(parse)
     end = len(words)
-    while end > 0 and not any(char.isalnum() for char in words[end - 1]):
+    while end > 0 and not _is_word(words[end - 1]):
         end -= 1
     conjuncts = parse.children(root, ("conj",))
     links = parse.children(root, ("cc",))
     if len(conjuncts) != 1 or len(links) != 1 or not parse.children(root, _SUBJECTS):
         return None
     conj, cc = conjuncts[0], links[0]
-    if not (root < cc < conj) or not parse.children(conj, _SUBJECTS):
+    if not (root < cc < conj < end) or not parse.children(conj, _SUBJECTS):
         return None
-    if parse.subtree_span(conj) != (cc + 1, end - 1):
+    clause = parse.subtree(conj)
+    if min(clause) != cc + 1 or not all(i in clause for i in range(cc + 1, end)):
         return None
-    comma = cc > 0 and words[cc - 1] == ","
-    first = words[: cc - 1] if comma else words[:cc]
-    if not first or parse.subtree_span(root)[0] != 0:
+    if parse.subtree(cc) != {cc}:
         return None
-    second = words[cc + 1 : end]
-    return (*second, *((",",) if comma else ()), words[cc], *first, *words[end:])
+    start = cc  # the separator: the punctuation right before the cc word stays before it
+    while start > 0 and not _is_word(words[start - 1]):
+        start -= 1
+    first, separator = words[:start], words[start:cc]
+    second, tail = words[cc + 1 : end], words[end:]
+    if not first or not _is_word(first[0]) or not _is_word(second[0]):
+        return None
+    if not all(_balanced(part) for part in (first, separator, second, tail)):
+        return None
+    if first[0][:1].isupper():  # the sentence is cased: its new first word takes the capital
+        if not parse.is_proper(0):
+            first = (first[0][:1].lower() + first[0][1:], *first[1:])
+        second = (second[0][:1].upper() + second[0][1:], *second[1:])
+    return (*second, *separator, words[cc], *first, *tail)
 
 
 def _coordination_inversion(
@@ -540,7 +694,8 @@ def _split_balanced(
     """``(split, label, sentence)`` rows: at most ``max_per_form`` examples per (label,
     target form); each class split te/va/tr by ``te_fraction`` / ``va_fraction`` (by target
     form where there is one, so a form stays in one split); then every class downsampled to
-    the rarest one within each split, and to ``max_per_class`` overall (in proportion)."""
+    the rarest one within each split, to ``max_per_class`` overall (in proportion), and to
+    ``split_sizes[split] // K`` for K classes (so a split holds at most its size)."""
     by_label: dict[str, list[_Example]] = {}
     for example in examples:
         by_label.setdefault(example[0], []).append(example)
@@ -562,6 +717,14 @@ def _split_balanced(
             share = recipe.va_fraction if split == "va" else recipe.te_fraction
             share = 1 - recipe.va_fraction - recipe.te_fraction if split == "tr" else share
             least = min(least, max(1, round(share * recipe.max_per_class)))
+        if recipe.split_sizes is not None:
+            size = recipe.split_sizes[SPLITS.index(split)]
+            if size < len(by_label):
+                raise ValueError(
+                    f"{task}: split_sizes allows {size} {split!r} sentences, fewer than its "
+                    f"{len(by_label)} classes; raise split_sizes"
+                )
+            least = min(least, size // len(by_label))
         if least == 0:
             raise ValueError(
                 f"{task}: too few qualifying sentences ({len(examples)}) to put every one of "
@@ -602,7 +765,11 @@ def _split_items(
         units.setdefault(item[2] if item[2] is not None else index, []).append(item)
     keys = list(units)
     order = [keys[i] for i in rng.permutation(len(keys))]
-    targets = {"te": recipe.te_fraction * len(items), "va": recipe.va_fraction * len(items)}
+    # a hair above the share, so that 120 examples at 1/12 give 10, not 9 (10 * (1 - 1e-16))
+    targets = {
+        "te": recipe.te_fraction * len(items) + 1e-9,
+        "va": recipe.va_fraction * len(items) + 1e-9,
+    }
     keys_of: dict[str, list[Any]] = {split: [] for split in SPLITS}
     filled = {split: 0 for split in SPLITS}
     for key in order:  # a unit joins the first split it does not overfill (tr takes the rest)
