@@ -17,6 +17,7 @@ from probemeter.datasets import (
     task_labels,
     write_conllu,
 )
+from probemeter.datasets.conll import tree_problem
 
 pytest.importorskip("conllu", reason="conllu not installed (optional extra 'text')")
 
@@ -110,13 +111,20 @@ def test_read_errors_name_the_input(tmp_path) -> None:
         read_conllu(missing)
     bad_head = tmp_path / "bad.conllu"
     bad_head.write_text(row(1, "go", "go", "VERB", "_", "_", "zz", "root", "_", "_") + "\n\n")
-    with pytest.raises(ValueError, match=r"bad.conllu.*malformed"):
+    with pytest.raises(
+        ValueError,
+        match=r"bad.conllu' line 1 \(sentence 1\): the HEAD field \(column 7\) is 'zz', not a "
+        r"word number \(0 for the root\)$",
+    ):
         read_conllu(bad_head)
     no_tag = row(1, "go", "go", "_", "_", "_", 0, "root", "_", "_") + "\n\n"
-    with pytest.raises(ValueError, match=r"sentence 1, word 1.*UD UPOS"):
+    with pytest.raises(
+        ValueError, match=r"line 1 \(sentence 1, word 1\): the UPOS field \(column 4\) is '_' "
+        r"\(empty\), not a UD UPOS tag \(ADJ, ADP"
+    ):  # fmt: skip
         read_conllu(no_tag)
     far_head = row(1, "go", "go", "VERB", "_", "_", 5, "root", "_", "_") + "\n\n"
-    with pytest.raises(ValueError, match=r"heads\[0\].*outside 0..1"):
+    with pytest.raises(ValueError, match=r"word 1 has head 5, outside 0\.\.1"):
         read_conllu(far_head)
     skipped_id = "\n".join(
         [
@@ -125,12 +133,122 @@ def test_read_errors_name_the_input(tmp_path) -> None:
             "",
         ]
     )
-    with pytest.raises(ValueError, match=r"sentence 1: word ids are not 1\.\.n"):
+    with pytest.raises(ValueError, match=r"line 2 \(sentence 1, word 2\): word ids must run"):
         read_conllu(skipped_id + "\n")
     with pytest.raises(ValueError, match="holds no sentences"):
         read_conllu("\n\n")
-    with pytest.raises(ValueError, match=r"sentences\[0\] is empty"):
+    with pytest.raises(ValueError, match="holds no sentences"):
         read_conllu("# only a comment\n\n")
+
+
+def test_tree_problem_names_the_word_at_fault() -> None:
+    assert tree_problem((2, 0, 2)) is None
+    assert tree_problem((3, 3, 0, 3, 6, 4)) is None  # 5 → 6 → 4 → 3, the root
+    cases = [
+        ((2, 3, 0, 9), 4, "word 4 has head 9, outside 0..4 (0 is the root; the sentence has 4 "
+         "words)"),
+        ((0, 1, 0), 3, "words 1, 3 all have head 0: 2 roots, and a UD sentence has exactly one"),
+        ((0, 2), 2, "word 2 is its own head"),
+        ((2, 1), 1, "no word has head 0 (the root): the heads of words 1 → 2 → 1 form a cycle"),
+        ((0, 3, 4, 2), 2, "the heads of words 2 → 3 → 4 → 2 form a cycle, which never reaches "
+         "the root"),
+        ((0, 1, 5, 3, 4), 3, "the heads of words 3 → 5 → 4 → 3 form a cycle"),
+    ]  # fmt: skip
+    for heads, word, reason in cases:
+        problem = tree_problem(heads)
+        assert problem is not None and problem.word == word, heads
+        assert str(problem).startswith(reason), problem
+
+
+# sentence 2 (lines 6-8, after a comment) is broken in one field at a time
+GOOD = [row(1, "dogs", "dog", "NOUN", "_", "_", 2, "nsubj", "_", "_"),
+        row(2, "bark", "bark", "VERB", "_", "_", 0, "root", "_", "_")]  # fmt: skip
+
+
+def _two_sentences(second: list[str]) -> str:
+    return "\n".join(["# sent_id = 1", *GOOD, "", "# sent_id = 2", *second, ""]) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("heads", "message"),
+    [
+        (
+            ("0", "3", "2"),
+            r"line 7 \(sentence 2, word 2\): the HEAD field \(column 7\): the heads of words "
+            r"2 → 3 → 2 form a cycle, which never reaches the root$",
+        ),
+        (
+            ("0", "1", "0"),
+            r"line 8 \(sentence 2, word 3\): the HEAD field \(column 7\): words 1, 3 all have "
+            r"head 0: 2 roots",
+        ),
+        (
+            ("2", "3", "1"),
+            r"line 6 \(sentence 2, word 1\): .*no word has head 0 \(the root\)",
+        ),
+        (("0", "x", "1"), r"line 7 \(sentence 2\): the HEAD field \(column 7\) is 'x'"),
+        (("0", "1", "4"), r"line 8 \(sentence 2, word 3\): .*word 3 has head 4, outside 0\.\.3"),
+    ],
+)
+def test_malformed_trees_are_refused_with_file_line_sentence_and_word(
+    tmp_path, heads, message
+) -> None:
+    words = ("a", "b", "c")
+    second = [
+        row(i, w, w, "X", "_", "_", h, "root" if h == "0" else "dep", "_", "_")
+        for i, (w, h) in enumerate(zip(words, heads), start=1)
+    ]
+    path = tmp_path / "trees.conllu"
+    path.write_text(_two_sentences(second))
+    with pytest.raises(ValueError, match=r"^CoNLL-U '.*trees\.conllu' " + message):
+        read_conllu(path)
+
+
+def test_fields_are_named_in_plain_words_with_their_line(tmp_path) -> None:
+    cases = [
+        (row(1, "a", "a", "X", "_", "_", 0), r"line 6 \(sentence 2\): '1\\ta\\ta\\tX.*' is no "
+         r"CoNLL-U line: it has 7 fields, and a word line has 10 separated by tabs \(ID FORM"),
+        (row("one", "a", "a", "X", "_", "_", 0, "root", "_", "_"), r"line 6 \(sentence 2\): "
+         r"the ID field \(column 1\) is 'one', not a word number \(1, 2, …\)"),
+        (row(1, "a", "a", "X", "_", "_", 0, "_", "_", "_"), r"line 6 \(sentence 2, word 1\): "
+         r"the DEPREL field \(column 8\) is '_' \(empty\): a word needs its relation"),
+        (row(1, "a", "a", "X", "_", "_", "_", "root", "_", "_"), r"line 6 \(sentence 2, word "
+         r"1\): the HEAD field \(column 7\) is '_' \(empty\): a word needs its head's number"),
+    ]  # fmt: skip
+    for line, message in cases:
+        path = tmp_path / "fields.conllu"
+        path.write_text(_two_sentences([line]))
+        with pytest.raises(ValueError, match=r"fields\.conllu' " + message):
+            read_conllu(path)
+
+
+def test_a_byte_order_mark_is_read_past_and_named_where_it_breaks_a_line(tmp_path) -> None:
+    text = _two_sentences([row(1, "Run", "run", "VERB", "_", "_", 0, "root", "_", "_")])
+    plain, marked = tmp_path / "plain.conllu", tmp_path / "marked.conllu"
+    plain.write_text(text, encoding="utf-8")
+    marked.write_text(text, encoding="utf-8-sig")  # Windows editors write one
+    assert marked.read_bytes().startswith(b"\xef\xbb\xbf")
+    expected = read_conllu(plain)
+    assert read_conllu(marked).sentences == expected.sentences == (("dogs", "bark"), ("Run",))
+    assert read_conllu("\ufeff" + text).heads == expected.heads
+    # two such files joined: the second mark is inside the text, at the start of line 5
+    joined = tmp_path / "joined.conllu"
+    joined.write_bytes(b"\xef\xbb\xbf" + "\n".join([*GOOD, "", ""]).encode() + marked.read_bytes())
+    with pytest.raises(
+        ValueError, match=r"joined\.conllu' line 4 \(sentence 2\): '\\ufeff# sent_id = 1' is no "
+        r"CoNLL-U line.*byte-order mark, U\+FEFF"
+    ):  # fmt: skip
+        read_conllu(joined)
+    broken = tmp_path / "latin1.conllu"
+    broken.write_bytes("\n".join([*GOOD, ""]).encode() + b"\n1\tcaf\xe9\n")
+    with pytest.raises(ValueError, match=r"latin1\.conllu' line 4: byte 0xe9 is not UTF-8"):
+        read_conllu(broken)
+
+
+def test_comment_blocks_alone_are_no_sentences() -> None:
+    text = "# newdoc id = d1\n\n" + _two_sentences(["# a comment", *GOOD]) + "# the end\n"
+    treebank = read_conllu(text)
+    assert treebank.sentences == (("dogs", "bark"), ("dogs", "bark"))
 
 
 def test_treebank_validation() -> None:

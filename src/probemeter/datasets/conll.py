@@ -18,6 +18,7 @@ the functions that need them, so ``import probemeter`` works without them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -37,6 +38,7 @@ __all__ = [
     "NO_FEATURE",
     "TASKS",
     "UPOS_TAGS",
+    "TreeProblem",
     "Treebank",
     "annotate_text",
     "label_problem",
@@ -47,6 +49,7 @@ __all__ = [
     "sentence_test_mask",
     "split_probe_data",
     "task_labels",
+    "tree_problem",
     "word_labels",
     "write_conllu",
 ]
@@ -174,6 +177,87 @@ class Treebank:
         the groups of control tasks: every token of a type shares one control label."""
         types: dict[str, int] = {}
         return np.array([types.setdefault(word, len(types)) for word in self.words], np.int64)
+
+
+@dataclass(frozen=True)
+class TreeProblem:
+    """Why the heads of one sentence form no dependency tree (:func:`tree_problem`).
+
+    Attributes:
+        word: the word at fault, 1-based: the first word with a head outside the sentence,
+            the second root, the first word that is its own head, or the lowest word of a
+            cycle (a sentence without a root has one).
+        reason: the problem in plain words, naming the words (1-based) and heads concerned.
+    """
+
+    word: int
+    reason: str
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+def tree_problem(heads: Sequence[int]) -> TreeProblem | None:
+    """Why ``heads`` (one sentence: 1-based head positions, 0 for the root, as in CoNLL-U)
+    form no dependency tree, or None when they form one.
+
+    A Universal Dependencies sentence is one tree over its words: every head is 0 or a word
+    of the sentence, exactly one word has head 0 (the root; UD's validator refuses a second
+    one), no word is its own head, and following heads from any word reaches the root (no
+    cycle). The problems are looked for in that order; the first found is returned.
+    """
+    n = len(heads)
+    for word, head in enumerate(heads, start=1):
+        if not 0 <= head <= n:
+            return TreeProblem(
+                word, f"word {word} has head {head}, outside 0..{n} (0 is the root; the "
+                f"sentence has {n} word{'s' if n != 1 else ''})"
+            )  # fmt: skip
+    roots = [word for word, head in enumerate(heads, start=1) if head == 0]
+    if len(roots) > 1:
+        shown = ", ".join(str(word) for word in roots)
+        return TreeProblem(
+            roots[1], f"words {shown} all have head 0: {len(roots)} roots, and a UD sentence "
+            "has exactly one"
+        )  # fmt: skip
+    for word, head in enumerate(heads, start=1):
+        if head == word:
+            return TreeProblem(word, f"word {word} is its own head")
+    cycle = _cycle(heads)
+    if not roots:  # then some walk up the heads never ends: a cycle
+        path = " → ".join(str(word) for word in [*cycle, cycle[0]])
+        reason = f"no word has head 0 (the root): the heads of words {path} form a cycle"
+        return TreeProblem(cycle[0], reason)
+    if cycle:
+        path = " → ".join(str(word) for word in [*cycle, cycle[0]])
+        reason = f"the heads of words {path} form a cycle, which never reaches the root"
+        return TreeProblem(cycle[0], reason)
+    return None
+
+
+def _cycle(heads: Sequence[int]) -> list[int]:
+    """The words of the first cycle of ``heads`` (valid head positions, 1-based), from its
+    lowest word in head order; empty when every word reaches the root."""
+    n = len(heads)
+    # each word walks up its heads; a walk that meets its own trail (not the root, nor a
+    # word already known to reach it) has closed a cycle
+    reaches_root = [False] * (n + 1)
+    reaches_root[0] = True
+    for start in range(1, n + 1):
+        trail: list[int] = []
+        seen: set[int] = set()
+        node = start
+        while not reaches_root[node] and node not in seen:
+            trail.append(node)
+            seen.add(node)
+            node = heads[node - 1]
+        if not reaches_root[node]:
+            cycle = trail[trail.index(node) :]
+            first = cycle.index(min(cycle))
+            return cycle[first:] + cycle[:first]
+        for word in trail:
+            reaches_root[word] = True
+    return []
 
 
 def label_problem(label: object) -> str | None:
@@ -376,55 +460,44 @@ def read_conllu(path_or_text: str | Path) -> Treebank:
     """Read a CoNLL-U treebank from a file, or from CoNLL-U text (a ``str`` with a newline).
 
     Multiword-token ranges (``1-2``) and empty nodes (``1.1``) are skipped: the words are the
-    syntactic words. Files written by :func:`write_conllu` get their ``silver`` and ``source``
-    back; otherwise ``silver`` is False and ``source`` is the path (or ``"<text>"``).
+    syntactic words. A UTF-8 byte-order mark at the start is ignored, and so is a block of
+    comments alone. Every sentence's heads must form one tree (:func:`tree_problem`: one root,
+    no cycle), whatever is probed of it: a CoNLL-U file whose HEAD column is no tree is
+    malformed, and the labels that read heads (``deprel-arcs``, head selection, structural
+    probes) would silently learn from it. Files written by :func:`write_conllu` get their
+    ``silver`` and ``source`` back; otherwise ``silver`` is False and ``source`` is the path
+    (or ``"<text>"``).
 
     Raises:
-        ValueError: naming the path, for a missing file, no sentences, or a malformed sentence
-            (unparsable line, missing or non-UD UPOS, missing head or relation, bad head).
+        ValueError: one line naming the path, for a missing file, a file that is not UTF-8,
+            no sentences, or a malformed sentence — with the line (1-based), the sentence
+            (1-based), the word and the field in plain words: a line that is no CoNLL-U line,
+            an ID or HEAD that is no number, a missing or non-UD UPOS tag, a missing head or
+            relation, word ids other than 1..n, heads that form no tree.
     """
-    import conllu
-
     is_text = isinstance(path_or_text, str) and "\n" in path_or_text
     where = "<text>" if is_text else str(path_or_text)
     if is_text:
-        text = str(path_or_text)
+        text = str(path_or_text).removeprefix("\ufeff")
     else:
         path = Path(path_or_text)
         if not path.is_file():
             raise ValueError(f"CoNLL-U file {where!r} does not exist")
-        text = path.read_text(encoding="utf-8")
-    try:
-        parsed = conllu.parse(text)
-    except conllu.exceptions.ParseException as error:
-        raise ValueError(f"CoNLL-U {where!r} is malformed: {error}") from error
-    if not parsed:
+        raw = path.read_bytes()
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            line = raw[: error.start].count(b"\n") + 1
+            raise ValueError(
+                f"CoNLL-U {where!r} line {line}: byte {raw[error.start]:#04x} is not UTF-8 "
+                "(CoNLL-U files are UTF-8 text)"
+            ) from None
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    sentences = _conllu_sentences(text, where)
+    if not sentences:
         raise ValueError(f"CoNLL-U {where!r} holds no sentences")
-    columns: list[tuple[tuple[Any, ...], ...]] = []
-    for number, sentence in enumerate(parsed, start=1):
-        words = [token for token in sentence if isinstance(token["id"], int)]
-        for token in words:
-            if token.get("upos") not in UPOS_TAGS or not isinstance(token.get("head"), int):
-                raise ValueError(
-                    f"CoNLL-U {where!r} sentence {number}, word {token['id']}: needs a UD UPOS "
-                    f"tag and an integer head; got upos={token.get('upos')!r}, "
-                    f"head={token.get('head')!r}"
-                )
-            if token.get("deprel") in (None, "_"):
-                raise ValueError(
-                    f"CoNLL-U {where!r} sentence {number}, word {token['id']}: no deprel"
-                )
-        if [token["id"] for token in words] != list(range(1, len(words) + 1)):
-            raise ValueError(f"CoNLL-U {where!r} sentence {number}: word ids are not 1..n")
-        columns.append(
-            (
-                *(tuple(token[key] for token in words) for key in ("form", "upos", "head")),
-                tuple(token["deprel"] for token in words),
-                tuple(token.get("xpos") or "_" for token in words),
-                tuple(_feats_text(token.get("feats")) for token in words),
-            )
-        )
-    metadata = parsed[0].metadata
+    columns = [sentence.columns(where) for sentence in sentences]
+    metadata = sentences[0].metadata
     try:
         return Treebank(
             sentences=tuple(column[0] for column in columns),
@@ -432,12 +505,149 @@ def read_conllu(path_or_text: str | Path) -> Treebank:
             heads=tuple(column[2] for column in columns),
             deprels=tuple(column[3] for column in columns),
             silver=metadata.get(_SILVER_KEY) == "true",
-            source=metadata.get(_SOURCE_KEY, where),
+            source=metadata.get(_SOURCE_KEY) or where,
             xpos=_column_or_none([column[4] for column in columns]),
             feats=_column_or_none([column[5] for column in columns]),
         )
     except ValueError as error:
         raise ValueError(f"CoNLL-U {where!r}: {error}") from error
+
+
+#: the UD tags, as messages list them
+_TAGS = ", ".join(UPOS_TAGS)
+#: the ten fields of a CoNLL-U word line, as the ``conllu`` package names them
+_FIELDS = ("id", "form", "lemma", "upos", "xpos", "feats", "head", "deprel", "deps", "misc")
+#: what the ID and HEAD fields may hold (the values the ``conllu`` package parses), in words
+_NUMBER_FIELDS = {
+    "id": (
+        re.compile(r"0|[1-9][0-9]*|[1-9][0-9]*-[1-9][0-9]*|[0-9]+\.[1-9][0-9]*"),
+        "a word number (1, 2, …), a range (1-2) or an empty node (1.1)",
+    ),
+    "head": (re.compile(r"0|-?[1-9][0-9]*|_"), "a word number (0 for the root)"),
+}
+
+
+@dataclass
+class _Sentence:
+    """One sentence of a CoNLL-U text as read: its number (1-based; 0 until its first token),
+    the fields in force, its comments as metadata, and its tokens with their line numbers."""
+
+    number: int
+    fields: tuple[str, ...]
+    metadata: dict[str, Any]
+    tokens: list[tuple[int, Any]]
+
+    def fail(self, line: int, word: int | None, reason: str, where: str) -> ValueError:
+        """The one-line error of a problem at ``line`` (of word ``word``, 1-based, if known)."""
+        at = f"sentence {self.number}" + ("" if word is None else f", word {word}")
+        return ValueError(f"CoNLL-U {where!r} line {line} ({at}): {reason}")
+
+    def field(self, name: str) -> str:
+        """``"the HEAD field (column 7)"``: a field as messages name it."""
+        column = f" (column {self.fields.index(name) + 1})" if name in self.fields else ""
+        return f"the {name.upper()} field{column}"
+
+    def columns(self, where: str) -> tuple[tuple[Any, ...], ...]:
+        """(forms, UPOS, heads, relations, XPOS, FEATS) of the syntactic words, each checked:
+        ids 1..n, a UD UPOS tag, a head and a relation on every word, one tree."""
+        words = [(line, token) for line, token in self.tokens if isinstance(token["id"], int)]
+        if not words:
+            reason = "no syntactic word (only multiword ranges or empty nodes)"
+            raise self.fail(self.tokens[0][0], None, reason, where)
+        for position, (line, token) in enumerate(words, start=1):
+            if token["id"] != position:
+                reason = f"word ids must run 1, 2, …, n; word {position} has id {token['id']}"
+                raise self.fail(line, position, reason, where)
+            checks = (
+                ("upos", token.get("upos") in UPOS_TAGS, f", not a UD UPOS tag ({_TAGS})"),
+                ("head", isinstance(token.get("head"), int), ": a word needs its head's number"),
+                ("deprel", token.get("deprel") not in (None, "_"), ": a word needs its relation"),
+            )
+            for name, good, needed in checks:
+                if not good:
+                    value = _shown(token.get(name))
+                    reason = f"{self.field(name)} is {value}{needed}"
+                    raise self.fail(line, position, reason, where)
+        problem = tree_problem([token["head"] for _, token in words])
+        if problem is not None:
+            line = words[problem.word - 1][0]
+            reason = f"{self.field('head')}: {problem.reason}"
+            raise self.fail(line, problem.word, reason, where)
+        tokens = [token for _, token in words]
+        return (
+            *(tuple(token[key] for token in tokens) for key in ("form", "upos", "head")),
+            tuple(token["deprel"] for token in tokens),
+            tuple(token.get("xpos") or "_" for token in tokens),
+            tuple(_feats_text(token.get("feats")) for token in tokens),
+        )
+
+
+def _shown(value: Any) -> str:
+    """A field's value for messages; an empty field (``_``) said so."""
+    return "'_' (empty)" if value in (None, "_", "") else repr(value)
+
+
+def _conllu_sentences(text: str, where: str) -> list[_Sentence]:
+    """The sentences of CoNLL-U ``text``: blocks of lines between blank lines, each line
+    parsed by the ``conllu`` package's line parser (the values ``conllu.parse`` gives), with
+    its line number; the ID and HEAD fields are checked first, so that a line the parser
+    cannot read is refused naming the line and the field. Blocks of comments alone are no
+    sentences."""
+    from conllu.exceptions import ParseException
+    from conllu.parser import DEFAULT_FIELD_PARSERS, parse_comment_line, parse_line
+
+    fields: tuple[str, ...] = _FIELDS  # a CoNLL-U Plus file may name others (global.columns)
+    sentences: list[_Sentence] = []
+    current: _Sentence | None = None
+    count = 0  # sentences numbered so far
+    for number, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            current = None
+            continue
+        if current is None:
+            current = _Sentence(0, fields, {}, [])
+            sentences.append(current)
+        if line.startswith("#"):
+            if line.startswith("# global.columns ="):
+                fields = tuple(name.lower() for name in line.split("=", 1)[1].split())
+                current.fields = fields
+            for key, value in parse_comment_line(line):
+                current.metadata[key] = value
+            continue
+        if not current.number:  # numbered at its first token: comments alone are no sentence
+            count += 1
+            current.number = count
+        parts = re.split(r"\t| {2,}", line)
+        needed = fields.index("deprel") + 1 if "deprel" in fields else len(fields)
+        if len(parts) < needed:
+            shown = line if len(line) <= 40 else line[:40] + "…"
+            reason = (
+                f"{shown!r} is no CoNLL-U line: it has {len(parts)} field"
+                f"{'s' if len(parts) != 1 else ''}, and a word line has {len(fields)} "
+                f"separated by tabs ({' '.join(name.upper() for name in fields)}); a comment "
+                f"starts with '#'{_bom_hint(line)}"
+            )
+            raise current.fail(number, None, reason, where)
+        for name, (pattern, expected) in _NUMBER_FIELDS.items():
+            value = parts[fields.index(name)] if name in fields else ""
+            if name in fields and not pattern.fullmatch(value):
+                reason = f"{current.field(name)} is {value!r}, not {expected}{_bom_hint(value)}"
+                raise current.fail(number, None, reason, where)
+        try:
+            token = parse_line(line, fields, dict(DEFAULT_FIELD_PARSERS))
+        except ParseException as error:
+            raise current.fail(number, None, str(error), where) from None
+        current.tokens.append((number, token))
+    return [sentence for sentence in sentences if sentence.tokens]
+
+
+def _bom_hint(value: str) -> str:
+    """A hint for a value that holds a byte-order mark (U+FEFF), e.g. where two files that
+    each began with one were joined: only the mark at the start of a file is ignored."""
+    if "\ufeff" in value:
+        return " (it holds a byte-order mark, U+FEFF: save the file as UTF-8 without one)"
+    return ""
 
 
 def _column_or_none(column: list[tuple[str, ...]]) -> tuple[tuple[str, ...], ...] | None:
