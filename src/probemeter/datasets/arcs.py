@@ -15,14 +15,24 @@ every word type attaches to itself, to the first or to the last word of its sent
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
+
 import numpy as np
 
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
-from probemeter.datasets.conll import Treebank
+from probemeter.datasets.conll import Treebank, tree_problem
 from probemeter.datasets.dependency_control import dependency_control
 
-__all__ = ["ARC_HEADS", "control_heads", "head_probe_data"]
+__all__ = [
+    "ARC_HEADS",
+    "arc_label_data",
+    "arc_relations",
+    "check_trees",
+    "control_heads",
+    "head_probe_data",
+]
 
 #: the head-selection label of the ``conllu`` and ``ptb`` tasks (Pimentel et al. §7.2)
 ARC_HEADS = "arcs"
@@ -50,11 +60,12 @@ def head_probe_data(
     statistics (``standardize``).
 
     Raises:
-        ValueError: ``features`` not (n_words, d), ``test_mask`` not (n_words,) bool of whole
-            sentences or leaving no pool or no test sentence, a head outside its sentence,
-            ``groups`` neither ``"types"`` nor ``"upos"``.
+        ValueError: heads that form no tree (:func:`check_trees`), ``features`` not
+            (n_words, d), ``test_mask`` not (n_words,) bool of whole sentences or leaving no
+            pool or no test sentence, ``groups`` neither ``"types"`` nor ``"upos"``.
     """
     one_of("types", "upos")(groups, "groups")
+    check_trees(treebank)
     X = np.asarray(features, dtype=np.float32)
     test = np.asarray(test_mask)
     if X.ndim != 2 or X.shape[0] != treebank.n_words:
@@ -68,13 +79,6 @@ def head_probe_data(
     if test.all() or not test.any():
         raise ValueError("test_mask must leave sentences for both the pool and the test set")
     heads = np.array([head for sentence in treebank.heads for head in sentence], np.int64)
-    outside = np.flatnonzero((heads < 0) | (heads > lengths[sentences]))
-    if outside.size:
-        word = int(outside[0])
-        raise ValueError(
-            f"{treebank.source}: word {word} has head {heads[word]}, outside its sentence of "
-            f"{lengths[sentences[word]]} words"
-        )
     if standardize:
         mean = X[~test].mean(axis=0, dtype=np.float64)
         std = X[~test].std(axis=0, dtype=np.float64)
@@ -93,6 +97,135 @@ def head_probe_data(
         sentences_test=sentences[test],
         clusters_train=sentences[~test],
         clusters_test=sentences[test],
+    )
+
+
+def check_trees(treebank: Treebank) -> None:
+    """Refuse a treebank in which some sentence's heads form no tree (:func:`tree_problem`:
+    a head outside the sentence, no root or several, a word its own head, a cycle) — what
+    every label that reads heads needs: head selection, arc labels, structural probes.
+
+    Raises:
+        ValueError: one line naming the treebank's source, the sentence (1-based), the word
+            (1-based) and the problem.
+    """
+    for number, heads in enumerate(treebank.heads, start=1):
+        problem = tree_problem(heads)
+        if problem is not None:
+            raise ValueError(
+                f"{treebank.source!r} sentence {number}, word {problem.word}: its heads form no "
+                f"tree: {problem.reason}"
+            )
+
+
+def arc_relations(treebanks: Sequence[Treebank]) -> tuple[str, ...]:
+    """The classes of arc labelling (``deprel-arcs``): the sorted relations of the non-root
+    arcs of all ``treebanks`` (e.g. a treebank's train, dev and test files).
+
+    Root arcs are no rows of arc labelling (a root has no head word to pair with), so their
+    relation (``root``) is no class unless some non-root arc carries it: K is the number of
+    labels the rows can have, and the uniform code's log K counts no class that no row has.
+
+    Raises:
+        ValueError: no treebanks.
+    """
+    if not treebanks:
+        raise ValueError("treebanks is empty; give at least one treebank")
+    return tuple(
+        sorted(
+            {
+                relation
+                for treebank in treebanks
+                for heads, relations in zip(treebank.heads, treebank.deprels)
+                for head, relation in zip(heads, relations)
+                if head != 0
+            }
+        )
+    )
+
+
+def arc_label_data(
+    treebank: Treebank,
+    features: object,
+    test_mask: object,
+    *,
+    relations: Sequence[str] | None = None,
+    name: str | None = None,
+    standardize: bool = True,
+) -> ProbeData:
+    """Arc labelling data (``deprel-arcs``): one row per non-root arc, the pair
+    ``[h_dependent; h_head]`` of its words' features side by side (2d columns), labelled with
+    the dependent's relation — Pimentel et al. (2020) §6's dependency arc labelling (DAL),
+    the dependency labels of Voita & Titov (2020) §4. Rows follow the dependents' word order;
+    an arc is in the test set when its sentence is (``test_mask``, whole sentences).
+
+    ``n_classes`` is the number of ``relations`` and :attr:`~probemeter.data.ProbeData.classes`
+    the relations; groups are the dependents' word types (the control task's), clusters their
+    sentences (the words of a sentence are no independent draws). Features are standardised
+    with the pool words' statistics (``standardize``) before they are paired.
+
+    Args:
+        features: (n_words, d), one row per word of :attr:`Treebank.words`.
+        test_mask: (n_words,) bool, True for the words of the test sentences.
+        relations: the classes, in id order; default :func:`arc_relations` of this treebank.
+            For a treebank's official split give those of all its files
+            (:meth:`~probemeter.datasets.treebank_splits.TreebankSplits.vocabulary`).
+
+    Raises:
+        ValueError: heads that form no tree (:func:`check_trees`), ``features`` not
+            (n_words, d), ``test_mask`` not (n_words,) bool of whole sentences or leaving no
+            arc for the pool or the test set, a relation outside ``relations``.
+    """
+    check_trees(treebank)
+    X = np.asarray(features, dtype=np.float32)
+    test = np.asarray(test_mask)
+    if X.ndim != 2 or X.shape[0] != treebank.n_words:
+        raise ValueError(f"features must be (n_words={treebank.n_words}, d); got {X.shape}")
+    if test.shape != (treebank.n_words,) or test.dtype != bool:
+        raise ValueError(f"test_mask must be ({treebank.n_words},) bool; got {test.shape}")
+    sentences = treebank.sentence_ids
+    lengths = np.bincount(sentences)
+    if np.any(np.bincount(sentences, weights=test) % lengths):
+        raise ValueError("test_mask must select whole sentences")
+    relations = arc_relations([treebank]) if relations is None else tuple(relations)
+    heads = np.array([head for sentence in treebank.heads for head in sentence], np.int64)
+    dependents = np.flatnonzero(heads > 0)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    head_words = starts[sentences[dependents]] + heads[dependents] - 1
+    labels = [label for sentence in treebank.deprels for label in sentence]
+    index = {relation: i for i, relation in enumerate(relations)}
+    missing = sorted({labels[i] for i in dependents} - set(index))
+    if missing:
+        raise ValueError(
+            f"{treebank.source!r} has arc relations {missing} outside the relations given"
+        )
+    y = np.array([index[labels[i]] for i in dependents], dtype=np.int64)
+    on_test = test[dependents]
+    if on_test.all() or not on_test.any():
+        raise ValueError("test_mask must leave arcs for both the pool and the test set")
+    if standardize:
+        mean = X[~test].mean(axis=0, dtype=np.float64)
+        std = X[~test].std(axis=0, dtype=np.float64)
+        X = ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
+    pairs = np.concatenate([X[dependents], X[head_words]], axis=1)
+    types = treebank.word_type_ids[dependents]
+    data = ProbeData.from_arrays(
+        pairs[~on_test],
+        y[~on_test],
+        pairs[on_test],
+        y[on_test],
+        n_classes=len(relations),
+        standardize=False,
+        name=name or "representation",
+        groups=types[~on_test],
+        groups_test=types[on_test],
+    )
+    clusters = sentences[dependents]
+    return replace(
+        data,
+        classes=relations,
+        clusters_train=clusters[~on_test],
+        clusters_test=clusters[on_test],
     )
 
 

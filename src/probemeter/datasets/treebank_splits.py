@@ -7,13 +7,16 @@ Treebanks such as Universal Dependencies ship one file per split (``en_ewt-ud-tr
 
 * one **label vocabulary over all splits** (:meth:`TreebankSplits.vocabulary`), so a relation
   has the same id in every file whatever order the labels first occur in;
+  (arc labels, :data:`ARC_LABELS`: the relations of the non-root arcs, the labels its rows
+  can have, :func:`~probemeter.datasets.arcs.arc_relations`);
 * the labels of dev and test that **never occur in train** (:meth:`TreebankSplits.unseen`):
   they keep their ids (nothing is renumbered or dropped) and are reported, since no probe can
   learn them from the training split;
 * the train and test words as one :class:`~probemeter.datasets.conll.Treebank`
   (:attr:`TreebankSplits.combined`) with the official :attr:`~TreebankSplits.test_mask`, to
   encode once and to split with
-  :func:`~probemeter.datasets.conll.split_probe_data` (:meth:`TreebankSplits.probe_data`) or
+  :func:`~probemeter.datasets.conll.split_probe_data` or, for arc labels,
+  :func:`~probemeter.datasets.arcs.arc_label_data` (:meth:`TreebankSplits.probe_data`), or
   :func:`probemeter.pareto.treebank_tasks` (POSL, arc labelling and the parsing probe of
   Pimentel et al. §6–7 on the official split).
 
@@ -33,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from probemeter.data import ProbeData
-from probemeter.datasets.arcs import ARC_HEADS
+from probemeter.datasets.arcs import ARC_HEADS, arc_label_data, arc_relations
 from probemeter.datasets.conll import (
     Treebank,
     label_problem,
@@ -49,7 +52,7 @@ __all__ = ["ARC_LABELS", "SPLITS", "TreebankSplits", "read_treebank_splits", "sp
 SPLITS = ("train", "dev", "test")
 #: the arc-labelling label of a ``conllu`` task: each dependency arc's relation, probed from the
 #: pair ``[h_dependent; h_head]`` (Pimentel et al. §6 DAL; the dependency labels of Voita &
-#: Titov §4), root arcs left out; its vocabulary is the ``deprel`` one
+#: Titov §4), root arcs left out; its vocabulary is the relations of the non-root arcs
 ARC_LABELS = "deprel-arcs"
 
 
@@ -93,33 +96,39 @@ class TreebankSplits:
     def vocabulary(self, label: str) -> tuple[str, ...]:
         """One vocabulary of ``label`` over every split
         (:func:`~probemeter.datasets.conll.label_vocabulary`): the fixed UPOS tags, or the
-        sorted labels found in train, dev or test (:data:`ARC_LABELS`: the ``deprel`` one)."""
-        return label_vocabulary(list(self.splits.values()), _word_label(label))
+        sorted labels found in train, dev or test. For :data:`ARC_LABELS` the labels of its
+        rows, the relations of the non-root arcs
+        (:func:`~probemeter.datasets.arcs.arc_relations`): ``root`` labels no row."""
+        if label == ARC_LABELS:
+            return arc_relations(list(self.splits.values()))
+        return label_vocabulary(list(self.splits.values()), label)
 
     def unseen(self, label: str) -> dict[str, dict[str, int]]:
         """Per split other than train, the labels of ``label`` it holds that train does not,
-        with their word counts (empty splits left out). They keep their vocabulary ids."""
-        label = _word_label(label)
-        seen = set(word_labels(self.train, label))
+        with their counts of words (of arcs, for :data:`ARC_LABELS`; empty splits left out).
+        They keep their vocabulary ids."""
+        seen = set(_row_labels(self.train, label))
         found = {}
         for name, treebank in self.splits.items():
             if name == "train":
                 continue
-            counts = Counter(value for value in word_labels(treebank, label) if value not in seen)
+            counts = Counter(value for value in _row_labels(treebank, label) if value not in seen)
             if counts:
                 found[name] = dict(sorted(counts.items()))
         return found
 
     def describe_unseen(self, label: str) -> str | None:
         """One line reporting :meth:`unseen` (``"test: 3 words with 2 deprel labels never
-        seen in train (dep 2, vocative 1)"``), or None when every label occurs in train."""
+        seen in train (dep 2, vocative 1)"``; arcs for :data:`ARC_LABELS`), or None when every
+        label occurs in train."""
+        unit = "arc" if label == ARC_LABELS else "word"
         parts = []
         for name, counts in self.unseen(label).items():
             shown = ", ".join(f"{value} {count}" for value, count in counts.items())
-            words = sum(counts.values())
+            rows = sum(counts.values())
             parts.append(
-                f"{name}: {words} word{'s' if words > 1 else ''} with {len(counts)} {label} label"
-                f"{'s' if len(counts) > 1 else ''} never seen in train ({shown})"
+                f"{name}: {rows} {unit}{'s' if rows > 1 else ''} with {len(counts)} {label} "
+                f"label{'s' if len(counts) > 1 else ''} never seen in train ({shown})"
             )
         return "; ".join(parts) or None
 
@@ -145,14 +154,22 @@ class TreebankSplits:
 
     def probe_data(self, features: object, label: str, *, name: str | None = None) -> ProbeData:
         """Per-word ``features`` (rows in :attr:`combined` order) with the word label
-        ``label``: the train split is the pool, the test split the test set, labelled with
-        :meth:`vocabulary`. (Arc labels, :data:`ARC_LABELS`, are pairs of words:
-        :func:`probemeter.pareto.treebank_tasks` with ``relations=vocabulary("deprel")``.)
+        ``label``, or for :data:`ARC_LABELS` one row per non-root arc
+        (:func:`~probemeter.datasets.arcs.arc_label_data`): the train split is the pool, the
+        test split the test set, labelled with :meth:`vocabulary`.
 
         Raises:
             ValueError: features not (n_words of :attr:`combined`, d), a label that is no
-                word label.
+                word label nor :data:`ARC_LABELS`.
         """
+        if label == ARC_LABELS:
+            return arc_label_data(
+                self.combined,
+                features,
+                self.test_mask,
+                relations=self.vocabulary(label),
+                name=name,
+            )
         return split_probe_data(
             self.combined,
             features,
@@ -163,9 +180,17 @@ class TreebankSplits:
         )
 
 
-def _word_label(label: str) -> str:
-    """The word label ``label`` reads: ``deprel`` for :data:`ARC_LABELS`."""
-    return "deprel" if label == ARC_LABELS else label
+def _row_labels(treebank: Treebank, label: str) -> list[str]:
+    """The label of each row of ``label``: each word's (:func:`word_labels`), or for
+    :data:`ARC_LABELS` each non-root arc's relation."""
+    if label != ARC_LABELS:
+        return word_labels(treebank, label)
+    return [
+        relation
+        for heads, relations in zip(treebank.heads, treebank.deprels)
+        for head, relation in zip(heads, relations)
+        if head != 0
+    ]
 
 
 def read_treebank_splits(
