@@ -68,6 +68,33 @@ def test_loaded_features_feed_from_arrays(tmp_path):
     assert data.pool_size == 30 and data.y_test.size == 10
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".npy", ".pt"])
+def test_nan_or_inf_features_are_refused_naming_the_file(tmp_path, suffix):
+    """Of two files the one holding NaN is named: ProbeData's check knows only "X"."""
+    x, y = _xy()
+    x[[3, 7, 8], 1] = [np.nan, np.inf, -np.inf]
+    path = _save(tmp_path / f"bad{suffix}", x, y)
+    message = r"bad\.(npz|npy|pt)': X contains NaN or inf in 3 row\(s\), the first at row 3 "
+    with pytest.raises(ValueError, match=message + r"\(counting from 0\)"):
+        load_features(path)
+    inspect_features(path)  # the header is fine: values are checked once read
+    integers = _save(tmp_path / f"int{suffix}", np.arange(80).reshape(40, 2), y)
+    assert load_features(integers)[0].dtype.kind == "i"  # no values to check
+
+
+def _save(path, x, y):
+    if path.suffix == ".npz":
+        np.savez(path, X=x, y=y)
+    elif path.suffix == ".npy":
+        np.save(path, x)
+        np.save(path.with_suffix(".labels.npy"), y)
+    else:
+        import torch
+
+        torch.save({"X": torch.as_tensor(x), "y": torch.as_tensor(y)}, path)
+    return path
+
+
 def test_inspect_reads_headers_without_loading(tmp_path, monkeypatch):
     x, y = _xy(rows=25, features=7)
     np.savez(tmp_path / "f.npz", X=x.astype(np.float16), y=y)

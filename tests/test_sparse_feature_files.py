@@ -116,7 +116,7 @@ def _pointers_and_indices():
     return matrix.indptr.copy(), matrix.indices.copy(), matrix.data.copy()
 
 
-def test_stored_arrays_are_checked_when_read(tmp_path):
+def test_index_arrays_are_checked_on_inspection_and_values_when_read(tmp_path):
     indptr, indices, data = _pointers_and_indices()
     assert indptr[-1] == 72  # 20 % of 12 × 30
     decreasing = indptr.copy()
@@ -125,23 +125,47 @@ def test_stored_arrays_are_checked_when_read(tmp_path):
     short[-1] = 70
     far = indices.copy()
     far[10] = 30
-    bad_values = data.copy()
-    bad_values[indptr[4] + 1] = np.nan  # row 4
-    bad_values[indptr[7]] = np.inf
     cases = [
         (
             {"indptr": decreasing},
-            r"\(array 'indptr'\) must start at 0, never decrease and end at 72",
+            r"\(array 'indptr'\) must start at 0, never decrease and end at 72 \(the stored "
+            r"values\); it starts at 0, decreases and ends at 72: the file is damaged",
         ),
-        ({"indptr": short}, r"\(array 'indptr'\) .*ends at 70"),
-        ({"indices": far}, r"\(array 'indices'\) has indices outside 0\.\.29"),
-        ({"data": bad_values}, r"\(array 'data'\) holds 2 NaN or inf value\(s\), first in row 4"),
+        ({"indptr": short}, r"\(array 'indptr'\) .*it starts at 0 and ends at 70"),
+        (
+            {"indices": far},
+            r"\(array 'indices'\) has indices outside 0\.\.29 \(from 0 to 30\), while the "
+            r"shape \(12, 30\) it states \(array 'shape'\) has 30 features",
+        ),
     ]
-    for arrays, message in cases:
+    for arrays, message in cases:  # the structure is checked before any shape is trusted
         path = _write(tmp_path / "bad.npz", **arrays)
-        inspect_features(path)  # the headers are fine: the values are checked on reading
-        with pytest.raises(ValueError, match=r"bad\.npz' " + message):
-            load_features(path, sparse=True)
+        for read in (inspect_features, load_sparse_features):
+            with pytest.raises(ValueError, match=r"bad\.npz' " + message):
+                read(path)
+    bad_values = data.copy()
+    bad_values[indptr[4] + 1] = np.nan  # row 4
+    bad_values[indptr[7]] = np.inf
+    path = _write(tmp_path / "bad.npz", data=bad_values)
+    inspect_features(path)  # the values are read only with the matrix
+    message = r"bad\.npz' \(array 'data'\) holds 2 NaN or inf value\(s\), first in row 4"
+    with pytest.raises(ValueError, match=message):
+        load_features(path, sparse=True)
+
+
+def test_a_shape_smaller_than_the_indices_blames_its_own_file(tmp_path):
+    """A train file stating 12 × 20 but holding column indices up to 29 is refused by its
+    own name (its header alone would say 20 features, and a test file of 30 would be
+    blamed for the mismatch)."""
+    path = _write(tmp_path / "train.npz", shape=np.asarray([12, 20]))
+    with pytest.raises(
+        ValueError, match=r"train\.npz' \(array 'indices'\) has indices outside 0\.\.19 "
+        r"\(from 0 to 2\d\), while the shape \(12, 20\)"
+    ):  # fmt: skip
+        inspect_features(path)
+    coo = _write(tmp_path / "coo.npz", "coo", shape=np.asarray([10, 30]))
+    with pytest.raises(ValueError, match=r"\(array 'row'\) has indices outside 0\.\.9"):
+        inspect_features(coo)
 
 
 def test_bad_values_are_located_in_csc_and_coo_files_too(tmp_path):

@@ -13,9 +13,10 @@ Only callers that take sparse features (``sparse=True``) get them.
 
 Every problem a file can have — missing, a folder, truncated or not an archive, arrays of
 Python objects (which would need pickle, never loaded), missing arrays, shapes that do not
-fit together — is a :class:`ValueError` naming the file and what a valid one holds.
-:func:`inspect_features` reads only the arrays' headers, so an experiment's ``--check`` can
-validate files of any size without loading them.
+fit together, NaN or inf among the features — is a :class:`ValueError` naming the file and
+what a valid one holds. :func:`inspect_features` reads only the arrays' headers (and, of a
+sparse file, its index arrays, in chunks), so an experiment's ``--check`` can validate files
+of any size without loading them.
 """
 
 from __future__ import annotations
@@ -87,8 +88,10 @@ def load_features(
 ) -> tuple[np.ndarray | sp.csr_matrix, np.ndarray]:
     """Load ``(X, y)`` from a feature file of any suffix in :data:`SUFFIXES` (module docstring).
 
-    The shapes are checked as by :func:`inspect_features` before the arrays are read; tensors
-    come back as numpy arrays (floating ones as float32, so bfloat16 is widened). ``X`` is 2-D,
+    The shapes are checked as by :func:`inspect_features` before the arrays are read, and
+    the features once read: NaN or inf in ``X`` is refused naming the file (a run of several
+    files tells which one). Tensors come back as numpy arrays (floating ones as float32, so
+    bfloat16 is widened). ``X`` is 2-D,
     or 3-D (examples, layers, features): one layer of it is chosen by
     :func:`probemeter.data.layer_data` or an experiment file's ``layer`` key. With ``sparse``,
     a sparse ``.npz`` (module docstring) gives ``X`` as a scipy CSR matrix, its stored arrays
@@ -96,7 +99,8 @@ def load_features(
 
     Raises:
         ValueError: naming the path — see :func:`inspect_features` and
-            :func:`load_sparse_features`; a sparse file without ``sparse``.
+            :func:`load_sparse_features`; a sparse file without ``sparse``; NaN or inf in
+            ``X`` (with the number of such rows and the first, counted from 0).
     """
     path = Path(path)
     info = inspect_features(path)
@@ -110,10 +114,33 @@ def load_features(
         return load_sparse_features(path)
     if path.suffix == ".npz":
         with _open_npz(path) as archive:
-            return _read(archive, "X", path), _read(archive, "y", path)
-    if path.suffix in _READERS:
-        return _READERS[path.suffix](path)
-    return _load_npy(path), _load_npy(_label_path(path))
+            X, y = _read(archive, "X", path), _read(archive, "y", path)
+    elif path.suffix in _READERS:
+        X, y = _READERS[path.suffix](path)
+    else:
+        X, y = _load_npy(path), _load_npy(_label_path(path))
+    _check_finite(path, X)
+    return X, y
+
+
+def _check_finite(path: Path, X: np.ndarray) -> None:
+    """Refuse NaN or inf in the features ``X`` of ``path``, naming the file: the same check
+    as :meth:`~probemeter.data.ProbeData.from_arrays`, which cannot know the file. Done in
+    blocks of rows, so the check holds at most 16 M flags at a time."""
+    if X.dtype.kind not in "fc":
+        return
+    flat = X.reshape(len(X), -1)
+    step = max(1, (1 << 24) // max(1, flat.shape[1]))
+    bad = [
+        np.flatnonzero(~np.isfinite(flat[start : start + step]).all(axis=1)) + start
+        for start in range(0, len(flat), step)
+    ]
+    rows = np.concatenate(bad) if bad else np.empty(0, np.int64)
+    if rows.size:
+        raise ValueError(
+            f"{str(path)!r}: X contains NaN or inf in {rows.size} row(s), the first at row "
+            f"{rows[0]} (counting from 0); remove or impute them"
+        )
 
 
 def load_array(path: str | Path, name: str | None = None) -> np.ndarray:
@@ -140,8 +167,11 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
     """Shapes and dtypes of a feature file, from its array headers (no data are read). Of a
     sparse ``.npz`` (module docstring) the tiny ``format`` and ``shape`` arrays are read and
     the others' headers checked against them (``indptr`` of rows + 1 entries for CSR,
-    ``indices``/``row``/``col`` as long as ``data``, integer indices, real values); its info
-    says ``sparse``.
+    ``indices``/``row``/``col`` as long as ``data``, integer indices, real values), and its
+    index arrays are read in chunks (not the values): every index within the stated shape,
+    ``indptr`` from 0 to the stored values, never decreasing. A file whose indices exceed its
+    shape is refused here, by its own name, before its shape is compared with another file's;
+    its info says ``sparse``.
 
     Raises:
         ValueError: naming the path, when the file is missing or a folder, has a suffix not in
@@ -149,7 +179,9 @@ def inspect_features(path: str | Path) -> FeatureFileInfo:
             (or the ``.labels.npy`` beside a ``.npy``), holds Python objects, has ``X`` neither
             2-D nor 3-D or ``y`` not 1-D, or row counts that differ; for a sparse file,
             naming the array: a format other than CSR, CSC or COO, a missing array, lengths
-            or dtypes that do not fit, labels in neither ``y`` nor ``<stem>.labels.npy``.
+            or dtypes that do not fit, indices outside the shape, row pointers that decrease
+            or do not end at the stored values, labels in neither ``y`` nor
+            ``<stem>.labels.npy``.
     """
     path = _existing_file(Path(path))
     if path.suffix == ".npz" and _is_sparse_npz(path):
@@ -251,11 +283,64 @@ def _sparse_info(path: Path) -> FeatureFileInfo:
                 f"{str(path)!r} (array {name!r}) has {length} entries; expected "
                 f"{expected[name]} ({what})"
             )
+    _check_sparse_structure(path, fmt, shape, stored)
     y_shape, y_dtype = _sparse_label_header(path, "y" in held)
     _check_labels(path, shape[0], y_shape)
     return FeatureFileInfo(
         path, shape[0], shape[1], str(headers["data"][1]), str(y_dtype), None, sparse=True
     )
+
+
+def _check_sparse_structure(path: Path, fmt: str, shape: tuple[int, int], stored: int) -> None:
+    """The index arrays of a sparse ``.npz`` against its stated ``shape``, read in chunks
+    (:func:`_npz_chunks`): indices within the shape; ``indptr`` starts at 0, never decreases
+    and ends at ``stored`` (the values)."""
+    bounds = {"csr": {"indices": 1}, "csc": {"indices": 0}, "coo": {"row": 0, "col": 1}}[fmt]
+    for name, axis in bounds.items():
+        low = high = None
+        for chunk in _npz_chunks(path, name):
+            low = chunk.min() if low is None else min(low, chunk.min())
+            high = chunk.max() if high is None else max(high, chunk.max())
+        if low is not None and (low < 0 or high >= shape[axis]):
+            side = "feature" if axis == 1 else "row"
+            raise ValueError(
+                f"{str(path)!r} (array {name!r}) has indices outside 0..{shape[axis] - 1} "
+                f"(from {low} to {high}), while the shape {shape} it states (array 'shape') "
+                f"has {shape[axis]} {side}s: the file is damaged. {_HOW_TO_SAVE_SPARSE}"
+            )
+    if fmt == "coo":
+        return
+    first = last = None
+    decreases = False
+    for chunk in _npz_chunks(path, "indptr"):
+        first = chunk[0] if first is None else first
+        decreases |= bool((last is not None and chunk[0] < last) or (np.diff(chunk) < 0).any())
+        last = chunk[-1]
+    if first != 0 or decreases or last != stored:
+        raise ValueError(
+            f"{str(path)!r} (array 'indptr') must start at 0, never decrease and end at "
+            f"{stored} (the stored values); it starts at {first}"
+            f"{', decreases' if decreases else ''} and ends at {last}: the file is damaged. "
+            + _HOW_TO_SAVE_SPARSE
+        )
+
+
+def _npz_chunks(path: Path, name: str, size: int = 1 << 22) -> Iterator[np.ndarray]:
+    """The 1-D array ``name`` of the ``.npz`` at ``path`` in chunks of ``size`` values,
+    decompressed as it is read: its whole length never in memory at once."""
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open(f"{name}.npy") as stream:
+            shape, dtype = _header(stream)
+            remaining = int(np.prod(shape))
+            while remaining:
+                count = min(size, remaining)
+                data = stream.read(count * dtype.itemsize)
+                if len(data) != count * dtype.itemsize:
+                    raise EOFError(f"array {name!r} ends early")
+                remaining -= count
+                yield np.frombuffer(data, dtype=dtype)
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+        raise _unreadable(path, name, error) from None
 
 
 def _sparse_label_header(path: Path, in_archive: bool) -> tuple[tuple[int, ...], np.dtype]:
