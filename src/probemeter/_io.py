@@ -72,6 +72,8 @@ def classes_from_json(value: Sequence[Any] | None) -> tuple[Any, ...] | None:
 def read_json(path: str | Path, what: str) -> Any:
     """The JSON document in ``path``, a ``what`` (e.g. "results file") for messages.
 
+    A UTF-8 byte-order mark at the start (what some editors write) is ignored.
+
     Raises:
         ValueError: naming the path, when it is missing, a folder, or not UTF-8 JSON.
     """
@@ -81,7 +83,7 @@ def read_json(path: str | Path, what: str) -> Any:
     if not path.exists():
         raise ValueError(f"{what} {str(path)!r} does not exist")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise ValueError(f"{what} {str(path)!r} is not valid JSON: {error}") from None
 

@@ -53,7 +53,9 @@ def load_probe_data(
     (:func:`~probemeter.training.shared_memory.share_data`: the workers map them, no copies).
 
     Raises:
-        ValueError: the file or the group ids unreadable, or not one id per row of ``X``.
+        ValueError: the file or the group ids unreadable, or not one id per row of ``X``;
+            arrays that :meth:`~probemeter.data.ProbeData.from_arrays` refuses (naming the
+            file).
     """
     from probemeter.data import ProbeData
     from probemeter.feature_files import load_array, load_features
@@ -70,14 +72,17 @@ def load_probe_data(
             raise ValueError(
                 f"--groups has {len(group_ids)} ids but {str(path)!r} has {len(y)} rows"
             )
-    data = ProbeData.from_arrays(
-        X,
-        y,
-        groups=group_ids,
-        test_size=args.test_size,
-        random_state=args.random_state,
-        name=name,
-        labels=args.labels,
-    )
+    try:
+        data = ProbeData.from_arrays(
+            X,
+            y,
+            groups=group_ids,
+            test_size=args.test_size,
+            random_state=args.random_state,
+            name=name,
+            labels=args.labels,
+        )
+    except ValueError as error:  # named by array (X, y): say from which of the files
+        raise ValueError(f"{str(path)!r}: {error}") from None
     del X, y  # the file's arrays go before the features are copied to shared memory
     return share_for_workers(data, args.n_jobs)

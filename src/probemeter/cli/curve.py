@@ -258,16 +258,22 @@ def _run_curve(args: argparse.Namespace) -> int:
     for index, (name, path) in enumerate(zip(names, args.train)):
         X, y = load_features(path)
         test = load_features(tests[index]) if tests else (None, None)
-        data = ProbeData.from_arrays(
-            X,
-            y,
-            *test,
-            test_size=args.test_size,
-            standardize=not args.no_standardize,
-            name=name,
-            random_state=args.random_state,
-            labels=args.labels,
-        )
+        try:
+            data = ProbeData.from_arrays(
+                X,
+                y,
+                *test,
+                test_size=args.test_size,
+                standardize=not args.no_standardize,
+                name=name,
+                random_state=args.random_state,
+                labels=args.labels,
+            )
+        except ValueError as error:  # named by array (X, y_test, ...): say from which file
+            files = f"--train {str(path)!r}" + (
+                f" (X, y) and --test {str(tests[index])!r} (X_test, y_test)" if tests else ""
+            )
+            raise ValueError(f"{files}: {error}") from None
         del X, y, test  # the files' arrays go before the features are copied to shared memory
         datasets[name] = share_for_workers(data, args.n_jobs)
     _check_before_training(datasets, args)
@@ -281,7 +287,7 @@ def _run_measures(args: argparse.Namespace) -> int:
     from probemeter.curves.comparison import compare
     from probemeter.curves.results import load_curves, result_frames
 
-    path = args.results / "results.json" if args.results.is_dir() else args.results
+    path = _curve_results(args.results, "measures")
     formats = export_option(args)
     curves = load_curves(path)
     epsilon, unit = _measures_epsilon(path, args)
@@ -329,9 +335,48 @@ def _measures_epsilon(path: Path, args: argparse.Namespace) -> tuple[float, str 
     return epsilon, unit
 
 
+def _curve_results(target: Path, command: str) -> Path:
+    """The ``results.json`` of loss-data curves that ``target`` (the file, or its folder)
+    names for ``probemeter measures``; a folder of another method's results is refused,
+    naming what it is and which command reads it.
+
+    Raises:
+        ValueError: ``target`` is the folder (or ``results.json``) of a run of another method
+            (its ``run.json`` says which), or the folder of ``probemeter mdl`` (``mdl.json``).
+    """
+    from probemeter._io import read_json
+    from probemeter._method import RUN_NAME
+
+    folder = target if target.is_dir() else target.parent
+    if target.is_dir() or target.name == "results.json":
+        run = read_json(folder / RUN_NAME, "run file") if (folder / RUN_NAME).is_file() else {}
+        method = run.get("method") if isinstance(run, dict) else None
+        if method is not None and method != "curve":
+            raise ValueError(
+                f"{str(folder)!r} is the folder of a run of method {method!r} (its {RUN_NAME} "
+                f"says so), not of loss-data curves: `probemeter {command}` reads the curves of "
+                f"demo, curve and runs of kind 'curve'; `probemeter report {folder}` writes this "
+                "run's report, and its table is in table.md"
+            )
+    if target.is_dir() and not (target / "results.json").exists():
+        if (target / "mdl.json").is_file():
+            reads = {
+                "measures": "the results.json of demo, curve and runs of kind 'curve'",
+                "report": "the run folders of probemeter run, demo and curve",
+            }[command]
+            raise ValueError(
+                f"{str(target)!r} is the folder of `probemeter mdl` (mdl.json), which "
+                f"`probemeter {command}` does not read (it reads {reads}): the codes' table is "
+                "in its mdl.md, and probemeter.mdl.load_mdl_results reads its mdl.json"
+            )
+    return target / "results.json" if target.is_dir() else target
+
+
 def _run_report(args: argparse.Namespace) -> int:
     from probemeter.runs.html_report import write_report
 
+    if args.run_dir.is_dir() and not (args.run_dir / "results.json").exists():
+        _curve_results(args.run_dir, "report")  # a folder of `probemeter mdl` is named as such
     files = write_report(args.run_dir, epsilon=args.epsilon, template=args.template)
     _log.info("wrote %s", ", ".join(str(path) for path in files.paths))
     return 0

@@ -23,14 +23,16 @@ not require them.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from probemeter._exports import export_formats, export_frames
 from probemeter._io import environment, read_json, write_json_atomic
+from probemeter._summary import SeedCorrectness
 from probemeter.curves.comparison import Comparison
-from probemeter.curves.curve import LossDataCurve
+from probemeter.curves.curve import METRICS, LossDataCurve
 
 __all__ = ["SCHEMA", "load_curves", "result_frames", "save_results", "stored_comparison"]
 
@@ -77,12 +79,14 @@ def stored_comparison(path: str | Path) -> dict[str, Any] | None:
     single saved curve).
 
     Raises:
-        ValueError: the file is missing or not JSON.
+        ValueError: the file is missing or not JSON; a comparison that lacks one of these
+            keys or holds a value of the wrong type (naming the key).
     """
     payload = read_json(path, "results file")
     comparison = payload.get("comparison") if isinstance(payload, dict) else None
-    if not isinstance(comparison, dict):
+    if comparison is None:
         return None
+    _check_comparison(comparison, path)
     try:
         return {key: comparison[key] for key in ("epsilon", "metric", "unit", "rule")}
     except KeyError as error:
@@ -107,14 +111,140 @@ def load_curves(path: str | Path) -> list[LossDataCurve]:
     """Read the curves of a results file (or of a single saved curve).
 
     Raises:
-        ValueError: the file is missing, not JSON, or not a probemeter results/curve file.
+        ValueError: the file is missing, not JSON, or not a probemeter results/curve file;
+            a damaged one, naming the key whose value is missing or of the wrong kind
+            (``curves[0].points.loss[3] is '0.5', not a number``).
     """
     payload = read_json(path, "results file")
+    if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
+        curves = _required(payload, "curves", list, path)
+        if not curves:
+            raise _damaged(path, "curves", "is empty: the file holds no curve")
+        for index, curve in enumerate(curves):
+            _check_curve(curve, f"curves[{index}]", path)
+        if payload.get("comparison") is not None:
+            _check_comparison(payload["comparison"], path)
+        for key in ("versions", "experiment", "timings"):
+            if key in payload and not isinstance(payload[key], dict):
+                raise _damaged(path, key, f"is {_kind(payload[key])}, not a JSON object")
+    elif isinstance(payload, dict) and "points" in payload:
+        curves = [payload]
+        _check_curve(payload, "the curve", path)
+    elif isinstance(payload, dict) and str(payload.get("schema")).startswith("probemeter."):
+        raise ValueError(
+            f"{str(path)!r} holds no loss-data curves: its schema is {payload['schema']!r}, the "
+            f"results of another method; curves ({SCHEMA}) are written by demo, curve and "
+            "runs of kind 'curve' (probemeter report writes any run's report)"
+        )
+    else:
+        raise ValueError(
+            f"{str(path)!r} is not a results file: neither a {SCHEMA} file (its 'schema' key) "
+            "nor a saved loss-data curve (its 'points' key)"
+        )
     try:
-        if isinstance(payload, dict) and payload.get("schema") == SCHEMA:
-            return [LossDataCurve.from_dict(curve) for curve in payload["curves"]]
-        if isinstance(payload, dict) and "points" in payload:
-            return [LossDataCurve.from_dict(payload)]
+        return [LossDataCurve.from_dict(curve) for curve in curves]
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"results file {str(path)!r} is damaged: {error}") from None
-    raise ValueError(f"{str(path)!r} is neither a {SCHEMA} file nor a saved loss-data curve")
+
+
+def _damaged(path: str | Path, key: str, problem: str) -> ValueError:
+    """``results file 'x' is damaged: curves[0].name is 3, not a text``."""
+    return ValueError(f"results file {str(path)!r} is damaged: {key} {problem}")
+
+
+def _kind(value: Any) -> str:
+    """A JSON value for messages: short values as they are, long ones by their type."""
+    shown = repr(value)
+    return shown if len(shown) <= 30 else f"a {type(value).__name__}"
+
+
+def _required(payload: Mapping[str, Any], key: str, kind: type, path: str | Path) -> Any:
+    """``payload[key]``, which must be a ``kind`` (list or dict)."""
+    if key not in payload:
+        raise ValueError(f"results file {str(path)!r} is damaged: it lacks the key {key!r}")
+    value = payload[key]
+    if not isinstance(value, kind):
+        wanted = "a JSON list" if kind is list else "a JSON object"
+        raise _damaged(path, key, f"is {_kind(value)}, not {wanted}")
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _check_curve(curve: Any, key: str, path: str | Path) -> None:
+    """A curve's entry (``LossDataCurve.to_dict``): the kinds of its values, and its points'
+    columns — integers ``n`` and ``seed``, numbers (or null) elsewhere, all one length —
+    before they reach pandas, whose errors name neither the file nor the key."""
+    if not isinstance(curve, dict):
+        raise _damaged(path, key, f"is {_kind(curve)}, not a JSON object (a curve)")
+    for name in ("name", "n_classes", "pool_size", "n_test", "points"):
+        if name not in curve:
+            raise _damaged(path, key, f"lacks the key {name!r}")
+    if not isinstance(curve["name"], str):
+        raise _damaged(path, f"{key}.name", f"is {_kind(curve['name'])}, not a text")
+    for name in ("n_classes", "pool_size", "n_test"):
+        value = curve[name]
+        if not (isinstance(value, int) and not isinstance(value, bool)) or value < 1:
+            raise _damaged(path, f"{key}.{name}", f"is {_kind(value)}, not a positive integer")
+    for name, kind, wanted in (
+        ("metadata", dict, "a JSON object"),
+        ("classes", list, "a JSON list or null"),
+        ("final_correct", dict, "a JSON object or null"),
+    ):
+        value = curve.get(name)
+        if value is not None and not isinstance(value, kind):
+            raise _damaged(path, f"{key}.{name}", f"is {_kind(value)}, not {wanted}")
+    if curve.get("final_correct") is not None:
+        try:
+            SeedCorrectness.from_dict(curve["final_correct"])
+        except KeyError as error:
+            raise _damaged(path, f"{key}.final_correct", f"lacks the key {error}") from None
+        except (ValueError, TypeError, AttributeError) as error:
+            raise _damaged(path, f"{key}.final_correct", f"cannot be read: {error}") from None
+    points = curve["points"]
+    if not isinstance(points, dict):
+        raise _damaged(path, f"{key}.points", f"is {_kind(points)}, not a JSON object")
+    for name in ("n", "seed", *METRICS):
+        if name not in points:
+            raise _damaged(path, f"{key}.points", f"lacks the column {name!r}")
+    lengths = {}
+    for name, values in points.items():
+        if not isinstance(values, list):
+            raise _damaged(path, f"{key}.points.{name}", f"is {_kind(values)}, not a JSON list")
+        lengths[name] = len(values)
+        whole = name in ("n", "seed")
+        for index, value in enumerate(values):
+            good = (
+                isinstance(value, int) and not isinstance(value, bool)
+                if whole
+                else value is None or _is_number(value)
+            )
+            if not good:
+                wanted = "an integer" if whole else "a number"
+                raise _damaged(path, f"{key}.points.{name}[{index}]", f"is {value!r}, not {wanted}")
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{name} {length}" for name, length in lengths.items())
+        raise _damaged(path, f"{key}.points", f"has columns of different lengths ({shown} values)")
+
+
+def _check_comparison(comparison: Any, path: str | Path) -> None:
+    """A comparison's entry (``Comparison.to_dict``): ε a finite number, the metric, unit and
+    rule texts, the sizes integers and the representations texts (where present)."""
+    if not isinstance(comparison, dict):
+        raise _damaged(path, "comparison", f"is {_kind(comparison)}, not a JSON object or null")
+    epsilon = comparison.get("epsilon")
+    if "epsilon" in comparison and not (_is_number(epsilon) and math.isfinite(epsilon)):
+        raise _damaged(path, "comparison.epsilon", f"is {_kind(epsilon)}, not a number")
+    for name in ("metric", "unit", "rule"):
+        if name in comparison and not isinstance(comparison[name], str):
+            raise _damaged(path, f"comparison.{name}", f"is {_kind(comparison[name])}, not a text")
+    for name, wanted, good in (
+        ("sizes", "integers", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+        ("representations", "texts", lambda v: isinstance(v, str)),
+    ):
+        values = comparison.get(name)
+        if values is not None and not (isinstance(values, list) and all(map(good, values))):
+            problem = f"is {_kind(values)}, not a list of {wanted}"
+            raise _damaged(path, f"comparison.{name}", problem)
