@@ -47,7 +47,7 @@ def test_curve_then_measures_recomputes_without_training(tmp_path, capsys):
     a, b = _write(tmp_path / "a.npz"), _write(tmp_path / "b.npz", d=2, seed=1)
     out = tmp_path / "run"
     args = ["curve", "--train", str(a), "--train", str(b), "--hidden", "--steps", "100"]
-    args += ["--lr", "1e-2", "--seeds", "2", "--sizes", "10", "50", "240", "--no-progress"]
+    args += ["--lr", "1e-2", "--seeds", "2", "--sizes", "10", "50", "216", "--no-progress"]
     assert main([*args, "--epsilon", "0.4", "--out", str(out)]) == 0
     curves = pm.load_curves(out / "results.json")
     assert [c.name for c in curves] == ["a", "b"]

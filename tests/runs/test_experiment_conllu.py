@@ -88,7 +88,7 @@ def test_arc_labels_are_probed_from_dependent_head_pairs(folder):
     data = prepare_data(load_experiment(experiment_file(folder, task)))["bert-2"]
     # one row per non-root arc: 2 of each 3-word sentence, [h_dependent; h_head] side by side
     assert (data.pool_size, len(data.y_test), data.n_features) == (80, 24, 64)
-    assert data.classes == ("nsubj", "punct", "root", "vocative")
+    assert data.classes == ("nsubj", "punct", "vocative")  # root arcs are no rows: no class
     assert [data.classes[i] for i in data.y_test[-2:]] == ["vocative", "punct"]
     # grouped by the dependent's word type, for the control task
     assert data.groups_train is not None and len(data.groups_test) == 24

@@ -51,7 +51,7 @@ from probemeter.datasets.conll import NO_FEATURE, Treebank, probe_data, sentence
 from probemeter.datasets.edge_probing import EdgeProbingSet, edge_probe_data, read_edge_probing
 from probemeter.datasets.projections import project
 from probemeter.datasets.senteval import SentEvalData
-from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits
+from probemeter.datasets.treebank_splits import TreebankSplits
 from probemeter.encoders import FeatureCache, SpacyTokenVectors, TransformerEncoder, glove_6b_50d
 from probemeter.encoders.hf import minilm_path
 from probemeter.feature_files import load_features
@@ -879,23 +879,16 @@ def _official_split(
     splits: TreebankSplits, features: np.ndarray, label: str, name: str, trees: bool
 ) -> ProbeData:
     """A ``conllu`` task's data: train is the pool, test the test set; word labels one row
-    per word, ``deprel-arcs`` one row per arc, ``[h_dependent; h_head]`` (the arc labelling
-    data of :func:`probemeter.pareto.sweeps.treebank_tasks`, grouped by dependent type),
-    ``arcs`` one row per word labelled with its head (:func:`head_probe_data`; for a method
-    that reads ``trees``, as :func:`_tree_arguments` says)."""
+    per word, ``deprel-arcs`` one row per non-root arc, ``[h_dependent; h_head]`` (the arc
+    labelling data of :func:`~probemeter.datasets.arcs.arc_label_data`, grouped by dependent
+    type, its classes the non-root relations), ``arcs`` one row per word labelled with its head
+    (:func:`head_probe_data`; for a method that reads ``trees``, as :func:`_tree_arguments`
+    says)."""
     if label == ARC_HEADS:
         return head_probe_data(
             splits.combined, features, splits.test_mask, name=name, **_tree_arguments(trees)
         )
-    if label != ARC_LABELS:
-        return splits.probe_data(features, label, name=name)
-    from probemeter.pareto.sweeps import treebank_tasks
-
-    relations = splits.vocabulary(label)
-    _, arcs, _ = treebank_tasks(
-        splits.combined, features, splits.test_mask, name=name, relations=relations
-    )
-    return replace(arcs, name=name)
+    return splits.probe_data(features, label, name=name)
 
 
 def _tree_arguments(trees: bool) -> dict[str, Any]:
