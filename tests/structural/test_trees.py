@@ -47,7 +47,7 @@ def test_the_embedding_realises_tree_distances_and_depths_exactly():
 @pytest.mark.parametrize(
     ("heads", "message"),
     [
-        ((0, 0), "exactly one root"),
+        ((0, 0), "2 roots, and a UD sentence has exactly one"),
         ((2, 3, 0, 9), "outside 0..4"),
         ((2, 1, 0), "cycle"),
         ((1, 0), "its own head"),
@@ -64,7 +64,7 @@ def test_tree_data_checks_and_padding():
     assert trees.n_words == 5 and trees.offsets.tolist() == [0, 2, 5]
     assert trees.padded("depth").tolist() == [[1, 0, 0], [0, 1, 1]]
     assert trees.padded("distance")[0].tolist() == [[0, 1, 0], [1, 0, 0], [0, 0, 0]]
-    with pytest.raises(ValueError, match=r"heads\[1\] has a word that is its own head"):
+    with pytest.raises(ValueError, match=r"heads\[1\]: word 1 is its own head"):
         TreeData(((2, 0), (1, 0)))
     with pytest.raises(ValueError, match=r"punctuation\[0\] has 1 entries"):
         TreeData(((2, 0),), punctuation=((True,),))

@@ -77,18 +77,17 @@ def punctuation_tags(tags: Sequence[str]) -> tuple[str, ...]:
 
 
 def _check_heads(heads: Sequence[int], where: str) -> np.ndarray:
-    """``heads`` as an int64 array that forms one tree over its words (a single root, no
-    cycle); a ValueError naming ``where`` otherwise."""
+    """``heads`` as an int64 array that forms one tree over its words (the datasets layer's
+    one tree check, :func:`~probemeter.datasets.conll.tree_problem`); a ValueError naming
+    ``where`` and the problem otherwise."""
+    from probemeter.datasets.conll import tree_problem
+
     array = np.asarray(heads, dtype=np.int64)
-    n = array.size
-    if array.ndim != 1 or n == 0:
+    if array.ndim != 1 or array.size == 0:
         raise ValueError(f"{where} must be a non-empty 1-D sequence of heads; got {heads!r}")
-    if array.min() < 0 or array.max() > n:
-        raise ValueError(f"{where} has heads outside 0..{n} (0 is the root): {array.tolist()}")
-    if int(np.sum(array == 0)) != 1:
-        raise ValueError(f"{where} needs exactly one root (head 0); got {array.tolist()}")
-    if np.any(array == np.arange(1, n + 1)):
-        raise ValueError(f"{where} has a word that is its own head: {array.tolist()}")
+    problem = tree_problem(array.tolist())
+    if problem is not None:
+        raise ValueError(f"{where}: {problem.reason}: {array.tolist()}")
     return array
 
 
@@ -100,13 +99,11 @@ def _ancestors(heads: Sequence[int], where: str) -> np.ndarray:
     ancestors = np.zeros((n, n), dtype=bool)
     for i in range(n):
         node = i
-        while not ancestors[i, node]:
+        while True:  # the heads form a tree: every walk up ends at the root
             ancestors[i, node] = True
             if array[node] == 0:
                 break
             node = int(array[node]) - 1
-        else:
-            raise ValueError(f"{where} has a cycle through word {node + 1}: {array.tolist()}")
     return ancestors
 
 
