@@ -95,7 +95,9 @@ def test_edge_label_sets_share_one_vocabulary(tmp_path):
         [{"span1": [0, 1], "label": ["B", "A"]}, {"span1": [1, 2], "label": "C"}],
     )
     test = _edge_file(tmp_path, "test.json", [{"span1": [2, 3], "label": ["D", "B", "B"]}])
-    (y_train, y_test), vocabulary = edge_labels(train, test, multilabel=True)
+    with pytest.raises(ValueError, match="'D' that no target of the pool"):
+        edge_labels(train, test, multilabel=True)  # the test split alone adds no label
+    (y_train, y_test), vocabulary = edge_labels(train, test, multilabel=True, labels=["D"])
     assert vocabulary == ("A", "B", "C", "D")
     np.testing.assert_array_equal(y_train, [[1, 1, 0, 0], [0, 0, 1, 0]])
     np.testing.assert_array_equal(y_test, [[0, 1, 0, 1]])
@@ -103,7 +105,9 @@ def test_edge_label_sets_share_one_vocabulary(tmp_path):
         edge_labels(train, test)
     features = [np.arange(9, dtype=np.float32).reshape(3, 3)]
     with pytest.warns(UserWarning, match=r"label column\(s\) \[3\] never occur in the training"):
-        probe_data = edge_probe_data(train, test, features, features, "mean", multilabel=True)
+        probe_data = edge_probe_data(
+            train, test, features, features, "mean", multilabel=True, labels=["D"]
+        )
     assert probe_data.multilabel and probe_data.classes == vocabulary
     np.testing.assert_array_equal(probe_data.y_train, y_train)
 

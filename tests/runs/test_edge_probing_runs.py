@@ -71,7 +71,12 @@ def test_task_keys_and_methods_are_checked(files, tmp_path):
 
 
 def test_word_features_are_pooled_into_the_spans_of_each_split(files):
-    experiment = load_experiment(_experiment(files, 'pooling = "self-attention"'))
+    undeclared = load_experiment(_experiment(files, 'pooling = "self-attention"'))
+    with pytest.raises(ExperimentError, match="'PRON' that no target of the pool"):
+        prepare_data(undeclared)  # the test split alone never adds a label
+    experiment = load_experiment(
+        _experiment(files, 'pooling = "self-attention"\nlabels = ["PRON"]')
+    )
     data = prepare_data(experiment)["bert-2"]
     encoder = TransformerEncoder(files / "tiny-bert", 2, pooling="words", progress=False)
     train_words = encoder.encode([list(w) for w in EDGE_WORDS[:3] * 4])
@@ -87,18 +92,21 @@ def test_word_features_are_pooled_into_the_spans_of_each_split(files):
     np.testing.assert_allclose(data.X_test[first_phrase, 0], 2)
     expected = ((test_words[:2] - mean) / std).ravel()
     np.testing.assert_allclose(data.X_test[first_phrase, 1:], expected, rtol=1e-4, atol=1e-5)
-    assert data.classes == ("ADJ", "ADP", "DET", "NOUN", "PRON", "VERB")  # PRON: test only
+    assert data.classes == ("ADJ", "ADP", "DET", "NOUN", "PRON", "VERB")  # PRON: declared
     assert data.y_test[0] == data.classes.index("PRON")
+    # each target's sentence is its cluster: the first sentence's targets, then the second's
+    targets = 2 * len(EDGE_WORDS[0]) - 1
+    assert data.clusters_train[: targets + 1].tolist() == [0] * targets + [1]
 
 
 @pytest.mark.slow
 def test_runs_of_both_methods_on_an_edge_probing_task(files, tmp_path):
-    curve = _experiment(files, 'pooling = "self-attention"')
+    curve = _experiment(files, 'pooling = "self-attention"\nlabels = ["PRON"]')
     assert main(["run", str(curve), "--out", str(tmp_path), "--no-progress", "--n-jobs", "1"]) == 0
     results = json.loads((tmp_path / "exp" / "results.json").read_text())
     assert [c["name"] for c in results["curves"]] == ["bert-0", "bert-2"]
     assert results["curves"][0]["metadata"]["probe"]["span"] == [2]
-    mdl = _experiment(files, 'pooling = "endpoints"', EDGE_MDL)
+    mdl = _experiment(files, 'pooling = "endpoints"\nlabels = ["PRON"]', EDGE_MDL)
     assert main(["run", str(mdl), "--out", str(tmp_path / "mdl"), "--no-progress"]) == 0
     power = 'kind = "power"\nbaseline = "bert-0"\nper_class = [4]\nseeds = 1\nsteps = 5'
     # every class often enough for stratified 4:1:1 splits of 4 training examples per class

@@ -538,7 +538,9 @@ def edge_probe_data(
     outputs and binary cross-entropy per label measure them (Tenney et al. 2019), by
     loss-data curves and the online code.
 
-    Each target's group (``groups_train``/``groups_test``) is the text of its first span, so
+    Each target's cluster (``clusters_train``/``clusters_test``) is its sentence, the unit
+    the task's data were sampled in. Each target's group (``groups_train``/``groups_test``)
+    is the text of its first span, so
     the control task of :func:`~probemeter.mdl.controls.control_task` gives every span text
     one random label: for single-word spans, Hewitt & Liang's word-type control of POS that
     Voita & Titov use (§5).
@@ -601,7 +603,18 @@ def edge_probe_data(
         groups_test=groups_test,
         labels=INDICATOR if multilabel else "indices",
     )
-    return replace(data, classes=classes, span_tokens=span_tokens)
+    # each target's sentence: the targets of one sentence are not independent draws
+    clusters = [
+        np.repeat(np.arange(len(split.sentences)), [len(s.targets) for s in split.sentences])
+        for split in (train, test)
+    ]
+    return replace(
+        data,
+        classes=classes,
+        span_tokens=span_tokens,
+        clusters_train=clusters[0].astype(np.int64),
+        clusters_test=clusters[1].astype(np.int64),
+    )
 
 
 def _pooled(tokens: np.ndarray, pooling: str) -> np.ndarray:

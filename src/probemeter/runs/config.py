@@ -41,11 +41,15 @@ Schema (every key not marked *required* has the default shown)::
     #                cross-entropy, Tenney et al. 2019; codes are sums of K Bernoulli
     #                codes, K bits per target uniform; curve and mdl (online) methods;
     #                accuracy is the exact set match, micro/macro-F1 reported) -- one row
-    #                per target, its span(s) pooled from the words' features
+    #                per target, its span(s) pooled from the words' features; labels =
+    #                ["A", "B"] (optional): labels the task has beyond the pool's (the label
+    #                vocabulary is the pool's labels plus these, never the test split's: a
+    #                test target with another label is refused)
     # senteval:      task (required: SentLen, WC, TreeDepth, TopConst, BShift, Tense, SubjNum,
     #                ObjNum, SOMO, CoordInv), path (required: the task's file, or a folder of
     #                them such as SentEval's data/probing; relative to the TOML file) -- one
-    #                row per sentence; the file's own split (pool: tr lines, test: te lines)
+    #                row per sentence; the file's own split (pool: tr lines, test: te
+    #                lines); labels (optional), as for edge-probing
 
     [[representations]]         # at least one; names distinct
     name = "pca-32"             # required
@@ -223,6 +227,19 @@ _alpha = valid.number(0, 0.5, "neither").problem
 _fraction = valid.number(0, 1, "neither").problem
 
 
+def _declared_labels(value: Any) -> str | None:
+    """A task's declared labels: None, or a list of distinct non-empty strings."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(item, str) and item for item in value)
+        or len(set(value)) != len(value)
+    ):
+        return f"must be a list of distinct label names (strings); got {value!r}"
+    return None
+
+
 #: datasets of ``[task]``: their options (check, default), pool size and views
 DATASETS: dict[str, _Dataset] = {
     "digits": _Dataset(
@@ -277,12 +294,17 @@ DATASETS: dict[str, _Dataset] = {
             "pooling": (_one_of(*SPAN_POOLINGS), "mean"),
             "max_tokens": (_integer(1), 32),
             "multilabel": (_boolean, False),
+            "labels": (_declared_labels, None),
         },
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),
     "senteval": _Dataset(
-        {"task": (_one_of(*TASK_FILES), _REQUIRED), "path": (_string, _REQUIRED)},
+        {
+            "task": (_one_of(*TASK_FILES), _REQUIRED),
+            "path": (_string, _REQUIRED),
+            "labels": (_declared_labels, None),
+        },
         pool=lambda options: None,
         views=lambda options: {WORDS: None},
     ),

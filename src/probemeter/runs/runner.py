@@ -625,7 +625,8 @@ def _task_inputs(task: Task, random_state: int) -> _TaskInputs:
     if task.dataset == "senteval":
         from probemeter.datasets.senteval import read_senteval
 
-        return _TaskInputs({}, task=task, senteval=read_senteval(options["path"], options["task"]))
+        senteval = read_senteval(options["path"], options["task"], labels=options["labels"])
+        return _TaskInputs({}, task=task, senteval=senteval)
     from probemeter.datasets.parity import parity_representations
 
     views = parity_representations(**options, random_state=random_state)
@@ -815,6 +816,9 @@ def _word_representation(rep: Representation, inputs: _TaskInputs, build: _Build
         "treebank": inputs.labels_digest,
         "task": _task_dict(inputs.task),
         "random_state": build.random_state,
+        # data laid out before rows recorded their sentences (ProbeData.clusters_*) are
+        # rebuilt: paired tests and development splits need them
+        "layout": 2,
     }
     if build.trees:  # only then: the keys of other data stay as before, so they stay valid
         key["trees"] = _tree_arguments(True)
@@ -872,6 +876,7 @@ def _edge_data(
         name=name,
         max_tokens=options["max_tokens"],
         multilabel=options["multilabel"],
+        labels=options["labels"],
     )
 
 
