@@ -92,6 +92,29 @@ class CurveMethod(Method):
             return [("method.sizes", message)]
         return []
 
+    def _training_pool(self, data: ProbeData, random_state: int) -> int:
+        """The pool examples the probes may train on: the pool less its development split
+        (whole sentences where the data record them, so not exactly ``dev_fraction``).
+
+        Raises:
+            ValueError: explicit ``sizes`` beyond it, before anything is trained.
+        """
+        from probemeter.training.probe_runs import held_out_split
+
+        left = data.pool_size
+        if self.dev_fraction > 0:
+            train, _ = held_out_split(
+                data.pool_size, self.dev_fraction, random_state, data.clusters_train
+            )
+            left = train.size
+        if self.sizes is not None and max(self.sizes) > left:
+            raise ValueError(
+                f"method.sizes: {max(self.sizes)} exceeds the {left} examples of {data.name!r} "
+                f"left for training of its pool of {data.pool_size} (dev_fraction = "
+                f"{self.dev_fraction:g} is held out)"
+            )
+        return left
+
     def sparse_problems(self) -> list[tuple[str, str]]:
         """No problems: loss-data curves train on sparse rows."""
         return []
@@ -108,12 +131,14 @@ class CurveMethod(Method):
 
         plans = []
         for name, data in datasets.items():
-            sizes = [int(n) for n in (self.sizes or default_sizes(data.pool_size))]
+            left = self._training_pool(data, context.random_state)
+            sizes = [int(n) for n in (self.sizes or default_sizes(left))]
             spec = {
                 "probe": probe_for(data, self.probe).to_dict(),
                 "training": self.training().to_dict(),
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
+                "dev_fraction": self.dev_fraction,
             }
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
             options = {"method": self, "sizes": sizes, **keywords}
