@@ -75,3 +75,19 @@ def test_without_a_split_the_curve_is_unchanged() -> None:
         plain.development_curve()
     with pytest.raises(ValueError, match="left for training"):
         loss_data_curve(data, MLP(()), [20, 230], 1, dev_fraction=0.1, **options)
+
+
+def test_the_curve_method_plans_its_sizes_within_the_pool_left() -> None:
+    from probemeter._method import RunContext
+    from probemeter.curves.method import CurveMethod
+
+    data = _data(clustered=True)
+    context = RunContext(0, "cpu", None, None, False, "task")
+    (plan,) = CurveMethod(epsilon=0.5, probe=(), seeds=1).units({"a": data}, context)
+    train, _ = held_out_split(240, 0.1, 0, data.clusters_train)
+    assert plan.options["sizes"][-1] == train.size < 240  # whole sentences held out
+    assert plan.spec["dev_fraction"] == 0.1  # in the unit's key
+    (full,) = CurveMethod(epsilon=0.5, probe=(), dev_fraction=0.0).units({"a": data}, context)
+    assert full.options["sizes"][-1] == 240 and full.spec != plan.spec
+    with pytest.raises(ValueError, match=r"method.sizes: 239 exceeds the \d+ examples of 'a'"):
+        CurveMethod(epsilon=0.5, sizes=(10, 239)).units({"a": data}, context)

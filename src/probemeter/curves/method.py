@@ -92,7 +92,7 @@ class CurveMethod(Method):
             return [("method.sizes", message)]
         return []
 
-    def _training_pool(self, data: ProbeData, random_state: int) -> int:
+    def _training_pool(self, name: str, data: ProbeData, random_state: int) -> int:
         """The pool examples the probes may train on: the pool less its development split
         (whole sentences where the data record them, so not exactly ``dev_fraction``).
 
@@ -109,7 +109,7 @@ class CurveMethod(Method):
             left = train.size
         if self.sizes is not None and max(self.sizes) > left:
             raise ValueError(
-                f"method.sizes: {max(self.sizes)} exceeds the {left} examples of {data.name!r} "
+                f"method.sizes: {max(self.sizes)} exceeds the {left} examples of {name!r} "
                 f"left for training of its pool of {data.pool_size} (dev_fraction = "
                 f"{self.dev_fraction:g} is held out)"
             )
@@ -131,7 +131,7 @@ class CurveMethod(Method):
 
         plans = []
         for name, data in datasets.items():
-            left = self._training_pool(data, context.random_state)
+            left = self._training_pool(name, data, context.random_state)
             sizes = [int(n) for n in (self.sizes or default_sizes(left))]
             spec = {
                 "probe": probe_for(data, self.probe).to_dict(),
