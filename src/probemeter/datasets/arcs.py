@@ -38,6 +38,26 @@ __all__ = [
 ARC_HEADS = "arcs"
 
 
+def _checked_inputs(
+    treebank: Treebank, features: object, test_mask: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The features as float32 (n_words, d), the test mask, each word's sentence id and each
+    sentence's length, after checking that the heads form trees, the shapes fit the treebank
+    and the mask selects whole sentences (a ValueError naming what does not)."""
+    check_trees(treebank)
+    X = np.asarray(features, dtype=np.float32)
+    test = np.asarray(test_mask)
+    if X.ndim != 2 or X.shape[0] != treebank.n_words:
+        raise ValueError(f"features must be (n_words={treebank.n_words}, d); got {X.shape}")
+    if test.shape != (treebank.n_words,) or test.dtype != bool:
+        raise ValueError(f"test_mask must be ({treebank.n_words},) bool; got {test.shape}")
+    sentences = treebank.sentence_ids
+    lengths = np.bincount(sentences)
+    if np.any(np.bincount(sentences, weights=test) % lengths):
+        raise ValueError("test_mask must select whole sentences")
+    return X, test, sentences, lengths
+
+
 def head_probe_data(
     treebank: Treebank,
     features: object,
@@ -65,17 +85,7 @@ def head_probe_data(
             pool or no test sentence, ``groups`` neither ``"types"`` nor ``"upos"``.
     """
     one_of("types", "upos")(groups, "groups")
-    check_trees(treebank)
-    X = np.asarray(features, dtype=np.float32)
-    test = np.asarray(test_mask)
-    if X.ndim != 2 or X.shape[0] != treebank.n_words:
-        raise ValueError(f"features must be (n_words={treebank.n_words}, d); got {X.shape}")
-    if test.shape != (treebank.n_words,) or test.dtype != bool:
-        raise ValueError(f"test_mask must be ({treebank.n_words},) bool; got {test.shape}")
-    sentences = treebank.sentence_ids
-    lengths = np.bincount(sentences)
-    if np.any(np.bincount(sentences, weights=test) % lengths):
-        raise ValueError("test_mask must select whole sentences")
+    X, test, sentences, lengths = _checked_inputs(treebank, features, test_mask)
     if test.all() or not test.any():
         raise ValueError("test_mask must leave sentences for both the pool and the test set")
     heads = np.array([head for sentence in treebank.heads for head in sentence], np.int64)
@@ -176,17 +186,7 @@ def arc_label_data(
             (n_words, d), ``test_mask`` not (n_words,) bool of whole sentences or leaving no
             arc for the pool or the test set, a relation outside ``relations``.
     """
-    check_trees(treebank)
-    X = np.asarray(features, dtype=np.float32)
-    test = np.asarray(test_mask)
-    if X.ndim != 2 or X.shape[0] != treebank.n_words:
-        raise ValueError(f"features must be (n_words={treebank.n_words}, d); got {X.shape}")
-    if test.shape != (treebank.n_words,) or test.dtype != bool:
-        raise ValueError(f"test_mask must be ({treebank.n_words},) bool; got {test.shape}")
-    sentences = treebank.sentence_ids
-    lengths = np.bincount(sentences)
-    if np.any(np.bincount(sentences, weights=test) % lengths):
-        raise ValueError("test_mask must select whole sentences")
+    X, test, sentences, lengths = _checked_inputs(treebank, features, test_mask)
     relations = arc_relations([treebank]) if relations is None else tuple(relations)
     heads = np.array([head for sentence in treebank.heads for head in sentence], np.int64)
     dependents = np.flatnonzero(heads > 0)
