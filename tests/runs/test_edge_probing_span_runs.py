@@ -18,7 +18,7 @@ from probemeter.runs.saved_probes import load_run_probes
 
 pytest.importorskip("transformers")
 
-ATTENTION = 'pooling = "self-attention"'
+ATTENTION = 'pooling = "self-attention"\nlabels = ["PRON"]'  # PRON: in the test file only
 
 
 def _keep(path):

@@ -195,7 +195,7 @@ def test_a_run_on_a_pool_too_wide_to_densify_stays_sparse(tmp_path):
     path.write_text(
         '[[representations]]\nname = "wide"\nkind = "npz"\ntrain = "wide.npz"\n'
         'test = "wide_test.npz"\n[method]\nkind = "curve"\nprobe = []\nseeds = 1\nsteps = 20\n'
-        "batch_size = 64\nlr = 0.01\nepsilon = 0.5\nsizes = [1000, 4000]\n"
+        "batch_size = 64\nlr = 0.01\nepsilon = 0.5\nsizes = [1000, 3600]\n"
     )
     completed = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_WIDE_RUN), str(path), str(tmp_path / "runs")],
