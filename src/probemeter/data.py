@@ -165,6 +165,8 @@ class ProbeData:
             :func:`~probemeter.datasets.arcs.head_probe_data`), each row's sentence id, each
             sentence's rows contiguous and in word order; the labels are then head positions
             within the sentence (0 = the ROOT slot), not classes shared by all rows; else None.
+        group_names: when the groups are tags (head-selection data for structural probes), the
+            tag of each group id; else None.
         clusters_train, clusters_test: the unit each row was sampled in, as an integer id per
             row — the sentence of a word — when rows are not independent draws; else None.
             Development splits hold out whole clusters, and paired tests between
@@ -187,6 +189,7 @@ class ProbeData:
     sentences_test: np.ndarray | None = field(default=None, repr=False)
     clusters_train: np.ndarray | None = field(default=None, repr=False)
     clusters_test: np.ndarray | None = field(default=None, repr=False)
+    group_names: tuple[str, ...] | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -368,6 +371,8 @@ class ProbeData:
         digest.update(str(self.n_classes).encode())
         if self.classes is not None:
             digest.update(repr(self.classes).encode())
+        if self.group_names is not None:
+            digest.update(repr(self.group_names).encode())
         return digest.hexdigest()[:16]
 
     def save(self, folder: str | os.PathLike[str]) -> Path:
@@ -387,7 +392,7 @@ class ProbeData:
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"folder {str(folder)!r} is a file; give a folder")
         described = {"schema": _SCHEMA, "n_classes": self.n_classes, "name": self.name}
-        for layout in ("mix_layers", "span_tokens"):
+        for layout in ("mix_layers", "span_tokens", "group_names"):
             if getattr(self, layout) is not None:
                 described[layout] = list(getattr(self, layout))
         if self.is_sparse:
@@ -452,6 +457,7 @@ class ProbeData:
             name=str(meta["name"]),
             mix_layers=None if "mix_layers" not in meta else tuple(meta["mix_layers"]),
             span_tokens=None if "span_tokens" not in meta else tuple(meta["span_tokens"]),
+            group_names=None if "group_names" not in meta else tuple(meta["group_names"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),
             sentences_train=arrays.get("sentences_train"),

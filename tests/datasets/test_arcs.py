@@ -17,7 +17,7 @@ from probemeter.datasets.arcs import (
     control_heads,
     head_probe_data,
 )
-from probemeter.datasets.conll import Treebank, write_conllu
+from probemeter.datasets.conll import UPOS_TAGS, Treebank, write_conllu
 from probemeter.datasets.dependency_control import CONTROL_BEHAVIOURS, dependency_control
 from probemeter.datasets.treebank_splits import ARC_LABELS, read_treebank_splits
 
@@ -138,3 +138,33 @@ def test_official_split_arc_labels_count_the_labels_of_their_rows(tmp_path):
 
 
 VOCATIVE = (("det", "nsubj", "root"), ("root", "punct"), ("det", "nsubj", "root", "vocative"))
+
+
+def test_tag_groups_are_ptb_xpos_where_the_treebank_has_them():
+    """Structural runs lay out each word's tag: PTB XPOS where the treebank has them (Hewitt
+    & Manning's punctuation is "," but not "HYPH", which UPOS calls PUNCT too), else UPOS."""
+    from probemeter.structural.method import probe_trees
+
+    bank = Treebank(
+        sentences=(("well", ",", "re", "-", "run"), ("go", ".")),
+        upos=(("INTJ", "PUNCT", "VERB", "PUNCT", "VERB"), ("VERB", "PUNCT")),
+        heads=((5, 1, 5, 5, 0), (0, 1)),
+        deprels=(("discourse", "punct", "compound", "punct", "root"), ("root", "punct")),
+        xpos=(("UH", ",", "VB", "HYPH", "VB"), ("VB", ".")),
+        silver=False,
+        source="hand",
+    )
+    features = np.zeros((7, 2), dtype=np.float32)
+    test = np.array([False] * 5 + [True] * 2)
+    data = head_probe_data(bank, features, test, groups="tags", standardize=False)
+    assert data.group_names == (",", ".", "HYPH", "UH", "VB")
+    assert data.groups_train.tolist() == [3, 0, 4, 2, 4] and data.groups_test.tolist() == [4, 1]
+    _, trees, _, _ = probe_trees(data)
+    assert trees.punctuation == ((False, True, False, False, False), (False, True))
+    assert trees.punctuation_rule.startswith("XPOS")
+    plain = head_probe_data(replace(bank, xpos=None), features, test, groups="tags")
+    assert plain.group_names == tuple(UPOS_TAGS)
+    _, upos_trees, _, _ = probe_trees(plain)
+    assert upos_trees.punctuation[0] == (False, True, False, True, False)  # "-" too, by UPOS
+    with pytest.raises(ValueError, match="groups"):
+        head_probe_data(bank, features, test, groups="xpos")

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from experiment_files import run_file
 
+from probemeter._punctuation import XPOS_PUNCTUATION_TAGS
 from probemeter.cli.main import main
 from probemeter.datasets.conll import UPOS_TAGS
 
@@ -145,6 +146,8 @@ def test_structural_probes_on_gold_trees(folder, gold):
     assert n_words == 8740
     for result in stored["representations"]:
         assert result["n_words"] == n_words
+        # EWT's XPOS are PTB tags: punctuation is Hewitt & Manning's, by them
+        assert result["punctuation"].startswith("XPOS")
         for family in result["families"].values():
             assert family["n_test"] == 150 and family["n_pool"] <= 300
             trees = family["metadata"]["trees"]
@@ -153,7 +156,9 @@ def test_structural_probes_on_gold_trees(folder, gold):
     # sentence: a uniformly random spanning tree of the m words holds each of the m - 1 gold
     # edges with probability (m - 1) / (m choose 2) = 2 / m; a random word is the root with
     # probability 1 / m
-    kept = [sum(row[3] != "PUNCT" for row in sentence) for sentence in gold["test"]]
+    kept = [
+        sum(row[4] not in XPOS_PUNCTUATION_TAGS for row in sentence) for sentence in gold["test"]
+    ]
     edges = [m - 1 for m in kept if m > 1]
     random_uuas = sum(2 * e / (e + 1) for e in edges) / sum(edges)
     random_root = sum(1 / m for m in kept if m) / len([m for m in kept if m])

@@ -20,9 +20,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from probemeter._punctuation import ptb_style
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData
-from probemeter.datasets.conll import Treebank, tree_problem
+from probemeter.datasets.conll import UPOS_TAGS, Treebank, tree_problem
 from probemeter.datasets.dependency_control import dependency_control
 
 __all__ = [
@@ -74,17 +75,20 @@ def head_probe_data(
     ROOT slot of the biaffine probe); ``n_classes`` is the longest sentence's length + 1 (the
     candidate positions); ``sentences_train``/``sentences_test`` hold each word's sentence id
     and ``groups_train``/``groups_test`` its word type (:attr:`Treebank.word_type_ids`, the
-    groups of the control task), or with ``groups="upos"`` its UPOS tag's index in
-    :data:`~probemeter.datasets.conll.UPOS_TAGS` (:attr:`Treebank.upos_ids`: structural
-    probes leave punctuation out of UUAS). Features are standardised with the pool's
-    statistics (``standardize``).
+    groups of the control task), or its tag, whose names are then
+    :attr:`~probemeter.data.ProbeData.group_names` (structural probes leave punctuation out of
+    UUAS by them): with ``groups="upos"`` its UPOS tag (:attr:`Treebank.upos_ids`), with
+    ``"tags"`` its XPOS tag where the treebank's XPOS are Penn Treebank tags (Hewitt &
+    Manning mark punctuation by them, :data:`~probemeter._punctuation.XPOS_PUNCTUATION_TAGS`),
+    else its UPOS tag. Features are standardised with the pool's statistics
+    (``standardize``).
 
     Raises:
         ValueError: heads that form no tree (:func:`check_trees`), ``features`` not
             (n_words, d), ``test_mask`` not (n_words,) bool of whole sentences or leaving no
-            pool or no test sentence, ``groups`` neither ``"types"`` nor ``"upos"``.
+            pool or no test sentence, ``groups`` not ``"types"``, ``"upos"`` or ``"tags"``.
     """
-    one_of("types", "upos")(groups, "groups")
+    one_of("types", "upos", "tags")(groups, "groups")
     X, test, sentences, lengths = _checked_inputs(treebank, features, test_mask)
     if test.all() or not test.any():
         raise ValueError("test_mask must leave sentences for both the pool and the test set")
@@ -93,7 +97,7 @@ def head_probe_data(
         mean = X[~test].mean(axis=0, dtype=np.float64)
         std = X[~test].std(axis=0, dtype=np.float64)
         X = ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
-    types = treebank.word_type_ids if groups == "types" else treebank.upos_ids
+    types, names = _word_groups(treebank, groups)
     return ProbeData(
         X_train=np.ascontiguousarray(X[~test]),
         y_train=heads[~test],
@@ -107,7 +111,23 @@ def head_probe_data(
         sentences_test=sentences[test],
         clusters_train=sentences[~test],
         clusters_test=sentences[test],
+        group_names=names,
     )
+
+
+def _word_groups(treebank: Treebank, groups: str) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """Each word's group id and the groups' names (None for word types): see
+    :func:`head_probe_data`."""
+    if groups == "types":
+        return treebank.word_type_ids, None
+    xpos = treebank.xpos
+    if groups == "tags" and xpos is not None:
+        vocabulary = tuple(sorted({tag for sentence in xpos for tag in sentence}))
+        if ptb_style(vocabulary):
+            index = {tag: i for i, tag in enumerate(vocabulary)}
+            ids = [index[tag] for sentence in xpos for tag in sentence]
+            return np.asarray(ids, dtype=np.int64), vocabulary
+    return treebank.upos_ids, tuple(UPOS_TAGS)
 
 
 def check_trees(treebank: Treebank) -> None:

@@ -899,12 +899,13 @@ def _official_split(
 def _tree_arguments(trees: bool) -> dict[str, Any]:
     """How :func:`head_probe_data` lays out head selection: for the pareto method's parser,
     word types as groups (its control task) and standardised features; for a method that
-    reads ``trees`` (structural probes), UPOS tag ids as groups (punctuation is left out of
-    UUAS) and the model's features as they are, as Hewitt & Manning probe them (§3: the
-    depth probe's ‖Bᵀh‖² measures from the origin of the model's space, which centring would
-    move to the mean word)."""
+    reads ``trees`` (structural probes), tag ids as groups — PTB XPOS where the treebank has
+    them, else UPOS: punctuation is left out of UUAS by Hewitt & Manning's tags — and the
+    model's features as they are, as Hewitt & Manning probe them (§3: the depth probe's
+    ‖Bᵀh‖² measures from the origin of the model's space, which centring would move to the
+    mean word)."""
     if trees:
-        return {"groups": "upos", "standardize": False}
+        return {"groups": "tags", "standardize": False}
     return {"groups": "types", "standardize": True}
 
 

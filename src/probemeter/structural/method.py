@@ -4,7 +4,8 @@ from an experiment file (``[method] kind = "structural"``).
 
 The task is head selection (``[task] label = "arcs"`` of a ``conllu`` or ``ptb`` task): its
 data carry each word's head and sentence, and, for this method, each word's tag id in
-``groups`` (UPOS: :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"``)
+``groups`` (its PTB XPOS tag where the treebank has them, else its UPOS tag, named in
+``group_names``: :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="tags"``)
 and the model's features as they are, not standardised (``standardize=False``: Hewitt &
 Manning probe the raw hidden states, and the depth probe measures from their origin), from
 which :func:`probe_trees` rebuilds the trees, their punctuation marks (left out of UUAS and
@@ -314,9 +315,10 @@ def probe_trees(
     data: ProbeData, tags: Sequence[str] | None = None
 ) -> tuple[np.ndarray, TreeData, np.ndarray, np.ndarray]:
     """The per-word features, trees and sentence split of head-selection data whose groups
-    are tag ids: indices into ``tags``, by default the UPOS tags
-    (:data:`~probemeter.datasets.conll.UPOS_TAGS`, as
-    :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="upos"`` lays them out).
+    are tag ids: indices into ``tags``, by default the data's own
+    :attr:`~probemeter.data.ProbeData.group_names` (as
+    :func:`~probemeter.datasets.arcs.head_probe_data` with ``groups="tags"`` or ``"upos"`` lays
+    them out), else the UPOS tags (:data:`~probemeter.datasets.conll.UPOS_TAGS`).
     Returns (features (n_words, d) with the sentences in the order of their ids, the trees
     with punctuation marked — UPOS ``PUNCT``, or Hewitt & Manning's XPOS tags when ``tags``
     is a PTB XPOS vocabulary (:func:`~probemeter.structural.trees.punctuation_tags`) —, pool
@@ -334,7 +336,7 @@ def probe_trees(
             f"{data.name!r} has no sentences and UPOS tags: structural probes need the data of "
             'a conllu or ptb task with label = "arcs"'
         )
-    vocabulary = tuple(UPOS_TAGS if tags is None else tags)
+    vocabulary = tuple(tags if tags is not None else data.group_names or UPOS_TAGS)
     ids = np.concatenate([data.sentences_train, data.sentences_test])
     order = np.argsort(ids, kind="stable")  # every sentence's words stay in word order
     ids = ids[order]

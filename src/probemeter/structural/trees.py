@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from probemeter._punctuation import PUNCTUATION_TAGS, XPOS_PUNCTUATION_TAGS, ptb_style
 from probemeter._validation import check_scalar
 
 __all__ = [
@@ -48,12 +49,6 @@ __all__ = [
     "tree_distances",
 ]
 
-#: UPOS tags whose words are left out of UUAS and root accuracy where no PTB-style XPOS tags
-#: are at hand
-PUNCTUATION_TAGS = ("PUNCT",)
-#: Penn Treebank (XPOS) tags whose words Hewitt & Manning leave out of UUAS and root accuracy
-#: (john-hewitt/structural-probes, ``reporter.py``)
-XPOS_PUNCTUATION_TAGS = ("''", ",", ".", ":", "``", "-LRB-", "-RRB-")
 #: h, the share of a set of sentences held out from a probe's training (:func:`holdout_split`)
 HOLDOUT = 0.1
 
@@ -62,7 +57,7 @@ def punctuation_rule(tags: Sequence[str]) -> str:
     """Which tags mark punctuation, in words, for words tagged from the vocabulary ``tags``:
     Hewitt & Manning's XPOS list where ``tags`` holds one of its tags (PTB-style XPOS), else
     UPOS ``PUNCT``."""
-    if set(tags) & set(XPOS_PUNCTUATION_TAGS):
+    if ptb_style(tags):
         shown = " ".join(XPOS_PUNCTUATION_TAGS)
         return f"XPOS {shown} (Hewitt & Manning 2019)"
     return "UPOS PUNCT"
@@ -71,7 +66,7 @@ def punctuation_rule(tags: Sequence[str]) -> str:
 def punctuation_tags(tags: Sequence[str]) -> tuple[str, ...]:
     """The tags that mark punctuation among the vocabulary ``tags`` (:func:`punctuation_rule`):
     :data:`XPOS_PUNCTUATION_TAGS` for PTB-style XPOS, else :data:`PUNCTUATION_TAGS`."""
-    if set(tags) & set(XPOS_PUNCTUATION_TAGS):
+    if ptb_style(tags):
         return XPOS_PUNCTUATION_TAGS
     return PUNCTUATION_TAGS
 
