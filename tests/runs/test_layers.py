@@ -166,6 +166,14 @@ def test_words_clustered_in_sentences_get_the_clustered_test():
 def test_underflowed_p_values_are_written_as_a_bound():
     assert format_p(0.0) == "< 1e-300" and format_p(3e-301) == "< 1e-300"
     assert format_p(0.0123) == "0.012"
+    assert format_p(0.0, "p") == "p < 1e-300" and format_p(0.0123, "p") == "p = 0.012"
+    # a layer table's cell and a verdict write an underflowed p as a bound, never "p = 0"
+    (a, b), ids = ([np.ones(400, bool)] * 2, [np.zeros(400, bool)] * 2), np.arange(400) // 4
+    certain = [Summary({}, Estimate(1.0), SeedCorrectness((0, 1), x, "d", 9, ids), (), 4, 2)
+               for x in (a, b)]  # fmt: skip
+    test = pair_test("x", certain[0], "y", certain[1], n_simulations=20)
+    assert test.p_value == 0.0
+    assert test.cell().startswith("p < 1e-300") and "p < 1e-300 (the largest" in test.describe()
 
 
 def test_adjacent_layers_without_support_get_the_bounds_recommendation():

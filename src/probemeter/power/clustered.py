@@ -230,13 +230,17 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def format_p(value: float) -> str:
+def format_p(value: float, name: str = "") -> str:
     """A p-value for reading: two significant digits, ``"< 1e-300"`` where it underflowed
-    (a χ² tail below the smallest double prints as 0, which no test can give).
+    (a χ² tail below the smallest double prints as 0, which no test can give); with a
+    ``name``, as an equation: ``"p = 0.012"``, ``"p < 1e-300"``.
 
     Examples:
         >>> from probemeter.power.clustered import format_p
-        >>> format_p(0.0), format_p(0.01234)
-        ('< 1e-300', '0.012')
+        >>> format_p(0.0), format_p(0.01234), format_p(0.0, "p"), format_p(0.5, "p")
+        ('< 1e-300', '0.012', 'p < 1e-300', 'p = 0.5')
     """
-    return f"< {SMALLEST_P:g}" if value < SMALLEST_P else f"{value:.2g}"
+    text = f"< {SMALLEST_P:g}" if value < SMALLEST_P else f"{value:.2g}"
+    if not name:
+        return text
+    return f"{name} {text}" if text.startswith("<") else f"{name} = {text}"

@@ -169,7 +169,7 @@ class PairTest:
             if self.p_adjusted is None or self.p_adjusted == self.p_value
             else f" (Holm {format_p(self.p_adjusted)})"
         )
-        return f"p = {format_p(self.p_value)}{adjusted}, power {self.power:.2f}{mark}"
+        return f"{format_p(self.p_value, 'p')}{adjusted}, power {self.power:.2f}{mark}"
 
     def describe(self) -> str:
         """The test in words: accuracies, which test, p-values, power and what it means."""
@@ -191,7 +191,7 @@ class PairTest:
             else f", Holm-adjusted over the sweep's comparisons {format_p(self.p_adjusted)}"
         )
         text = (
-            f"{accuracies}; {self.test}: p = {format_p(self.p_value)} (the largest of {seeds} "
+            f"{accuracies}; {self.test}: {format_p(self.p_value, 'p')} (the largest of {seeds} "
             f"seed{'s' if seeds > 1 else ''}, {self.rejections} rejecting at α = "
             f"{self.alpha:g}){adjusted}, power {self.power:.2f} at {units}"
         )
