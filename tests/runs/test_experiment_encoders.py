@@ -124,7 +124,7 @@ def test_vae_and_cnn_features_are_fitted_on_held_out_images(tmp_path):
         '[[representations]]\nname = "vae"\nkind = "vae"\nn_components = 4\nn_fit = 500\n'
         "epochs = 1\n"
         '[[representations]]\nname = "cnn"\nkind = "cnn"\nn_fit = 500\nepochs = 1\n'
-        "[method]\nepsilon = 0.1\nsizes = [10, 300]\n"
+        "[method]\nepsilon = 0.1\nsizes = [10, 270]\n"
     )
     cache = tmp_path / "cache"
     data = prepare_data(load_experiment(path), cache_dir=cache)
