@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -202,6 +203,12 @@ def test_no_test_without_paired_predictions():
     assert test.p_values == () and test.power is None and not test.established
     older = Summary(zero.estimates, zero.accuracy, None, (8,), 4, 2)
     assert "older version" in pair_test("m-1", one, "m-0", older).problem
+    one_sentence = SeedCorrectness(
+        (0, 1), zero.correctness.correct, labels_digest(LABELS), 100, np.zeros(N_TEST, np.int64)
+    )
+    alone = [Summary(s.estimates, s.accuracy, replace(one_sentence, correct=s.correctness.correct),
+                     (8,), 4, 2) for s in (one, zero)]  # fmt: skip
+    assert pair_test("m-1", alone[0], "m-0", alone[1]).problem.startswith("the test set holds one")
     other_seed = SeedCorrectness((7,), zero.correctness.correct[:1], labels_digest(LABELS), 100)
     lone = Summary(zero.estimates, zero.accuracy, other_seed, (8,), 4, 2)
     assert pair_test("m-1", one, "m-0", lone).problem == "the two share no seed"

@@ -531,6 +531,8 @@ def pair_test(
         problem = "the two test sets group their examples into different sentences"
     elif not set(a.seeds) & set(b.seeds):
         problem = "the two share no seed"
+    elif a.clusters is not None and a.n_clusters < 2:
+        problem = "the test set holds one sentence: no variance between sentences to test with"
     else:
         problem = None
     if problem is not None:
