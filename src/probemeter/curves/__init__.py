@@ -1,6 +1,11 @@
 """Loss-data curves and their measures (Whitney et al., *Evaluating representations by the
 complexity of learning low-loss predictors*): the curve (§3), VA, MI, MDL, SDL and εSC (§3–4,
 Table 1), the Table-1 comparison, Algorithm 2's refinement of εSC, results files and figures.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020).
+    Evaluating representations by the complexity of learning low-loss predictors.
+    arXiv:2009.07368
 """
 
 from probemeter._lazy import lazy_exports

@@ -3,6 +3,16 @@ Minimum Description Length*): the online code (§2.2, eq. 4), the variational co
 Bayesian-compression layers (§2.1, eq. 3), control tasks (§3.1) and the Table-2 layout; and a
 switching code over probe families' online codes (a fixed-share mixture, Herbster & Warmuth
 1998, with switching rate 1/t).
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description
+    length. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. arXiv:1909.03368
+
+    Herbster, M. & Warmuth, M. K. (1998). Tracking the best expert. *Machine Learning* 32(2),
+    151–178. doi:10.1023/A:1007424614876
 """
 
 from probemeter._lazy import lazy_exports

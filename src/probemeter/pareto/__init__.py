@@ -2,6 +2,11 @@
 nuclear-norm and rank linear probes (§4.1), the random MLP family (App. A), memorisation
 complexity (§5), parsing tasks and the biaffine probe (App. B), baselines (App. C), Pareto
 frontiers and hypervolumes (§3, Tables 2–3).
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254
+    (arXiv:2010.02180)
 """
 
 from probemeter._lazy import lazy_exports

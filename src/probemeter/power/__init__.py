@@ -2,6 +2,19 @@
 requirements of probing*): paired runs on stratified splits (§4.1), McNemar's test (§3.5), power by
 simulation, the generalisation bound and recommended training-set size (§3.4), collapse
 detection (§3.6) and the Table-2 report.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
+
+    Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020).
+    With little power comes great responsibility. *EMNLP 2020*.
+
+    Obuchowski, N. A. (1998). On the comparison of correlated proportions for clustered data.
+    *Statistics in Medicine* 17(13), 1495–1507.
+
+    Holm, S. (1979). A simple sequentially rejective multiple test procedure. *Scandinavian
+    Journal of Statistics* 6(2), 65–70.
 """
 
 from probemeter._lazy import lazy_exports

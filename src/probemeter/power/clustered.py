@@ -30,11 +30,10 @@ References:
     Journal of Statistics* 6(2), 65–70. https://www.jstor.org/stable/4615733
 
     Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
-    *Findings of ACL 2022*. doi:10.18653/v1/2022.findings-acl.326 (arXiv:2202.12801)
+    *Findings of ACL 2022*. arXiv:2202.12801
 
     Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020).
     With little power comes great responsibility. *EMNLP 2020*.
-    doi:10.18653/v1/2020.emnlp-main.745
 """
 
 from __future__ import annotations

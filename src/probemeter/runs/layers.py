@@ -40,7 +40,7 @@ best layer and which tested it.
 
 References:
     Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
-    *Findings of ACL 2022*. doi:10.18653/v1/2022.findings-acl.326 (arXiv:2202.12801)
+    *Findings of ACL 2022*. arXiv:2202.12801
 
     Obuchowski, N. A. (1998). On the comparison of correlated proportions for clustered data.
     *Statistics in Medicine* 17(13), 1495–1507.

@@ -8,6 +8,10 @@ the online code and loss-data curves over sentences; Pareto frontiers of UUAS ag
 This package sits above the paper packages: it reuses the block ends of :mod:`probemeter.mdl`,
 the loss-data curve and measures of :mod:`probemeter.curves` and the frontiers of
 :mod:`probemeter.pareto`.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from probemeter._lazy import lazy_exports
