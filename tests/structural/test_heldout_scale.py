@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from structural_trees import random_heads
+from structural_trees import random_heads, tree_embedding
 
 from probemeter.data import subset_permutation
 from probemeter.structural.codes import (
@@ -42,14 +42,9 @@ def _corpus(dimension: int, noise: float, seed: int) -> tuple[TreeData, np.ndarr
     rng = np.random.default_rng(seed)
     heads = [random_heads(rng, int(rng.integers(5, 10))) for _ in range(32)]
     trees = TreeData(tuple(heads))
-    features = noise * rng.normal(size=(trees.n_words, dimension))
-    for s, h in enumerate(heads):
-        for v in range(len(h)):
-            u = v
-            while h[u] != 0:
-                features[trees.offsets[s] + v, u] += 1.0
-                u = h[u] - 1
-    return trees, features.astype(np.float32)
+    noise = noise * rng.normal(size=(trees.n_words, dimension))
+    embedding = np.concatenate([tree_embedding(h, dimension) for h in heads])
+    return trees, (noise + embedding).astype(np.float32)
 
 
 def test_holdout_split_by_hand():

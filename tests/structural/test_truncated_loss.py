@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from scipy.stats import laplace
-from structural_trees import random_heads
+from structural_trees import random_heads, tree_embedding
 
 from probemeter.curves import measures
 from probemeter.data import subset_permutation
@@ -72,14 +72,9 @@ def _corpus(seed: int) -> tuple[TreeData, np.ndarray]:
     rng = np.random.default_rng(seed)
     heads = [random_heads(rng, int(rng.integers(3, 8))) for _ in range(40)]
     trees = TreeData(tuple(heads))
-    features = 0.05 * rng.normal(size=(trees.n_words, 9))
-    for s, h in enumerate(heads):
-        for v in range(len(h)):
-            u = v
-            while h[u] != 0:
-                features[trees.offsets[s] + v, u] += 1.0
-                u = h[u] - 1
-    return trees, features.astype(np.float32)
+    noise = 0.05 * rng.normal(size=(trees.n_words, 9))
+    embedding = np.concatenate([tree_embedding(h, 9) for h in heads])
+    return trees, (noise + embedding).astype(np.float32)
 
 
 def test_the_curve_measures_truncated_losses_per_target():
