@@ -9,18 +9,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_bad_inputs import _one_line_error
 
 from probemeter.cli.main import main
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.results import save_results
-
-
-def _one_line_error(capsys: pytest.CaptureFixture[str], pattern: str) -> str:
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("probemeter: error: "), err
-    assert "\n" not in err and "Traceback" not in err, err
-    assert pattern in err, err
-    return err
 
 
 def _curve(name: str, n_classes: int, multilabel: bool = False) -> LossDataCurve:
