@@ -59,6 +59,13 @@ def _checked_inputs(
     return X, test, sentences, lengths
 
 
+def _standardised(X: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """``X`` z-scored with the statistics of its pool rows (not ``test``), as float32."""
+    mean = X[~test].mean(axis=0, dtype=np.float64)
+    std = X[~test].std(axis=0, dtype=np.float64)
+    return ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
+
+
 def head_probe_data(
     treebank: Treebank,
     features: object,
@@ -94,9 +101,7 @@ def head_probe_data(
         raise ValueError("test_mask must leave sentences for both the pool and the test set")
     heads = np.array([head for sentence in treebank.heads for head in sentence], np.int64)
     if standardize:
-        mean = X[~test].mean(axis=0, dtype=np.float64)
-        std = X[~test].std(axis=0, dtype=np.float64)
-        X = ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
+        X = _standardised(X, test)
     types, names = _word_groups(treebank, groups)
     return ProbeData(
         X_train=np.ascontiguousarray(X[~test]),
@@ -224,9 +229,7 @@ def arc_label_data(
     if on_test.all() or not on_test.any():
         raise ValueError("test_mask must leave arcs for both the pool and the test set")
     if standardize:
-        mean = X[~test].mean(axis=0, dtype=np.float64)
-        std = X[~test].std(axis=0, dtype=np.float64)
-        X = ((X - mean) / np.where(std > 0, std, 1.0)).astype(np.float32)
+        X = _standardised(X, test)
     pairs = np.concatenate([X[dependents], X[head_words]], axis=1)
     types = treebank.word_type_ids[dependents]
     data = ProbeData.from_arrays(
