@@ -82,8 +82,11 @@ class CurveMethod(Method):
     keeps_probes = True
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
-        held_out = min(max(1, round(self.dev_fraction * pool_size)), pool_size - 1)
-        left = pool_size - (held_out if self.dev_fraction > 0 else 0)
+        from probemeter.training.probe_runs import held_out_count
+
+        left = pool_size
+        if self.dev_fraction > 0 and pool_size > 1:
+            left -= held_out_count(pool_size, self.dev_fraction)
         if self.sizes is not None and max(self.sizes) > left:
             message = (
                 f"{max(self.sizes)} exceeds the {left} examples left for training of a pool "

@@ -71,6 +71,7 @@ from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import ProbeEvaluation, fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
+    held_out_count,
     kept_spans,
     learned_mix,
     run_metadata,
@@ -177,7 +178,7 @@ def development_size(pool_size: int, dev_fraction: float) -> int:
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="neither"
     )
-    return min(max(1, round(dev_fraction * pool_size)), pool_size - 1)
+    return held_out_count(pool_size, dev_fraction)
 
 
 def development_split(

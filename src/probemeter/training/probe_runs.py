@@ -20,6 +20,7 @@ from probemeter.data import ProbeData, seed_ids
 
 __all__ = [
     "Stopwatch",
+    "held_out_count",
     "held_out_split",
     "kept_spans",
     "learned_mix",
@@ -47,6 +48,12 @@ def seed_grid(
 _HELD_OUT_STREAM = 0x5E1EC7
 
 
+def held_out_count(units: int, fraction: float) -> int:
+    """How many of ``units`` examples (or groups) a held-out share ``fraction`` takes:
+    round(fraction · units), at least 1 and leaving at least 1."""
+    return min(max(1, round(fraction * units)), units - 1)
+
+
 def held_out_split(
     pool_size: int, fraction: float, random_state: int, groups: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -68,7 +75,7 @@ def held_out_split(
         raise ValueError(
             f"dev_fraction: a held-out split needs at least 2 {what} in the pool; got {units.size}"
         )
-    n_held = min(max(1, round(fraction * units.size)), units.size - 1)
+    n_held = held_out_count(units.size, fraction)
     order = np.random.default_rng([int(random_state), _HELD_OUT_STREAM]).permutation(units.size)
     held = np.isin(ids, units[order[:n_held]])
     return np.flatnonzero(~held), np.flatnonzero(held)
