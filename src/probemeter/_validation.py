@@ -30,11 +30,23 @@ __all__ = [
     "integer_list",
     "is_integer",
     "is_number",
+    "listed",
     "number",
     "one_of",
     "positive",
     "text",
 ]
+
+
+def listed(items: Sequence[str], limit: int = 5) -> str:
+    """The first ``limit`` of ``items`` for an error message, comma-separated, with ``", ..."``
+    where more follow.
+
+    Examples:
+        >>> listed(["a", "b", "c"], 2)
+        'a, b, ...'
+    """
+    return ", ".join(items[:limit]) + (", ..." if len(items) > limit else "")
 
 
 def is_integer(value: object) -> bool:

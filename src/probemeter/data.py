@@ -36,7 +36,7 @@ from probemeter._io import (
     write_text_atomic,
 )
 from probemeter._sparse import as_csr, is_sparse, scale_columns
-from probemeter._validation import check_scalar, integer_list, is_integer, one_of, text
+from probemeter._validation import check_scalar, integer_list, is_integer, listed, one_of, text
 
 __all__ = [
     "INDICATOR",
@@ -605,7 +605,7 @@ def _refuse_phantom_classes(present: np.ndarray, inferred: int) -> None:
     if present.size == inferred:
         return
     missing = np.setdiff1d(np.arange(inferred), present)
-    shown = ", ".join(str(c) for c in missing[:5]) + (", ..." if missing.size > 5 else "")
+    shown = listed([str(c) for c in missing])
     raise ValueError(
         f"labels are not the class indices 0..{inferred - 1}: {missing.size} of them never occur "
         f"({shown}), so probes would count {inferred} classes for {present.size} labels. Pass "

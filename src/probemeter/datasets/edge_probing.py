@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from probemeter._io import write_text_atomic
-from probemeter._validation import check_scalar, one_of
+from probemeter._validation import check_scalar, listed, one_of
 from probemeter.data import INDICATOR, ProbeData
 from probemeter.datasets.conll import NO_FEATURE
 
@@ -356,9 +356,7 @@ def _refuse_unseen(pool: EdgeProbingSet, split: EdgeProbingSet, known: set[str])
     unseen = [t for t in split.targets if not set(t.labels) <= known]
     if unseen:
         labels = sorted({label for t in unseen for label in t.labels} - known)
-        shown = ", ".join(repr(label) for label in labels[:5]) + (
-            ", ..." if len(labels) > 5 else ""
-        )
+        shown = listed([repr(label) for label in labels])
         raise ValueError(
             f"{split.source!r}: {len(unseen)} target(s) carry label(s) {shown} that no target "
             f"of the pool {pool.source!r} carries; the label vocabulary is the pool's labels "

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from probemeter._io import write_text_atomic
+from probemeter._validation import listed
 from probemeter.data import ProbeData
 
 __all__ = [
@@ -143,9 +144,7 @@ class SentEvalData:
         ]
         if unseen:
             labels = sorted({label for label, _ in unseen})
-            shown = ", ".join(repr(label) for label in labels[:5]) + (
-                ", ..." if len(labels) > 5 else ""
-            )
+            shown = listed([repr(label) for label in labels])
             raise ValueError(
                 f"SentEval file {self.source!r}: {len(unseen)} 'te' line(s) hold label(s) "
                 f"{shown} that no 'tr' line holds (the first: {unseen[0][1][:60]!r}); the "

@@ -42,7 +42,7 @@ from probemeter._device import resolve_device
 from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import RunContext, UnitPlan
-from probemeter._validation import check_scalar
+from probemeter._validation import check_scalar, listed
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
@@ -674,7 +674,7 @@ def _feature_nowhere(splits: TreebankSplits, label: str) -> str:
         }
     )
     files = ", ".join(dict.fromkeys(treebank.source for treebank in splits.splits.values()))
-    shown = ", ".join(carried[:12]) + (", ..." if len(carried) > 12 else "")
+    shown = listed(carried, 12)
     return (
         f"label {label!r}: no word of {files} carries the feature {name!r} (every word would "
         f"be {NO_FEATURE!r}, one class); their FEATS carry {shown or 'no feature'}"
