@@ -248,6 +248,19 @@ class ProbeData:
         C-ordered ``X`` and ``X_test`` in place instead of writing new arrays (the caller must
         not use them afterwards): a loader that has just built them then needs no second copy.
 
+        Examples:
+            >>> import numpy as np
+            >>> from probemeter import ProbeData
+            >>> X = np.random.default_rng(0).normal(size=(100, 5))
+            >>> y = np.where(X[:, 0] > 0, "yes", "no")
+            >>> data = ProbeData.from_arrays(X, y, test_size=0.25, labels="encode")
+            >>> data.pool_size, len(data.y_test), data.n_features, data.n_classes
+            (75, 25, 5, 2)
+            >>> data.classes
+            ('no', 'yes')
+            >>> data.X_train.dtype, bool(np.abs(data.X_train.mean(axis=0)).max() < 1e-6)
+            (dtype('float32'), True)
+
         Raises:
             ValueError: non-2-D (3-D: naming :func:`layer_data`) or empty features, lists
                 that mix rows with blocks or have ragged widths, NaN/inf, length mismatches,

@@ -318,6 +318,22 @@ def description_length(
     uniform predictor's loss under that metric. For a curve of label sets (multi-label
     targets, ``curve.multilabel``) the uniform code is K·log 2 (K fair coins) and its error
     1 − 2^−K (exact set match).
+
+    Examples:
+        A curve measured at n = 10, 100 and 1000 of a pool of 2000 binary labels: the first
+        10 labels cost ln 2 each (the uniform code), the next 90 the loss of the probe trained
+        on 10, and so on; 10·ln 2 + 90·0.6 + 900·0.3 + 1000·0.1 = 430.93 nats.
+
+        >>> import pandas as pd
+        >>> from probemeter.curves import LossDataCurve, description_length
+        >>> losses = [0.6, 0.3, 0.1]  # mean test loss (nats) of probes trained on 10, 100, 1000
+        >>> points = pd.DataFrame({"n": [10, 100, 1000], "seed": 0, "loss": losses,
+        ...                        "loss_truncated": losses, "accuracy": [0.7, 0.9, 0.97]})
+        >>> curve = LossDataCurve("toy", points, n_classes=2, pool_size=2000, n_test=500)
+        >>> print(description_length(curve))
+        MDL of 'toy' at n=2000 (loss): 430.93 nats
+        >>> round(description_length(curve, unit="bits").value, 1)
+        621.7
     """
     unit, scale = _resolve_unit(metric, unit)
     limited = _limit(curve, n)
@@ -371,6 +387,22 @@ def sdl(
     cross-entropy ε must stay below (module docstring); default :func:`uniform_code_loss` of
     the curve's K. Give it for curves whose examples are not single labels (the structural
     curves' sentences, whose uniform code is their ``first_block``).
+
+    Examples:
+        The curve of :func:`description_length`'s example at ε = 0.2 nats: only the losses
+        above ε count, 10·(ln 2 − 0.2) + 90·0.4 + 900·0.1 = 130.93 nats; the last loss,
+        0.1 ≤ ε, makes the value tight. At ε = 0.05 the curve never gets there: a lower bound.
+
+        >>> import pandas as pd
+        >>> from probemeter.curves import LossDataCurve, sdl
+        >>> losses = [0.6, 0.3, 0.1]  # mean test loss (nats) of probes trained on 10, 100, 1000
+        >>> points = pd.DataFrame({"n": [10, 100, 1000], "seed": 0, "loss": losses,
+        ...                        "loss_truncated": losses, "accuracy": [0.7, 0.9, 0.97]})
+        >>> curve = LossDataCurve("toy", points, n_classes=2, pool_size=2000, n_test=500)
+        >>> print(sdl(curve, epsilon=0.2))
+        SDL, ε=0.2 of 'toy' at n=2000 (loss): 130.93 nats
+        >>> print(sdl(curve, epsilon=0.05))
+        SDL, ε=0.05 of 'toy' at n=2000 (loss): > 330.93 nats (lower bound)
 
     Raises:
         ValueError: ε not a finite number > 0, ε ≥ 1 for ``"error"``, a cross-entropy ε at or
@@ -443,6 +475,22 @@ def sample_complexity(
 
     A cross-entropy ε at or above ``uniform_loss`` (in ``unit``; default
     :func:`uniform_code_loss` of the curve's K) is refused, as in :func:`sdl`.
+
+    Examples:
+        The curve of :func:`description_length`'s example: its loss first reaches 0.2 nats
+        at n = 1000, and never reaches 0.05 within the sizes measured.
+
+        >>> import pandas as pd
+        >>> from probemeter.curves import LossDataCurve, sample_complexity
+        >>> losses = [0.6, 0.3, 0.1]  # mean test loss (nats) of probes trained on 10, 100, 1000
+        >>> points = pd.DataFrame({"n": [10, 100, 1000], "seed": 0, "loss": losses,
+        ...                        "loss_truncated": losses, "accuracy": [0.7, 0.9, 0.97]})
+        >>> curve = LossDataCurve("toy", points, n_classes=2, pool_size=2000, n_test=500)
+        >>> print(sample_complexity(curve, epsilon=0.2))
+        SC, ε=0.2 of 'toy' at n=2000 (loss): 1000 examples
+        >>> result = sample_complexity(curve, epsilon=0.05)
+        >>> result.format(), result.lower_bound
+        ('> 1000', True)
 
     Raises:
         ValueError: ε not a finite number > 0, ε ≥ 1 for ``"error"``, a cross-entropy ε at or

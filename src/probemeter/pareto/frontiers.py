@@ -92,6 +92,14 @@ def pareto_frontier(
     identical points (same complexity and accuracy) keep only the one with the smallest
     index, so every frontier point is distinct.
 
+    Examples:
+        Probe 2 is dominated by probe 1 (as simple, more accurate), probe 3 by probe 1
+        (simpler and more accurate):
+
+        >>> from probemeter.pareto import pareto_frontier
+        >>> pareto_frontier([1, 2, 2, 3, 4], [0.5, 0.7, 0.6, 0.65, 0.9]).tolist()
+        [0, 1, 4]
+
     Raises:
         ValueError: empty inputs, lengths that differ, or a non-finite/negative value (the
             message names the argument).
@@ -121,6 +129,16 @@ def pareto_hypervolume(
     for every complexity budget x ≥ c_i (no interpolation between frontier points). Probes
     with c_i ≥ cap contribute nothing; dominated probes contribute nothing. With accuracies in
     [0, 1] the normalised PH lies in [0, 1]; ``normalise=False`` returns the raw area.
+
+    Examples:
+        Three frontier probes under a cap of 5: the step function is 0 on [0, 1), 0.5 on
+        [1, 2), 0.7 on [2, 4) and 0.9 on [4, 5], an area of 0.5 + 1.4 + 0.9 = 2.8.
+
+        >>> from probemeter.pareto import pareto_hypervolume
+        >>> round(pareto_hypervolume([1, 2, 4], [0.5, 0.7, 0.9], cap=5), 4)
+        0.56
+        >>> round(pareto_hypervolume([1, 2, 4], [0.5, 0.7, 0.9], cap=5, normalise=False), 4)
+        2.8
 
     Raises:
         ValueError: cap ≤ 0 or not finite, empty inputs, lengths that differ, NaN/inf or

@@ -29,7 +29,7 @@ writes |F| = 2^32 × (D + 1):
 
 * ``"paper"`` (default) — ln|F| = bits · ln 2 + ln(n_parameters), the product as printed. This
   reading reproduces every number of the paper: the bound 0.039 at n = 65,536 for D = 4,096,
-  N ≈ 40k for a bound of 0.05 (it gives 39,690), and all five rows of Table 2 (D = 768).
+  N ≈ 40k for a bound of 0.05 (it gives 39,691), and all five rows of Table 2 (D = 768).
 * ``"exact"`` — ln|F| = n_parameters · bits · ln 2: the real number of distinct parameter
   vectors, (2^bits)^n_parameters. It is the count the finite-class theorem needs, but at
   D = 4,096 it makes the bound 1.67 at n = 65,536 (vacuous for accuracy) and asks for
@@ -259,6 +259,16 @@ def recommend_train_size(
     the larger recommendation, §4.6). Count a probe's parameters with
     :func:`probe_parameter_count` (a binary probe has one logit: D + 1 for logistic
     regression, as in the paper).
+
+    Examples:
+        Zhu et al.'s example (§3.4): a logistic regression on D = 4,096 features (D + 1
+        parameters) and pilot accuracies 0.1 apart; the bound is set to 0.05, which asks for
+        about 40k training examples, and 4:1:1 splits for the total.
+
+        >>> from probemeter.power import probe_parameter_count, recommend_train_size
+        >>> result = recommend_train_size(0.1, probe_parameter_count(4096))
+        >>> result.target, result.n_train, result.n_total
+        (0.05, 39691, 59537)
 
     Raises:
         ValueError: a zero gap (the comparison may have collapsed: §3.6 — recommending data

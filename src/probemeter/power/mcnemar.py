@@ -150,6 +150,21 @@ def mcnemar(
         method: ``"auto"`` (exact when b + c < 25), ``"exact"`` or ``"chi2"``.
         correction: subtract 1 from |b − c| in χ² (Edwards); the paper's formula has none.
 
+    Examples:
+        From a table: 5 examples only B got right, 20 only A; with 25 discordant pairs the
+        χ² test applies, χ² = (5 − 20)² / 25 = 9.
+
+        >>> from probemeter.power import mcnemar
+        >>> result = mcnemar(table=[[40, 5], [20, 935]])
+        >>> result.method, result.statistic, round(result.p_value, 4)
+        ('chi2', 9.0, 0.0027)
+
+        From per-example correctness (two discordant pairs: the exact binomial test):
+
+        >>> result = mcnemar([True, True, False, True], [False, True, False, False])
+        >>> result.discordant, result.method, result.p_value
+        ((0, 2), 'exact', 0.5)
+
     Raises:
         ValueError: both or neither of (arrays, table); unpaired or empty arrays; a table
             that is not 2×2 non-negative integers, or counts no example; an unknown method.

@@ -125,7 +125,23 @@ def uuas_counts(
     of ``predicted`` distances among the n′ words that are not punctuation, against the gold
     tree over those words (:func:`gold_edges`, n′ − 1 edges). UUAS over a corpus is the sum
     of the first counts over the sum of the second (Hewitt & Manning, §3.1). A sentence with
-    fewer than two kept words gives (0, 0)."""
+    fewer than two kept words gives (0, 0).
+
+    Examples:
+        "the cat sat ." with heads 2, 3, 0, 3 (1-based, 0 = root) and the full stop left out:
+        the gold tree's distances find both gold edges; distances that put "the" nearest to
+        "sat" find one of the two.
+
+        >>> from probemeter.structural import tree_distances, uuas_counts
+        >>> heads, punctuation = [2, 3, 0, 3], [False, False, False, True]
+        >>> gold = tree_distances(heads)
+        >>> uuas_counts(gold, heads, punctuation)
+        (2, 2)
+        >>> predicted = gold.astype(float)
+        >>> predicted[0, 2] = predicted[2, 0] = 0.5
+        >>> uuas_counts(predicted, heads, punctuation)
+        (1, 2)
+    """
     keep = np.ones(len(heads), dtype=bool) if punctuation is None else ~np.asarray(punctuation)
     words = np.flatnonzero(keep)
     gold = set(gold_edges(heads, keep))
