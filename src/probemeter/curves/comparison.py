@@ -3,6 +3,10 @@
 For each data size n (rows grouped by n) and each representation (columns): VA, MDL, SDL at
 tolerance ε and εSC at ε, each computed by :mod:`probemeter.curves.measures` from the data up to n.
 Lower bounds keep their flag and are rendered "> x" only in the text, Markdown and LaTeX tables.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

@@ -31,6 +31,13 @@ Conventions shared by every function:
   ``"loss_truncated"``): the uniform code meets such an ε without seeing any data, so every
   representation would get SDL 0 and εSC n_1, tight, and the measure would say nothing about
   the representation (Whitney et al. choose ε as a loss a good predictor reaches, §4).
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@
 One stored unit per representation (its whole curve); the run folder gets ``results.json``
 (curves, the Table-1 comparison, the experiment and timings) and ``curves.png``. With
 ``save_probes``, each unit also keeps its probes (one per size and seed).
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """The figure of several loss-data curves: test loss and accuracy against the training-set size,
 one line per representation (the figure of the layer sweeps, for every method, is
-:mod:`probemeter.runs.layers`'s)."""
+:mod:`probemeter.runs.layers`'s).
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+"""
 
 from __future__ import annotations
 

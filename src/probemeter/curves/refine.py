@@ -35,6 +35,10 @@ Our adaptation, and what it changes in the statement:
 * draws are independent where the union bound needs it: the curve's sizes form a grid fixed in
   advance (topped up to S seeds, nested per seed), and every refinement round, whose sizes
   depend on earlier estimates, trains fresh seed ids that no earlier size used.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations
