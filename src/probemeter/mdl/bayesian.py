@@ -34,6 +34,16 @@ groups are then the pooled spans' S · q units.
 
 Parameters of P probes are stacked on a leading axis; gradients come from autograd on the stacked
 tensors (every probe's loss depends only on its own slice, so one backward pass serves all).
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Louizos, C., Ullrich, K. & Welling, M. (2017). Bayesian compression for deep learning.
+    *NIPS 2017*. arXiv:1705.08665
+
+    Molchanov, D., Ashukha, A. & Vetrov, D. (2017). Variational dropout sparsifies deep neural
+    networks. *ICML 2017*. arXiv:1701.05369
 """
 
 from __future__ import annotations

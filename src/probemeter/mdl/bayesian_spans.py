@@ -24,6 +24,13 @@ draws **one** sample ``θ = μ + σ ⊙ ε`` per probe and shares it over its ro
 reparameterisation trick: an unbiased estimate of E_θ of the data term). Posterior means μ pool
 the spans of the pruned probe at test time. Initialisation: μ as the engine's poolings
 (U(±1/√d) for W_s and b_s, U(±1/√q) for w_s), log σ² ~ N(−9, 0.01²) as the layers'.
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Lee, K., He, L., Lewis, M. & Zettlemoyer, L. (2017). End-to-end neural coreference resolution.
+    *EMNLP 2017*. arXiv:1707.07045
 """
 
 from __future__ import annotations

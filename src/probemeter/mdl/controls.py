@@ -29,6 +29,13 @@
   the features while keeping the label distribution.
 * **Randomly initialised encoder** (Voita & Titov §4): the encoder with every weight matrix
   above the embedding layer replaced by a random orthonormal matrix, the embedding layer kept.
+
+References:
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations

@@ -55,6 +55,22 @@ best single family in hindsight, and with k ≥ 1 against the best sequence with
 switches (:func:`best_sequences`, a dynamic programme over (round, switches used, family)).
 
 Units: inputs and outputs in bits; the recursion runs in nats.
+
+References:
+    Herbster, M. & Warmuth, M. K. (1998). Tracking the best expert. *Machine Learning* 32(2),
+    151–178. doi:10.1023/A:1007424614876
+
+    van Erven, T., Grünwald, P. & de Rooij, S. (2012). Catching up faster by switching sooner.
+    *Journal of the Royal Statistical Society: Series B* 74(3). doi:10.1111/j.1467-9868.2011.01025.x
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+
+    Blier, L. & Ollivier, Y. (2018). The description length of deep learning models. *NeurIPS 2018*.
+    arXiv:1802.07044
 """
 
 from __future__ import annotations

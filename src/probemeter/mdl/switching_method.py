@@ -8,6 +8,13 @@ the run folder gets ``results.json`` (schema ``probemeter.switching/1``, bits), 
 of 1024 bits; the best family; the switching code's overhead over it and the bound B_0 in bits)
 and ``switching.png`` (per representation: cumulative bits against the switching code's, and
 the posterior over families after each block).
+
+References:
+    Herbster, M. & Warmuth, M. K. (1998). Tracking the best expert. *Machine Learning* 32(2),
+    151–178. doi:10.1023/A:1007424614876
+
+    van Erven, T., Grünwald, P. & de Rooij, S. (2012). Catching up faster by switching sooner.
+    *Journal of the Royal Statistical Society: Series B* 74(3). doi:10.1111/j.1467-9868.2011.01025.x
 """
 
 from __future__ import annotations

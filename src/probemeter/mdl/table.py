@@ -8,6 +8,10 @@
 * :func:`mdl_figure`: Fig. 2 a–c — data vs model code as stacked bars for the variational and
   the online code, and the online-code learning curves (solid: task, dashed: control).
 * :func:`save_mdl_results` / :func:`load_mdl_results`: every code of a run as one JSON file.
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations
