@@ -8,13 +8,17 @@ References:
     *Findings of ACL 2022*. arXiv:2202.12801
 
     Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020).
-    With little power comes great responsibility. *EMNLP 2020*.
+    With little power comes great responsibility. *EMNLP 2020*. arXiv:2010.06595
 
     Obuchowski, N. A. (1998). On the comparison of correlated proportions for clustered data.
     *Statistics in Medicine* 17(13), 1495–1507.
+    doi:10.1002/(SICI)1097-0258(19980715)17:13<1495::AID-SIM863>3.0.CO;2-I
 
     Holm, S. (1979). A simple sequentially rejective multiple test procedure. *Scandinavian
-    Journal of Statistics* 6(2), 65–70.
+    Journal of Statistics* 6(2), 65–70. https://www.jstor.org/stable/4615733
+
+    McNemar, Q. (1947). Note on the sampling error of the difference between correlated
+    proportions or percentages. *Psychometrika* 12(2), 153–157. doi:10.1007/BF02295996
 """
 
 from probemeter._lazy import lazy_exports

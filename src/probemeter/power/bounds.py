@@ -48,6 +48,16 @@ footnote's "D + 1 = 799" is a misprint of 769, which also reproduces Table 2). A
 probe trained with K = 2 outputs has 2(D + 1) weights, but two logits carry one free log-odds,
 so the function class is that of D + 1 parameters. For K > 2 classes the paper gives no count;
 we count the multinomial output layer, K logits: K(D + 1) for a linear probe.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
+
+    Liang, P. (2016). CS229T/STAT231: Statistical learning theory. Lecture notes, Stanford
+    University (no identifier).
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations

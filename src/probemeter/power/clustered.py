@@ -33,7 +33,7 @@ References:
     *Findings of ACL 2022*. arXiv:2202.12801
 
     Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020).
-    With little power comes great responsibility. *EMNLP 2020*.
+    With little power comes great responsibility. *EMNLP 2020*. arXiv:2010.06595
 """
 
 from __future__ import annotations

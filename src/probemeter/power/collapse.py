@@ -20,6 +20,10 @@ interval I = d̄ ± t_{1−α/2, J−1} · s_d / √J over the J splits:
 
 The evidence also holds every run's McNemar test and the fraction that rejected at α (the
 pilots' own power).
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

@@ -19,6 +19,17 @@ needs enough discordant pairs) and χ² otherwise. With no discordant pair at al
 e.g. both probes 100 % or 0 % correct, a pitfall of earlier implementations) there is no evidence
 of a difference: p = 1, statistic 0. The table is always built as 2×2 from counts, so it never
 degenerates when a row or column is empty.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
+
+    McNemar, Q. (1947). Note on the sampling error of the difference between correlated proportions
+    or percentages. *Psychometrika* 12(2), 153–157. doi:10.1007/BF02295996
+
+    Edwards, A. L. (1948). Note on the "correction for continuity" in testing the significance of
+    the difference between correlated proportions. *Psychometrika* 13(3), 185–187.
+    doi:10.1007/BF02289261
 """
 
 from __future__ import annotations

@@ -9,6 +9,10 @@ so their test predictions are paired example by example (:func:`run_configuratio
 by simulation (:mod:`probemeter.power.simulation`), the Table-2 report
 (:mod:`probemeter.power.table`), the bound-vs-empirical margins of Fig. 2
 (:meth:`PairedComparison.plot_bounds`) and collapse detection (:mod:`probemeter.power.collapse`).
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

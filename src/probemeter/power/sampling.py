@@ -13,6 +13,10 @@ Zhu et al. (2022) draw every probing data set from a larger one:
   is a test example exactly once.
 
 A :class:`Split` holds index arrays into the data set; nothing here touches features.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

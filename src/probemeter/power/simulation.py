@@ -21,6 +21,13 @@ rejection rate falls from α towards 0 as m → n: 2·Φ(−z_{α/2}·sqrt((n �
 0.029 at m = 4,096 and 0.000 at m = 16,384 of n = 20,000 for α = 0.05 (0.054 and 0.048 with
 the bootstrap); at m = n every "simulation" is the observed table. ``replace=False`` stays
 available for subsamples well below n (no example is repeated).
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
+
+    Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020). With
+    little power comes great responsibility. *EMNLP 2020*. arXiv:2010.06595
 """
 
 from __future__ import annotations

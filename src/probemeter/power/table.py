@@ -4,6 +4,10 @@ Per subsampled size: N_test, the mean |R₁ − R₂| over seeds, the N_train re
 finite-class bound (:mod:`probemeter.power.bounds`), and the power of McNemar's test at that size
 (:mod:`probemeter.power.simulation`) — the table of Zhu et al., Tables 2–7, next to the power
 curves of Figs. 3–5.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations
