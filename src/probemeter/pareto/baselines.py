@@ -9,6 +9,10 @@
 * :func:`lookup_labels` / :func:`lookup_arc_labels` — the most-frequent-label dictionary
   baseline of App. C (Table 1) for POS labelling and dependency-arc labelling, with its
   fall-back rules. Ties between equally frequent labels go to the smallest label id.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

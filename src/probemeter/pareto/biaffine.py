@@ -20,6 +20,17 @@ P parsers of one architecture train at once: every parameter has a leading probe
 probes see the same minibatches of sentences (their order keyed by ``random_state``); probe
 i's initial weights and its dropout masks come from its own ``keys[i]`` streams, so a parser
 trains alike whichever parsers share its stack, and a rerun gives the same parsers.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Dozat, T. & Manning, C. D. (2017). Deep biaffine attention for neural dependency parsing.
+    *ICLR 2017*. arXiv:1611.01734
+
+    Edmonds, J. (1967). Optimum branchings.
+    *Journal of Research of the National Bureau of Standards* 71B(4), 233–240.
+    doi:10.6028/jres.071B.032
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ Pimentel et al. (2020), §6.2 and App. A: "50 MLPs ..., sampling the number of l
 from [0, 5], the dropout from [0.0, 0.5], and the hidden size log-uniformly from [2⁵, 2¹⁰]";
 the first hidden layer has the sampled size and every further one half the previous
 (``d_ℓ = d_{ℓ-1} / 2``); zero layers is a linear probe.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

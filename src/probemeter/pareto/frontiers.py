@@ -29,6 +29,14 @@ and 19 of the 22 cells of Table 2 (the other three within 0.02). The caption's "
 hypervolume's interval: capping at 400 and dividing by 400 gives 0.79 for BERT on English
 POSL where the paper prints 0.91 (the shared-maximum rule gives 0.907).
 :class:`ParetoFrontiers` applies this rule unless a cap is given.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Auger, A., Bader, J., Brockhoff, D. & Zitzler, E. (2012). Hypervolume-based multiobjective
+    optimization: theoretical foundations and practical implications. *Theoretical Computer Science*
+    425, 75–103. doi:10.1016/j.tcs.2011.03.012
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ are not part of the probe's complexity. ``span`` (edge-probing span rows) pools 
 a learned self-attention first (:mod:`probemeter.pareto.span_pooling`): W then maps the pooled
 spans, its complexity measured as for fixed poolings, the attention vectors unpenalised; the
 nuclear-norm probe normalises the pooled spans side by side.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ Architectures are grouped so that repeated ones train together in the batched en
 Memorisation complexity needs nothing of the architecture, so on edge-probing span rows
 (``data.span_tokens``) each probe of the family learns a self-attentive pooling of the spans
 first (:func:`span_probe`), whose parameters are part of what it memorises with.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

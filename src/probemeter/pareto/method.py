@@ -11,6 +11,13 @@ attention vector per span and its complexity is that of its map of the pooled sp
 One stored unit per representation; the run folder gets ``results.json`` (the
 :class:`~probemeter.pareto.frontiers.ParetoFrontiers`), ``points.csv``,
 ``table.md``/``table.tex`` (Table 3 layout) and ``frontiers.png`` (Figs. 2–3).
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from probemeter._method import (
     MethodRun,
     Option,
     RunContext,
+    TaskFacts,
     UnitPlan,
     option,
     write_run_files,
@@ -105,7 +113,37 @@ class ParetoMethod(Method):
         "control",
     )
     pools_spans = True
+    parses_heads = True
     summary = "Pimentel et al.: nuclear-norm and rank linear probes; Pareto hypervolumes (Table 3)"
+
+    def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        """Head selection and the biaffine family go together: the task's heads need the
+        family (the linear probes classify single words), the family needs a task of
+        sentences labelled with their heads."""
+        heads = task is not None and task.selects_heads()
+        if heads and self.family != "biaffine":
+            return [
+                (
+                    "method.family",
+                    'task label "arcs" needs family = "biaffine" (the biaffine parsing probe '
+                    "of Pimentel et al. §7.2, scored by UAS): nuclear-norm and rank linear "
+                    "probes classify single words",
+                )
+            ]
+        if self.family == "biaffine" and not heads:
+            shown = (
+                "no task"
+                if task is None
+                else f"dataset {task.dataset!r}, label {task.values().get('label')!r}"
+            )
+            return [
+                (
+                    "method.family",
+                    '"biaffine" parses sentences: it needs a conllu or ptb task with label = '
+                    f'"arcs"; got {shown}',
+                )
+            ]
+        return []
 
     def check_options(self) -> list[tuple[Option, str]]:
         if self.family == "linear" and self.penalties == 0 and not self.ranks:

@@ -13,6 +13,14 @@ Pimentel et al. (2020), §6 and §7, App. B:
   the **maximum spanning tree** from Edmonds' (Chu–Liu–Edmonds) algorithm (:func:`mst_heads`).
 
 Heads follow CoNLL-U: 1-based positions within the sentence, 0 for the root.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Edmonds, J. (1967). Optimum branchings.
+    *Journal of Research of the National Bureau of Standards* 71B(4), 233–240.
+    doi:10.6028/jres.071B.032
 """
 
 from __future__ import annotations

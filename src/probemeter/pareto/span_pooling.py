@@ -17,6 +17,13 @@ v_s and M directly, and Pimentel et al.'s complexities (§4.1) are those of M �
 max, endpoints), of a map of the same width. The attention vectors are, like the learned input
 map of the one-hot baseline, a learned input stage outside the complexity (S · d parameters,
 unpenalised); they start at 0, i.e. at mean pooling, so initialisation draws nothing for them.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Lee, K., He, L., Lewis, M. & Zettlemoyer, L. (2017). End-to-end neural coreference resolution.
+    *EMNLP 2017*. arXiv:1707.07045
 """
 
 from __future__ import annotations

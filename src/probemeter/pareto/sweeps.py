@@ -17,6 +17,10 @@ hypervolumes:
   (:func:`parser_sweep` also gives which test words each parser attached correctly);
 * :func:`treebank_tasks` — POS labelling (POSL), arc labelling (DAL, pairs of words) and
   parsing data of one treebank and one representation, on one sentence-level split.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@
 Rows are (complexity measure, representation), columns are tasks; a representation not run on
 a task is shown as "-". Task names of the form ``"group/name"`` (e.g. ``"POSL/English"``) get
 a two-level header in LaTeX, as in Table 3 (POSL and DAL over five languages).
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations
