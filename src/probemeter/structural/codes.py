@@ -32,7 +32,7 @@ it trains no extra probe (a cross-fitted scale would train one per fold).
   and b_{t_i} are functions of the first t_i sentences only (their features, targets and the
   public seeds), so a receiver who has decoded them rebuilds both: the code is decodable.
 
-* :func:`structural_curve` — Whitney et al. (2021), §2.1: probes trained on nested subsets of
+* :func:`structural_curve` — Whitney et al. (2020), §2.1: probes trained on nested subsets of
   n pool sentences, the loss L(n) being the **mean codelength per test sentence** in nats,
   each probe's scale fitted on the held-out part of its own n sentences (so never on the test
   sentences, and L(n) is the cost of a probe *given n sentences*, as a block of the online
@@ -47,7 +47,7 @@ it trains no extra probe (a cross-fitted scale would train one per fold).
 
       ℓ(s) = (1/|T_s|) Σ_{t ∈ T_s} min(−ln Q(y_t | B, b), 1),   L_trunc(n) = mean_s ℓ(s)
 
-  in [0, 1] for every test sentence s. Whitney et al. (2021), App. A (Algorithm 1, Theorem
+  in [0, 1] for every test sentence s. Whitney et al. (2020), App. A (Algorithm 1, Theorem
   4), need a loss bounded in [0, 1] per independently drawn test example, "achieved by
   truncating the cross-entropy loss"; the independent draws here are sentences, whose
   codelengths (tens of nats) truncated at 1 would be 1 for every probe and every n, so SDL
@@ -56,6 +56,16 @@ it trains no extra probe (a cross-fitted scale would train one per fold).
   code's value of it, :attr:`StructuralCurve.first_block_truncated`, is the first block's
   cost for ``metric="loss_truncated"``. It does not sum to a codelength: use ``loss`` for
   MDL in nats, ``loss_truncated`` for SDL with ``delta`` (Hoeffding) and εSC.
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations

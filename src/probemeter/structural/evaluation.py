@@ -19,6 +19,10 @@ defines them (john-hewitt/structural-probes, ``structural-probes/reporter.py``; 
   depth probe is the gold root. Every sentence counts: one whose gold root is punctuation
   counts as wrong, since no non-punctuation word can be it; in one whose words are all
   punctuation the shallowest word is taken.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations

@@ -18,6 +18,13 @@ serve two choices, neither of which may see the test sentences:
 * the best rank (:meth:`StructuralFamily.best_rank`): the highest mean development UUAS
   (root accuracy) over seeds. The test scores reported at that rank are then unbiased by the
   choice; picking the rank by its test score would make them optimistic.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
+
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

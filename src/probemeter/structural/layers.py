@@ -4,6 +4,10 @@
 Each layer's rank is chosen on the development sentences held out of the pool
 (:meth:`~probemeter.structural.family.StructuralFamily.best_rank`), the same sentences for
 every layer, and the scores reported at it are the test sentences'.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations

@@ -30,9 +30,19 @@ continuous Laplace the fit has the closed form b = (1/N) Σ |y − μ|, the mean
 the discretised, truncated, mixed Q is minimised numerically in ln b. Held-out sentences taken
 from the transmitted data keep the scale a function of what a receiver has already decoded, so
 the online code of Voita & Titov (2020, eq. 4) and the loss-data curves of Whitney et al.
-(2021) apply unchanged. The uniform code over the support, ln(hi − lo + 1) nats per target,
+(2020) apply unchanged. The uniform code over the support, ln(hi − lo + 1) nats per target,
 codes the first block. Every codelength here is in nats; bits = nats / ln 2
 (:data:`probemeter.mdl.online.BITS_PER_NAT` = 1 / ln 2).
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
 """One trained structural probe scored on a set of sentences: its loss, UUAS or root accuracy,
 Spearman correlation, and its codelength (Hewitt & Manning 2019, §3.1; the codelength of
-:mod:`probemeter.structural.likelihood`)."""
+:mod:`probemeter.structural.likelihood`).
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
+"""
 
 from __future__ import annotations
 
@@ -150,7 +155,7 @@ def sentence_truncated_losses(
         ℓ(s) = (1/|T_s|) Σ_{t ∈ T_s} min(−ln Q(y_t | μ_t, b), 1 nat)
 
     over its targets T_s (pairs i < j for distances, words for depths), 0 for a sentence
-    with none (a one-word sentence's distances). Whitney et al. (2021), App. A, bound the
+    with none (a one-word sentence's distances). Whitney et al. (2020), App. A, bound the
     loss of one test example in [0, 1] by truncating its cross-entropy at 1 nat, so that
     Hoeffding's inequality applies to its mean over independent examples; here the examples
     sampled independently are sentences, and a sentence's codelength (tens of nats) truncated

@@ -15,6 +15,10 @@ that still have steps left gather their own minibatch, one batched matmul serves
 stacked Adam (the update of ``torch.optim.Adam``, elementwise, with a step count per probe)
 updates only them. A probe's initial B and minibatch order depend only on (random_state, seed,
 rank, number of training sentences), never on the other probes of the call.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations

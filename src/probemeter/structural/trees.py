@@ -20,6 +20,10 @@ tagged ``,``. :attr:`TreeData.punctuation_rule` records which.
 held-out part; :func:`development_split` holds a seeded share of the pool out as development
 sentences, on which structural probes fit their codelength's Laplace scale and choose their
 rank, never on the test sentences.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations
