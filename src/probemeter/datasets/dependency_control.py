@@ -6,6 +6,16 @@ that way; for labelled arcs each type also gets one control relation, drawn from
 relations' empirical distribution. It is the second of the two control tasks Voita & Titov
 (2020) §3.1 name, and the control of head selection (the parsing probe of Pimentel et al.
 2020, §7.2). Re-exported by :mod:`probemeter.mdl.controls`, beside the word-label control task.
+
+References:
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations

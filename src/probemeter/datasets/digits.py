@@ -5,6 +5,10 @@ raw pixels (64-d), a PCA to 8 dimensions (a compact, "easy" code, like the paper
 and the pixels seen through a random projection to 8 dimensions (same size as PCA, no
 structure learned). The pool/test split is 1297/500, the split the reference implementation
 uses for digits.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

@@ -47,6 +47,17 @@ test split would change K, the uniform code and every codelength with the test s
 such labels to keep those targets (they are then classes without training examples), or
 leave them out of the test file. :func:`split_sentences` makes splits that pass: it moves a
 test sentence holding a label that no training sentence holds into the training split.
+
+References:
+    Tenney, I., Xia, P., Chen, B., Wang, A., Poliak, A., McCoy, R. T., Kim, N., Van Durme, B.,
+    Bowman, S. R., Das, D. & Pavlick, E. (2019). What do you learn from context? Probing for
+    sentence structure in contextualized word representations. *ICLR 2019*. arXiv:1905.06316
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Lee, K., He, L., Lewis, M. & Zettlemoyer, L. (2017). End-to-end neural coreference resolution.
+    *EMNLP 2017*. arXiv:1707.07045
 """
 
 from __future__ import annotations

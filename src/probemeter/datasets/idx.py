@@ -7,6 +7,13 @@ then one big-endian uint32 per dimension, then the array itself, big-endian, in 
 Fashion-MNIST (Xiao et al., 2017) is the 10-class, 28×28 grey-scale drop-in for MNIST that
 Whitney et al. probe in §5; offline it comes from Debian's package ``dataset-fashion-mnist``,
 which installs the four IDX files under ``/usr/share/datasets/fashion-mnist``.
+
+References:
+    Xiao, H., Rasul, K. & Vollgraf, R. (2017). Fashion-MNIST: a novel image dataset for benchmarking
+    machine learning algorithms. arXiv:1708.07747
+
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

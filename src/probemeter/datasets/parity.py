@@ -12,6 +12,10 @@ secret ``s``. Two representations of the same examples:
 
 So the noisy label wins at small n and the raw bits win at large n (on VA and MDL), while SDL
 and εSC with ε below ``H(α)`` consistently report the noisy label as never reaching ε.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
 """
 
 from __future__ import annotations

@@ -26,6 +26,14 @@ corpus.
 
 Only the standard library and numpy are imported here, so experiment files can check a task
 file cheaply (:func:`senteval_file` reads its first line).
+
+References:
+    Conneau, A., Kruszewski, G., Lample, G., Barrault, L. & Baroni, M. (2018). What you can cram
+    into a single $&!#* vector: probing sentence embeddings for linguistic properties. *ACL 2018*.
+    doi:10.18653/v1/P18-1198 (arXiv:1805.01070)
+
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

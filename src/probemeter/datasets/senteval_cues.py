@@ -20,6 +20,11 @@ learnt in one fold and used in another), scored by stratified k-fold cross-valid
 task without surface cues its accuracy stays at chance (the share of the most frequent class:
 0.5 for the balanced order tasks), within the sampling error of the folds' predictions,
 sqrt(chance (1 − chance) / n).
+
+References:
+    Conneau, A., Kruszewski, G., Lample, G., Barrault, L. & Baroni, M. (2018). What you can cram
+    into a single $&!#* vector: probing sentence embeddings for linguistic properties. *ACL 2018*.
+    doi:10.18653/v1/P18-1198 (arXiv:1805.01070)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`generate_tasks` builds eight of SentEval's ten probing tasks (Conneau et al. 2018, "What
 you can cram into a single $&!#* vector", ACL 2018, arXiv:1805.01070, §2 and App.; Zhu et al.
-2020 §4) from tokenised sentences of any corpus and writes them in the release's format
+2022, §4) from tokenised sentences of any corpus and writes them in the release's format
 (:mod:`probemeter.datasets.senteval`), so a domain's own text can be probed the same way. The
 recipe (:class:`Recipe`; Conneau et al. build theirs from the Toronto Book Corpus with the
 Stanford parser):
@@ -59,6 +59,14 @@ which :meth:`Recipe.deviations` names and the metadata file records. Each task d
 own random stream (``random_state`` and the task's position in
 :data:`~probemeter.datasets.senteval.TASK_FILES`), so a task's file does not depend on which
 other tasks are generated. The labels are **silver**: the parser's decisions, not gold.
+
+References:
+    Conneau, A., Kruszewski, G., Lample, G., Barrault, L. & Baroni, M. (2018). What you can cram
+    into a single $&!#* vector: probing sentence embeddings for linguistic properties. *ACL 2018*.
+    doi:10.18653/v1/P18-1198 (arXiv:1805.01070)
+
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

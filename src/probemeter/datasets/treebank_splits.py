@@ -24,6 +24,10 @@ Words are CoNLL-U's syntactic words: a multiword token (``3-4 don't``) is read a
 (``do``, ``n't``) and empty nodes (``5.1``) are skipped (:func:`read_conllu`). The dev split is
 read and checked (vocabulary, unseen labels) but neither trained nor tested on: the methods
 hold out their own early-stopping data from the training split.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
 """
 
 from __future__ import annotations
