@@ -12,7 +12,8 @@ pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`
 * ``"words"`` — one row per word of pre-tokenised sentences (a treebank's own tokens, given to
   the tokenizer as words, never re-tokenised as running text), pooling the word pieces the
   tokenizer split that word into by ``word_pooling``: ``"mean"`` (the default; Pimentel et al.
-  2020, "Information-Theoretic Probing for Linguistic Structure", §6), ``"first"`` (the first
+  2020, *Pareto probing*, §6: "average the output word piece representations for each
+  word, as tokenized in the treebank"), ``"first"`` (the first
   piece, as BERT's tagging recipe and Hewitt & Liang's probes) or ``"last"`` (the last piece,
   the one a left-to-right model reads after the whole word).
 
@@ -37,8 +38,18 @@ mask hides. Pooling reads the attention mask, so it is right for left padding to
 
 ``dtype="bfloat16"``/``"float16"`` runs the model in half precision (half the memory, faster on
 GPUs); features are returned as float32 whatever the ``dtype``. ``random_init=True`` builds the
-same architecture with freshly initialised weights, the control representation of Pimentel et
-al. 2020 and Whitney et al. ``transformers`` is imported only when an encoder is built.
+same architecture with freshly initialised weights, the randomly initialised control encoder
+of Voita & Titov (2020, §4). ``transformers`` is imported only when an encoder is built.
+
+References:
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations

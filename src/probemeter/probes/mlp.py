@@ -1,6 +1,25 @@
 """Multi-layer perceptron probes (a linear probe is an MLP with no hidden layer).
 
 The default, two hidden layers of 512 ReLU units, is the probe of Whitney et al., App. C.1.
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
+    representations by the complexity of learning low-loss predictors. arXiv:2009.07368
+
+    Pimentel, T., Saphra, N., Williams, A. & Cotterell, R. (2020). Pareto probing: trading off
+    accuracy for complexity. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.254 (arXiv:2010.02180)
+
+    Peters, M. E., Neumann, M., Iyyer, M., Gardner, M., Clark, C., Lee, K. & Zettlemoyer, L. (2018).
+    Deep contextualized word representations. *NAACL-HLT 2018*. arXiv:1802.05365
+
+    Tenney, I., Das, D. & Pavlick, E. (2019). BERT rediscovers the classical NLP pipeline.
+    *ACL 2019*. arXiv:1905.05950
+
+    Lee, K., He, L., Lewis, M. & Zettlemoyer, L. (2017). End-to-end neural coreference resolution.
+    *EMNLP 2017*. arXiv:1707.07045
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations
@@ -32,7 +51,7 @@ class MLP:
             in [0, 1) (the random MLP family of Pimentel et al., §6.2, draws it from U[0, 0.5]).
         mix: 0, or L ≥ 2: the features are L layers of equal width side by side, and the probe
             first learns a scalar mix of them, γ · Σ_l softmax(a)_l h_l (Peters et al. 2018,
-            eq. 1; Tenney et al. 2019): its first layer reads one layer's width
+            eq. 1; Tenney, Das & Pavlick 2019): its first layer reads one layer's width
             (:mod:`probemeter.probes.scalar_mix`).
         span: for edge probing, each span's padded token count (one or two spans): the rows are
             span token vectors (:class:`~probemeter.datasets.edge_probing.SpanLayout`), which the
@@ -260,7 +279,8 @@ def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None
 
 
 #: q, the width to which span probes project each span's tokens before pooling them (the
-#: span projection width of Tenney et al. 2019's edge probes)
+#: span projection width of the edge probes of Tenney et al. 2019, "What do you learn from
+#: context?")
 SPAN_PROJECTION = 256
 
 

@@ -11,6 +11,14 @@ device. With logits z (P, n, K) the loss of one example is, in nats,
 and its gradient ∂ℓ/∂z_k = σ(z_k) − y_k; the engine's row weights w_r (1/batch on real rows, 0
 on padding) scale it as they scale the softmax's. Predictions are ŷ_k = [z_k > 0]
 (σ(z_k) > 0.5); an example is correct when ŷ = y on every label (exact set match).
+
+References:
+    Tenney, I., Xia, P., Chen, B., Wang, A., Poliak, A., McCoy, R. T., Kim, N., Van Durme, B.,
+    Bowman, S. R., Das, D. & Pavlick, E. (2019). What do you learn from context? Probing for
+    sentence structure in contextualized word representations. *ICLR 2019*. arXiv:1905.06316
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations

@@ -15,6 +15,13 @@ to 0 and 1 (a uniform mix, as AllenNLP's ``ScalarMix``: no random numbers are dr
 forward pass and its gradient are written by hand on preallocated buffers, like the rest of the
 engine (:mod:`probemeter.probes.stacked_mlp`); the mix is computed with element-wise products
 summed over layers in order, so its result does not depend on memory alignment.
+
+References:
+    Peters, M. E., Neumann, M., Iyyer, M., Gardner, M., Clark, C., Lee, K. & Zettlemoyer, L. (2018).
+    Deep contextualized word representations. *NAACL-HLT 2018*. arXiv:1802.05365
+
+    Tenney, I., Das, D. & Pavlick, E. (2019). BERT rediscovers the classical NLP pipeline.
+    *ACL 2019*. arXiv:1905.05950
 """
 
 from __future__ import annotations

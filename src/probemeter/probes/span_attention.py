@@ -21,6 +21,17 @@ summed over a minibatch's rows (padded rows carry weight 0 upstream). Parameters
 A trained probe's poolings are kept as a :class:`SpanPooling` (with the probe,
 :class:`~probemeter.probes.saved.SavedProbe`), and run as an ordinary module by
 :class:`SpanAttention`.
+
+References:
+    Lee, K., He, L., Lewis, M. & Zettlemoyer, L. (2017). End-to-end neural coreference resolution.
+    *EMNLP 2017*. arXiv:1707.07045
+
+    Tenney, I., Xia, P., Chen, B., Wang, A., Poliak, A., McCoy, R. T., Kim, N., Van Durme, B.,
+    Bowman, S. R., Das, D. & Pavlick, E. (2019). What do you learn from context? Probing for
+    sentence structure in contextualized word representations. *ICLR 2019*. arXiv:1905.06316
+
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
 """
 
 from __future__ import annotations
