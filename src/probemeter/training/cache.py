@@ -5,11 +5,9 @@ and backward passes read each weight, the backward pass writes each gradient, an
 step reads and writes the weights, their gradients and both moments (16 bytes per f32
 parameter and more, :class:`~probemeter.training.memory.MemoryEstimate`). On few rows the
 arithmetic per parameter is small, so when the chunk's state does not fit the cache the step
-waits on main memory: on a 2-core AMD EPYC (32 MiB of L3 shared by both cores, two workers),
-the reference protocol's MLP 2 × 512 probes on 10 to 87 rows (4.8 MiB of state each) trained
-1.2–1.3× faster one per chunk than four per chunk, while on 149 and 256 rows the chunking
-made no measurable difference (``benchmarks/cache_bound.py``). The engine therefore caps, on
-the CPU, the probes of a chunk on few rows to what fits half of a core's share of the
+waits on main memory, while on many rows the arithmetic hides the traffic
+(``benchmarks/cache_bound.py``; figures in benchmarks/README.md). The engine therefore caps,
+on the CPU, the probes of a chunk on few rows to what fits half of a core's share of the
 last-level cache (:func:`probemeter.training.engine.fit_evaluate`'s chunk planning).
 """
 
@@ -20,11 +18,11 @@ from pathlib import Path
 
 __all__ = ["CACHE_BOUND_ROWS", "cache_budget", "last_level_cache_share"]
 
-#: chunks on fewer minibatch rows than this are capped to the cache budget: measured, rows 10–87
-#: gain from it, rows 149 and 256 neither gain nor lose
+#: chunks on fewer minibatch rows than this are capped to the cache budget (below it the cap
+#: gains, above it neither gains nor loses: benchmarks/README.md)
 CACHE_BOUND_ROWS = 128
 #: the least state a capped chunk may hold: below it a step is dominated by its fixed cost
-#: (~0.4 ms of operator launches), not by memory traffic
+#: (operator launches), not by memory traffic
 MIN_CACHE_BUDGET_BYTES = 4 * 2**20
 _SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu0/cache")
 _UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}

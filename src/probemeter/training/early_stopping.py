@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from probemeter.training.config import TrainingConfig
+
 __all__ = ["BatchedAdam", "dev_split", "train_with_dev_stopping"]
 
 #: an epoch counts as a new development minimum when it beats the best loss by more than this
@@ -172,13 +174,8 @@ def train_with_dev_stopping(
     subsets: list[np.ndarray],
     rngs: list[np.random.Generator],
     rows: int,
+    config: TrainingConfig,
     *,
-    batch_size: int,
-    lr: float,
-    dev_fraction: float,
-    lr_decay: float,
-    patience: int,
-    max_epochs: int,
     report: Callable[[int], object],
     compact: bool = False,
     dev_set: np.ndarray | None = None,
@@ -186,30 +183,32 @@ def train_with_dev_stopping(
     """Train a stacked chunk with per-probe early stopping (§3.1); return epochs run per probe.
 
     ``model`` is a :class:`~probemeter.probes.stacked_mlp.StackedMLP` (any object with its
-    ``parameters``, ``accumulate_gradients``, ``refresh`` and ``losses``). Training stops for
-    probe p after ``patience`` epochs in a row without a new development minimum, or after
-    ``max_epochs``; its learning rate is multiplied by ``lr_decay`` after every such epoch.
-    At the end each probe's parameters are those of its best development epoch.
+    ``parameters``, ``accumulate_gradients``, ``refresh`` and ``losses``), trained as
+    ``config`` says (its ``steps`` aside): minibatches of ``config.batch_size``, Adam from
+    ``config.lr``. Training stops for probe p after
+    ``config.patience`` epochs in a row without a new development minimum, or after
+    ``config.max_epochs``; its learning rate is multiplied by ``config.lr_decay`` after every
+    such epoch. At the end each probe's parameters are those of its best development epoch.
 
     With ``compact`` (the model then needs ``select(kept_rows)`` returning the smaller stack, as
     :meth:`StackedMLP.select`), whenever half the probes of the current stack have stopped they
-    are dropped from it, with their Adam state (measured on a 2-core CPU: this cut training to a
-    third of the work); a probe's numbers do not depend on it beyond float rounding.
+    are dropped from it, with their Adam state, so that steps no longer compute probes that do
+    not move; a probe's numbers do not depend on it beyond float rounding.
 
     With ``dev_set`` (pool indices), every probe stops on that one development set and trains
-    on its whole subset (``dev_fraction`` is then unused); its features are gathered once, not
-    once per probe.
+    on its whole subset (``config.dev_fraction`` is then unused); its features are gathered
+    once, not once per probe.
     """
     n_probes = len(subsets)
     device = pool_x.device
     if dev_set is None:
-        splits = [dev_split(subset, dev_fraction, rng) for subset, rng in zip(subsets, rngs)]
+        splits = [dev_split(subset, config.dev_fraction, rng) for subset, rng in zip(subsets, rngs)]
         train = [split[0] for split in splits]
     else:
         train = [np.asarray(subset, dtype=np.int64) for subset in subsets]
-    if max(min(len(t), batch_size) for t in train) > rows:
+    if max(min(len(t), config.batch_size) for t in train) > rows:
         raise ValueError(f"rows={rows} is narrower than a probe's batch")
-    streams = _EpochStreams(train, rngs, batch_size)
+    streams = _EpochStreams(train, rngs, config.batch_size)
     if dev_set is None:
         dev_rows = max(len(split[1]) for split in splits)
         dev_index = np.zeros((n_probes, dev_rows), dtype=np.int64)
@@ -233,7 +232,7 @@ def train_with_dev_stopping(
     bad_epochs = np.zeros(n_probes, dtype=np.int64)
     epochs = np.zeros(n_probes, dtype=np.int64)
     active = np.ones(n_probes, dtype=bool)
-    stack, optimizer = model, BatchedAdam(model.parameters, lr)
+    stack, optimizer = model, BatchedAdam(model.parameters, config.lr)
     alive = np.arange(n_probes)  # original probe of each row of the current stack
     while active.any():
         if compact and 2 * active.sum() <= alive.size:
@@ -280,8 +279,8 @@ def train_with_dev_stopping(
                     saved[probe].copy_(parameter[row])
             else:
                 bad_epochs[probe] += 1
-                optimizer.lr[row] *= lr_decay
-            if bad_epochs[probe] >= patience or epochs[probe] >= max_epochs:
+                optimizer.lr[row] *= config.lr_decay
+            if bad_epochs[probe] >= config.patience or epochs[probe] >= config.max_epochs:
                 active[probe] = False
                 optimizer.lr[row] = 0.0
     with torch.no_grad():

@@ -57,14 +57,11 @@ from probemeter.training.workers import exit_with_parent, worker_count
 __all__ = ["ProbeEvaluation", "fit_evaluate", "warm_workers"]
 
 #: cost model of chunk planning (speed only), by device type: the fixed cost of one training
-#: step of a chunk (seconds) and the arithmetic rate of its small batched matmuls (FLOP/s).
-#: CPU: measured on a 2-core CPU. CUDA: measured on an H200 (torch 2.11): the reference
-#: protocol (digits, MLP 512×512, 40 probes, 1000 steps) in 7 chunks took 3.91 s, 0.56 ms per
-#: chunk step of which its arithmetic at the f32 matmul peak is 0.03 ms (kernel launches and
-#: Python bound it); the online code at a million tokens ran at 8.7e12 FLOP/s overall. On a
-#: GPU, padding narrow probes into one wide chunk therefore costs far less than the steps of
-#: another chunk: the reference protocol in one chunk took 1.01 s instead of 2.84 s
-#: (``benchmarks/gpu_chunks.py``, same H200, same process).
+#: step of a chunk (seconds) and the arithmetic rate of its small batched matmuls (FLOP/s),
+#: measured on a 2-core CPU and on a GPU (``benchmarks/gpu_chunks.py``; figures in
+#: benchmarks/README.md). On a GPU a chunk step's kernel launches and Python cost many times
+#: its arithmetic, so padding narrow probes into one wide chunk costs far less than the steps
+#: of another chunk.
 _STEP_COSTS = {"cpu": (4e-4, 5e10), "cuda": (5e-4, 1e13)}
 #: a probe whose test loss exceeds this many times ln K nats (the uniform code) has diverged
 DIVERGED_FACTOR = 100
@@ -219,75 +216,114 @@ def fit_evaluate(
             transmits next only, instead of every probe on the whole pool. The rows are
             gathered block by block from the shared pool, never copied whole.
     """
+    # check: the inputs, and that every probe fits the memory budget alone
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     families = _families(probe, len(subsets), return_parameters)
-    probe = next(iter(families))  # the settings all architectures share (mix, span)
     pool_rows = _check_pool_rows(pool_rows, len(subsets), X_train.shape[0])
     dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
+    request = _Request(per_example, dev_set, return_parameters, len(y_eval))
     row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
     torch_device = resolve_device(device)
     max_memory = memory_budget(max_memory, torch_device)
-    for family, members in families.items():
-        check_memory_budget(  # validates max_memory too
-            family,
-            X_train.shape[1],
-            n_classes,
-            config,
-            max_memory,
-            sizes=[len(subsets[i]) for i in members],
-            n_eval=len(y_eval),
-            per_example=per_example,
-            shared_dev_rows=None if dev_set is None else len(dev_set),
-            row_bytes=row_bytes[family],
-        )
-    workers = 1 if torch_device.type != "cpu" else worker_count(n_jobs)
-    n_probes = len(subsets)
-    result = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
-    multilabel = np.ndim(y_train) == 2
-    if multilabel:
-        result.update(micro_f1=np.empty(n_probes), macro_f1=np.empty(n_probes))
-    if per_example:
-        result["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
-        result["predictions"] = (
-            np.empty((n_probes, *np.shape(y_eval)), dtype=np.uint8)
-            if multilabel
-            else np.empty((n_probes, len(y_eval)), dtype=np.int32)
-        )
-    if config.early_stopping:
-        result["epochs"] = np.empty(n_probes, dtype=np.int64)
-    if probe.mix:
-        result["mix_logits"] = np.empty((n_probes, probe.mix), dtype=np.float32)
-        result["mix_scale"] = np.empty(n_probes, dtype=np.float32)
-    shapes = probe.layer_shapes(X_train.shape[1], n_classes)
-    parameters, stack_rows = None, None
-    if return_parameters:
-        stack_rows = np.zeros(n_probes, dtype=np.int64)
-        parameters = tuple(
-            (
-                np.empty((n_probes, fan_in, fan_out), dtype=np.float32),
-                np.empty((n_probes, fan_out), dtype=np.float32),
-            )
-            for fan_in, fan_out in shapes
-        )
-        if probe.span:
-            spans, q = len(probe.span), probe.projection
-            width = probe.token_width(X_train.shape[1])
-            result["span_weight"] = np.empty((n_probes, spans, width, q), dtype=np.float32)
-            result["span_bias"] = np.empty((n_probes, spans, q), dtype=np.float32)
-            result["span_score"] = np.empty((n_probes, spans, q), dtype=np.float32)
-    if pool_rows is not None:
-        result["pool_nll"], result["pool_predictions"] = [None] * n_probes, [None] * n_probes
-    if n_probes == 0:
-        return _evaluation(result, parameters, stack_rows)
     dims = (X_train.shape[1], n_classes)
+    for family, members in families.items():
+        sizes = [len(subsets[i]) for i in members]
+        check_memory_budget(  # validates max_memory too
+            family, *dims, config, max_memory, sizes=sizes, row_bytes=row_bytes[family],
+            **request.memory_keywords(),
+        )  # fmt: skip
+    workers = 1 if torch_device.type != "cpu" else worker_count(n_jobs)  # validates n_jobs
+    # the settings all architectures share (mix, span) shape the results
+    results = _Results.allocate(
+        next(iter(families)), len(subsets), X_train, y_eval, n_classes, config, request,
+        pooled=pool_rows is not None,
+    )  # fmt: skip
+    if not subsets:
+        return results.evaluation()
+    # plan: chunks of probes, on one thread in this process when the work is small
     flops = sum(
         _training_flops([subsets[i] for i in members], family, dims, config)
         for family, members in families.items()
     )
     small = flops < _SMALL_WORK_FLOPS
-    if small:
-        workers = 1
-    chunks = []  # (architecture, members, rows, estimated cost), costliest first
+    workers = 1 if small else workers
+    chunks = _plan(
+        families, subsets, keys, pool_rows, dims, config, request, max_memory=max_memory,
+        workers=workers, row_bytes=row_bytes, device_type=torch_device.type,
+    )  # fmt: skip
+    # run
+    arrays = (X_train, y_train, X_eval, y_eval)
+    outputs = _run(
+        chunks, arrays, n_classes, config, request, torch_device, workers=workers,
+        one_thread=small and torch_device.type == "cpu", progress=progress,
+    )  # fmt: skip
+    # collect
+    for chunk, metrics in zip(chunks, outputs):
+        results.add(chunk, metrics)
+    uniform = uniform_nats(n_classes, np.ndim(y_train) == 2)
+    _warn_if_diverged(results.fields["loss"], subsets, uniform, config.lr)
+    return results.evaluation()
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What every chunk of one :func:`fit_evaluate` call returns besides its test metrics, and
+    the development set its probes early-stop on (``fit_evaluate``'s arguments, checked)."""
+
+    per_example: bool
+    dev_set: np.ndarray | None
+    return_parameters: bool
+    n_eval: int
+
+    def memory_keywords(self) -> dict[str, Any]:
+        """The keywords of :func:`estimate_memory` that these outputs and this development
+        set set."""
+        return {
+            "n_eval": self.n_eval,
+            "per_example": self.per_example,
+            "shared_dev_rows": None if self.dev_set is None else len(self.dev_set),
+        }
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """Probes trained stacked in one training loop: one architecture, one minibatch width.
+
+    Attributes:
+        probe: their architecture.
+        members: their positions among the probes of the :func:`fit_evaluate` call.
+        rows: minibatch rows of the stack, the widest member's ``min(n, batch_size)``.
+        subsets, keys: each member's training indices and random-stream key.
+        pool_rows: each member's pool rows to score example by example (None: no member is).
+        work: its estimated arithmetic, by which chunks are ordered (costliest first).
+    """
+
+    probe: MLP
+    members: np.ndarray
+    rows: int
+    subsets: list[np.ndarray]
+    keys: list[tuple[int, ...]]
+    pool_rows: list[np.ndarray | None] | None
+    work: float
+
+
+def _plan(
+    families: dict[MLP, np.ndarray],
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+    pool_rows: list[np.ndarray | None] | None,
+    dims: tuple[int, int],
+    config: TrainingConfig,
+    request: _Request,
+    *,
+    max_memory: float,
+    workers: int,
+    row_bytes: dict[MLP, float | None],
+    device_type: str,
+) -> list[_Chunk]:
+    """Every architecture's chunks (:func:`_plan_chunks`), costliest first over all of them,
+    so that a small family's chunks fill the gaps a large one leaves in the workers."""
+    chunks = []
     for family, indices in families.items():
         forward = family.forward_flops(*dims)
         for members, rows in _plan_chunks(
@@ -297,63 +333,107 @@ def fit_evaluate(
             config,
             max_memory,
             workers,
-            n_eval=len(y_eval),
-            per_example=per_example,
-            shared_dev_rows=None if dev_set is None else len(dev_set),
             row_bytes=row_bytes[family],
-            cache_bytes=cache_budget() if torch_device.type == "cpu" else None,
-            device_type=torch_device.type,
+            cache_bytes=cache_budget() if device_type == "cpu" else None,
+            device_type=device_type,
+            **request.memory_keywords(),
         ):
             members = indices[members]
-            # early stopping: work grows with the data; fixed steps: with the stacked rows
-            work = (
-                sum(len(subsets[i]) for i in members)
-                if config.early_stopping
-                else rows * members.size
+            chunk = _Chunk(
+                family,
+                members,
+                rows,
+                [subsets[i] for i in members],
+                [keys[i] for i in members],
+                None if pool_rows is None else [pool_rows[i] for i in members],
+                forward * _work(members, rows, subsets, config),
             )
-            chunks.append((family, members, rows, forward * work))
-    chunks.sort(key=lambda chunk: -chunk[3])
-    tasks = [
-        (
-            family,
-            [subsets[i] for i in members],
-            [keys[i] for i in members],
-            rows,
-            per_example,
-            dev_set,
-            return_parameters,
-            None if pool_rows is None else [pool_rows[i] for i in members],
+            chunks.append(chunk)
+    return sorted(chunks, key=lambda chunk: -chunk.work)
+
+
+@dataclass
+class _Results:
+    """The arrays of a :class:`ProbeEvaluation`, allocated for every probe of the call and
+    filled chunk by chunk (:meth:`add`)."""
+
+    fields: dict[str, Any]
+    parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None = None
+    stack_rows: np.ndarray | None = None
+
+    @classmethod
+    def allocate(
+        cls,
+        probe: MLP,
+        n_probes: int,
+        X_train: Any,
+        y_eval: np.ndarray,
+        n_classes: int,
+        config: TrainingConfig,
+        request: _Request,
+        *,
+        pooled: bool,
+    ) -> _Results:
+        """Empty arrays for what ``request`` and ``config`` ask of ``n_probes`` probes whose
+        shared settings (mix, span) are ``probe``'s; ``pooled``: room for each probe's metrics
+        on its own pool rows (None for a probe given none)."""
+        fields = {name: np.empty(n_probes) for name in ("loss", "loss_truncated", "accuracy")}
+        multilabel = np.ndim(y_eval) == 2
+        if multilabel:
+            fields.update(micro_f1=np.empty(n_probes), macro_f1=np.empty(n_probes))
+        if request.per_example:
+            fields["nll"] = np.empty((n_probes, len(y_eval)), dtype=np.float32)
+            fields["predictions"] = (
+                np.empty((n_probes, *np.shape(y_eval)), dtype=np.uint8)
+                if multilabel
+                else np.empty((n_probes, len(y_eval)), dtype=np.int32)
+            )
+        if config.early_stopping:
+            fields["epochs"] = np.empty(n_probes, dtype=np.int64)
+        if pooled:
+            fields["pool_nll"], fields["pool_predictions"] = [None] * n_probes, [None] * n_probes
+        if probe.mix:
+            fields["mix_logits"] = np.empty((n_probes, probe.mix), dtype=np.float32)
+            fields["mix_scale"] = np.empty(n_probes, dtype=np.float32)
+        if not request.return_parameters:
+            return cls(fields)
+        parameters = tuple(
+            (
+                np.empty((n_probes, fan_in, fan_out), dtype=np.float32),
+                np.empty((n_probes, fan_out), dtype=np.float32),
+            )
+            for fan_in, fan_out in probe.layer_shapes(X_train.shape[1], n_classes)
         )
-        for family, members, rows, _ in chunks
-    ]
-    arrays = (X_train, y_train, X_eval, y_eval)
-    bar = tqdm(
-        total=None if config.early_stopping else n_probes * config.steps,
-        disable=not progress,
-        unit="update",
-        unit_scale=True,
-        desc=f"training {n_probes} probes",
-    )
-    with bar:
-        if workers == 1 or len(tasks) == 1:
-            runner = _ChunkRunner.build(arrays, n_classes, config, torch_device, bar.update)
-            with single_threaded(small and torch_device.type == "cpu"):
-                outputs = [runner.run(*task) for task in tasks]
-        else:
-            outputs = _run_in_workers(arrays, n_classes, config, tasks, workers, bar)
-    for (_, members, _, _), metrics in zip(chunks, outputs):
-        if return_parameters:
-            stack_rows[members] = np.arange(members.size)
+        if probe.span:
+            spans, q = len(probe.span), probe.projection
+            width = probe.token_width(X_train.shape[1])
+            fields["span_weight"] = np.empty((n_probes, spans, width, q), dtype=np.float32)
+            fields["span_bias"] = np.empty((n_probes, spans, q), dtype=np.float32)
+            fields["span_score"] = np.empty((n_probes, spans, q), dtype=np.float32)
+        return cls(fields, parameters, np.zeros(n_probes, dtype=np.int64))
+
+    def add(self, chunk: _Chunk, metrics: dict[str, Any]) -> None:
+        """The metrics (and parameters) of ``chunk``'s probes, in their places."""
+        members = chunk.members
+        if self.parameters is not None:
+            self.stack_rows[members] = np.arange(members.size)
             for layer, (weights, biases) in enumerate(metrics.pop("parameters")):
-                parameters[layer][0][members] = weights
-                parameters[layer][1][members] = biases
+                self.parameters[layer][0][members] = weights
+                self.parameters[layer][1][members] = biases
         for name in ("pool_nll", "pool_predictions"):
             for member, values in zip(members, metrics.pop(name, ())):
-                result[name][member] = values
+                self.fields[name][member] = values
         for name, values in metrics.items():
-            result[name][members] = values
-    _warn_if_diverged(result["loss"], subsets, uniform_nats(n_classes, multilabel), config.lr)
-    return _evaluation(result, parameters, stack_rows)
+            self.fields[name][members] = values
+
+    def evaluation(self) -> ProbeEvaluation:
+        """The :class:`ProbeEvaluation` of the filled arrays (per-probe lists of pool
+        evaluations made tuples)."""
+        fields = dict(self.fields)
+        for name in ("pool_nll", "pool_predictions"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
+        return ProbeEvaluation(**fields, parameters=self.parameters, stack_rows=self.stack_rows)
 
 
 def _families(
@@ -374,19 +454,6 @@ def _families(
     if len(families) > 1 and return_parameters:
         raise ValueError("return_parameters: one architecture per call (their layers differ)")
     return {p: np.array(indices, dtype=np.int64) for p, indices in families.items()}
-
-
-def _evaluation(
-    result: dict[str, Any],
-    parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None,
-    stack_rows: np.ndarray | None,
-) -> ProbeEvaluation:
-    """The :class:`ProbeEvaluation` of ``fit_evaluate``'s collected arrays (per-probe lists of
-    pool evaluations made tuples)."""
-    for name in ("pool_nll", "pool_predictions"):
-        if name in result:
-            result[name] = tuple(result[name])
-    return ProbeEvaluation(**result, parameters=parameters, stack_rows=stack_rows)
 
 
 def _check_pool_rows(
@@ -574,9 +641,18 @@ def _plan_chunks(
             continue
         size = min(capacity, -(-members.size // math.ceil(members.size * rows / fair_share)))
         chunks.extend((members[i : i + size], rows) for i in range(0, members.size, size))
+    return sorted(chunks, key=lambda chunk: -_work(*chunk, subsets, config))
+
+
+def _work(
+    members: np.ndarray, rows: int, subsets: Sequence[np.ndarray], config: TrainingConfig
+) -> int:
+    """The work of training the probes ``members`` of ``subsets`` stacked on ``rows`` rows, in
+    rows processed per forward pass: with early stopping it grows with their data, with
+    fixed steps with the stacked rows."""
     if config.early_stopping:
-        return sorted(chunks, key=lambda chunk: -sum(len(subsets[i]) for i in chunk[0]))
-    return sorted(chunks, key=lambda chunk: -chunk[1] * chunk[0].size)
+        return sum(len(subsets[i]) for i in members)
+    return rows * members.size
 
 
 def _balanced_by_data(
@@ -612,6 +688,7 @@ class _ChunkRunner:
     eval_y: torch.Tensor
     n_classes: int
     config: TrainingConfig
+    request: _Request
     report: Callable[[int], object]
 
     @classmethod
@@ -620,6 +697,7 @@ class _ChunkRunner:
         arrays: tuple[np.ndarray, ...],
         n_classes: int,
         config: TrainingConfig,
+        request: _Request,
         device: torch.device,
         report: Callable[[int], object],
     ) -> _ChunkRunner:
@@ -628,106 +706,111 @@ class _ChunkRunner:
             # worker processes receive large arrays as read-only shared memory maps; the
             # engine only ever reads them, so sharing (not copying) them is safe
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-            features = [feature_tensor(a, device) for a in (X_train, X_eval)]
-            labels = [  # label sets (n, K) as float32 0/1, the targets of the sigmoids
+            pool_x, eval_x = (feature_tensor(a, device) for a in (X_train, X_eval))
+            pool_y, eval_y = (  # label sets (n, K) as float32 0/1, the targets of the sigmoids
                 torch.as_tensor(
                     a, dtype=torch.int64 if a.ndim == 1 else torch.float32, device=device
                 )
                 for a in (y_train, y_eval)
-            ]
-        return cls(
-            features[0],
-            labels[0],
-            features[1],
-            labels[1],
-            n_classes,
-            config,
-            report,
-        )
+            )
+        return cls(pool_x, pool_y, eval_x, eval_y, n_classes, config, request, report)
 
-    def run(
-        self,
-        probe: MLP,
-        subsets: list[np.ndarray],
-        keys: list[tuple[int, ...]],
-        rows: int,
-        per_example: bool = False,
-        dev_set: np.ndarray | None = None,
-        return_parameters: bool = False,
-        pool_rows: list[np.ndarray | None] | None = None,
-    ) -> dict[str, Any]:
-        """Train the probes of one chunk (``rows`` minibatch rows each, architecture
-        ``probe``) and evaluate them;
-        with ``return_parameters``, ``"parameters"`` holds their layers on the host
-        (:meth:`StackedMLP.numpy_layers`); with ``pool_rows``, ``"pool_nll"`` and
-        ``"pool_predictions"`` hold each probe's per-example metrics on its own pool rows."""
-        rngs = [np.random.default_rng(list(key)) for key in keys]
+    def run(self, chunk: _Chunk) -> dict[str, Any]:
+        """Train the probes of ``chunk`` and evaluate them; with ``return_parameters``,
+        ``"parameters"`` holds their layers on the host (:meth:`StackedMLP.numpy_layers`);
+        with ``pool_rows``, ``"pool_nll"`` and ``"pool_predictions"`` hold each probe's
+        per-example metrics on its own pool rows."""
+        config, rows = self.config, chunk.rows
+        rngs = [np.random.default_rng(list(key)) for key in chunk.keys]
         # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
         # sparse inputs: the first layer's product is a sparse-dense one, in f32
         low = rows >= BF16_MIN_ROWS and not isinstance(self.pool_x, SparseRows)
-        precision = self.config.precision if low else "f32"
-        model = probe.stack(
+        precision = config.precision if low else "f32"
+        model = chunk.probe.stack(
             rngs, self.pool_x.shape[1], self.n_classes, rows, precision, self.pool_x.device
         )
-        if self.config.early_stopping:
-            epochs = _train_chunk_early_stopping(
+        metrics: dict[str, Any] = {}
+        if config.early_stopping:
+            metrics["epochs"] = train_with_dev_stopping(
                 model,
                 self.pool_x,
                 self.pool_y,
-                subsets,
+                chunk.subsets,
                 rngs,
                 rows,
-                self.config,
-                self.report,
-                dev_set,
+                config,
+                report=self.report,
+                compact=True,
+                dev_set=self.request.dev_set,
             )
-            metrics = {"epochs": epochs}
         else:
             order, row_weights = _minibatch_order(
-                subsets, rngs, self.config.batch_size, rows, self.config.steps
+                chunk.subsets, rngs, config.batch_size, rows, config.steps
             )
-            _train_chunk(
-                model, self.pool_x, self.pool_y, order, row_weights, self.config, self.report
-            )
-            metrics = {}
-        metrics.update(model.evaluate(self.eval_x, self.eval_y, per_example=per_example))
-        if pool_rows is not None:
+            _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, config, self.report)
+        metrics.update(
+            model.evaluate(self.eval_x, self.eval_y, per_example=self.request.per_example)
+        )
+        if chunk.pool_rows is not None:
             on_pool = [
                 None
                 if indices is None
                 else model.evaluate_rows(r, self.pool_x, self.pool_y, indices)
-                for r, indices in enumerate(pool_rows)
+                for r, indices in enumerate(chunk.pool_rows)
             ]
             for name in ("nll", "predictions"):
                 metrics[f"pool_{name}"] = [None if m is None else m[name] for m in on_pool]
-        if return_parameters:
+        if self.request.return_parameters:
             metrics["parameters"] = model.numpy_layers()
             metrics.update(model.stage_parameter_arrays())
         metrics.update(model.stage_arrays())
         return metrics
 
 
+def _run(
+    chunks: list[_Chunk],
+    arrays: tuple[np.ndarray, ...],
+    n_classes: int,
+    config: TrainingConfig,
+    request: _Request,
+    device: torch.device,
+    *,
+    workers: int,
+    one_thread: bool,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Every chunk's metrics, in the order of ``chunks``: in this process (on one thread with
+    ``one_thread``) when there is one worker or one chunk, else in ``workers`` processes;
+    ``progress`` shows a bar over probe-updates."""
+    n_probes = sum(chunk.members.size for chunk in chunks)
+    bar = tqdm(
+        total=None if config.early_stopping else n_probes * config.steps,
+        disable=not progress,
+        unit="update",
+        unit_scale=True,
+        desc=f"training {n_probes} probes",
+    )
+    with bar:
+        if workers > 1 and len(chunks) > 1:
+            return _run_in_workers(arrays, n_classes, config, request, chunks, workers, bar)
+        runner = _ChunkRunner.build(arrays, n_classes, config, request, device, bar.update)
+        with single_threaded(one_thread):
+            return [runner.run(chunk) for chunk in chunks]
+
+
 def _run_task(
     arrays: tuple[np.ndarray, ...],
     n_classes: int,
     config: TrainingConfig,
-    probe: MLP,
-    subsets: list[np.ndarray],
-    keys: list[tuple[int, ...]],
-    rows: int,
-    per_example: bool,
-    dev_set: np.ndarray | None = None,
-    return_parameters: bool = False,
-    pool_rows: list[np.ndarray | None] | None = None,
+    request: _Request,
+    chunk: _Chunk,
 ) -> dict[str, Any]:
     """One chunk in a worker process, single-threaded (parallelise over probes, not
     inside matmuls)."""
     exit_with_parent()  # end this worker as soon as the run that started it dies (kill -9)
     torch.set_num_threads(1)
-    runner = _ChunkRunner.build(arrays, n_classes, config, torch.device("cpu"), _ignore)
-    return runner.run(
-        probe, subsets, keys, rows, per_example, dev_set, return_parameters, pool_rows
-    )
+    device = torch.device("cpu")
+    return _ChunkRunner.build(arrays, n_classes, config, request, device, _ignore).run(chunk)
 
 
 def _ignore(_: int) -> None:
@@ -738,19 +821,20 @@ def _run_in_workers(
     arrays: tuple[np.ndarray, ...],
     n_classes: int,
     config: TrainingConfig,
-    tasks: list[tuple[Any, ...]],
+    request: _Request,
+    chunks: list[_Chunk],
     workers: int,
     bar: tqdm,
 ) -> list[dict[str, Any]]:
     """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
     as shared memory maps, not copies; scripts need no ``__main__`` guard."""
     jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
-        delayed(_run_task)(arrays, n_classes, config, *task) for task in tasks
+        delayed(_run_task)(arrays, n_classes, config, request, chunk) for chunk in chunks
     )
     outputs = []
-    for task, output in zip(tasks, jobs):
+    for chunk, output in zip(chunks, jobs):
         outputs.append(output)
-        bar.update(len(task[2]) * config.steps)
+        bar.update(chunk.members.size * config.steps)
     return outputs
 
 
@@ -849,35 +933,3 @@ def _train_chunk(
         if (step + 1) % report_every == 0 or step + 1 == config.steps:
             report(n_probes * (step + 1 - reported))
             reported = step + 1
-
-
-def _train_chunk_early_stopping(
-    model: StackedMLP,
-    pool_x: torch.Tensor,
-    pool_y: torch.Tensor,
-    subsets: list[np.ndarray],
-    rngs: list[np.random.Generator],
-    rows: int,
-    config: TrainingConfig,
-    report: Callable[[int], object],
-    dev_set: np.ndarray | None = None,
-) -> np.ndarray:
-    """``config.early_stopping`` training of one chunk; the epochs each probe ran (on
-    ``dev_set``, when given, instead of each probe's own dev split)."""
-    return train_with_dev_stopping(
-        model,
-        pool_x,
-        pool_y,
-        subsets,
-        rngs,
-        rows,
-        batch_size=config.batch_size,
-        lr=config.lr,
-        dev_fraction=config.dev_fraction,
-        lr_decay=config.lr_decay,
-        patience=config.patience,
-        max_epochs=config.max_epochs,
-        report=report,
-        compact=True,
-        dev_set=dev_set,
-    )

@@ -4,9 +4,9 @@
 ``torch._fused_adam_`` (Kingma & Ba 2015, Algorithm 1, with bias corrections c1 = 1 − β1^t and
 c2 = 1 − β2^t: ``θ ← θ − lr · (m / c1) / (sqrt(v / c2) + ε)``), but each step first goes through
 the optimiser's Python layers: state lookups per parameter, grouping by device and dtype,
-hooks, and, on its first call, an import of ``torch._dynamo`` (~1.8 s in each worker process,
-measured on a 2-core CPU). A small probe's step takes about a millisecond, so those layers
-are a large share of it (issue 18: ~1 ms per probe-chunk step whatever n is).
+hooks, and, on its first call, an import of ``torch._dynamo`` in each worker process. A small
+probe's step is short, so those layers are a large share of it (benchmarks/README.md,
+"Training internals").
 :class:`FusedAdam` holds the same state (first and second moments, a float32 step count per
 parameter) and calls the kernel directly: its updates are bit for bit those of
 ``torch.optim.Adam(..., fused=True)``.

@@ -62,8 +62,8 @@ def probes_per_chunk(memory: MemoryEstimate, max_memory: float) -> int:
 #: bytes of one element of a float32, int64 and bfloat16 tensor
 _F32, _I64, _BF16 = 4, 8, 2
 #: per chunk: what matrix multiplies and the allocator take beyond the tensors themselves
-#: (packing buffers), measured on one CPU thread by benchmarks/memory_estimate.py: 2-6 MiB in
-#: f32, 7-12 MiB more with bf16 matmuls; a few MiB more per extra thread of in-process training
+#: (packing buffers): the most benchmarks/memory_estimate.py measured on one CPU thread, with a
+#: margin (benchmarks/README.md, "Training internals")
 _WORKSPACE_BYTES = 8 * 2**20
 _BF16_WORKSPACE_BYTES = 16 * 2**20
 
