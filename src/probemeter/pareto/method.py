@@ -320,8 +320,8 @@ def pareto_unit(
         lr=method.lr,
         random_state=random_state,
         # "auto" stays on the CPU: the nuclear-norm and rank probes' SVD-based steps differ
-        # between CPU and CUDA enough to move frontier points (up to 0.11 accuracy on digits,
-        # measured on an H200), and a GPU gains nothing at these sizes (13.2 s vs 14.1 s)
+        # between CPU and CUDA enough to move frontier points, and a GPU does not speed up
+        # sweeps of this size (benchmarks/README.md, "Choices measured once")
         device="cpu" if device == "auto" else device,
     )
     row = least_constrained(sweep.points)

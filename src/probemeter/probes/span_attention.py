@@ -121,10 +121,9 @@ def pooler(
     pooled spans do not depend on its companions: a stack's one matrix product for all
     projections would round each probe's differently with the stack's width, and a kept probe
     pooled alone (:func:`~probemeter.probes.stacked_mlp.evaluate_as_row`) could not reproduce
-    them. The output is written probe by probe into one (P, n, q · spans) tensor. Measured on
-    this project's CPU, one thread, 4096 rows of two spans: 20 probes with d = 64, q = 32 took
-    2.1 s alone against 3.7 s in one product; 10 probes with d = 384, q = 256 (T = 16) 34 s
-    against 30 s."""
+    them. The output is written probe by probe into one (P, n, q · spans) tensor; on the CPU
+    this costs about what one product for the whole stack does (timings in
+    ``benchmarks/README.md``, "Choices measured once")."""
 
     def pool(
         rows: torch.Tensor, allocate: Callable[..., torch.Tensor] | None = None

@@ -7,7 +7,7 @@ block to all P probes — and multiplies them by each probe's first-layer weight
 scipy.sparse pool :func:`feature_tensor` returns a :class:`SparseRows`, which does exactly
 these operations on its CSR arrays (torch tensors sharing the scipy arrays' memory on the
 CPU), and :func:`baddbmm` / :func:`transposed_bmm` compute the first layer's product and its
-weight gradient, for dense tensors with ``torch.baddbmm`` / ``torch.bmm`` as before:
+weight gradient (for dense tensors, plain ``torch.baddbmm`` / ``torch.bmm``):
 
 * forward, per probe p: ``Z_p = b_p + X_p W_p``, a sparse-dense product. The P batches of a
   training step are one block-diagonal sparse matrix (probe p's columns shifted by p · d), so

@@ -1,8 +1,8 @@
 """P MLP probes at once: parameters stacked on a leading probe axis, with a hand-written
 batched forward and backward pass into preallocated buffers.
 
-Measured on a 2-core CPU: ``baddbmm``/``bmm(out=...)`` into buffers that live for the whole
-training run beat autograd by avoiding fresh gradient buffers every step; in bf16 mode the
+``baddbmm``/``bmm(out=...)`` into buffers that live for the whole training run are faster on
+the CPU than autograd, which allocates fresh gradient buffers every step; in bf16 mode the
 matmuls run on persistent bf16 shadow weights that are refreshed in place after each update,
 while the master weights, their gradients, Adam's state and the softmax stay in f32. A layer
 with fewer than 16 outputs (a probe's output layer on most tasks) computes its products
@@ -50,13 +50,10 @@ def transposed_layer(fan_out: int, rows: int, device: torch.device) -> bool:
 
     True on the CPU for fewer than :data:`NARROW_OUTPUT` outputs and at least
     :data:`TRANSPOSED_MIN_ROWS` rows. torch's CPU ``bmm`` (MKL) runs a product whose output
-    has few columns far below the machine's rate; transposed, the rows are the columns.
-    Measured on this project's 2-core AMD EPYC (AVX2), one thread, 8 probes
-    (``benchmarks/narrow_outputs.py``), 512 → 10 at 256 rows: forward 11 → 42 GFLOP/s, weight
-    gradient 7 → 39 (the copy included); 512 → 3: 4 → 7 and 2.5 → 18; at 16 outputs the plain
-    products are about as fast (faster at 32 rows), and below 32 rows the transposed forward
-    is the slow one (8 rows, 512 → 10: 4 against 6). The results differ only by float
-    rounding.
+    has few columns far below the machine's rate; transposed, the rows are the columns. At 16
+    outputs the plain products are about as fast, and below 32 rows the transposed forward is
+    the slower one: hence the two thresholds (timings in ``benchmarks/README.md``, "Narrow
+    output layers"). The results differ only by float rounding.
     """
     return device.type == "cpu" and fan_out < NARROW_OUTPUT and rows >= TRANSPOSED_MIN_ROWS
 

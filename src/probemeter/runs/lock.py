@@ -16,9 +16,9 @@ a process on another host (a folder on a shared disk) cannot be checked and coun
 Taking over a stale lock is itself safe against runs starting together: only the run that
 creates the takeover guard ``.run.lock.takeover`` (``O_EXCL`` again) may delete a stale lock,
 and only after reading it once more under the guard; the lock is then created anew with
-``O_EXCL``, which again only one run wins. (An earlier design renamed the stale file aside and
-put back a live one it had taken by mistake; under load a third run could create a lock in
-that window, and two runs held the folder.)
+``O_EXCL``, which again only one run wins. The guard is needed because a stale lock cannot be
+moved aside and a live one put back without a window in which a third run creates a lock of
+its own, and two runs would hold the folder.
 """
 
 from __future__ import annotations
