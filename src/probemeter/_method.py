@@ -1,25 +1,26 @@
 """The method interface: one frozen dataclass per method, its options declared once.
 
-A method (``curves``, ``mdl``, ``power``, ``pareto``) is a frozen dataclass whose fields are its
-options. Each field is declared with :func:`option` — default, check and help text — and
-everything else is derived from that declaration: the experiment-file reader
-(:mod:`probemeter.runs.config`), the command-line flags (:mod:`probemeter.cli`) and the README's
-table of options. A method also says how it splits into stored units (:meth:`Method.units`) and
-how it finishes a run folder (:meth:`Method.finish`). See ``docs/architecture.md``.
+A method (``curve``, ``mdl``, ``power``, ``pareto``, ``switching``, ``structural``) is a
+:class:`~probemeter._declared.Declared` dataclass whose fields are its options, each declared
+with :func:`~probemeter._declared.option` — default, check and help text — from which the
+experiment-file reader (:mod:`probemeter.runs.config`), the command-line flags
+(:mod:`probemeter.cli`) and the docs' experiment-file reference follow. A method also says what
+it can measure (class variables such as :attr:`Method.keeps_probes`, and the ``*_problem``
+hooks the reader asks), how it splits into stored units (:meth:`Method.units`) and how it
+finishes a run folder (:meth:`Method.finish`). See ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from probemeter._declared import REQUIRED, Declared, Option, option, plain
 from probemeter._figures import FigureOptions
 from probemeter._summary import Headline, Summary
-from probemeter._validation import Check
 
 if TYPE_CHECKING:
     from probemeter.data import ProbeData
@@ -35,85 +36,12 @@ __all__ = [
     "MethodRun",
     "Option",
     "RunContext",
+    "TaskFacts",
     "UnitPlan",
     "option",
     "plain",
     "write_run_files",
 ]
-
-
-class _Required:
-    def __repr__(self) -> str:
-        return "REQUIRED"
-
-
-#: the default of an option that has none: the user must give it
-REQUIRED: Any = _Required()
-
-
-def option(
-    default: Any = REQUIRED,
-    *,
-    check: Check,
-    help: str,
-    flag: str | None = None,
-    parse: Callable[[Any], Any] | None = None,
-    show: Callable[[Any], Any] | None = None,
-) -> Any:
-    """A method option: a dataclass field carrying its check and help text.
-
-    Args:
-        default: the only default of this option anywhere; :data:`REQUIRED` for none.
-        check: what a valid value is (:mod:`probemeter._validation`), applied to the value as
-            written in a file or on the command line.
-        help: one line for ``--help``, the README and the docs.
-        flag: the command-line flag, when it is not ``--`` + the name with dashes.
-        parse: raw (TOML/CLI) value -> field value; default: lists become tuples.
-        show: field value -> the value as written in a file (for ``to_dict`` and the docs).
-    """
-    metadata = {"check": check, "help": help, "flag": flag, "parse": parse, "show": show}
-    if default is REQUIRED:
-        return field(metadata=metadata)
-    return field(default=default, metadata=metadata)
-
-
-@dataclass(frozen=True)
-class Option:
-    """A read-only description of one option of a method (derived from its field)."""
-
-    name: str
-    default: Any
-    check: Check
-    help: str
-    annotation: str
-    flag: str
-    parse: Callable[[Any], Any]
-    show: Callable[[Any], Any]
-
-    @property
-    def required(self) -> bool:
-        return self.default is REQUIRED
-
-    @property
-    def written_default(self) -> Any:
-        """The default as written in an experiment file (None when required)."""
-        return None if self.required else self.show(self.default)
-
-
-def plain(value: Any) -> Any:
-    """Tuples as lists, for JSON and TOML."""
-    return list(value) if isinstance(value, tuple) else value
-
-
-def _parse(annotation: str) -> Callable[[Any], Any]:
-    """The default conversion of a checked raw value to the field's type."""
-    if annotation.startswith("tuple[float"):
-        return lambda value: tuple(float(item) for item in value)
-    if annotation.startswith("tuple"):
-        return lambda value: None if value is None else tuple(value)
-    if annotation == "float":
-        return float
-    return lambda value: value
 
 
 #: the default GiB budget of one chunk of stacked probes per worker process on the CPU: the
@@ -131,6 +59,26 @@ ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
 #: the entry of a unit's result that holds its kept probes (a :class:`~probemeter.probes.ProbeSet`,
 #: not JSON): the run's store takes it out and writes it beside the unit
 PROBES_ENTRY = "__probes__"
+
+
+class TaskFacts(Protocol):
+    """What a method may ask of a task's declaration (:class:`probemeter.runs.tasks.TaskType`)
+    when it checks its setup."""
+
+    #: the task's name in experiment files
+    dataset: str
+    #: whether its label can be each word's head in a dependency tree
+    trees: bool
+    #: whether its rows are words (or spans of them) whose types a control task relabels
+    word_types: bool
+
+    def selects_heads(self) -> bool:
+        """Whether its label is each word's head."""
+        ...
+
+    def values(self) -> dict[str, Any]:
+        """Its options as written in a file."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -184,7 +132,7 @@ class MethodRun:
     frames: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
-class Method(ABC):
+class Method(Declared, ABC):
     """Base of the method dataclasses (subclasses are ``@dataclass(frozen=True)``)."""
 
     #: the method's name in experiment files (``[method] kind``) and on the command line
@@ -208,70 +156,19 @@ class Method(ABC):
     #: (task label ``"arcs"``) only, and its data carry each word's UPOS tag id in ``groups``
     #: (punctuation), not its word type, and the model's features unstandardised
     reads_trees: ClassVar[bool] = False
+    #: whether an option of it parses head selection (a task labelled with each word's head),
+    #: whose setup it then checks itself (``check_setup``): the pareto method's biaffine family
+    parses_heads: ClassVar[bool] = False
     #: whether its units train in the engine's worker processes (they take ``n_jobs``): a run
     #: then starts the workers before loading the data and puts the features in shared
     #: memory for them; methods that train in the run's own process leave both out
     trains_in_workers: ClassVar[bool] = True
 
-    @classmethod
-    def options(cls) -> tuple[Option, ...]:
-        """The options, in declaration order."""
-        found = []
-        for item in dataclasses.fields(cls):  # type: ignore[arg-type]
-            meta = item.metadata
-            default = REQUIRED if item.default is dataclasses.MISSING else item.default
-            annotation = str(item.type)
-            found.append(
-                Option(
-                    name=item.name,
-                    default=default,
-                    check=meta["check"],
-                    help=meta["help"],
-                    annotation=annotation,
-                    flag=meta["flag"] or "--" + item.name.replace("_", "-"),
-                    parse=meta["parse"] or _parse(annotation),
-                    show=meta["show"] or plain,
-                )
-            )
-        return tuple(found)
-
-    @classmethod
-    def from_values(
-        cls, values: Mapping[str, Any], where: Callable[[Option], str] | None = None
-    ) -> tuple[Method, list[str]]:
-        """The method from raw option values (a ``[method]`` table, parsed flags), with
-        defaults filled in, and the problems found: ``"<where>: <problem>"`` per bad value
-        (``where`` names an option's location; default ``method.<name>``). Unknown keys are
-        the caller's to report.
-
-        With problems, the method returned is built from the valid values with defaults (or
-        :data:`REQUIRED`) in place of the bad ones — only to check it further against the
-        task and data, so that every problem is reported at once; never use it otherwise."""
-        locate = where or (lambda opt: f"method.{opt.name}")
-        problems, fields = [], {}
-        for opt in cls.options():
-            raw = values.get(opt.name)
-            if raw is None:  # not given: the default, or a problem when there is none
-                if opt.required:
-                    problems.append(f"{locate(opt)}: missing (required)")
-                continue
-            problem = opt.check.problem(raw)
-            if problem:
-                problems.append(f"{locate(opt)}: {problem}")
-                continue
-            fields[opt.name] = opt.parse(raw)
-        stand_ins = {opt.name: REQUIRED for opt in cls.options() if opt.required}
-        method = cls(**{**stand_ins, **fields})
-        return method, problems + [f"{locate(opt)}: {p}" for opt, p in method.check_options()]
-
-    def check_options(self) -> list[tuple[Option, str]]:
-        """Problems of option combinations (each option valid alone), as (option, text)."""
-        return []
+    section = "method"
 
     def to_dict(self) -> dict[str, Any]:
         """The method as written in a file: kind and every option (defaults filled in)."""
-        shown = {opt.name: opt.show(getattr(self, opt.name)) for opt in self.options()}
-        return {"kind": self.kind, **shown}
+        return {"kind": self.kind, **self.values()}
 
     @property
     def accuracy_name(self) -> str:
@@ -279,17 +176,25 @@ class Method(ABC):
         for a parsing probe)."""
         return "accuracy"
 
-    @classmethod
-    def option_named(cls, name: str) -> Option:
-        """The option ``name``."""
-        return next(opt for opt in cls.options() if opt.name == name)
-
     # ---- orchestration hooks -------------------------------------------------------------
 
-    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
-        """Problems of this method with the task (its dataset name, None for files only) and
-        the representation ``names``, as (location, text); before any data are loaded."""
+    def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        """Problems of this method with the task (its declaration, None for feature files
+        only) and the representation ``names``, as (location, text); before any data are
+        loaded."""
         return []
+
+    def layer_mix_problem(self, name: str) -> tuple[str, str] | None:
+        """Why its probes cannot learn a scalar mix of the layers of representation ``name``
+        (``combine = "scalar-mix"``), as (location, text); None when they can."""
+        if self.mixes_layers:
+            return None
+        return (
+            "method.kind",
+            f"{name!r} mixes layers with a learned scalar mix (combine = \"scalar-mix\"), which "
+            f"the {self.kind} method's probes cannot learn: use the curve or mdl method, or "
+            'combine = "concat"',
+        )
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
         """Problems of this method with a representation's pool (and its classes, once the

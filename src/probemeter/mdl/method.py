@@ -27,6 +27,7 @@ from probemeter._method import (
     Method,
     MethodRun,
     RunContext,
+    TaskFacts,
     UnitPlan,
     option,
     write_run_files,
@@ -183,18 +184,32 @@ class MDLMethod(OnlineCodeMethod):
     kind = "mdl"
     mixes_layers = True
     pools_spans = True
-    measures_label_sets = True
     summary = "Voita & Titov: online code of each representation and its control task, bits"
     keeps_probes = True
 
-    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
-        if self.control and task not in ("ptb", "conllu", "edge-probing"):
+    @property
+    def measures_label_sets(self) -> bool:  # type: ignore[override]
+        """The online code's probes measure label sets (one sigmoid per label); the
+        variational code's have one softmax."""
+        return not self.variational
+
+    def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        if self.control and (task is None or not task.word_types):
             message = (
-                "the control task maps word types to labels: it needs a text task (ptb, "
+                "the control task maps word types to labels: it needs a task of words (ptb, "
                 "conllu or edge-probing); set control = false"
             )
             return [("method.control", message)]
         return []
+
+    def layer_mix_problem(self, name: str) -> tuple[str, str] | None:
+        if self.variational:
+            return (
+                "method.variational",
+                f"the variational probe has no scalar mix for {name!r} (combine = "
+                '"scalar-mix"): set variational = false, or combine = "concat"',
+            )
+        return super().layer_mix_problem(name)
 
     def sparse_problems(self) -> list[tuple[str, str]]:
         """The online code trains on sparse rows; the variational code's probes and the

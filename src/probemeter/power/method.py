@@ -19,6 +19,7 @@ from probemeter._method import (
     Method,
     MethodRun,
     RunContext,
+    TaskFacts,
     UnitPlan,
     option,
     write_run_files,
@@ -59,7 +60,7 @@ class PowerMethod(Method):
     pools_spans = True
     summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
 
-    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
+    def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
         if self.baseline is REQUIRED:  # reported as missing already
             return []
         if self.baseline not in names:

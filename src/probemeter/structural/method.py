@@ -46,14 +46,21 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._figures import FigureOptions
-from probemeter._method import Method, MethodRun, RunContext, UnitPlan, option, write_run_files
+from probemeter._method import (
+    Method,
+    MethodRun,
+    RunContext,
+    TaskFacts,
+    UnitPlan,
+    option,
+    write_run_files,
+)
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
 from probemeter.structural.trees import TreeData, punctuation_rule, punctuation_tags
 
 __all__ = [
     "SCHEMA",
-    "TREE_TASKS",
     "UNIT_SCHEMA",
     "StructuralMethod",
     "best_rank",
@@ -67,8 +74,6 @@ SCHEMA = "probemeter.structural-run/2"
 #: the layout of a stored unit's result, part of its key: units stored by a version whose
 #: layout differed are computed again, not misread
 UNIT_SCHEMA = "probemeter.structural-unit/2"
-#: the tasks whose words have dependency trees
-TREE_TASKS = ("conllu", "ptb")
 #: the probe kinds
 _PROBES = ("distance", "depth")
 
@@ -120,15 +125,23 @@ class StructuralMethod(Method):
         """``"UUAS"`` (distance probes) or ``"root accuracy"`` (depth probes only)."""
         return "UUAS" if self.probes[0] == "distance" else "root accuracy"
 
-    def check_setup(self, task: str | None, names: Sequence[str]) -> list[tuple[str, str]]:
-        """Only tasks of dependency trees (``conllu``, ``ptb``)."""
-        if task not in TREE_TASKS:
-            shown = "no task" if task is None else f"dataset {task!r}"
+    def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
+        """Only tasks of dependency trees, labelled with each word's head (``"arcs"``)."""
+        if task is None or not task.trees:
+            shown = "no task" if task is None else f"dataset {task.dataset!r}"
             return [
                 (
                     "task.dataset",
                     f"the structural method probes dependency trees: it needs a conllu or ptb "
                     f'task with label = "arcs"; got {shown}',
+                )
+            ]
+        if not task.selects_heads():
+            return [
+                (
+                    "task.label",
+                    f"the {self.kind} method probes dependency trees: it needs label = "
+                    f'"arcs" (each word\'s head); got {task.values().get("label")!r}',
                 )
             ]
         return []

