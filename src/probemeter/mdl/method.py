@@ -7,6 +7,13 @@ One stored unit per representation; the run folder gets ``results.json`` (schema
 each unit also keeps the probes of its online codes (those of the control task too, told apart
 by their ``info`` ``code``: ``"online"`` or ``"control_online"``); variational probes are not
 kept.
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
+    *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Hewitt, J. & Liang, P. (2019). Designing and interpreting probes with control tasks.
+    *EMNLP-IJCNLP 2019*. doi:10.18653/v1/D19-1275 (arXiv:1909.03368)
 """
 
 from __future__ import annotations

@@ -3,6 +3,10 @@ splits and seeds, McNemar power and the recommended training size (Zhu et al., Â
 
 One stored unit per pair (baseline, representation); the run folder gets ``results.json`` (the
 :class:`~probemeter.power.table.PowerReport`), ``table.md``/``table.tex`` and ``power.png``.
+
+References:
+    Zhu, Z., Wang, J., Li, B. & Rudzicz, F. (2022). On the data requirements of probing.
+    *Findings of ACL 2022*. arXiv:2202.12801
 """
 
 from __future__ import annotations

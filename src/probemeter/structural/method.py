@@ -32,6 +32,10 @@ NSpr. of the depth probe, each with its range over seeds, at the chosen rank, an
 naming the development split) and ``structural.png`` (UUAS and root accuracy against rank, one
 line per representation); a layer sweep also gets the layer table and figure
 (:mod:`probemeter.runs.layers`) of UUAS, DSpr., root accuracy and NSpr. against layer.
+
+References:
+    Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
+    representations. *NAACL-HLT 2019*. doi:10.18653/v1/N19-1419
 """
 
 from __future__ import annotations
