@@ -2,8 +2,8 @@
 tutorials' figures and tables while the site builds.
 
 * ``reference/experiment-file.md``, ``reference/cli.md`` and ``api/*.md`` are generated from
-  the code (:mod:`references`); the build fails when they miss a method option or a
-  subcommand.
+  the code (:mod:`references`); the build fails when they miss an option (of a task, a
+  representation kind, a method or ``[run]``) or a subcommand.
 * every tutorial's experiment file runs (:mod:`tutorials`); its figures become site files
   ``tutorials/figures/*.png`` and its tables replace ``<!-- run:NAME/FILE -->`` markers;
 * the docstrings' Sphinx roles (``:func:`x` ``) are shown as code, without the role.

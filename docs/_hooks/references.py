@@ -2,16 +2,20 @@
 
 Each page is read off the code when the site is built, so it cannot drift from it:
 
-* the experiment-file reference from the method dataclasses (every ``option()`` with its
-  default, check and help; :data:`probemeter.runs.methods.METHODS`), the ``[task]`` datasets
-  (:data:`probemeter.runs.config.DATASETS`) and the ``[run]`` settings;
+* the experiment-file reference (:func:`experiment_reference`), one function per table:
+  ``[task]``, ``[[representations]]`` and ``[method]`` from the declarations (every option
+  with its default, check and help; a method's with its flag) of
+  :data:`~probemeter.runs.tasks.TASKS`, :data:`~probemeter.runs.kinds.KINDS` and
+  :data:`~probemeter.runs.methods.METHODS`; ``[run]`` from the fields of
+  :class:`~probemeter.runs.config.RunSettings`, their meaning in :data:`RUN_HELP`;
 * the command-line reference from the argparse parsers of :mod:`probemeter.cli.main`, every
   subcommand at any depth;
 * one API page per public subpackage or module, a mkdocstrings ``:::`` block per public
   module found on disk.
 
-:func:`missing_from_references` says what a reference lacks (a method option, a subcommand);
-the build fails on any, and ``tests/test_docs.py`` checks the same.
+:func:`missing_from_references` says what a reference lacks (an option, a subcommand);
+the build fails on any, and ``tests/docs/test_experiment_reference.py`` and
+``tests/docs/test_docs_site.py`` check the same.
 """
 
 from __future__ import annotations
@@ -20,11 +24,14 @@ import argparse
 import dataclasses
 import pkgutil
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from probemeter.cli.main import build_parser
-from probemeter.runs.config import DATASETS, RunSettings
-from probemeter.runs.methods import METHODS, _toml_value
+from probemeter.runs.config import RunSettings
+from probemeter.runs.kinds import KINDS
+from probemeter.runs.methods import METHODS
+from probemeter.runs.tasks import TASKS
 
 #: API pages: (title, module) in the order of the navigation; each subpackage's public
 #: modules are found on disk, so a new module appears without editing this list
@@ -59,80 +66,168 @@ def _valid_values(problem: Callable[[Any], str | None], numeric: bool) -> str:
 
 
 # ---- experiment files ------------------------------------------------------------------------
+#
+# One function per table of the page. ``[task]``, ``[[representations]]`` and ``[method]`` are
+# rendered from the declarations (TASKS, KINDS, METHODS: every option with its default, check
+# and help); ``[run]`` from RunSettings, a plain dataclass whose help texts are RUN_HELP below.
+
+
+@dataclass(frozen=True)
+class Key:
+    """A key of an experiment-file table that is not a declared option: its name, its default
+    as Markdown and what it means."""
+
+    name: str
+    default: str
+    help: str
+
+
+def _toml_value(value: object) -> str:
+    """A default as it is written in an experiment file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return repr(value)
+
+
+#: ``[run]``: what each field of :class:`probemeter.runs.config.RunSettings` means (a plain
+#: dataclass: its names and defaults are read from it, a field without a line here fails the
+#: build)
+RUN_HELP = {
+    "name": "the run folder under `--out`: `OUT/<name>`",
+    "random_state": "the global seed: data splits, PCA and projections, subsets, probe "
+    "initialisations",
+    "device": '`"auto"` (a GPU when there is one), `"cpu"` or `"cuda"`; does not change unit keys',
+    "save_probes": "keep every trained probe: `units/<key>.probes.safetensors` beside each unit "
+    "(methods `curve` and `mdl`; needs safetensors); `load_run_probes` reads them",
+}
+
+#: ``[[representations]]``: the keys of every entry besides its kind's options
+ENTRY_KEYS = (
+    Key("name", "required", "distinct over the entries; a layer sweep names NAME-0, NAME-1, …"),
+    Key("kind", "required", "one of the kinds below; the other keys are its options"),
+)
+
+
+def _key_table(keys: tuple[Key, ...]) -> list[str]:
+    """A table of keys that are not declared options."""
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    lines += [f"| `{key.name}` | {key.default} | {_cell(key.help)} |" for key in keys]
+    return [*lines, ""]
+
+
+def _option_table(options: tuple[Any, ...], flags: bool) -> list[str]:
+    """A table of declared options (:class:`probemeter._declared.Option`): name, type,
+    default (as written in a file), valid values (the check's own words), the command-line
+    flag where ``flags``, and meaning."""
+    flag_head, flag_rule = ("flag | ", "---|") if flags else ("", "")
+    lines = [f"| option | type | default | valid values | {flag_head}meaning |"]
+    lines += [f"|---|---|---|---|{flag_rule}---|"]
+    for opt in options:
+        if opt.required:
+            default = "required"
+        elif opt.written_default is None:
+            default = "not set"
+        else:
+            default = f"`{_toml_value(opt.written_default)}`"
+        valid = _valid_values(opt.check.problem, opt.annotation in ("int", "float"))
+        flag = f"`{opt.flag}` | " if flags else ""
+        lines.append(
+            f"| `{opt.name}` | `{opt.annotation}` | {default} | {_cell(valid)} | {flag}"
+            f"{_cell(opt.help)} |"
+        )
+    return [*lines, ""]
+
+
+def _declarations(key: str, registry: dict[str, Any], flags: bool) -> list[str]:
+    """One subsection per declaration (``### `key = "name"` ``): its summary and options."""
+    lines = []
+    for name, cls in registry.items():
+        lines += [f'### `{key} = "{name}"`', "", cls.summary, ""]
+        options = cls.options()
+        lines += _option_table(options, flags) if options else ["No options of its own.", ""]
+    return lines
+
+
+def run_section() -> list[str]:
+    """``[run]``: the fields of :class:`~probemeter.runs.config.RunSettings` (the run's folder,
+    seed, device and kept probes) with their meaning in :data:`RUN_HELP`."""
+    keys = tuple(
+        Key(
+            item.name,
+            "the file's stem"
+            if item.default is dataclasses.MISSING
+            else f"`{_toml_value(item.default)}`",
+            RUN_HELP[item.name],
+        )
+        for item in dataclasses.fields(RunSettings)
+    )
+    return ["## `[run]`", "", "Optional; every key has a default.", "", *_key_table(keys)]
+
+
+def task_section() -> list[str]:
+    """``[task]``: one subsection per dataset of :data:`~probemeter.runs.tasks.TASKS`."""
+    names = ", ".join(f'`"{name}"`' for name in TASKS)
+    lines = [
+        "## `[task]`",
+        "",
+        'Required unless every representation is `kind = "npz"`. `dataset` (required) picks '
+        f"the data, one of {names}; the other keys are its options. Guide: "
+        "[Tasks](../tasks.md), [SentEval](../senteval.md), [Edge probing](../edge-probing.md).",
+        "",
+    ]
+    return lines + _declarations("dataset", TASKS, flags=False)
+
+
+def representations_section() -> list[str]:
+    """``[[representations]]``: the keys of every entry, then one subsection per kind of
+    :data:`~probemeter.runs.kinds.KINDS`."""
+    lines = [
+        "## `[[representations]]`",
+        "",
+        "At least one entry. Features are standardised with statistics of the training pool "
+        "(parity features are kept as bits; sparse features are scaled, not centred). Guide: "
+        "[Representations and feature files](../representations.md).",
+        "",
+        *_key_table(ENTRY_KEYS),
+    ]
+    return lines + _declarations("kind", KINDS, flags=False)
+
+
+def method_section() -> list[str]:
+    """``[method]``: one subsection per method of :data:`~probemeter.runs.methods.METHODS`,
+    with each option's flag."""
+    lines = [
+        "## `[method]`",
+        "",
+        "`kind` (required) picks the method; the other keys are its options. Each option is "
+        "also a flag of the command of the same name (`probemeter curve|mdl|switching|pareto "
+        "sweep|power`), with the same default; the structural method and the pareto method's "
+        "biaffine family run from experiment files only.",
+        "",
+    ]
+    return lines + _declarations("kind", METHODS, flags=True)
 
 
 def experiment_reference() -> str:
-    """The experiment-file reference page (Markdown)."""
+    """The experiment-file reference page (Markdown): :func:`run_section`,
+    :func:`task_section`, :func:`representations_section` and :func:`method_section`."""
     lines = [
         "# Experiment-file reference",
         "",
         "An experiment file is TOML with the tables `[run]`, `[task]`, `[[representations]]` "
-        "and `[method]`; `probemeter run FILE` runs it (see the [CLI reference](cli.md)). "
-        "Everything on this page is generated from the code when the site is built.",
-        "",
-        "## `[run]`",
-        "",
-        "| key | default |",
-        "|---|---|",
-    ]
-    for item in dataclasses.fields(RunSettings):
-        default = (
-            "the file's stem"
-            if item.default is dataclasses.MISSING
-            else f"`{_toml_value(item.default)}`"
-        )
-        lines.append(f"| `{item.name}` | {default} |")
-    lines += ["", "## `[task]`", "", "`dataset` picks the data; each has its own keys:", ""]
-    lines += ["| dataset | key | default | valid values |", "|---|---|---|---|"]
-    for name, spec in DATASETS.items():
-        for key, (check, default) in spec.options.items():
-            valid = _valid_values(check, isinstance(default, (int, float)))
-            lines.append(f"| `{name}` | `{key}` | `{_toml_value(default)}` | {_cell(valid)} |")
-    lines += [
-        "",
-        "## `[[representations]]` and the whole schema",
-        "",
-        "The schema as the experiment-file reader documents it "
-        "([`probemeter.runs.config`](../api/runs.md)):",
-        "",
-        "```toml",
-        _schema_block(),
-        "```",
-        "",
-        "## `[method]`",
-        "",
-        "`kind` picks the method; the other keys are its options. Each option is also a flag "
-        "of the command of the same name (`probemeter curve|mdl|pareto sweep|power`), with "
-        "the same default.",
+        "and `[method]`; `probemeter run FILE` runs it "
+        "([Experiment files](../experiment-files.md); flags: the [CLI reference](cli.md)). "
+        "This page is generated from the declarations of the tasks, representation kinds and "
+        "methods when the site is built.",
         "",
     ]
-    for cls in METHODS.values():
-        lines += [f'### `kind = "{cls.kind}"`', "", cls.summary, ""]
-        lines += ["| option | type | default | valid values | flag | meaning |"]
-        lines += ["|---|---|---|---|---|---|"]
-        for opt in cls.options():
-            default = "required" if opt.required else f"`{_toml_value(opt.written_default)}`"
-            valid = _valid_values(opt.check.problem, opt.annotation in ("int", "float"))
-            lines.append(
-                f"| `{opt.name}` | `{opt.annotation}` | {default} | {_cell(valid)} "
-                f"| `{opt.flag}` | {_cell(opt.help)} |"
-            )
-        lines.append("")
+    for section in (run_section, task_section, representations_section, method_section):
+        lines += section()
     return "\n".join(lines)
-
-
-def _schema_block() -> str:
-    """The TOML schema in :mod:`probemeter.runs.config`'s docstring: the indented block after
-    its ``::``, blank lines included, up to the first line that is not indented."""
-    from probemeter.runs import config
-
-    lines = (config.__doc__ or "").split("::", 1)[1].splitlines()[1:]
-    block = []
-    for line in lines:
-        if line.strip() and not line.startswith("    "):
-            break
-        block.append(line.removeprefix("    "))
-    return "\n".join(block).strip("\n")
 
 
 # ---- command line ----------------------------------------------------------------------------
@@ -262,16 +357,58 @@ def api_pages() -> dict[str, str]:
 # ---- coverage --------------------------------------------------------------------------------
 
 
-def missing_from_references(experiment: str, cli: str) -> list[str]:
-    """What the references lack: every method option must have its row (and flag) in the
-    experiment-file reference, every subcommand its section in the CLI reference."""
+def declared_rows(page: str, key: str, name: str) -> dict[str, str]:
+    """The option rows of the declaration ``key = "name"`` (a dataset, kind or method) in the
+    experiment-file reference: option name -> its table row (empty without a section)."""
+    heading = f'### `{key} = "{name}"`'
+    if heading not in page:
+        return {}
+    section = page.split(heading, 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    return {row.split("`", 2)[1]: row for row in rows}
+
+
+def _section(page: str, table: str) -> str:
+    """The part of the experiment-file reference under ``## `table` ``."""
+    heading = f"## `{table}`"
+    return page.split(heading, 1)[1].split("\n## ", 1)[0] if heading in page else ""
+
+
+#: the declarations the experiment-file reference lists: (table, key, registry, with flags)
+DECLARATIONS = (
+    ("[task]", "dataset", TASKS, False),
+    ("[[representations]]", "kind", KINDS, False),
+    ("[method]", "kind", METHODS, True),
+)
+
+
+def missing_from_experiment_reference(page: str) -> list[str]:
+    """What the experiment-file reference lacks: every ``[run]`` setting its row; every task,
+    representation kind and method its section, and in it every declared option its row
+    (a method's with its flag)."""
     missing = []
-    for cls in METHODS.values():
-        if f'### `kind = "{cls.kind}"`' not in experiment:
-            missing.append(f"experiment reference: method {cls.kind!r}")
-        for opt in cls.options():
-            if f"| `{opt.name}` |" not in experiment or f"`{opt.flag}`" not in experiment:
-                missing.append(f"experiment reference: {cls.kind}.{opt.name}")
+    run = _section(page, "[run]")
+    for item in dataclasses.fields(RunSettings):
+        if f"| `{item.name}` |" not in run:
+            missing.append(f"experiment reference: [run] {item.name}")
+    for table, key, registry, flags in DECLARATIONS:
+        section = _section(page, table)
+        for name, cls in registry.items():
+            heading = f'### `{key} = "{name}"`'
+            if heading not in section:
+                missing.append(f"experiment reference: {table} {key} {name!r}")
+                continue
+            rows = declared_rows(section, key, name)
+            for opt in cls.options():
+                row = rows.get(opt.name)
+                if row is None or (flags and f"| `{opt.flag}` |" not in row):
+                    missing.append(f"experiment reference: {table} {name}.{opt.name}")
+    return missing
+
+
+def missing_from_cli_reference(cli: str) -> list[str]:
+    """What the CLI reference lacks: every subcommand its section, every flag its row."""
+    missing = []
     for path, parser, _ in commands():
         if f" `probemeter {' '.join(path)}`\n" not in cli:
             missing.append(f"CLI reference: probemeter {' '.join(path)}")
@@ -283,3 +420,9 @@ def missing_from_references(experiment: str, cli: str) -> list[str]:
                     if f"`{flag}`" not in cli:
                         missing.append(f"CLI reference: probemeter {' '.join(path)} {flag}")
     return missing
+
+
+def missing_from_references(experiment: str, cli: str) -> list[str]:
+    """What the references lack (:func:`missing_from_experiment_reference`,
+    :func:`missing_from_cli_reference`); the build fails on any."""
+    return missing_from_experiment_reference(experiment) + missing_from_cli_reference(cli)

@@ -103,12 +103,3 @@ def test_a_bad_flag_is_named_in_the_error(capsys):
 
     assert main(["pareto", "sweep", "--train", str(Path("a.npz")), "--penalties", "-1"]) == 2
     assert "--penalties: must be an integer >= 0; got -1" in capsys.readouterr().err
-
-
-def test_readme_table_of_options_is_generated_from_the_dataclasses():
-    from probemeter.runs.methods import options_markdown
-
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    begin, end = "<!-- method-options:begin -->\n", "<!-- method-options:end -->"
-    section = readme[readme.index(begin) + len(begin) : readme.index(end)]
-    assert section == options_markdown()

@@ -15,7 +15,7 @@ from probemeter.pareto.method import ParetoMethod
 from probemeter.power.method import PowerMethod
 from probemeter.structural.method import StructuralMethod
 
-__all__ = ["METHODS", "method_class", "options_markdown"]
+__all__ = ["METHODS", "method_class"]
 
 #: every method, by kind, in the order the docs list them
 METHODS: dict[str, type[Method]] = {
@@ -37,34 +37,3 @@ def method_class(kind: str) -> type[Method]:
         return METHODS[kind]
     except KeyError:
         raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(METHODS)})") from None
-
-
-def _toml_value(value: object) -> str:
-    """A default as it is written in an experiment file."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return f'"{value}"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return repr(value)
-
-
-def options_markdown() -> str:
-    """The README's table of every method's options: name, default (as written in an
-    experiment file), command-line flag and meaning — generated from the dataclasses, so it
-    cannot drift from them (``python -m probemeter.runs.methods`` prints it)."""
-    lines = []
-    for cls in METHODS.values():
-        lines += [f'`kind = "{cls.kind}"` — {cls.summary}', ""]
-        lines += ["| option | default | flag | meaning |", "|---|---|---|---|"]
-        for opt in cls.options():
-            default = "required" if opt.required else f"`{_toml_value(opt.written_default)}`"
-            meaning = opt.help.replace("|", r"\|")
-            lines.append(f"| `{opt.name}` | {default} | `{opt.flag}` | {meaning} |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    print(options_markdown(), end="")
