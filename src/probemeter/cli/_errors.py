@@ -1,6 +1,6 @@
 """The command line's error boundary: every failure a user can cause or meet is one line.
 
-Exit statuses (documented in the README and ``probemeter --help``):
+Exit statuses (documented in the docs' Command line page and ``probemeter --help``):
 
 * ``0`` — success;
 * ``1`` — an unexpected internal error (a bug: the traceback is shown, please report it);

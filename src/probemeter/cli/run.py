@@ -28,7 +28,7 @@ _log = logging.getLogger(__name__)
 def add_run_command(commands: Any) -> None:
     """Register ``run``."""
     run = commands.add_parser("run", help="run an experiment file (TOML), resuming a stopped run")
-    run.add_argument("experiment", type=Path, help="the experiment file (see README)")
+    run.add_argument("experiment", type=Path, help="the experiment file (TOML)")
     run.add_argument("--out", type=Path, default=Path("runs"), help="runs go to OUT/<run.name>")
     run.add_argument("--fresh", action="store_true", help="recompute units already stored")
     run.add_argument(

@@ -1,6 +1,6 @@
 """The results file: every curve and the comparison of one run, as JSON.
 
-Schema ``probemeter.results/1`` (documented in the README)::
+Schema ``probemeter.results/1`` (documented in the docs' Results and reports page)::
 
     {
       "schema": "probemeter.results/1",
