@@ -191,7 +191,7 @@ class Method(Declared, ABC):
             return None
         return (
             "method.kind",
-            f"{name!r} mixes layers with a learned scalar mix (combine = \"scalar-mix\"), which "
+            f'{name!r} mixes layers with a learned scalar mix (combine = "scalar-mix"), which '
             f"the {self.kind} method's probes cannot learn: use the curve or mdl method, or "
             'combine = "concat"',
         )

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import probemeter.runs.runner as runner
+import probemeter.runs.kinds as kinds
 import probemeter.training.engine as engine
 from probemeter.cli.main import main
 
@@ -170,7 +170,7 @@ def nothing_runs(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("--check encoded words or trained probes")
 
     monkeypatch.setattr(engine, "_plan_chunks", started)
-    monkeypatch.setattr(runner, "_layer_features", started)
+    monkeypatch.setattr(kinds, "_layer_features", started)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -15,7 +15,7 @@ are not UTF-8. The properties:
   single ``"location: message"`` line.
   Never another exception: the reader promises to report every problem before anything runs.
 * ``probemeter run FILE --check`` (in-process, :func:`probemeter.cli.main.main`) agrees with
-  it and with :func:`~probemeter.runs.runner.check_data`, which reads the data files of a file
+  it and with :func:`~probemeter.runs.check.check_data`, which reads the data files of a file
   that loads: exit status 0 and "experiment file OK" for a file that loads and whose data
   pass, else exit status 2 and a
   message on stderr naming the file — one line ``probemeter: error: FILE: problem`` for one
@@ -60,8 +60,8 @@ from probemeter.cli.main import main
 from probemeter.datasets import Treebank, write_conllu
 from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
 from probemeter.datasets.senteval import TASK_FILES, write_senteval
+from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
-from probemeter.runs.runner import check_data
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -487,7 +487,7 @@ def check_cli(path: Path, problems: tuple[str, ...] | None) -> None:
 
 
 def check_data_problems(path: Path) -> tuple[str, ...] | None:
-    """The problems :func:`~probemeter.runs.runner.check_data` finds in the data of the file
+    """The problems :func:`~probemeter.runs.check.check_data` finds in the data of the file
     ``path`` (which loads), each one line, or None; any other exception fails the test."""
     try:
         check_data(load_experiment(path))
@@ -521,6 +521,7 @@ def check_load(path: Path) -> tuple[str, ...] | None:
 
 @settings(max_examples=4 * settings.default.max_examples)  # cheap examples (~7 ms): 4x
 @given(data=st.data())
+@pytest.mark.slow
 def test_a_mutated_file_loads_or_lists_its_problems_one_per_line(
     folder: Path, data: st.DataObject
 ) -> None:

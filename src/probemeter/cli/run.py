@@ -141,11 +141,12 @@ def _check_out(out: Path) -> None:
 def _run_experiment(args: argparse.Namespace) -> int:
     """Run the experiment file; with ``--check``, only what the run checks before it trains:
     the file (:func:`~probemeter.runs.config.load_experiment`), every flag, and the data
-    (:func:`~probemeter.runs.runner.check_data`), so that "OK" means the run will start."""
+    (:func:`~probemeter.runs.check.check_data`), so that "OK" means the run will start."""
     from probemeter._io import writable_folder
+    from probemeter.runs.check import check_data
     from probemeter.runs.config import load_experiment
     from probemeter.runs.html_report import write_report
-    from probemeter.runs.runner import check_data, run_experiment
+    from probemeter.runs.runner import run_experiment
 
     ray = _ray_settings(args)
     figures, formats = figure_options(args), export_option(args)

@@ -18,8 +18,6 @@ trained and reports *every* problem at once, each with its TOML location, in one
 
 from __future__ import annotations
 
-import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,15 +28,10 @@ import torch
 from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
-from probemeter.feature_files import inspect_features
-from probemeter.runs.kinds import FILES, KINDS, Representation
+from probemeter.runs.kinds import FILES, KINDS, FileKind, Representation
 from probemeter.runs.methods import METHODS
 from probemeter.runs.tasks import TASKS, Task
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from probemeter.runs.toml_text import read_toml
 
 __all__ = [
     "KINDS",
@@ -202,7 +195,7 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
     """Parse and validate the experiment file ``path``.
 
     The file's contents beyond their headers (text files of the task, feature files' arrays)
-    are checked by :func:`probemeter.runs.runner.check_data`, which ``probemeter run --check``
+    are checked by :func:`probemeter.runs.check.check_data`, which ``probemeter run --check``
     calls after this.
 
     Args:
@@ -218,18 +211,9 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
     """
     path = Path(path)
     try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ExperimentError(path, [f"file: cannot be read ({error.strerror})"]) from None
-    try:
-        document = tomllib.loads(raw.decode("utf-8-sig"))  # a byte-order mark is no content
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        byte = raw[error.start : error.start + 1].hex()
-        problem = f"line {line}: not UTF-8 text (byte 0x{byte}); save the file as UTF-8"
-        raise ExperimentError(path, [problem]) from None
-    except tomllib.TOMLDecodeError as error:
-        raise ExperimentError(path, [_toml_problem(error)]) from None
+        document = read_toml(path)
+    except ValueError as error:
+        raise ExperimentError(path, [str(error)]) from None
     reader = _Reader()
     reader.unknown("", document, {"run", "task", "representations", "method"})
     run = _read_run(reader, reader.table(document, "run", required=False), path)
@@ -250,56 +234,10 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
     _check_method(reader, method, task, representations)
-    _check_feature_files(reader, method, representations)
-    _check_sparse_files(reader, method, run, representations, keeping)
+    _check_files(reader, method, run, representations, keeping)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
-
-
-#: plain explanations of the TOML parser's messages (:mod:`tomllib`), by their start
-_TOML_EXPLAINED = (
-    ("Cannot overwrite a value", "a key is given twice, or a key and a table share a name"),
-    ("Cannot declare", "a table is declared twice ([name] once per file; [[name]] repeats)"),
-    ("Cannot mutate immutable namespace", "an inline table or array cannot be extended later"),
-    ("Cannot redefine namespace", "an inline table or array cannot be extended later"),
-    ("Duplicate inline table key", "a key is given twice inside { ... }"),
-    (
-        "Invalid value",
-        'a value TOML cannot read: text needs quotes (kind = "pca"), true and '
-        "false are lower-case, an array needs its closing ]",
-    ),
-    ("Expected '=' after a key", "a key without = and a value"),
-    ("Invalid statement", "a line that is neither key = value nor a [table] header"),
-    ("Expected newline or end of document", "more than one value on a line (text needs quotes)"),
-    ("Expected ']'", "a table header without its closing ] (]] for [[...]])"),
-    ("Unclosed array", "an array without its closing ]"),
-    ("Unclosed inline table", "an inline table without its closing }"),
-    ("Unterminated string", "a string without its closing quote"),
-    ("Illegal character '\\n'", "a string without its closing quote on its line"),
-    ("Illegal character", "a control character inside a string (write it escaped, e.g. \\t)"),
-    (
-        "Unescaped '\\'",
-        'a backslash in a "..." string starts an escape: write \\\\ or use '
-        "single quotes ('C:\\data')",
-    ),
-    ("Invalid hex value", "a \\u or \\U escape with a bad code"),
-    ("Escaped character is not", "a \\u or \\U escape with a bad code"),
-    ("Invalid date or datetime", "a date or time that does not exist"),
-    ("Invalid initial character for a key", 'a key that must be quoted ("my key" = ...)'),
-)
-
-
-def _toml_problem(error: Exception) -> str:
-    """A TOML syntax error as ``"line L, column C: not valid TOML: <what it means> (<the
-    parser's words>)"``: :mod:`tomllib` ends its messages with ``(at line L, column C)`` or
-    ``(at end of document)``."""
-    message = str(error)
-    found = re.fullmatch(r"(.*) \(at (line \d+, column \d+|end of document)\)", message, re.S)
-    said, where = (found.group(1), found.group(2)) if found else (message, "file")
-    where = "end of file" if where == "end of document" else where
-    plain = next((text for start, text in _TOML_EXPLAINED if said.startswith(start)), None)
-    return f"{where}: not valid TOML: " + (f"{plain} ({said})" if plain else said)
 
 
 def _check_method(
@@ -355,7 +293,7 @@ def _check_heads(
     if heads and not (method.reads_trees or method.parses_heads):
         reader.add(
             "method.kind",
-            "task label \"arcs\" (each word's head, unlabelled parsing) runs with the "
+            'task label "arcs" (each word\'s head, unlabelled parsing) runs with the '
             'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
             f"the {method.kind} method's probes give every row one class of a fixed set, "
             "while a word's candidate heads are the words of its own sentence, which only "
@@ -372,57 +310,26 @@ def _check_heads(
                 )
 
 
-def _check_feature_files(
-    reader: _Reader, method: Method | None, representations: list[Representation]
-) -> None:
-    """The method's sizes within the pool of each ``npz`` entry (a layer sweep's once): the
-    rows of its training file, from the file's header (no data are loaded). The files' own
-    problems were reported when the entry was read (:func:`_npz_representations`)."""
-    checked = set()
-    for rep in representations:
-        entry = rep.sweep or rep.name
-        if method is None or KINDS[rep.kind].reads != FILES or rep.train is None:
-            continue
-        if entry in checked:
-            continue
-        checked.add(entry)
-        try:
-            rows = inspect_features(rep.train).n_rows
-        except ValueError:
-            continue
-        for location, message in method.check_pool(rows):
-            reader.add(location, f"{message} (pool of {entry!r}: {rows} rows)")
-
-
-def _check_sparse_files(
+def _check_files(
     reader: _Reader,
     method: Method | None,
     run: RunSettings,
     reps: list[Representation],
     keeping: str = "run.save_probes",
 ) -> None:
-    """Sparse feature files (``npz`` entries holding a ``scipy.sparse.save_npz`` matrix) need
-    a method that trains on sparse rows (:meth:`~probemeter._method.Method.sparse_problems`)
-    and cannot keep their probes (kept probes are evaluated on dense features; reported at
-    ``keeping``, where the wish to keep them was written): each problem names the
-    representation and its file, before anything is loaded or trained."""
-    for rep in reps:
-        if method is None or KINDS[rep.kind].reads != FILES or rep.train is None:
-            continue
-        try:
-            sparse = inspect_features(rep.train).sparse
-        except ValueError:  # reported when the entry was read
-            continue
-        if not sparse:
-            continue
-        what = f"representation {rep.name!r} has sparse features ({str(rep.train)!r})"
-        for location, reason in method.sparse_problems():
-            reader.add(location, f"{what}: {reason}")
-        if run.save_probes:
-            off = (
-                "leave out --save-probes" if keeping.startswith("--") else "set save_probes = false"
-            )
-            reader.add(keeping, f"{what}: kept probes are evaluated on dense features; {off}")
+    """The method against each representation read from files, from the files' headers (no
+    data are loaded): its sizes within the pool, then what sparse features need
+    (:class:`~probemeter.runs.kinds.FileKind`); kept probes are asked for at ``keeping``."""
+    if method is None:
+        return
+    files = [rep for rep in reps if issubclass(KINDS[rep.kind], FileKind) and rep.train]
+    for rep in files:
+        for location, message in KINDS[rep.kind].pool_problems(rep, method):
+            reader.add(location, message)
+    for rep in files:
+        sparse = KINDS[rep.kind].sparse_problems(rep, method, keeping if run.save_probes else None)
+        for location, message in sparse:
+            reader.add(location, message)
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:

@@ -23,6 +23,7 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._declared import Declared, option
+from probemeter._method import Method
 from probemeter.data import LABEL_MODES, ProbeData
 from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
 from probemeter.encoders import FeatureCache
@@ -86,6 +87,18 @@ class Representation:
     @property
     def kind_class(self) -> type[RepresentationKind]:
         return kind_class(self.kind)
+
+    @property
+    def location(self) -> str:
+        """Where its problems are reported: its ``[[representations]]`` entry, and, for one
+        layer of a sweep, its name."""
+        where = f"representations[{self.entry}]"
+        return f"{where} ({self.name!r})" if self.sweep is not None else where
+
+    @property
+    def described(self) -> str:
+        """Its entry and name, e.g. ``representations[0], 'pca-8'``."""
+        return f"representations[{self.entry}], {self.name!r}"
 
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` less what the kind's declaration leaves out of keys
@@ -780,6 +793,42 @@ class FileKind(RepresentationKind):
     def build(cls, rep: Representation, inputs: TaskInputs, build: Build) -> ProbeData:
         return cls.read(rep, inputs, standardize=True)
 
+    @classmethod
+    def pool_problems(cls, rep: Representation, method: Method) -> list[tuple[str, str]]:
+        """The method's sizes within the pool: the rows of the training file, from its header.
+        The files' own problems were reported when the entry was read."""
+        try:
+            rows = inspect_features(rep.train).n_rows
+        except ValueError:
+            return []
+        entry = rep.sweep or rep.name
+        return [
+            (location, f"{message} (pool of {entry!r}: {rows} rows)")
+            for location, message in method.check_pool(rows)
+        ]
+
+    @classmethod
+    def sparse_problems(
+        cls, rep: Representation, method: Method, keeping: str | None
+    ) -> list[tuple[str, str]]:
+        """Sparse features (a ``scipy.sparse.save_npz`` matrix) need a method that trains on
+        sparse rows (:meth:`~probemeter._method.Method.sparse_problems`) and cannot keep their
+        probes (kept probes are evaluated on dense features; reported at ``keeping``, where
+        the wish to keep them was written, when it was)."""
+        try:
+            sparse = inspect_features(rep.train).sparse
+        except ValueError:  # reported when the entry was read
+            return []
+        if not sparse:
+            return []
+        what = f"representation {rep.name!r} has sparse features ({str(rep.train)!r})"
+        problems = [(where, f"{what}: {reason}") for where, reason in method.sparse_problems()]
+        if keeping is not None:
+            off = "leave out --save-probes" if keeping[:2] == "--" else "set save_probes = false"
+            kept = f"{what}: kept probes are evaluated on dense features; {off}"
+            problems.append((keeping, kept))
+        return problems
+
 
 @dataclass(frozen=True, kw_only=True)
 class NpzKind(FileKind):
@@ -834,7 +883,8 @@ class NpzKind(FileKind):
                     report(f"{where}.{key}", str(error))
         if len(infos) < 2:
             return [rep]
-        return _file_layers(rep, where, infos["train"], infos["test"], report) or [rep]
+        layers = _file_layers(rep, where, infos["train"], infos["test"], "layer" in bad, report)
+        return layers or [rep]
 
     @classmethod
     def read(cls, rep: Representation, inputs: TaskInputs, *, standardize: bool) -> ProbeData:
@@ -856,14 +906,17 @@ class NpzKind(FileKind):
         )
         return replace(data, mix_layers=_mix_layers(rep))
 
+
 def _file_layers(
     rep: Representation,
     where: str,
     train: FeatureFileInfo,
     test: FeatureFileInfo,
+    layer_refused: bool,
     report: Report,
 ) -> list[Representation] | None:
-    """An ``npz`` entry's representations from its files' headers; None after a problem."""
+    """An ``npz`` entry's representations from its files' headers; None after a problem (or
+    when its ``layer`` was refused, which is reported as such)."""
     if test.n_features != train.n_features:
         report(f"{where}.test", f"has {test.n_features} features but train has {train.n_features}")
         return None
@@ -872,6 +925,8 @@ def _file_layers(
         return None
     if test.sparse and not train.sparse:
         report(f"{where}.test", "holds a sparse matrix but train is dense: give both sparse")
+        return None
+    if layer_refused:
         return None
     shown = f"X of {str(train.path)!r}"
     layer = rep.options.get("layer")

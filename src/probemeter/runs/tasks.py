@@ -112,7 +112,7 @@ class TaskType(Declared):
     summary: ClassVar[str]
     #: options naming files or folders, relative to the experiment file (made absolute)
     paths: ClassVar[tuple[str, ...]] = ()
-    #: whether ``--check`` reads its files whole (:func:`probemeter.runs.runner.check_data`)
+    #: whether ``--check`` reads its files whole (:func:`probemeter.runs.check.check_data`)
     reads_files: ClassVar[bool] = False
     #: how a transformer's rows are pooled from word pieces on this task (the first is the
     #: default): ``"words"`` (one row per word of the task's tokens) or sentence poolings
