@@ -103,6 +103,7 @@ from probemeter.structural.training import (
     fit_structural_probes,
 )
 from probemeter.structural.trees import HOLDOUT, TreeData, holdout_split
+from probemeter.training.config import config_or_default
 from probemeter.training.probe_runs import Stopwatch
 
 __all__ = [
@@ -246,7 +247,7 @@ def structural_online_code(
             probe has a sentence to train on and one to hold out).
     """
     one_of(*TARGETS)(target, "target")
-    config = config or StructuralTraining()
+    config = config_or_default(config, StructuralTraining())
     array = check_features(features, trees)
     check_scalar(rank, "rank", int, min_val=1)
     check_scalar(seeds, "seeds", int, min_val=1)
@@ -453,7 +454,7 @@ def structural_curve(
             split.
     """
     one_of(*TARGETS)(target, "target")
-    config = config or StructuralTraining()
+    config = config_or_default(config, StructuralTraining())
     array = check_features(features, trees)
     check_scalar(rank, "rank", int, min_val=1)
     check_scalar(seeds, "seeds", int, min_val=1)

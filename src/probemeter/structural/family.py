@@ -48,6 +48,7 @@ from probemeter.structural.training import (
     fit_structural_probes,
 )
 from probemeter.structural.trees import HOLDOUT, TreeData, development_split, sentence_split
+from probemeter.training.config import config_or_default
 from probemeter.training.probe_runs import Stopwatch
 
 __all__ = ["FAMILY_SCHEMA", "HEADLINE", "POINT_COLUMNS", "StructuralFamily", "structural_probes"]
@@ -289,7 +290,7 @@ def structural_probes(
             than 2 sentences).
     """
     one_of(*TARGETS)(target, "target")
-    config = config or StructuralTraining()
+    config = config_or_default(config, StructuralTraining())
     array = check_features(features, trees)
     check_scalar(seeds, "seeds", int, min_val=1)
     if not ranks:

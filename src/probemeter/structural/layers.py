@@ -24,6 +24,7 @@ from probemeter._tables import render_table
 from probemeter.structural.family import StructuralFamily, structural_probes
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import HOLDOUT, TreeData, sentence_split
+from probemeter.training.config import config_or_default
 
 __all__ = ["StructuralLayers", "structural_layers"]
 
@@ -162,7 +163,7 @@ def structural_layers(
     all on one sentence split and one development share ``holdout`` of the pool. ``layers``
     maps a layer's name to its (n_words, d) features, or is a sequence (names ``0, 1, …``),
     e.g. a (n_layers, n_words, d) array."""
-    config = config or StructuralTraining()
+    config = config_or_default(config, StructuralTraining())
     named = dict(layers) if isinstance(layers, Mapping) else dict(enumerate(layers))
     if not named:
         raise ValueError("layers is empty; give at least one layer's features")

@@ -62,6 +62,7 @@ from probemeter._method import (
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
 from probemeter.structural.trees import TreeData, punctuation_rule, punctuation_tags
+from probemeter.training.config import StructuralTraining
 
 __all__ = [
     "SCHEMA",
@@ -80,6 +81,8 @@ SCHEMA = "probemeter.structural-run/2"
 UNIT_SCHEMA = "probemeter.structural-unit/2"
 #: the probe kinds
 _PROBES = ("distance", "depth")
+#: the training options' defaults: :class:`StructuralTraining`'s, the API's
+_TRAINING = StructuralTraining()
 
 
 def _probes(value: Any) -> str | None:
@@ -112,10 +115,14 @@ class StructuralMethod(Method):
     )
     seeds: int = option(1, check=valid.integer(1), help="seeds per rank (initial B, batch order)")
     epochs: int = option(
-        30, check=valid.integer(1), help="passes over the pool sentences (fixed, no early stop)"
+        _TRAINING.epochs,
+        check=valid.integer(1),
+        help="passes over the pool sentences (fixed, no early stop)",
     )
-    batch_size: int = option(20, check=valid.integer(1), help="sentences per minibatch")
-    lr: float = option(1e-3, check=valid.positive(), help="Adam learning rate")
+    batch_size: int = option(
+        _TRAINING.batch_size, check=valid.integer(1), help="sentences per minibatch"
+    )
+    lr: float = option(_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
 
     kind = "structural"
     #: its head-selection data carry each word's UPOS tag id in ``groups`` (for punctuation)
@@ -123,6 +130,11 @@ class StructuralMethod(Method):
     #: the probes train in the run's process (:func:`~probemeter.structural.structural_probes`)
     trains_in_workers: ClassVar[bool] = False
     summary = "Hewitt & Manning: structural probes (UUAS, DSpr., root accuracy, NSpr.) by rank"
+
+    def training(self, random_state: int) -> StructuralTraining:
+        """How every probe trains: this method's ``epochs``, ``batch_size`` and ``lr``, with
+        the run's ``random_state``."""
+        return StructuralTraining(self.epochs, self.batch_size, self.lr, random_state)
 
     @property
     def accuracy_name(self) -> str:
@@ -449,12 +461,9 @@ def structural_unit(
     seeds the development share, initial weights and minibatch orders; ``tags``: the
     vocabulary of the data's tag ids (:func:`probe_trees`; default UPOS)."""
     from probemeter.structural.family import structural_probes
-    from probemeter.structural.training import StructuralTraining
 
     features, trees, pool, test = probe_trees(data, tags)
-    config = StructuralTraining(
-        epochs=method.epochs, batch_size=method.batch_size, lr=method.lr, random_state=random_state
-    )
+    config = method.training(random_state)
     families = {
         target: structural_probes(
             features,

@@ -33,6 +33,7 @@ from probemeter._device import single_threaded
 from probemeter._validation import check_scalar, one_of
 from probemeter.probes.stacked_mlp import stacked_affine
 from probemeter.structural.trees import TreeData
+from probemeter.training.config import StructuralTraining, config_or_default
 
 __all__ = [
     "TARGETS",
@@ -49,41 +50,6 @@ __all__ = [
 TARGETS = ("distance", "depth")
 #: the range of Hewitt & Manning's uniform initialisation of B
 INIT_RANGE = 0.05
-
-
-@dataclass(frozen=True)
-class StructuralTraining:
-    """How every structural probe is trained (Hewitt & Manning 2019, §3: Adam, lr 1e-3,
-    minibatches of sentences).
-
-    Attributes:
-        epochs: passes over each probe's own training sentences (the stopping rule: a fixed
-            number of epochs, no early stopping).
-        batch_size: sentences per minibatch (a probe with fewer sentences uses them all).
-        lr: Adam's learning rate (β = (0.9, 0.999), ε = 1e-8).
-        random_state: the global seed of initial weights and minibatch orders.
-    """
-
-    epochs: int = 30
-    batch_size: int = 20
-    lr: float = 1e-3
-    random_state: int = 0
-
-    def __post_init__(self) -> None:
-        check_scalar(self.epochs, "epochs", int, min_val=1)
-        check_scalar(self.batch_size, "batch_size", int, min_val=1)
-        check_scalar(self.lr, "lr", float, min_val=0, include_boundaries="neither")
-        check_scalar(self.random_state, "random_state", int, min_val=0)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "epochs": self.epochs,
-            "batch_size": self.batch_size,
-            "lr": self.lr,
-            "random_state": self.random_state,
-            "optimizer": "Adam(betas=(0.9, 0.999), eps=1e-8)",
-            "stopping": "fixed number of epochs",
-        }
 
 
 @dataclass(frozen=True)
@@ -228,7 +194,7 @@ def fit_structural_probes(
             sentence index outside the trees.
     """
     one_of(*TARGETS)(target, "target")
-    config = config or StructuralTraining()
+    config = config_or_default(config, StructuralTraining())
     array = check_features(features, trees)
     if not specs:
         raise ValueError("specs is empty; give at least one probe")

@@ -1,7 +1,7 @@
-"""Training probes: the settings (``config``), the batched engine (all probes at once, stacked
-on a probe axis), its memory budget (``memory``), per-probe early stopping on a development set,
-the worker processes' link to their parent (``workers``), and features held in shared memory
-for them (``shared_memory``).
+"""Training probes: the settings of every trainer (``config``), the batched engine (all probes
+at once, stacked on a probe axis), its memory budget (``memory``), per-probe early stopping on a
+development set, the worker processes' link to their parent (``workers``), and features held in
+shared memory for them (``shared_memory``).
 """
 
 from probemeter._lazy import lazy_exports
@@ -11,6 +11,9 @@ _EXPORTS = {
     "dev_split": ".early_stopping",
     "train_with_dev_stopping": ".early_stopping",
     "TrainingConfig": ".config",
+    "VariationalTraining": ".config",
+    "ParserTraining": ".config",
+    "StructuralTraining": ".config",
     "ProbeEvaluation": ".engine",
     "fit_evaluate": ".engine",
     "warm_workers": ".engine",

@@ -1,13 +1,38 @@
-"""How every probe is trained: :class:`TrainingConfig`, the optimisation settings shared by all
-probes of one engine call."""
+"""How probes are trained, one frozen value per trainer family, passed whole to the trainer:
+
+* :class:`TrainingConfig`: the batched engine's (:func:`~probemeter.training.engine.fit_evaluate`:
+  loss-data curves, online codes, paired comparisons) and the Pareto linear probes';
+* :class:`VariationalTraining`: the variational code's probes
+  (:func:`~probemeter.mdl.variational.variational_codelength`);
+* :class:`ParserTraining`: the biaffine parsers of Pareto probing
+  (:func:`~probemeter.pareto.biaffine.fit_biaffine_parsers`);
+* :class:`StructuralTraining`: Hewitt & Manning's structural probes
+  (:mod:`probemeter.structural.training`).
+
+A trainer given no value trains with its method's default, declared once: the class's defaults
+(loss-data curves, structural probes) or a constant next to the method (e.g.
+:data:`probemeter.mdl.method.PAPER_TRAINING`), from which the experiment-file options take
+their defaults too. This module imports no torch, so methods and the command line read the
+defaults without it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from probemeter._validation import boolean, check_scalar, one_of, positive
 
-__all__ = ["BF16_MIN_ROWS", "PRECISIONS", "TrainingConfig"]
+__all__ = [
+    "BF16_MIN_ROWS",
+    "PRECISIONS",
+    "ParserTraining",
+    "StructuralTraining",
+    "TrainingConfig",
+    "VariationalTraining",
+    "config_or_default",
+]
 
 #: arithmetic precisions of training
 PRECISIONS = ("f32", "bf16")
@@ -17,8 +42,10 @@ BF16_MIN_ROWS = 64
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How every probe is trained: a fixed number of Adam updates on minibatches (default), or
-    per-probe early stopping with learning-rate annealing (``early_stopping=True``).
+    """How every probe of an engine call is trained: a fixed number of Adam updates on
+    minibatches (default), or per-probe early stopping with learning-rate annealing
+    (``early_stopping=True``). The defaults are the loss-data curve's protocol (Whitney et al.,
+    App. C.1).
 
     Args:
         steps: Adam updates per probe, the same at every subset size (stopping rule: fixed).
@@ -77,3 +104,121 @@ class TrainingConfig:
             "parameters kept (Voita & Titov 2020, sec. 3.1)"
         )
         return {**settings, "optimizer": "adam (per-probe lr)", "stopping": stopping}
+
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> TrainingConfig:
+        """The configuration :meth:`to_dict` described (its stated ``optimizer`` and
+        ``stopping`` left out), e.g. from a result's metadata."""
+        names = {item.name for item in fields(cls)}
+        return cls(**{name: value for name, value in settings.items() if name in names})
+
+
+def _check_positive(config: Any, *integers: str) -> None:
+    """Each of ``integers`` an integer >= 1 and ``lr`` a positive number, named when not."""
+    for name in integers:
+        check_scalar(getattr(config, name), name, int, min_val=1)
+    check_scalar(config.lr, "lr", float, min_val=0, include_boundaries="neither")
+
+
+@dataclass(frozen=True)
+class VariationalTraining:
+    """How the variational code's probes train (Voita & Titov 2020, §3.1): Adam at a fixed
+    learning rate, no annealing, for a fixed number of epochs over the whole pool.
+
+    The paper trains for 200 epochs at lr 1e-3 ("long training is recommended to enable
+    pruning"); the default, :data:`probemeter.mdl.method.VARIATIONAL_TRAINING`, trains 30
+    epochs at lr 1e-2, which prunes in reach of a CPU.
+
+    Attributes:
+        epochs: passes over the pool.
+        batch_size: minibatch size.
+        lr: Adam's learning rate.
+    """
+
+    epochs: int
+    batch_size: int
+    lr: float
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "epochs", "batch_size")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings, with the optimiser, stopping rule and loss stated (results' metadata)."""
+        return {
+            "optimizer": "adam",
+            "lr": float(self.lr),
+            "batch_size": int(self.batch_size),
+            "epochs": int(self.epochs),
+            "stopping": f"fixed {self.epochs} epochs, no lr annealing (Voita & Titov sec. 3.1)",
+            "loss": "KL(beta||alpha)/n + mean expected cross-entropy (eq. 3 / n)",
+        }
+
+
+@dataclass(frozen=True)
+class ParserTraining:
+    """How the biaffine parsers of Pareto probing train (Pimentel et al. 2020, App. B): Adam on
+    minibatches of whole sentences for a fixed number of updates. The default is
+    :data:`probemeter.pareto.method.PARSER_TRAINING`.
+
+    Attributes:
+        steps: Adam updates.
+        batch_sentences: sentences per minibatch (all of them when there are fewer).
+        lr: Adam's learning rate.
+    """
+
+    steps: int
+    batch_sentences: int
+    lr: float
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "steps", "batch_sentences")
+
+
+@dataclass(frozen=True)
+class StructuralTraining:
+    """How every structural probe is trained (Hewitt & Manning 2019, §3: Adam, lr 1e-3,
+    minibatches of sentences). The defaults are the ``structural`` method's.
+
+    Attributes:
+        epochs: passes over each probe's own training sentences (the stopping rule: a fixed
+            number of epochs, no early stopping).
+        batch_size: sentences per minibatch (a probe with fewer sentences uses them all).
+        lr: Adam's learning rate (β = (0.9, 0.999), ε = 1e-8).
+        random_state: the global seed of initial weights and minibatch orders.
+    """
+
+    epochs: int = 30
+    batch_size: int = 20
+    lr: float = 1e-3
+    random_state: int = 0
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "epochs", "batch_size")
+        check_scalar(self.random_state, "random_state", int, min_val=0)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "lr": self.lr,
+            "random_state": self.random_state,
+            "optimizer": "Adam(betas=(0.9, 0.999), eps=1e-8)",
+            "stopping": "fixed number of epochs",
+        }
+
+
+def config_or_default(config: Any, default: Any) -> Any:
+    """A trainer's ``config`` argument: ``default`` when None, else ``config`` itself, which
+    must be of ``default``'s class.
+
+    Raises:
+        ValueError: naming ``config``, a value of another class.
+    """
+    if config is None:
+        return default
+    if not isinstance(config, type(default)):
+        raise ValueError(
+            f"config must be a {type(default).__name__} (None: the default, {default}); got "
+            f"{config!r}"
+        )
+    return config
