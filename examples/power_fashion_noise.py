@@ -43,6 +43,7 @@ from probemeter.power.paired import PairedComparison, run_configurations
 from probemeter.power.sampling import pilot_splits, stratified_splits
 from probemeter.power.simulation import SUFFICIENT_POWER, PowerCurve
 from probemeter.power.table import PowerReport, power_report
+from probemeter.training import TrainingConfig
 
 NOISE_VARIANCES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0)
 
@@ -177,9 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Fashion-MNIST: {labels.size} images, PCA-{args.components}, noise σ² {args.noise}")
     splits = stratified_splits(labels, args.per_class, random_state=args.random_state)
     training = {
-        "steps": args.steps,
-        "batch_size": args.batch_size,
-        "lr": args.lr,
+        "config": TrainingConfig(steps=args.steps, batch_size=args.batch_size, lr=args.lr),
         "standardize": False,  # σ² is relative to the unit-variance clean features
         "n_jobs": args.n_jobs,
         "random_state": args.random_state,

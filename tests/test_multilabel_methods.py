@@ -129,7 +129,8 @@ def test_control_task_gives_each_word_type_one_label_set(data):
 
 
 def test_curve_of_label_sets(data):
-    curve = loss_data_curve(data, Linear(), [10, 60, 220], 2, steps=80, lr=1e-2, n_jobs=1)
+    config = TrainingConfig(steps=80, lr=1e-2)
+    curve = loss_data_curve(data, Linear(), [10, 60, 220], 2, config=config, n_jobs=1)
     assert curve.multilabel
     assert {"micro_f1", "macro_f1"} <= set(curve.points.columns)
     assert curve.summary("micro_f1")["mean"].iloc[-1] > 0.7
@@ -188,7 +189,8 @@ def test_methods_without_label_sets_refuse_them(data):
     with pytest.raises(ValueError, match="a power comparison"):
         paired_data(data, data)
     with pytest.raises(ValueError, match=r"label sets .* cannot be kept"):
-        loss_data_curve(data, Linear(), [20], 1, steps=2, n_jobs=1, keep_probes=True)
+        config = TrainingConfig(steps=2)
+        loss_data_curve(data, Linear(), [20], 1, config=config, n_jobs=1, keep_probes=True)
 
 
 def test_morphology_targets_are_the_feature_sets_of_words():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -20,7 +21,8 @@ from probemeter.training.engine import fit_evaluate
 
 SIZES = [10, 40, 160, 640]
 STEPS = 150
-SETTINGS = {"steps": STEPS, "batch_size": 64, "lr": 1e-2, "device": "cpu", "progress": False}
+CONFIG = TrainingConfig(steps=STEPS, batch_size=64, lr=1e-2)
+SETTINGS = {"config": CONFIG, "device": "cpu", "progress": False}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def test_curve_points_are_the_engine_results_for_nested_subsets(curve, digits):
         digits.X_train, digits.y_train, digits.X_test, digits.y_test, digits.n_classes,
         [nested_subset(digits.pool_size, n, 3, seed) for n, seed in grid],
         [(3, seed, n) for n, seed in grid],
-        Linear(), TrainingConfig(steps=STEPS, batch_size=64, lr=1e-2), device="cpu",
+        Linear(), CONFIG, device="cpu",
     )  # fmt: skip
     for i, (n, seed) in enumerate(grid):
         row = curve.points[(curve.points["n"] == n) & (curve.points["seed"] == seed)]
@@ -110,7 +112,7 @@ def test_points_do_not_depend_on_the_other_sizes_or_seeds(curve, digits):
 
 
 def test_curve_is_deterministic_and_depends_on_random_state(digits):
-    kwargs = {"sizes": [20, 80], "seeds": [0, 4], **SETTINGS, "steps": 20}
+    kwargs = {"sizes": [20, 80], "seeds": [0, 4], **SETTINGS, "config": replace(CONFIG, steps=20)}
     first = loss_data_curve(digits, MLP((16,)), random_state=5, **kwargs)
     second = loss_data_curve(digits, MLP((16,)), random_state=5, **kwargs)
     other = loss_data_curve(digits, MLP((16,)), random_state=6, **kwargs)
@@ -120,7 +122,9 @@ def test_curve_is_deterministic_and_depends_on_random_state(digits):
 
 
 def test_default_sizes_are_used_when_none_given(digits):
-    result = loss_data_curve(digits, Linear(), seeds=1, **{**SETTINGS, "steps": 3})
+    result = loss_data_curve(
+        digits, Linear(), seeds=1, **{**SETTINGS, "config": replace(CONFIG, steps=3)}
+    )
     assert result.sizes.tolist() == default_sizes(digits.pool_size).tolist()
     assert result.sizes[-1] == digits.pool_size
 
@@ -155,7 +159,8 @@ def test_bad_sizes_raise_naming_sizes(digits, sizes):
 )
 def test_bad_training_settings_raise(digits, kwargs, argument):
     with pytest.raises(ValueError, match=rf"\b{argument}\b"):
-        loss_data_curve(digits, Linear(), sizes=[10], seeds=1, **{**SETTINGS, **kwargs})
+        config = TrainingConfig(**kwargs)
+        loss_data_curve(digits, Linear(), sizes=[10], seeds=1, **{**SETTINGS, "config": config})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,7 +409,7 @@ def test_losses_are_in_nats_relative_to_the_uniform_code(curve):
 def test_save_with_numpy_integer_settings(digits, tmp_path):
     result = loss_data_curve(
         digits, Linear(), sizes=[10], seeds=1, random_state=np.int64(3),
-        **{**SETTINGS, "steps": np.int64(3), "batch_size": np.int64(8)},
+        **{**SETTINGS, "config": replace(CONFIG, steps=np.int64(3), batch_size=np.int64(8))},
     )  # fmt: skip
     result.save(tmp_path / "curve.json")
     _assert_same_curve(LossDataCurve.load(tmp_path / "curve.json"), result)
@@ -479,7 +484,7 @@ def test_curves_written_before_class_labels_were_recorded_still_load(curve):
 
 
 def test_kept_probes_reproduce_the_curve_exactly_and_change_nothing(digits, tmp_path):
-    settings = {**SETTINGS, "steps": 40}
+    settings = {**SETTINGS, "config": replace(CONFIG, steps=40)}
     plain = loss_data_curve(digits, MLP((16,)), sizes=[10, 40, 160], seeds=2, **settings)
     kept = loss_data_curve(
         digits, MLP((16,)), sizes=[10, 40, 160], seeds=2, keep_probes=True, **settings

@@ -11,6 +11,7 @@ import pytest
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
 from probemeter.probes import MLP
+from probemeter.training.config import TrainingConfig
 from probemeter.training.probe_runs import held_out_split
 
 
@@ -40,7 +41,8 @@ def test_held_out_split_keeps_whole_groups_and_is_seeded() -> None:
 def test_curve_with_a_development_split() -> None:
     data = _data(clustered=True)
     curve = loss_data_curve(
-        data, MLP(()), [20, 100], 2, steps=60, batch_size=16, lr=1e-2, n_jobs=None, progress=False,
+        data, MLP(()), [20, 100], 2, config=TrainingConfig(steps=60, batch_size=16, lr=1e-2),
+        n_jobs=None, progress=False,
         dev_fraction=0.25,
     )  # fmt: skip
     train, dev = held_out_split(240, 0.25, 0, data.clusters_train)
@@ -57,7 +59,8 @@ def test_curve_with_a_development_split() -> None:
 
     # the same probes, kept, reproduce their development losses on the held-out rows
     kept = loss_data_curve(
-        data, MLP(()), [20, 100], 2, steps=60, batch_size=16, lr=1e-2, n_jobs=None, progress=False,
+        data, MLP(()), [20, 100], 2, config=TrainingConfig(steps=60, batch_size=16, lr=1e-2),
+        n_jobs=None, progress=False,
         dev_fraction=0.25, keep_probes=True,
     )  # fmt: skip
     X_dev, y_dev = np.asarray(data.X_train)[dev], np.asarray(data.y_train)[dev]
@@ -68,7 +71,8 @@ def test_curve_with_a_development_split() -> None:
 
 def test_without_a_split_the_curve_is_unchanged() -> None:
     data = _data()
-    options = {"steps": 30, "batch_size": 16, "lr": 1e-2, "n_jobs": None, "progress": False}
+    config = TrainingConfig(steps=30, batch_size=16, lr=1e-2)
+    options = {"config": config, "n_jobs": None, "progress": False}
     plain = loss_data_curve(data, MLP(()), [20, 100], 1, **options)
     assert not plain.has_development and "development" not in plain.metadata
     with pytest.raises(ValueError, match="without a development split"):

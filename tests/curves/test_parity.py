@@ -17,7 +17,12 @@ def curves():
     sizes = [10, 20, 40, 100, 250, 600, 2000]
     return {
         name: pm.loss_data_curve(
-            data, pm.MLP((64,)), sizes=sizes, seeds=2, steps=500, lr=1e-3, progress=False
+            data,
+            pm.MLP((64,)),
+            sizes=sizes,
+            seeds=2,
+            config=pm.TrainingConfig(steps=500, lr=1e-3),
+            progress=False,
         )
         for name, data in reps.items()
     }

@@ -13,6 +13,8 @@ from probemeter.curves.refine import (
     rounds_for_width,
 )
 
+CONFIG = pm.TrainingConfig(steps=300, lr=3e-3)
+
 
 @pytest.fixture(scope="module")
 def digits():
@@ -22,7 +24,7 @@ def digits():
 @pytest.fixture(scope="module")
 def coarse(digits):
     return pm.loss_data_curve(
-        digits, pm.MLP((32,)), sizes=[20, 200, 1297], seeds=2, steps=300, lr=3e-3, progress=False
+        digits, pm.MLP((32,)), sizes=[20, 200, 1297], seeds=2, config=CONFIG, progress=False
     )
 
 
@@ -51,7 +53,7 @@ def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse, m
     merged = refined.curve.points.set_index(["n", "seed"])
     for sizes in rounds:
         direct = pm.loss_data_curve(
-            digits, pm.MLP((32,)), sizes=sizes, seeds=2, steps=300, lr=3e-3, progress=False
+            digits, pm.MLP((32,)), sizes=sizes, seeds=2, config=CONFIG, progress=False
         )
         for row in direct.points.itertuples():
             assert merged.loc[(row.n, row.seed), "loss"] == row.loss
@@ -77,15 +79,10 @@ def test_refinement_checks_data_and_arguments(digits, coarse):
 
 
 def test_recommend_epsilon_is_the_full_data_test_loss(digits):
-    epsilon = pm.recommend_epsilon(digits, pm.MLP((32,)), seeds=2, steps=200, lr=3e-3)
+    config = pm.TrainingConfig(steps=200, lr=3e-3)
+    epsilon = pm.recommend_epsilon(digits, pm.MLP((32,)), seeds=2, config=config)
     curve = pm.loss_data_curve(
-        digits,
-        pm.MLP((32,)),
-        sizes=[digits.pool_size],
-        seeds=2,
-        steps=200,
-        lr=3e-3,
-        progress=False,
+        digits, pm.MLP((32,)), sizes=[digits.pool_size], seeds=2, config=config, progress=False
     )
     assert epsilon == pytest.approx(curve.points["loss"].mean())
     assert 0 < epsilon < np.log(10)
@@ -218,6 +215,7 @@ def test_without_target_or_rounds_one_round_is_run():
     assert not refined.width_reached  # no target requested
 
 
+@pytest.mark.slow
 def test_theorem_5_coverage_is_measured_on_bernoulli_draws():
     """Each draw is the 0-1 loss on one test point (Bernoulli(L(n))), as in Theorem 5's proof.
     With S draws per size the search never returns m̂ below m_εSC = 393 (L ≤ ε = 0.4) in 25
@@ -300,6 +298,7 @@ def test_new_arguments_are_refused_up_front_by_name(keywords, message):
             evaluations_per_size(**arguments)
 
 
+@pytest.mark.slow
 def test_refinement_with_delta_on_digits_draws_s_probes(digits, coarse):
     """Real probes: 0-1 loss, ε = 0.6 (threshold 0.3, crossed between 20 and 200), δ = 0.5,
     4 bins: M = 3 + 3 = 6, S = ⌈2·ln(24)/0.36⌉ = 18 seeds at every consulted size."""

@@ -88,6 +88,7 @@ def test_cli_mdl_rejects_bad_timesteps(tmp_path, capsys):
     assert "increasing" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
     """``--stopping-set`` comes from the option declaration: checked, and recorded per code."""
     features = _npz(tmp_path / "rep.npz")
@@ -120,6 +121,7 @@ def test_codes_keep_the_class_labels_and_the_table_shows_them_once(tmp_path):
     from probemeter.mdl.table import MDLEntry, save_mdl_results
     from probemeter.mdl.variational import VariationalCode, variational_codelength
     from probemeter.probes import Linear
+    from probemeter.training.config import VariationalTraining
 
     rng = np.random.default_rng(0)
     tags = np.array(["DET", "NOUN", "VERB"])[np.arange(120) % 3]
@@ -133,7 +135,10 @@ def test_codes_keep_the_class_labels_and_the_table_shows_them_once(tmp_path):
         role: online_codelength(task, Linear(), (0.25, 1.0), 1, config=config, n_jobs=1, **settings)
         for role, task in (("online", data), ("control_online", control_task(data)))
     }
-    codes["variational"] = variational_codelength(data, BayesianMLP(()), epochs=1, **settings)
+    one_epoch = VariationalTraining(epochs=1, batch_size=256, lr=1e-2)
+    codes["variational"] = variational_codelength(
+        data, BayesianMLP(()), config=one_epoch, **settings
+    )
     assert {code.classes for code in codes.values()} == {("DET", "NOUN", "VERB")}
     save_mdl_results(tmp_path / "mdl.json", [MDLEntry("rep", **codes)])
     (entry,) = load_mdl_results(tmp_path / "mdl.json")

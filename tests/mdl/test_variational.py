@@ -11,6 +11,7 @@ import torch
 from probemeter.data import ProbeData
 from probemeter.mdl.bayesian import BayesianMLP
 from probemeter.mdl.variational import VariationalCode, variational_codelength
+from probemeter.training.config import VariationalTraining
 
 
 def _irrelevant_inputs(n=600, d=20, seed=0):
@@ -52,7 +53,7 @@ def test_kl_is_non_negative_and_its_gaussian_part_is_exact():
 def test_pruned_width_shrinks_on_irrelevant_inputs_and_code_adds_up(tmp_path):
     data = _irrelevant_inputs()
     code = variational_codelength(
-        data, BayesianMLP((16,)), seeds=2, epochs=60, batch_size=64, lr=1e-2, device="cpu"
+        data, BayesianMLP((16,)), seeds=2, config=VariationalTraining(60, 64, 1e-2), device="cpu"
     )
     inputs_kept = code.architecture[:, 0]
     assert np.all(inputs_kept <= 4), code.seeds["architecture"].tolist()
@@ -76,4 +77,5 @@ def test_pruned_width_shrinks_on_irrelevant_inputs_and_code_adds_up(tmp_path):
 )
 def test_bad_arguments_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        variational_codelength(_irrelevant_inputs(n=50), BayesianMLP(()), **kwargs)
+        config = VariationalTraining(**{"epochs": 1, "batch_size": 8, "lr": 1e-2, **kwargs})
+        variational_codelength(_irrelevant_inputs(n=50), BayesianMLP(()), config=config)

@@ -16,6 +16,9 @@ from probes.test_span_attention import CLASSES, TOKENS, WIDTH, _reference_pool, 
 from probemeter.data import ProbeData
 from probemeter.mdl.bayesian import BayesianMLP
 from probemeter.mdl.variational import variational_codelength
+from probemeter.training.config import VariationalTraining
+
+ONE_EPOCH = VariationalTraining(epochs=1, batch_size=256, lr=1e-2)
 
 PROJECTION = 3
 PROBE = BayesianMLP((6,), span=TOKENS, projection=PROJECTION)
@@ -133,9 +136,8 @@ def test_span_pooling_is_part_of_the_variational_model_and_its_kl(data):
 
 def test_variational_span_code_matches_the_one_probe_reference(data):
     # on the CPU, as the reference: the weight noise comes from the device's generator
-    code = variational_codelength(
-        data, PROBE, seeds=1, epochs=3, batch_size=20, lr=1e-2, device="cpu"
-    )
+    config = VariationalTraining(epochs=3, batch_size=20, lr=1e-2)
+    code = variational_codelength(data, PROBE, seeds=1, config=config, device="cpu")
     model_bits, data_bits, accuracy = _reference_code(data, epochs=3, batch_size=20, lr=1e-2)
     row = code.seeds.iloc[0]
     assert row["model_bits"] == pytest.approx(model_bits, rel=1e-4)
@@ -149,10 +151,10 @@ def test_variational_span_code_matches_the_one_probe_reference(data):
 def test_probe_and_rows_must_agree_on_spans(data):
     assert BayesianMLP.for_data(data, (4,)) == BayesianMLP((4,), span=TOKENS, projection=256)
     with pytest.raises(ValueError, match="probe pools spans none but the data's rows hold spans"):
-        variational_codelength(data, BayesianMLP((4,)), epochs=1)
+        variational_codelength(data, BayesianMLP((4,)), config=ONE_EPOCH)
     plain = replace(data, span_tokens=None)
     with pytest.raises(ValueError, match=r"probe pools spans \(3, 2\) but the data's rows hold no"):
-        variational_codelength(plain, PROBE, epochs=1)
+        variational_codelength(plain, PROBE, config=ONE_EPOCH)
     with pytest.raises(ValueError, match="projection"):
         BayesianMLP((4,), span=TOKENS)
     assert BayesianMLP.for_data(plain, (4,)) == BayesianMLP((4,))

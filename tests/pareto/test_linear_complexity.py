@@ -1,5 +1,7 @@
 """Nuclear-norm and rank-constrained linear probes (Pimentel et al., §4.1)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -12,6 +14,13 @@ from probemeter.pareto.linear_probes import (
     nuclear_norm_penalties,
     nuclear_norm_subgradient,
 )
+from probemeter.pareto.method import LINEAR_TRAINING
+from probemeter.training.config import TrainingConfig
+
+
+def _steps(steps: int) -> TrainingConfig:
+    """The method's linear training with ``steps`` updates."""
+    return replace(LINEAR_TRAINING, steps=steps)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +62,7 @@ def test_penalties_start_at_zero_and_span_the_paper_range():
 def test_penalty_lowers_the_nuclear_norm_monotonically(problem):
     X, y, X_test, y_test = problem
     lambdas = [0.0, 1e-3, 1e-2, 3e-2, 1e-1]
-    result = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, lambdas, steps=300, lr=1e-2)
+    result = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, lambdas, config=_steps(300))
     assert np.all(np.diff(result.complexity) < 0), result.complexity
     np.testing.assert_allclose(result.complexity, result.nuclear_norm)
     # the unpenalised probe learns the task; the strongest penalty costs accuracy
@@ -63,14 +72,14 @@ def test_penalty_lowers_the_nuclear_norm_monotonically(problem):
 
 def test_probes_of_a_sweep_do_not_depend_on_their_companions(problem):
     X, y, X_test, y_test = problem
-    both = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [0.0, 1e-2], steps=50)
-    alone = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [1e-2], steps=50)
+    both = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [0.0, 1e-2], config=_steps(50))
+    alone = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [1e-2], config=_steps(50))
     np.testing.assert_allclose(both.nuclear_norm[1], alone.nuclear_norm[0], rtol=1e-4)
 
 
 def test_rank_probes_have_rank_at_most_r(problem):
     X, y, X_test, y_test = problem
-    result = fit_rank_probes(X, y, X_test, y_test, 5, steps=200)
+    result = fit_rank_probes(X, y, X_test, y_test, 5, config=_steps(200))
     assert result.setting.tolist() == [1, 2, 3, 4, 5]
     assert np.all(result.rank <= result.setting)
     assert np.all(result.rank >= 1)
@@ -79,7 +88,9 @@ def test_rank_probes_have_rank_at_most_r(problem):
 
 def test_learned_input_trains_an_unpenalised_embedding(problem):
     X, y, X_test, y_test = problem
-    result = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [0.0], learned_input=8, steps=100)
+    result = fit_nuclear_norm_probes(
+        X, y, X_test, y_test, 5, [0.0], learned_input=8, config=_steps(100)
+    )
     assert result.metadata["learned_input"] == 8 and result.accuracy[0] > 0.5
 
 

@@ -14,7 +14,7 @@ from probemeter.pareto.sweeps import (
     treebank_tasks,
 )
 from probemeter.probes import MLP
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import ParserTraining, TrainingConfig
 
 COLUMNS = ["task", "measure", "representation", "complexity", "accuracy"]
 
@@ -55,7 +55,8 @@ def test_treebank_tasks_share_one_sentence_split(treebank, tasks):
 
 def test_linear_points_hold_both_measures(tasks):
     _, (posl, _, _) = tasks
-    frame = linear_points(posl, "POSL", "rep", penalties=[0.0, 0.5], ranks=[1, 3], steps=150)
+    config = TrainingConfig(steps=150, lr=1e-2)
+    frame = linear_points(posl, "POSL", "rep", penalties=[0.0, 0.5], ranks=[1, 3], config=config)
     assert list(frame.columns[:5]) == COLUMNS
     assert frame["measure"].tolist() == [NUCLEAR_NORM] * 2 + [RANK] * 2
     nuclear = frame[frame["measure"] == NUCLEAR_NORM]
@@ -75,7 +76,8 @@ def test_memorisation_points_are_label_shuffled(tasks):
 
 def test_parser_points_report_test_and_memorised_uas(tasks):
     _, (_, _, parsing) = tasks
-    frame = parser_points(parsing, "parsing", "rep", [MLP(()), MLP(())], steps=40, lr=1e-2)
+    config = ParserTraining(steps=40, batch_sentences=32, lr=1e-2)
+    frame = parser_points(parsing, "parsing", "rep", [MLP(()), MLP(())], config=config)
     assert len(frame) == 2 and (frame["measure"] == LABEL_SHUFFLED).all()
     assert frame["accuracy"].between(0, 1).all() and frame["complexity"].between(0, 1).all()
     with pytest.raises(ValueError, match="probes"):

@@ -95,7 +95,7 @@ def _reference_nuclear_probe(task, penalty, steps, batch_size, lr):
 def test_nuclear_norm_span_probe_matches_the_one_probe_reference(task):
     penalties = [0.0, 0.05]
     result = fit_nuclear_norm_probes(
-        *task, CLASSES, penalties, span=TOKENS, steps=40, batch_size=32, lr=1e-2
+        *task, CLASSES, penalties, span=TOKENS, config=TrainingConfig(40, 32, 1e-2)
     )
     for index, penalty in enumerate(penalties):
         norm, accuracy = _reference_nuclear_probe(task, penalty, 40, 32, 1e-2)
@@ -106,7 +106,7 @@ def test_nuclear_norm_span_probe_matches_the_one_probe_reference(task):
 
 
 def test_rank_span_probes_bound_the_rank_of_their_map(task):
-    result = fit_rank_probes(*task, CLASSES, span=TOKENS, steps=60, lr=1e-2)
+    result = fit_rank_probes(*task, CLASSES, span=TOKENS, config=TrainingConfig(60, lr=1e-2))
     assert result.setting.tolist() == [1, 2, 3]  # min(K, S · d) = 3
     assert np.all(result.rank <= result.setting)
     assert result.accuracy[-1] > 1 / CLASSES
@@ -114,10 +114,11 @@ def test_rank_span_probes_bound_the_rank_of_their_map(task):
 
 def test_linear_sweep_pools_the_spans_of_span_data(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
-    sweep = linear_sweep(data, "edges", "tokens", penalties=[0.0, 0.1], ranks=[1, 3], steps=20)
+    config = TrainingConfig(steps=20, lr=1e-2)
+    sweep = linear_sweep(data, "edges", "tokens", penalties=[0.0, 0.1], ranks=[1, 3], config=config)
     assert sweep.points["measure"].tolist() == [NUCLEAR_NORM] * 2 + [RANK] * 2
     assert sweep.correct.shape == (4, len(task[3]))
-    plain = fit_nuclear_norm_probes(*task, CLASSES, [0.0, 0.1], steps=20)  # rows as they are
+    plain = fit_nuclear_norm_probes(*task, CLASSES, [0.0, 0.1], config=config)  # rows as they are
     assert sweep.points["complexity"].iloc[0] != pytest.approx(plain.complexity[0])
 
 
@@ -136,6 +137,8 @@ def test_the_mlp_family_pools_spans_on_span_rows(task):
 
 def test_bad_span_input_is_named(task):
     with pytest.raises(ValueError, match="learned_input and span exclude each other"):
-        fit_nuclear_norm_probes(*task, CLASSES, [0.0], span=TOKENS, learned_input=4, steps=1)
+        fit_nuclear_norm_probes(
+            *task, CLASSES, [0.0], span=TOKENS, learned_input=4, config=TrainingConfig(steps=1)
+        )
     with pytest.raises(ValueError, match="do not hold 1 span count"):
-        fit_rank_probes(*task, CLASSES, span=(4,), steps=1)
+        fit_rank_probes(*task, CLASSES, span=(4,), config=TrainingConfig(steps=1))

@@ -16,6 +16,7 @@ from probemeter.pareto.parsing import (
     shuffle_heads,
 )
 from probemeter.probes import MLP
+from probemeter.training.config import ParserTraining
 
 # two sentences: "She saw him" (saw is the root) and "Go !" (Go is the root)
 HEADS = np.array([2, 0, 2, 0, 1])
@@ -104,7 +105,7 @@ def _synthetic_corpus(n_sentences, seed):
 def test_biaffine_parser_learns_recoverable_heads_and_reports_its_uas():
     train, test = _synthetic_corpus(150, 0), _synthetic_corpus(40, 1)
     result = fit_biaffine_parsers(
-        *train, [test, train], MLP((16,)), [(0,), (1,)], steps=250, lr=1e-2
+        *train, [test, train], MLP((16,)), [(0,), (1,)], config=ParserTraining(250, 32, 1e-2)
     )
     assert result.uas.shape == (2, 2) and np.all(result.uas > 0.95)
     for p in range(2):  # the reported UAS is the count over the returned heads
@@ -113,7 +114,8 @@ def test_biaffine_parser_learns_recoverable_heads_and_reports_its_uas():
 
 def test_mst_decoding_returns_trees_and_shuffled_heads_are_harder():
     train, test = _synthetic_corpus(100, 2), _synthetic_corpus(20, 3)
-    result = fit_biaffine_parsers(*train, [test], MLP(()), [(0,)], steps=60, lr=1e-2, decode="mst")
+    config = ParserTraining(steps=60, batch_sentences=32, lr=1e-2)
+    result = fit_biaffine_parsers(*train, [test], MLP(()), [(0,)], config=config, decode="mst")
     _, lengths = sentence_offsets(test[2])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     for start, length in zip(starts, lengths):
@@ -121,7 +123,7 @@ def test_mst_decoding_returns_trees_and_shuffled_heads_are_harder():
     shuffled = shuffle_heads(train[1], train[2])
     memorised = fit_biaffine_parsers(
         train[0], shuffled, train[2], [(train[0], shuffled, train[2])], MLP(()), [(0,)],
-        steps=60, lr=1e-2,
+        config=config,
     )  # fmt: skip
     assert memorised.uas[0, 0] < 0.9
 

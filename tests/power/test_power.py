@@ -30,6 +30,7 @@ from probemeter.power.bounds import (
 )
 from probemeter.power.collapse import collapse_verdict, detect_collapse
 from probemeter.power.mcnemar import contingency_table, mcnemar, mcnemar_p_values
+from probemeter.power.method import POWER_TRAINING
 from probemeter.power.paired import PairedComparison, paired_data, run_configurations
 from probemeter.power.sampling import (
     pilot_splits,
@@ -348,7 +349,8 @@ def digits():
     return X, y
 
 
-TRAIN = {"steps": 200, "n_jobs": 1, "standardize": False, "lr": 3e-3}
+TRAIN = {"config": replace(POWER_TRAINING, steps=200, lr=3e-3), "n_jobs": 1, "standardize": False}
+FIVE_STEPS = replace(POWER_TRAINING, steps=5)
 
 
 def test_trained_comparison_power_report_and_round_trip(digits, tmp_path):
@@ -554,7 +556,13 @@ def test_paired_comparisons_keep_the_class_labels(tmp_path):
     X = rng.normal(size=(60, 4)).astype(np.float32)
     splits = rotation_splits(y, 6)
     runs = run_configurations(
-        {"a": X, "b": X[:, ::-1]}, y, splits, 1, steps=5, n_jobs=1, classes=[True, "x", 2]
+        {"a": X, "b": X[:, ::-1]},
+        y,
+        splits,
+        1,
+        config=FIVE_STEPS,
+        n_jobs=1,
+        classes=[True, "x", 2],
     )
     comparison = runs.pair("a", "b")
     assert comparison.classes == (True, "x", 2)
@@ -565,7 +573,7 @@ def test_paired_comparisons_keep_the_class_labels(tmp_path):
     del old["classes"]  # written before labels were kept
     assert PairedComparison.from_dict(old).classes is None
     with pytest.raises(ValueError, match="classes holds 2 labels but y has class index 2"):
-        run_configurations({"a": X}, y, splits, 1, steps=5, n_jobs=1, classes=["p", "q"])
+        run_configurations({"a": X}, y, splits, 1, config=FIVE_STEPS, n_jobs=1, classes=["p", "q"])
 
 
 def test_paired_data_refuses_two_label_mappings():
@@ -617,7 +625,10 @@ def test_power_runs_record_each_probe_on_its_dev_set(digits):
 
     X, y = digits
     splits = stratified_splits(y, [8], random_state=0)
-    runs = run_configurations({"A": X, "B": X[:, ::-1].copy()}, y, splits, 2, steps=30, n_jobs=None)
+    config = replace(POWER_TRAINING, steps=30)
+    runs = run_configurations(
+        {"A": X, "B": X[:, ::-1].copy()}, y, splits, 2, config=config, n_jobs=None
+    )
     comparison = runs.pair("A", "B")
     assert {"dev_accuracy_a", "dev_accuracy_b"} <= set(comparison.runs.columns)
     dev = splits[0].dev

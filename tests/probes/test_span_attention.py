@@ -169,7 +169,8 @@ def test_span_probes_through_the_curve_and_the_online_code(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
     probe = probe_for(data, (8,), projection=PROJECTION)
     assert probe.span == TOKENS
-    curve = loss_data_curve(data, probe, [20, 150], 1, steps=60, lr=1e-2, n_jobs=1)
+    config = TrainingConfig(steps=60, lr=1e-2)
+    curve = loss_data_curve(data, probe, [20, 150], 1, config=config, n_jobs=1)
     assert curve.points["loss"].iloc[-1] < curve.points["loss"].iloc[0]  # more data helps
     online = online_codelength(
         data,

@@ -19,6 +19,7 @@ from probemeter.pareto.sweeps import ParseSplit, parser_sweep
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.layers import LayerAnalysis
 from probemeter.runs.runner import prepare_data, run_experiment
+from probemeter.training.config import ParserTraining
 
 pytest.importorskip("conllu")
 pytest.importorskip("transformers")
@@ -161,6 +162,7 @@ def test_the_least_constrained_parser_memorises_most_and_is_chosen_without_test_
     assert least_constrained_parser(points) == 1  # the first of the two most complex
 
 
+@pytest.mark.slow
 def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
     path = _write(folder, CONLLU, BIAFFINE)
     experiment = load_experiment(path)
@@ -181,9 +183,7 @@ def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
             bert.X_test, bert.y_test, bert.sentences_test,
         )  # fmt: skip
         family = method.parser_family(0)
-        sweep = parser_sweep(
-            split, "conllu arcs", name, family, steps=25, batch_sentences=4, lr=1e-3
-        )
+        sweep = parser_sweep(split, "conllu arcs", name, family, config=ParserTraining(25, 4, 1e-3))
         rows = [
             i
             for i, (task, rep) in enumerate(zip(points["task"], points["representation"]))

@@ -28,6 +28,7 @@ from probemeter.curves.results import save_results
 from probemeter.data import ProbeData
 from probemeter.probes import Linear
 from probemeter.runs.html_report import ranked, write_report
+from probemeter.training.config import TrainingConfig
 
 SIZES = (10, 20, 40, 100)
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -60,7 +61,8 @@ def curves() -> list[LossDataCurve]:
 def digits_curve() -> LossDataCurve:
     bunch = load_digits()
     data = ProbeData.from_arrays(bunch.data, bunch.target, test_size=0.3, name="digits-pixels")
-    settings = {"steps": 30, "batch_size": 64, "lr": 1e-2, "device": "cpu", "progress": False}
+    config = TrainingConfig(steps=30, batch_size=64, lr=1e-2)
+    settings = {"config": config, "device": "cpu", "progress": False}
     return loss_data_curve(data, Linear(), sizes=[20, 100, 400], seeds=2, **settings)
 
 

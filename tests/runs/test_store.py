@@ -52,7 +52,8 @@ training = {training!r}
 
 def compute(seed):
     curve = loss_data_curve(data, Linear(), sizes=[10, 40], seeds=[seed], random_state=0,
-                            device="cpu", n_jobs=1, progress=False, **training)
+                            device="cpu", n_jobs=1, progress=False,
+                            config=TrainingConfig(**training))
     time.sleep(0.4)
     spec = specs[seed]
     with open(log, "a") as stream:
@@ -79,7 +80,14 @@ def blobs() -> ProbeData:
 @pytest.fixture(scope="module")
 def curve(blobs) -> LossDataCurve:
     return loss_data_curve(
-        blobs, Linear(), sizes=[10, 40], seeds=2, device="cpu", n_jobs=1, progress=False, **TRAINING
+        blobs,
+        Linear(),
+        sizes=[10, 40],
+        seeds=2,
+        device="cpu",
+        n_jobs=1,
+        progress=False,
+        config=TrainingConfig(**TRAINING),
     )
 
 

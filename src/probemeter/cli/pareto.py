@@ -128,8 +128,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
                     data, args.task, name,
                     penalties=method.penalty_values() if NUCLEAR_NORM in measures else (),
                     ranks=None if RANK in measures and method.ranks else (),
-                    steps=method.steps, batch_size=method.batch_size, lr=method.lr,
-                    random_state=args.random_state,
+                    config=method.training(), random_state=args.random_state,
                     # "auto" stays on the CPU (see pareto.method.pareto_unit)
                     device="cpu" if args.device == "auto" else args.device,
                 )

@@ -148,9 +148,7 @@ def _run_power(args: argparse.Namespace) -> int:
         )
     training = {
         "probes": {name_a: probe_a, name_b: probe_b},
-        "steps": method.steps,
-        "batch_size": method.batch_size,
-        "lr": method.lr,
+        "config": method.training(),
         "device": args.device,
         "n_jobs": args.n_jobs,
         "random_state": args.random_state,

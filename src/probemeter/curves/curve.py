@@ -17,10 +17,11 @@ import pandas as pd
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
+from probemeter.curves.method import CURVE_TRAINING
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, config_or_default
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
@@ -375,10 +376,7 @@ def loss_data_curve(
     sizes: Sequence[int] | np.ndarray | None = None,
     seeds: int | Sequence[int] = 4,
     *,
-    steps: int = 1000,
-    batch_size: int = 256,
-    lr: float = 1e-4,
-    precision: str = "f32",
+    config: TrainingConfig | None = None,
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
@@ -391,8 +389,8 @@ def loss_data_curve(
 
     Probe (n, s) trains on the first n points of seed s's permutation of the pool (subsets are
     nested per seed), from initial weights drawn from the stream keyed by
-    (random_state, s, n), for exactly ``steps`` Adam updates; all probes are trained at once by
-    the engine and evaluated on the test set. Which test examples the probes of the largest
+    (random_state, s, n), for exactly ``config.steps`` Adam updates; all probes are trained at
+    once by the engine and evaluated on the test set. Which test examples the probes of the largest
     size got right is kept (:attr:`LossDataCurve.final_correct`) for paired tests.
 
     Label sets (``data.multilabel``: multi-label targets, e.g. edge probing after Tenney et
@@ -406,7 +404,10 @@ def loss_data_curve(
         probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1).
         sizes: training-set sizes n; default :func:`default_sizes` of the pool.
         seeds: a count (seeds 0..seeds-1) or explicit seed ids.
-        steps, batch_size, lr, precision: see :class:`~probemeter.training.config.TrainingConfig`.
+        config: how every probe trains (:class:`~probemeter.training.config.TrainingConfig`);
+            default :data:`~probemeter.curves.method.CURVE_TRAINING`, Whitney et al.'s
+            protocol and the ``curve`` method's (1000 Adam updates at lr 1e-4 on minibatches
+            of 256, f32).
         random_state: global seed; results are a deterministic function of it.
         device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
         n_jobs: CPU worker processes (``-1``: one per usable CPU); results do not depend on it.
@@ -435,7 +436,7 @@ def loss_data_curve(
             "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
         )
     check_scalar(random_state, "random_state", int, min_val=0)
-    config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr, precision=precision)
+    config = config_or_default(config, CURVE_TRAINING)
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
     )

@@ -31,8 +31,14 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
+from probemeter.training.config import TrainingConfig
 
-__all__ = ["CurveMethod", "curve_unit"]
+__all__ = ["CURVE_TRAINING", "CurveMethod", "curve_unit"]
+
+#: how every probe of a loss-data curve trains by default, in experiment files and
+#: :func:`~probemeter.curves.curve.loss_data_curve` alike: :class:`TrainingConfig`'s defaults,
+#: Whitney et al.'s protocol (App. C.1: Adam at lr 1e-4, the same number of updates at every n)
+CURVE_TRAINING = TrainingConfig()
 
 
 def _sizes(value: Any) -> str | None:
@@ -57,11 +63,17 @@ class CurveMethod(Method):
         flag="--hidden",
     )
     seeds: int = option(4, check=valid.integer(1), help="probes (data orders) per size")
-    steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
-    lr: float = option(1e-4, check=valid.positive(), help="Adam learning rate")
-    batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
+    steps: int = option(
+        CURVE_TRAINING.steps, check=valid.integer(1), help="Adam updates of every probe"
+    )
+    lr: float = option(CURVE_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
+    batch_size: int = option(
+        CURVE_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
+    )
     precision: str = option(
-        "f32", check=valid.one_of("f32", "bf16"), help="matmul precision (bf16: faster on CPU)"
+        CURVE_TRAINING.precision,
+        check=valid.one_of("f32", "bf16"),
+        help="matmul precision (bf16: faster on CPU)",
     )
     sizes: tuple[int, ...] | None = option(
         None,
@@ -126,10 +138,8 @@ class CurveMethod(Method):
         """No problems: loss-data curves train on sparse rows."""
         return []
 
-    def training(self) -> Any:
+    def training(self) -> TrainingConfig:
         """The :class:`~probemeter.training.TrainingConfig` of every probe."""
-        from probemeter.training import TrainingConfig
-
         return TrainingConfig(self.steps, self.batch_size, self.lr, self.precision)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
@@ -254,10 +264,7 @@ def curve_unit(
         probe_for(data, method.probe),
         sizes,
         method.seeds,
-        steps=method.steps,
-        batch_size=method.batch_size,
-        lr=method.lr,
-        precision=method.precision,
+        config=method.training(),
         random_state=random_state,
         device=device,
         n_jobs=n_jobs,

@@ -60,9 +60,11 @@ from probemeter.curves.measures import (
 )
 from probemeter.data import ProbeData, check_probe_data
 from probemeter.probes import MLP
+from probemeter.training.config import TrainingConfig, config_or_default
 
 __all__ = [
     "PAPER_BINS",
+    "REFERENCE_TRAINING",
     "Evaluate",
     "Guarantee",
     "RefinedSampleComplexity",
@@ -74,6 +76,10 @@ __all__ = [
 
 #: bins per round of Algorithm 2 ("Partition [ℓ, u] into 10 equispaced bins")
 PAPER_BINS = 10
+#: how :func:`recommend_epsilon`'s reference probe trains by default: the curve's protocol
+#: (Adam at lr 1e-4, minibatches of 256) with twice its updates, so that the probe on the
+#: full pool is close to converged
+REFERENCE_TRAINING = TrainingConfig(steps=2000)
 
 #: the learning algorithm A: ``evaluate(sizes, seeds)`` trains one probe per (size, seed) and
 #: returns their loss-data curve (each seed an independent draw of the training set)
@@ -467,14 +473,10 @@ def _curve_settings(data: ProbeData, curve: LossDataCurve) -> dict:
             f"measured on (fingerprint {meta.get('data_fingerprint')!r}, data "
             f"{data.fingerprint()!r})"
         )
-    training = meta["training"]
     return {
         "probe": MLP.from_dict(meta["probe"]),
         "seeds": sorted(curve.points["seed"].unique().tolist()),
-        "steps": training["steps"],
-        "batch_size": training["batch_size"],
-        "lr": training["lr"],
-        "precision": training["precision"],
+        "config": TrainingConfig.from_dict(meta["training"]),
         "random_state": meta["random_state"],
     }
 
@@ -484,9 +486,7 @@ def recommend_epsilon(
     probe: MLP | None = None,
     *,
     seeds: int = 3,
-    steps: int = 2000,
-    lr: float = 1e-4,
-    batch_size: int = 256,
+    config: TrainingConfig | None = None,
     random_state: int = 0,
     n_jobs: int | None = -1,
     progress: bool = False,
@@ -495,8 +495,9 @@ def recommend_epsilon(
     full pool of a reference representation (Whitney et al., §4.3).
 
     Use the raw or best-known representation as ``data``; ε then lies above H(Y|X), so every
-    representation's SDL is finite in the limit of data. Default probe: ``MLP((1024, 1024))``.
-    A reference probe that does not beat the uniform code returns an ε at or above ln K, which
+    representation's SDL is finite in the limit of data. Default probe: ``MLP((1024, 1024))``,
+    trained as ``config`` says (default :data:`REFERENCE_TRAINING`). A reference probe that does
+    not beat the uniform code returns an ε at or above ln K, which
     :func:`~probemeter.curves.measures.sdl` and ``sample_complexity`` refuse as vacuous.
     """
     probe = MLP((1024, 1024)) if probe is None else probe
@@ -505,9 +506,7 @@ def recommend_epsilon(
         probe,
         sizes=[data.pool_size],
         seeds=seeds,
-        steps=steps,
-        lr=lr,
-        batch_size=batch_size,
+        config=config_or_default(config, REFERENCE_TRAINING),
         random_state=random_state,
         n_jobs=n_jobs,
         progress=progress,

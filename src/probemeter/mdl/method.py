@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -41,12 +41,12 @@ from probemeter._method import (
 )
 from probemeter._summary import POOL_SELECTION, Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
-
-if TYPE_CHECKING:
-    from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, VariationalTraining
 
 __all__ = [
     "PAPER_TIMESTEPS",
+    "PAPER_TRAINING",
+    "VARIATIONAL_TRAINING",
     "MDLMethod",
     "OnlineCodeMethod",
     "block_problems",
@@ -65,6 +65,19 @@ _CODES = (
 
 #: the timesteps of Voita & Titov (footnote 4): 0.1, 0.2, ... 50, 100 percent of the data
 PAPER_TIMESTEPS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
+#: how the online codes' probes train by default, in experiment files and the API alike
+#: (:func:`~probemeter.mdl.online.online_codelength`): §3.1's protocol after Hewitt & Liang
+#: (2019), Adam from lr 1e-3, per-probe early stopping on a development set, the learning rate
+#: halved after an epoch without a new development minimum, stopped after 4 such epochs in a
+#: row or 100 epochs; minibatches of 64 (the paper gives no size)
+PAPER_TRAINING = TrainingConfig(
+    batch_size=64, lr=1e-3, early_stopping=True, lr_decay=0.5, patience=4, max_epochs=100
+)
+#: how the variational code's probes train by default, in experiment files and the API alike
+#: (:func:`~probemeter.mdl.variational.variational_codelength`): 30 epochs at lr 1e-2, which
+#: prunes in reach of a CPU (the paper's 200 epochs at lr 1e-3 are
+#: ``VariationalTraining(epochs=200, batch_size=256, lr=1e-3)``)
+VARIATIONAL_TRAINING = VariationalTraining(epochs=30, batch_size=256, lr=1e-2)
 
 
 def _timesteps(value: Any) -> str | None:
@@ -84,10 +97,10 @@ def block_problems(
     ``stopping_set = "dev"``); none before the data are loaded (``n_classes`` None)."""
     if n_classes is None:
         return []
-    from probemeter.mdl.online import block_ends, paper_training, transmitted_size
+    from probemeter.mdl.online import block_ends, transmitted_size
 
     try:
-        n = transmitted_size(pool_size, stopping_set, paper_training().dev_fraction)
+        n = transmitted_size(pool_size, stopping_set, PAPER_TRAINING.dev_fraction)
         block_ends(n, timesteps)
     except ValueError as error:
         return [("method.timesteps", str(error))]
@@ -103,10 +116,18 @@ _ONLINE_OPTIONS: dict[str, dict[str, Any]] = {
         "check": valid.Check(_timesteps),
         "help": "block ends as fractions of the data (the paper's 0.1 % ... 100 %)",
     },
-    "batch_size": {"default": 64, "check": valid.integer(1), "help": "minibatch size"},
-    "lr": {"default": 1e-3, "check": valid.positive(), "help": "initial Adam learning rate"},
+    "batch_size": {
+        "default": PAPER_TRAINING.batch_size,
+        "check": valid.integer(1),
+        "help": "minibatch size",
+    },
+    "lr": {
+        "default": PAPER_TRAINING.lr,
+        "check": valid.positive(),
+        "help": "initial Adam learning rate",
+    },
     "max_epochs": {
-        "default": 100,
+        "default": PAPER_TRAINING.max_epochs,
         "check": valid.integer(1),
         "help": "epochs at most (§3.1 early stopping on a dev split)",
     },
@@ -155,11 +176,11 @@ class OnlineCodeMethod(Method):
 
     def training(self) -> TrainingConfig:
         """The :class:`~probemeter.training.config.TrainingConfig` of the online codes' probes:
-        §3.1's protocol (:func:`~probemeter.mdl.online.paper_training`) with this method's
-        ``batch_size``, ``lr`` and ``max_epochs``."""
-        from probemeter.mdl.online import paper_training
-
-        return paper_training(batch_size=self.batch_size, lr=self.lr, max_epochs=self.max_epochs)
+        §3.1's protocol (:data:`PAPER_TRAINING`) with this method's ``batch_size``, ``lr`` and
+        ``max_epochs``."""
+        return replace(
+            PAPER_TRAINING, batch_size=self.batch_size, lr=self.lr, max_epochs=self.max_epochs
+        )
 
 
 @dataclass(frozen=True)
@@ -182,10 +203,12 @@ class MDLMethod(OnlineCodeMethod):
     max_epochs: int = online_option("max_epochs")
     stopping_set: str = online_option("stopping_set")
     variational_epochs: int = option(
-        30, check=valid.integer(1), help="epochs of the variational probe"
+        VARIATIONAL_TRAINING.epochs, check=valid.integer(1), help="epochs of the variational probe"
     )
     variational_lr: float = option(
-        1e-2, check=valid.positive(), help="learning rate of the variational probe"
+        VARIATIONAL_TRAINING.lr,
+        check=valid.positive(),
+        help="learning rate of the variational probe",
     )
 
     kind = "mdl"
@@ -199,6 +222,11 @@ class MDLMethod(OnlineCodeMethod):
         """The online code's probes measure label sets (one sigmoid per label); the
         variational code's have one softmax."""
         return not self.variational
+
+    def variational_training(self) -> VariationalTraining:
+        """How the variational code's probes train: :data:`VARIATIONAL_TRAINING` with this
+        method's ``variational_epochs`` and ``variational_lr``."""
+        return replace(VARIATIONAL_TRAINING, epochs=self.variational_epochs, lr=self.variational_lr)
 
     def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
         if self.control and (task is None or not task.word_types):
@@ -339,8 +367,6 @@ def mdl_unit(
     the online codes' probes, as one :class:`~probemeter.probes.ProbeSet` under
     :data:`PROBES_ENTRY`, each probe's ``info`` ``code`` naming its code (``"online"``,
     ``"control_online"``)."""
-    from dataclasses import replace
-
     from probemeter.mdl.bayesian import BayesianMLP
     from probemeter.mdl.controls import control_task
     from probemeter.mdl.online import online_codelength
@@ -377,8 +403,7 @@ def mdl_unit(
                 task,
                 BayesianMLP.for_data(task, method.probe),
                 seeds=1,
-                epochs=method.variational_epochs,
-                lr=method.variational_lr,
+                config=method.variational_training(),
                 random_state=random_state,
                 device=device,
                 progress=progress,

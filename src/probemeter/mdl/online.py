@@ -53,7 +53,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -64,10 +64,10 @@ from probemeter._multilabel import f1_scores, label_counts
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
-from probemeter.mdl.method import PAPER_TIMESTEPS
+from probemeter.mdl.method import PAPER_TIMESTEPS, PAPER_TRAINING
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, config_or_default
 from probemeter.training.engine import ProbeEvaluation, fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
@@ -119,11 +119,11 @@ def uniform_codelength(n: int, n_classes: int, multilabel: bool = False) -> floa
 
 
 def paper_training(**overrides: Any) -> TrainingConfig:
-    """The training protocol of §3.1: Adam with lr 1e-3, per-probe early stopping on a dev
-    split, lr ×0.5 after an epoch without a new dev minimum, stop after 4 such epochs in a row.
-    Keyword arguments override settings (e.g. ``batch_size``, ``max_epochs``)."""
-    settings = {"lr": 1e-3, "batch_size": 256, "early_stopping": True, "patience": 4}
-    return TrainingConfig(**{**settings, **overrides})
+    """The training protocol of §3.1, :data:`~probemeter.mdl.method.PAPER_TRAINING` (Adam with
+    lr 1e-3, per-probe early stopping on a dev split, lr ×0.5 after an epoch without a new dev
+    minimum, stop after 4 such epochs in a row or 100 epochs; minibatches of 64), the online
+    codes' default. Keyword arguments override settings (e.g. ``batch_size``, ``max_epochs``)."""
+    return replace(PAPER_TRAINING, **overrides)
 
 
 def block_ends(n: int, timesteps: Sequence[float] = PAPER_TIMESTEPS) -> np.ndarray:
@@ -449,7 +449,8 @@ def online_codelength(
         timesteps: block ends as fractions of the transmitted data, strictly increasing in
             (0, 1], ending at 1 (default: the paper's, footnote 4).
         seeds: a count or explicit seed ids; each seed is one data order (and probe seeds).
-        config: how probes train; default :func:`paper_training` (§3.1 early stopping).
+        config: how probes train; default :data:`~probemeter.mdl.method.PAPER_TRAINING`
+            (§3.1 early stopping; the ``mdl`` method's).
         stopping_set: with early stopping, where probes stop (§3.1): ``"dev"`` (default, the
             paper's protocol): ``config.dev_fraction`` of the pool is held out once
             (:func:`development_split`), never transmitted, and is the development set of
@@ -475,11 +476,9 @@ def online_codelength(
             "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
         )
     probe = MLP((1000, 1000)) if probe is None else probe
-    (code,) = _online_codes(
-        data,
-        [probe],
-        timesteps,
-        seeds,
+    options = _CodeOptions(
+        timesteps=timesteps,
+        seeds=seeds,
         config=config,
         stopping_set=stopping_set,
         random_state=random_state,
@@ -490,6 +489,7 @@ def online_codelength(
         keep_probes=keep_probes,
         keep_example_bits=keep_example_bits,
     )
+    (code,) = _online_codes(data, [probe], options)
     return code
 
 
@@ -530,11 +530,9 @@ def online_codelengths(
     names = [probe.name for probe in probes]
     if not probes or len(set(names)) != len(names):
         raise ValueError(f"probes must be distinct probe architectures; got {names}")
-    codes = _online_codes(
-        data,
-        probes,
-        timesteps,
-        seeds,
+    options = _CodeOptions(
+        timesteps=timesteps,
+        seeds=seeds,
         config=config,
         stopping_set=stopping_set,
         random_state=random_state,
@@ -545,38 +543,49 @@ def online_codelengths(
         keep_probes=False,
         keep_example_bits=keep_example_bits,
     )
-    return dict(zip(names, codes, strict=True))
+    return dict(zip(names, _online_codes(data, probes, options), strict=True))
 
 
-def _online_codes(
-    data: ProbeData,
-    probes: list[MLP],
-    timesteps: Sequence[float],
-    seeds: int | Sequence[int],
-    *,
-    config: TrainingConfig | None,
-    stopping_set: str,
-    random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
-    keep_probes: bool,
-    keep_example_bits: bool,
-) -> list[OnlineCode]:
+@dataclass(frozen=True)
+class _CodeOptions:
+    """The settings of one call of :func:`online_codelength` or :func:`online_codelengths`
+    (their arguments, checked; ``config`` None made :data:`PAPER_TRAINING`), shared by the
+    codes of every probe family of the call."""
+
+    timesteps: Sequence[float]
+    seeds: int | Sequence[int]
+    config: TrainingConfig
+    stopping_set: str
+    random_state: int
+    device: str
+    n_jobs: int | None
+    max_memory: float | None
+    progress: bool
+    keep_probes: bool
+    keep_example_bits: bool
+
+    def __post_init__(self) -> None:
+        check_scalar(self.random_state, "random_state", int, min_val=0)
+        one_of(*STOPPING_SETS)(self.stopping_set, "stopping_set")
+        object.__setattr__(self, "config", config_or_default(self.config, PAPER_TRAINING))
+
+    @property
+    def stopping(self) -> str:
+        """Where the probes early-stop: ``stopping_set``, or ``"none"`` with fixed steps."""
+        return self.stopping_set if self.config.early_stopping else "none"
+
+
+def _online_codes(data: ProbeData, probes: list[MLP], options: _CodeOptions) -> list[OnlineCode]:
     """The online code of every architecture of ``probes``, from one engine call."""
-    check_scalar(random_state, "random_state", int, min_val=0)
-    one_of(*STOPPING_SETS)(stopping_set, "stopping_set")
-    config = paper_training() if config is None else config
-    used = stopping_set if config.early_stopping else "none"
-    if used == "dev":
+    config, random_state = options.config, options.random_state
+    if options.stopping == "dev":
         transmitted, dev = development_split(data.pool_size, config.dev_fraction, random_state)
     else:
         transmitted, dev = np.arange(data.pool_size), np.empty(0, dtype=np.int64)
     n = transmitted.size
-    ends = block_ends(n, timesteps)
+    ends = block_ends(n, options.timesteps)
     # per seed: probes trained on the first t_1, ..., t_{S-1} examples (blocks) and on all n
-    seeds_used, grid, keys = seed_grid(seeds, ends, random_state)
+    seeds_used, grid, keys = seed_grid(options.seeds, ends, random_state)
     orders = {seed: transmitted[subset_permutation(n, random_state, seed)] for seed in seeds_used}
     subsets = [orders[seed][:t] for seed, t in grid]
     # the probe trained on the first ends[k] examples codes block k + 1 only; the probe trained
@@ -595,25 +604,19 @@ def _online_codes(
             keys * families,
             [probe for probe in probes for _ in grid],
             config,
-            device=device,
-            n_jobs=n_jobs,
-            max_memory=max_memory,
-            progress=progress,
+            device=options.device,
+            n_jobs=options.n_jobs,
+            max_memory=options.max_memory,
+            progress=options.progress,
             per_example=True,
-            dev_set=dev if used == "dev" else None,
-            return_parameters=keep_probes,
+            dev_set=dev if options.stopping == "dev" else None,
+            return_parameters=options.keep_probes,
             pool_rows=scored * families,
         )
-    split = _Split(data, grid, seeds_used, orders, ends, dev, used, config, random_state)
+    split = _Split(data, grid, seeds_used, orders, ends, dev, options)
     return [
         split.code(
-            probe,
-            evaluation.select(np.arange(f * len(grid), (f + 1) * len(grid))),
-            watch.seconds,
-            timesteps,
-            keep_probes=keep_probes,
-            keep_example_bits=keep_example_bits,
-            device=device,
+            probe, evaluation.select(np.arange(f * len(grid), (f + 1) * len(grid))), watch.seconds
         )
         for f, probe in enumerate(probes)
     ]
@@ -622,7 +625,8 @@ def _online_codes(
 @dataclass(frozen=True)
 class _Split:
     """What the online codes of one call share: the data, the probes' (seed, prefix) grid,
-    each seed's order of the transmitted examples, the block ends, the development set."""
+    each seed's order of the transmitted examples, the block ends, the development set and the
+    call's options."""
 
     data: ProbeData
     grid: list[tuple[int, int]]
@@ -630,30 +634,18 @@ class _Split:
     orders: dict[int, np.ndarray]
     ends: np.ndarray
     dev: np.ndarray
-    stopping: str
-    config: TrainingConfig
-    random_state: int
+    options: _CodeOptions
 
     @property
     def n(self) -> int:
         """Transmitted examples."""
         return int(self.ends[-1])
 
-    def code(
-        self,
-        probe: MLP,
-        evaluation: ProbeEvaluation,
-        seconds: float,
-        timesteps: Sequence[float],
-        *,
-        keep_probes: bool,
-        keep_example_bits: bool,
-        device: str,
-    ) -> OnlineCode:
+    def code(self, probe: MLP, evaluation: ProbeEvaluation, seconds: float) -> OnlineCode:
         """The online code of ``probe``'s family from its probes' ``evaluation`` (aligned
         with ``grid``)."""
-        probes = None
-        if keep_probes:
+        options, probes = self.options, None
+        if options.keep_probes:
             probes = ProbeSet.from_stacked(
                 self.data.name,
                 probe,
@@ -664,7 +656,7 @@ class _Split:
                 stack_rows=evaluation.stack_rows,
                 mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
                 spans=kept_spans(evaluation),
-                device=device,
+                device=options.device,
             )
         test_predictions = evaluation.predictions
         test_correct = test_predictions == self.data.y_test[None, :]
@@ -727,9 +719,9 @@ class _Split:
             if self.data.multilabel:  # F1 of the full-data probe on the test set
                 micro, macro = f1_scores(label_counts(test_predictions[full], self.data.y_test))
                 seed_rows[-1].update(micro_f1=micro, macro_f1=macro)
-        training = self.config.to_dict()
-        if self.stopping == "dev":
-            config = self.config
+        config = options.config
+        training = config.to_dict()
+        if options.stopping == "dev":
             training["stopping"] = (
                 f"early stopping per probe on a development set of {self.dev.size} pool "
                 f"examples ({config.dev_fraction:g} of the pool) held out of the transmitted "
@@ -741,13 +733,13 @@ class _Split:
         metadata = run_metadata(
             probe,
             training,
-            random_state=self.random_state,
-            device=device,
+            random_state=options.random_state,
+            device=options.device,
             seconds=seconds,
             data=self.data,
             settings={
-                "timesteps": [float(t) for t in timesteps],
-                "stopping_set": self.stopping,
+                "timesteps": [float(t) for t in options.timesteps],
+                "stopping_set": options.stopping,
                 "n_dev": int(self.dev.size),
             },
             data_fields={"n_test": len(self.data.y_test), "n_features": self.data.n_features},
@@ -763,7 +755,7 @@ class _Split:
             blocks=pd.DataFrame(block_rows),
             seeds=pd.DataFrame(seed_rows),
             metadata=metadata,
-            stopping_set=self.stopping,
+            stopping_set=options.stopping,
             n_dev=int(self.dev.size),
             test_correct=SeedCorrectness.from_predictions(
                 self.seeds,
@@ -775,7 +767,7 @@ class _Split:
             classes=self.data.classes,
             probes=probes,
             multilabel=self.data.multilabel,
-            example_bits=example_bits if keep_example_bits else None,
+            example_bits=example_bits if options.keep_example_bits else None,
         )
 
 

@@ -40,7 +40,9 @@ from probemeter._io import classes_from_json, classes_to_json
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
+from probemeter.mdl.method import VARIATIONAL_TRAINING
 from probemeter.mdl.online import BITS_PER_KBIT, BITS_PER_NAT, SeedResults, uniform_codelength
+from probemeter.training.config import VariationalTraining, config_or_default
 from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["VariationalCode", "variational_codelength"]
@@ -129,9 +131,7 @@ def variational_codelength(
     probe: BayesianMLP | None = None,
     seeds: int | Sequence[int] = 1,
     *,
-    epochs: int = 200,
-    batch_size: int = 256,
-    lr: float = 1e-3,
+    config: VariationalTraining | None = None,
     random_state: int = 0,
     device: str = "auto",
     progress: bool = False,
@@ -143,21 +143,21 @@ def variational_codelength(
         probe: default ``BayesianMLP((1000, 1000))`` (MLP-2, h = 1000, §3.1), with span
             pooling on span rows (:meth:`BayesianMLP.for_data`).
         seeds: a count or explicit seed ids (initialisation, minibatch order and noise).
-        epochs: passes over the pool (200 in the paper).
-        batch_size: minibatch size; lr: Adam learning rate (1e-3, §3.1).
+        config: epochs over the pool, minibatch size and Adam's learning rate
+            (:class:`~probemeter.training.config.VariationalTraining`); default
+            :data:`~probemeter.mdl.method.VARIATIONAL_TRAINING`, the ``mdl`` method's: 30 epochs
+            at lr 1e-2 on minibatches of 256 (§3.1 trains 200 epochs at lr 1e-3).
         random_state: global seed; probe s draws from ``default_rng([random_state, s])``.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``.
         progress: show a progress bar over epochs.
 
     Raises:
-        ValueError: non-positive ``epochs``/``batch_size``/``lr``, bad seeds or random_state; a
-            probe whose spans are not those of the data's rows (a probe without spans on span
-            rows, or one with spans on other rows).
+        ValueError: a ``config`` that is not a ``VariationalTraining``, bad seeds or
+            random_state; a probe whose spans are not those of the data's rows (a probe
+            without spans on span rows, or one with spans on other rows).
     """
     check_single_label(check_probe_data(data), "the variational code (a softmax probe)")
-    check_scalar(epochs, "epochs", int, min_val=1)
-    check_scalar(batch_size, "batch_size", int, min_val=1)
-    check_scalar(lr, "lr", float, min_val=0, include_boundaries="neither")
+    config = config_or_default(config, VARIATIONAL_TRAINING)
     check_scalar(random_state, "random_state", int, min_val=0)
     probe = BayesianMLP.for_data(data, BayesianMLP().hidden) if probe is None else probe
     if probe.span != (data.span_tokens or ()):
@@ -174,10 +174,10 @@ def variational_codelength(
     pool_x = torch.as_tensor(data.X_train, device=torch_device)
     pool_y = torch.as_tensor(data.y_train, device=torch_device)
     n, n_probes = data.pool_size, len(seeds_used)
-    optimizer = torch.optim.Adam(model.parameters, lr=lr)
+    optimizer = torch.optim.Adam(model.parameters, lr=config.lr)
     with Stopwatch() as watch, single_threaded(torch_device.type == "cpu"):
         # small matmuls: threads only cost
-        _train(model, optimizer, pool_x, pool_y, rngs, epochs, batch_size, generator, progress)
+        _train(model, optimizer, pool_x, pool_y, rngs, config, generator, progress)
     with torch.no_grad():
         kl_bits = model.kl().cpu().numpy().astype(np.float64) * BITS_PER_NAT
         data_bits = np.zeros(n_probes)
@@ -205,17 +205,9 @@ def variational_codelength(
             "architecture": ["-".join(str(int(v)) for v in row) for row in model.architecture()],
         }
     )
-    training = {
-        "optimizer": "adam",
-        "lr": float(lr),
-        "batch_size": int(batch_size),
-        "epochs": int(epochs),
-        "stopping": f"fixed {epochs} epochs, no lr annealing (Voita & Titov sec. 3.1)",
-        "loss": "KL(beta||alpha)/n + mean expected cross-entropy (eq. 3 / n)",
-    }
     metadata = run_metadata(
         probe,
-        training,
+        config.to_dict(),
         random_state=random_state,
         device=torch_device,
         seconds=watch.seconds,
@@ -231,14 +223,16 @@ def _train(
     pool_x: torch.Tensor,
     pool_y: torch.Tensor,
     rngs: list[np.random.Generator],
-    epochs: int,
-    batch_size: int,
+    config: VariationalTraining,
     generator: torch.Generator,
     progress: bool,
 ) -> None:
-    """Minimise eq. 3 / n: epochs over the pool, each probe in its own order."""
-    n = pool_x.shape[0]
-    for _ in tqdm(range(epochs), disable=not progress, desc="variational probes", unit="epoch"):
+    """Minimise eq. 3 / n: ``config.epochs`` over the pool, each probe in its own order."""
+    n, batch_size = pool_x.shape[0], config.batch_size
+    epochs = tqdm(
+        range(config.epochs), disable=not progress, desc="variational probes", unit="epoch"
+    )
+    for _ in epochs:
         orders = torch.as_tensor(
             np.stack([rng.permutation(n) for rng in rngs]), device=pool_x.device
         )

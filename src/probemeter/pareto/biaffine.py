@@ -44,9 +44,11 @@ import numpy as np
 import torch
 
 from probemeter._device import resolve_device
-from probemeter._validation import check_scalar, one_of
+from probemeter._validation import one_of
+from probemeter.pareto.method import PARSER_TRAINING
 from probemeter.pareto.parsing import check_parse, mst_heads, sentence_offsets
 from probemeter.probes.mlp import MLP
+from probemeter.training.config import ParserTraining, config_or_default
 
 __all__ = ["ParserEvaluation", "fit_biaffine_parsers"]
 
@@ -184,9 +186,7 @@ def fit_biaffine_parsers(
     probe: MLP,
     keys: Sequence[Sequence[int]],
     *,
-    steps: int = 1000,
-    batch_sentences: int = 32,
-    lr: float = 1e-3,
+    config: ParserTraining | None = None,
     decode: str = "argmax",
     random_state: int = 0,
     device: str | torch.device = "cpu",
@@ -202,7 +202,9 @@ def fit_biaffine_parsers(
             and the training set itself for the label-shuffled training UAS).
         probe: the MLP architecture of both views (its dropout applies during training).
         keys: one integer tuple per parser, seeding its initial weights.
-        steps, batch_sentences, lr: Adam updates on minibatches of whole sentences.
+        config: Adam updates on minibatches of whole sentences (:class:`ParserTraining`);
+            default :data:`~probemeter.pareto.method.PARSER_TRAINING`, the ``pareto``
+            method's (1000 updates at lr 1e-3 on minibatches of 32 sentences).
         decode: ``"argmax"`` (App. B) or ``"mst"`` (Edmonds' maximum spanning tree).
         random_state: seeds the minibatch order, shared by the stacked parsers.
         rooted: require a word attached to the root in every sentence (False for the heads
@@ -214,8 +216,8 @@ def fit_biaffine_parsers(
     if len(keys) == 0:
         raise ValueError("keys is empty: give one key per parser to train")
     one_of(*_DECODERS)(decode, "decode")
-    check_scalar(steps, "steps", int, min_val=1)
-    check_scalar(batch_sentences, "batch_sentences", int, min_val=1)
+    config = config_or_default(config, PARSER_TRAINING)
+    steps = config.steps
     torch_device = resolve_device(device)
     train = _Sentences.build("X_train", X_train, heads_train, sentences_train, torch_device, rooted)
     evaluations = [
@@ -226,9 +228,9 @@ def fit_biaffine_parsers(
         if corpus.features.shape[1] != train.features.shape[1]:
             raise ValueError(f"eval_sets[{position}] has another feature width than X_train")
     model = _StackedBiaffine(probe, keys, train.features.shape[1]).to(torch_device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     n_sentences = train.index.shape[0]
-    batch = min(batch_sentences, n_sentences)
+    batch = min(config.batch_sentences, n_sentences)
     rng = np.random.default_rng([random_state, 0xB1AF])
     order = np.concatenate(
         [rng.permutation(n_sentences) for _ in range(-(-steps * batch // n_sentences))]

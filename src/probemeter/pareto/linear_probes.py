@@ -42,8 +42,10 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._validation import check_scalar, is_integer
+from probemeter.pareto.method import LINEAR_TRAINING
 from probemeter.pareto.span_pooling import attention_pool
 from probemeter.probes.stacked_mlp import stacked_affine
+from probemeter.training.config import TrainingConfig, config_or_default
 
 __all__ = [
     "LinearComplexityResult",
@@ -159,9 +161,7 @@ def fit_nuclear_norm_probes(
     *,
     learned_input: int | None = None,
     span: Sequence[int] | None = None,
-    steps: int = 2000,
-    batch_size: int = 256,
-    lr: float = 1e-2,
+    config: TrainingConfig | None = None,
     random_state: int = 0,
     device: str | torch.device = "cpu",
 ) -> LinearComplexityResult:
@@ -178,14 +178,17 @@ def fit_nuclear_norm_probes(
             span_tokens``): the probe pools each span with a learned self-attention first
             (:mod:`probemeter.pareto.span_pooling`), and ‖W‖* is that of its map of the
             pooled spans; None for rows read as they are.
-        steps, batch_size, lr: Adam updates, minibatch size and learning rate.
+        config: Adam updates, minibatch size and learning rate (fixed steps in f32); default
+            :data:`~probemeter.pareto.method.LINEAR_TRAINING`, the ``pareto`` method's (1000
+            updates at lr 1e-2 on minibatches of 256).
         random_state: seeds the shared minibatch order; probe initial weights are keyed by
             (random_state, λ).
         device: torch device.
 
     Raises:
         ValueError: empty or negative penalties, bad shapes or labels; ``span`` with
-            ``learned_input``, or rows that do not hold the spans.
+            ``learned_input``, or rows that do not hold the spans; a ``config`` with early
+            stopping or bf16.
     """
     lambdas = np.asarray(penalties if penalties is not None else nuclear_norm_penalties(), float)
     if lambdas.ndim != 1 or lambdas.size == 0:
@@ -202,9 +205,7 @@ def fit_nuclear_norm_probes(
         None,
         (X_train, y_train, X_eval, y_eval, n_classes),
         (learned_input, None if span is None else tuple(span)),
-        steps,
-        batch_size,
-        lr,
+        config,
         random_state,
         device,
     )
@@ -220,9 +221,7 @@ def fit_rank_probes(
     *,
     learned_input: int | None = None,
     span: Sequence[int] | None = None,
-    steps: int = 2000,
-    batch_size: int = 256,
-    lr: float = 1e-2,
+    config: TrainingConfig | None = None,
     random_state: int = 0,
     device: str | torch.device = "cpu",
 ) -> LinearComplexityResult:
@@ -259,9 +258,7 @@ def fit_rank_probes(
         values,
         (X_train, y_train, X_eval, y_eval, n_classes),
         (learned_input, None if span is None else tuple(span)),
-        steps,
-        batch_size,
-        lr,
+        config,
         random_state,
         device,
     )
@@ -349,16 +346,19 @@ def _fit(
     ranks: np.ndarray | None,
     arrays: tuple,
     stage: tuple[int | None, tuple[int, ...] | None],
-    steps: int,
-    batch_size: int,
-    lr: float,
+    config: TrainingConfig | None,
     random_state: int,
     device: str | torch.device,
 ) -> LinearComplexityResult:
     X_train, y_train, X_eval, y_eval, n_classes = arrays
     learned_input, span = stage
-    check_scalar(steps, "steps", int, min_val=1)
-    check_scalar(batch_size, "batch_size", int, min_val=1)
+    config = config_or_default(config, LINEAR_TRAINING)
+    if config.early_stopping or config.precision != "f32":
+        raise ValueError(
+            "config: the nuclear-norm and rank probes train a fixed number of steps in f32; "
+            f"got early_stopping={config.early_stopping}, precision={config.precision!r}"
+        )
+    steps = config.steps
     if learned_input is not None:
         check_scalar(learned_input, "learned_input", int, min_val=1)
         if span is not None:
@@ -382,8 +382,8 @@ def _fit(
     )
     pool_x = torch.as_tensor(X_train, device=torch_device)
     pool_y = torch.as_tensor(y_train, device=torch_device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    order = _minibatches(len(y_train), batch_size, steps, random_state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    order = _minibatches(len(y_train), config.batch_size, steps, random_state)
     use_penalty = bool((penalty > 0).any())
     for batch in order:
         idx = torch.from_numpy(batch).to(torch_device)
@@ -420,8 +420,8 @@ def _fit(
         rank=measured_rank.astype(np.int64),
         metadata={
             "steps": int(steps),
-            "batch_size": int(batch_size),
-            "lr": float(lr),
+            "batch_size": int(config.batch_size),
+            "lr": float(config.lr),
             "optimizer": "adam",
             "stopping": f"fixed {steps} steps",
             "random_state": int(random_state),

@@ -35,7 +35,7 @@ import torch
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.probes import MLP
 from probemeter.probes.mlp import SPAN_PROJECTION
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, config_or_default
 from probemeter.training.engine import fit_evaluate
 
 __all__ = [
@@ -115,7 +115,7 @@ def memorisation_complexity(
     probes = tuple(span_probe(probe, data) for probe in probes)
     if not probes:
         raise ValueError("probes is empty: give at least one probe architecture")
-    config = config or TrainingConfig()
+    config = config_or_default(config, TrainingConfig())
     X_shuffled = data.X_train
     if shuffled_inputs is not None:
         X_shuffled = np.ascontiguousarray(np.asarray(shuffled_inputs, dtype=np.float32))

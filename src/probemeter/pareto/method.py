@@ -23,7 +23,7 @@ References:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -41,14 +41,31 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
+from probemeter.training.config import ParserTraining, TrainingConfig
 
 if TYPE_CHECKING:
     from probemeter.probes.mlp import MLP
 
-__all__ = ["FAMILIES", "ParetoMethod", "least_constrained_parser", "pareto_unit", "parser_unit"]
+__all__ = [
+    "FAMILIES",
+    "LINEAR_TRAINING",
+    "PARSER_TRAINING",
+    "ParetoMethod",
+    "least_constrained_parser",
+    "pareto_unit",
+    "parser_unit",
+]
 
 #: the probe families of the method: linear probes (§4.1), or biaffine parsers (§7.2)
 FAMILIES = ("linear", "biaffine")
+#: how the nuclear-norm and rank probes train by default, in experiment files and the API alike
+#: (:func:`~probemeter.pareto.sweeps.linear_sweep`): 1000 Adam updates at lr 1e-2 on minibatches
+#: of 256 (the paper gives no numbers); the biaffine parsers take as many updates
+LINEAR_TRAINING = TrainingConfig(steps=1000, batch_size=256, lr=1e-2)
+#: how the biaffine parsers train by default, in experiment files and the API alike
+#: (:func:`~probemeter.pareto.sweeps.parser_sweep`): the linear probes' updates, at lr 1e-3, on
+#: minibatches of 32 sentences
+PARSER_TRAINING = ParserTraining(steps=LINEAR_TRAINING.steps, batch_sentences=32, lr=1e-3)
 
 
 @dataclass(frozen=True)
@@ -68,9 +85,15 @@ class ParetoMethod(Method):
         help="nuclear-norm weights λ: 0 and log-spaced in [2^-10, 8] (0: none)",
     )
     ranks: bool = option(True, check=valid.boolean(), help="also the rank-constrained probes")
-    steps: int = option(1000, check=valid.integer(1), help="Adam updates of each probe")
-    batch_size: int = option(256, check=valid.integer(1), help="minibatch size")
-    lr: float = option(1e-2, check=valid.positive(), help="Adam learning rate of linear probes")
+    steps: int = option(
+        LINEAR_TRAINING.steps, check=valid.integer(1), help="Adam updates of each probe"
+    )
+    batch_size: int = option(
+        LINEAR_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
+    )
+    lr: float = option(
+        LINEAR_TRAINING.lr, check=valid.positive(), help="Adam learning rate of linear probes"
+    )
     parsers: int = option(
         10,
         check=valid.integer(1),
@@ -82,10 +105,12 @@ class ParetoMethod(Method):
         help="biaffine family: widest first hidden layer (log-uniform from min(32, it))",
     )
     parser_lr: float = option(
-        1e-3, check=valid.positive(), help="biaffine family: Adam learning rate"
+        PARSER_TRAINING.lr, check=valid.positive(), help="biaffine family: Adam learning rate"
     )
     batch_sentences: int = option(
-        32, check=valid.integer(1), help="biaffine family: sentences per minibatch"
+        PARSER_TRAINING.batch_sentences,
+        check=valid.integer(1),
+        help="biaffine family: sentences per minibatch",
     )
     decode: str = option(
         "argmax",
@@ -166,6 +191,16 @@ class ParetoMethod(Method):
         """``"UAS"`` (unlabelled attachment score) for the biaffine family, else
         ``"accuracy"``."""
         return "UAS" if self.family == "biaffine" else "accuracy"
+
+    def training(self) -> TrainingConfig:
+        """How the nuclear-norm and rank probes train: :data:`LINEAR_TRAINING` with this
+        method's ``steps``, ``batch_size`` and ``lr``."""
+        return replace(LINEAR_TRAINING, steps=self.steps, batch_size=self.batch_size, lr=self.lr)
+
+    def parser_training(self) -> ParserTraining:
+        """How the biaffine parsers train: this method's ``steps``, ``batch_sentences`` and
+        ``parser_lr``."""
+        return ParserTraining(self.steps, self.batch_sentences, self.parser_lr)
 
     def parser_family(self, random_state: int) -> list[MLP]:
         """The biaffine family's MLP architectures (:func:`random_mlp_family`, App. A): first
@@ -315,9 +350,7 @@ def pareto_unit(
         data.name,
         penalties=method.penalty_values(),
         ranks=None if method.ranks else (),
-        steps=method.steps,
-        batch_size=method.batch_size,
-        lr=method.lr,
+        config=method.training(),
         random_state=random_state,
         # "auto" stays on the CPU: the nuclear-norm and rank probes' SVD-based steps differ
         # between CPU and CUDA enough to move frontier points, and a GPU does not speed up
@@ -375,9 +408,7 @@ def parser_unit(
         )
     family = method.parser_family(random_state)
     options = {
-        "steps": method.steps,
-        "batch_sentences": method.batch_sentences,
-        "lr": method.parser_lr,
+        "config": method.parser_training(),
         "decode": method.decode,
         "random_state": random_state,
         "device": device,

@@ -40,7 +40,7 @@ from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, fit_rank_pr
 from probemeter.pareto.memorisation import memorisation_complexity
 from probemeter.pareto.parsing import arc_pairs, check_parse, shuffle_heads
 from probemeter.probes import MLP
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import ParserTraining, TrainingConfig
 
 __all__ = [
     "FULLY_SHUFFLED",
@@ -103,9 +103,7 @@ def linear_sweep(
     penalties: Sequence[float] | None = None,
     ranks: Sequence[int] | None = None,
     learned_input: int | None = None,
-    steps: int = 2000,
-    batch_size: int = 256,
-    lr: float = 1e-2,
+    config: TrainingConfig | None = None,
     random_state: int = 0,
     device: str | torch.device = "cpu",
 ) -> LinearSweep:
@@ -118,6 +116,8 @@ def linear_sweep(
         penalties: λ values (default: 0 and 49 log-spaced in [2⁻¹⁰, 8]); ``()`` skips them.
         ranks: maximum ranks (default: 1 … min(K, d)); ``()`` skips them.
         learned_input: width of a learned input embedding (one-hot baseline), else None.
+        config: how the probes train; default :data:`~probemeter.pareto.method.LINEAR_TRAINING`,
+            the ``pareto`` method's (1000 Adam updates at lr 1e-2 on minibatches of 256).
         Others: see :func:`probemeter.pareto.linear_probes.fit_nuclear_norm_probes`.
     """
     check_single_label(check_probe_data(data), "a Pareto sweep (softmax probes)")
@@ -125,9 +125,7 @@ def linear_sweep(
     common = dict(
         learned_input=learned_input,
         span=data.span_tokens,
-        steps=steps,
-        batch_size=batch_size,
-        lr=lr,
+        config=config,
         random_state=random_state,
         device=device,
     )
@@ -243,9 +241,7 @@ def parser_sweep(
     probes: Sequence[MLP],
     *,
     shuffled_inputs: np.ndarray | None = None,
-    steps: int = 1000,
-    batch_sentences: int = 32,
-    lr: float = 1e-3,
+    config: ParserTraining | None = None,
     decode: str = "argmax",
     random_state: int = 0,
     device: str | torch.device = "cpu",
@@ -254,7 +250,8 @@ def parser_sweep(
     UAS of the parser trained on the real heads (accuracy) and training UAS of the parser
     trained on heads permuted within each sentence (complexity); and which test words each
     parser trained on the real heads attached to their gold head. Repeated architectures
-    train stacked.
+    train stacked, as ``config`` says (default :data:`~probemeter.pareto.method.PARSER_TRAINING`,
+    the ``pareto`` method's; :func:`~probemeter.pareto.biaffine.fit_biaffine_parsers`).
 
     Raises:
         ValueError: no probes, ``shuffled_inputs`` not shaped like ``split.X_train``.
@@ -273,9 +270,7 @@ def parser_sweep(
     test = (split.X_test, split.heads_test, split.sentences_test)
     memorise = (X_shuffled, heads_shuffled, split.sentences_train)
     common = dict(
-        steps=steps,
-        batch_sentences=batch_sentences,
-        lr=lr,
+        config=config,
         decode=decode,
         random_state=random_state,
         device=device,

@@ -176,8 +176,8 @@ def detect_collapse(
         method: ``"rotation"`` (``n_folds`` folds) or ``"pilots"`` (``n_pilots`` stratified
             subsamples of ``per_class`` training examples per class, 4:1:1).
         seeds: seeds per split.
-        training: passed to :func:`probemeter.power.paired.run_configurations` (steps, lr,
-            n_jobs...).
+        training: passed to :func:`probemeter.power.paired.run_configurations` (``config``,
+            ``n_jobs``...).
     """
     one_of("rotation", "pilots")(method, "method")
     if method == "rotation":

@@ -30,8 +30,15 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
+from probemeter.training.config import TrainingConfig
 
-__all__ = ["PowerMethod", "power_unit"]
+__all__ = ["POWER_TRAINING", "PowerMethod", "power_unit"]
+
+#: how every probe of a paired comparison trains by default, in experiment files and
+#: :func:`~probemeter.power.paired.run_configurations` alike: 1000 Adam updates at lr 1e-3 on
+#: minibatches of 64 (within the ranges Zhu et al. search, App. C.4: lr 1e-4 to 1e-2, batches of
+#: 8 to 64)
+POWER_TRAINING = TrainingConfig(steps=1000, batch_size=64, lr=1e-3)
 
 
 @dataclass(frozen=True)
@@ -53,9 +60,13 @@ class PowerMethod(Method):
         help="hidden widths of the probe; none: linear",
         flag="--hidden",
     )
-    steps: int = option(1000, check=valid.integer(1), help="Adam updates of every probe")
-    batch_size: int = option(64, check=valid.integer(1), help="minibatch size")
-    lr: float = option(1e-3, check=valid.positive(), help="Adam learning rate")
+    steps: int = option(
+        POWER_TRAINING.steps, check=valid.integer(1), help="Adam updates of every probe"
+    )
+    batch_size: int = option(
+        POWER_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
+    )
+    lr: float = option(POWER_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
     alpha: float = option(
         0.05, check=valid.number(0, 1, "neither"), help="significance level of McNemar's test"
     )
@@ -63,6 +74,10 @@ class PowerMethod(Method):
     kind = "power"
     pools_spans = True
     summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
+
+    def training(self) -> TrainingConfig:
+        """The :class:`~probemeter.training.config.TrainingConfig` of every probe."""
+        return TrainingConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr)
 
     def check_setup(self, task: TaskFacts | None, names: Sequence[str]) -> list[tuple[str, str]]:
         if self.baseline is REQUIRED:  # reported as missing already
@@ -197,9 +212,7 @@ def power_unit(
             data.name: probe_for(data, method.probe) if data.span_tokens else MLP(method.probe)
             for data in pair
         },
-        steps=method.steps,
-        batch_size=method.batch_size,
-        lr=method.lr,
+        config=method.training(),
         random_state=random_state,
         device=device,
         n_jobs=n_jobs,

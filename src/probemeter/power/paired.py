@@ -33,10 +33,11 @@ from probemeter.power.bounds import (
     probe_parameter_count,
 )
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
+from probemeter.power.method import POWER_TRAINING
 from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, config_or_default
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata
 
@@ -181,9 +182,7 @@ def run_configurations(
     seeds: int | Sequence[int] = 5,
     *,
     probes: MLP | Mapping[str, MLP] | None = None,
-    steps: int = 1000,
-    batch_size: int = 64,
-    lr: float = 1e-3,
+    config: TrainingConfig | None = None,
     standardize: bool = True,
     random_state: int = 0,
     device: str = "auto",
@@ -195,11 +194,11 @@ def run_configurations(
 
     Each configuration is one call of the engine (all its runs at once). Probe (split j,
     seed s) trains on ``splits[j].train`` from the random stream keyed by
-    (random_state, s, j) — the same for every configuration — for ``steps`` Adam updates,
-    and is scored on ``splits[j].test``. The dev sets are held out of training (the stopping
-    rule is a fixed number of steps, recorded in the metadata); each probe's accuracy there is
-    recorded (:attr:`ConfigurationRuns.dev_accuracy`), for choosing among many configurations
-    without the test set.
+    (random_state, s, j) — the same for every configuration — for ``config.steps`` Adam
+    updates, and is scored on ``splits[j].test``. The dev sets are held out of training (the
+    stopping rule is a fixed number of steps, recorded in the metadata); each probe's accuracy
+    there is recorded (:attr:`ConfigurationRuns.dev_accuracy`), for choosing among many
+    configurations without the test set.
 
     Args:
         features: name -> (n_examples, d) features; all rows describe the same examples.
@@ -213,7 +212,10 @@ def run_configurations(
             (``MLP(span=...)``), whose token counts and zero padding must stay as they are
             (:func:`~probemeter.datasets.edge_probing.edge_probe_data` standardises their
             token vectors).
-        steps, batch_size, lr, device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
+        config: how every probe trains; default
+            :data:`~probemeter.power.method.POWER_TRAINING`, the ``power`` method's (1000 Adam
+            updates at lr 1e-3 on minibatches of 64).
+        device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
         classes: the original label of each class index of ``y`` (``ProbeData.classes``),
             kept in the results; None: not known.
 
@@ -232,7 +234,7 @@ def run_configurations(
     _check_splits(splits, labels.size)
     seeds_used = seed_ids(seeds)
     check_scalar(random_state, "random_state", int, min_val=0)
-    config = TrainingConfig(steps=steps, batch_size=batch_size, lr=lr)
+    config = config_or_default(config, POWER_TRAINING)
     n_classes = int(labels.max()) + 1
     grid = [(j, s) for j in range(len(splits)) for s in seeds_used]
     eval_index = np.unique(np.concatenate([np.concatenate([s.test, s.dev]) for s in splits]))
