@@ -428,6 +428,23 @@ def loss_data_curve(
             and sizes come from the rest of the pool (:attr:`LossDataCurve.pool_size`); the
             split is seeded by ``random_state`` alone, whole sentences where the data record
             them (``data.clusters_train``), and recorded in ``metadata["development"]``.
+
+    Examples:
+        Linear probes on three separable classes, two seeds per size, with a short training
+        (the default is Whitney et al.'s 1000 updates at lr 1e-4):
+
+        >>> import numpy as np
+        >>> from probemeter import Linear, ProbeData
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.arange(300) % 3
+        >>> data = ProbeData.from_arrays(rng.normal(size=(300, 4)) + 2 * labels[:, None], labels)
+        >>> from probemeter import TrainingConfig, loss_data_curve
+        >>> curve = loss_data_curve(
+        ...     data, Linear(), [10, 40, 160], seeds=2, config=TrainingConfig(steps=100, lr=1e-2),
+        ...     device="cpu", progress=False,
+        ... )
+        >>> curve.sizes.tolist(), curve.mean("loss").round(2).tolist()
+        ([10, 40, 160], [0.59, 0.37, 0.38])
     """
     probe = MLP() if probe is None else probe
     check_probe_data(data, sparse=True)

@@ -155,6 +155,23 @@ def variational_codelength(
         ValueError: a ``config`` that is not a ``VariationalTraining``, bad seeds or
             random_state; a probe whose spans are not those of the data's rows (a probe
             without spans on span rows, or one with spans on other rows).
+
+    Examples:
+        A linear variational probe on three separable classes, three epochs:
+
+        >>> import numpy as np
+        >>> from probemeter import Linear, ProbeData
+        >>> rng = np.random.default_rng(0)
+        >>> labels = np.arange(300) % 3
+        >>> data = ProbeData.from_arrays(rng.normal(size=(300, 4)) + 2 * labels[:, None], labels)
+        >>> from probemeter.mdl import BayesianMLP, variational_codelength
+        >>> from probemeter.training import VariationalTraining
+        >>> config = VariationalTraining(epochs=3, batch_size=32, lr=1e-2)
+        >>> code = variational_codelength(data, BayesianMLP(()), config=config, device="cpu")
+        >>> round(code.codelength_bits, 1), round(code.compression, 2)
+        (316.2, 1.2)
+        >>> code.seeds["architecture"].tolist()  # input groups kept
+        ['4']
     """
     check_single_label(check_probe_data(data), "the variational code (a softmax probe)")
     config = config_or_default(config, VARIATIONAL_TRAINING)
