@@ -3,6 +3,15 @@
 Whitney et al. §2.1 and Fig. 1: plot the loss L(A_φ, n) of the predictor learned from n points
 against n. Every measure of :mod:`probemeter.curves.measures` is a function of this curve: points at
 fixed n (VA, MI), areas along n (MDL), areas and crossings along the loss axis (SDL, εSC).
+
+References:
+    Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020).
+    Evaluating representations by the complexity of learning low-loss predictors.
+    arXiv:2009.07368
+
+    Tenney, I., Xia, P., Chen, B., Wang, A., Poliak, A., McCoy, R. T., Kim, N., Van Durme, B.,
+    Bowman, S. R., Das, D. & Pavlick, E. (2019). What do you learn from context? Probing for
+    sentence structure in contextualized word representations. *ICLR 2019*. arXiv:1905.06316
 """
 
 from __future__ import annotations

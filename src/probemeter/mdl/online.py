@@ -46,6 +46,16 @@ example on the block it transmits next only (``pool_rows``; the full-data probe 
 transmitted example, for the data part of the split, and on the test set), and the next
 block's cross-entropies are summed. The engine works in nats; they are
 converted to bits once, here, and every result field names its unit.
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description
+    length. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Blier, L. & Ollivier, Y. (2018). The description length of deep learning models.
+    *NeurIPS 2018*. arXiv:1802.07044
+    Tenney, I., Xia, P., Chen, B., Wang, A., Poliak, A., McCoy, R. T., Kim, N., Van Durme, B.,
+    Bowman, S. R., Das, D. & Pavlick, E. (2019). What do you learn from context? Probing for
+    sentence structure in contextualized word representations. *ICLR 2019*. arXiv:1905.06316
 """
 
 from __future__ import annotations

@@ -21,6 +21,13 @@ estimates: Gaussian posteriors under an N(0, 1) prior whose exact KL is added to
 (:mod:`probemeter.mdl.bayesian_spans`), so the codelength pays for every parameter of the
 probe; they are not pruned (``architecture`` counts the MLP's groups, the first layer's being
 the pooled spans' S · q units).
+
+References:
+    Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description
+    length. *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    Louizos, C., Ullrich, K. & Welling, M. (2017). Bayesian compression for deep learning.
+    *NeurIPS 2017*. arXiv:1705.08665
 """
 
 from __future__ import annotations
