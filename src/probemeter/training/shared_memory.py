@@ -59,7 +59,8 @@ def share_array(array: np.ndarray) -> np.ndarray:
     The file's space is reserved before it is written (``posix_fallocate``), so a full
     folder is an error here, not a crash (SIGBUS) when a page is first touched. Without room
     in shared memory nor in the temporary folder, ``array`` itself is returned, with a
-    :class:`ResourceWarning`: it works as before, the engine's workers receiving copies.
+    :class:`ResourceWarning`: the run goes on without shared memory, the engine's workers
+    receiving copies.
 
     Raises:
         ValueError: ``array`` holds Python objects (they cannot live in a file).
