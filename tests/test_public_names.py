@@ -8,6 +8,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 CHECK = textwrap.dedent(
     """
     import importlib, pkgutil, sys, types
@@ -50,10 +52,12 @@ def _check(order: str) -> str:
     return completed.stdout.strip()
 
 
+@pytest.mark.slow
 def test_every_public_name_is_what_it_names_when_asked_first():
     assert _check("package-first") == "ok"
 
 
+@pytest.mark.slow
 def test_every_public_name_is_what_it_names_after_its_submodule_was_imported():
     assert _check("submodules-first") == "ok"
 

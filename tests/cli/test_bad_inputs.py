@@ -18,24 +18,29 @@ from probemeter.cli.main import main
 TINY = ["--steps", "5", "--seeds", "1", "--n-jobs", "1", "--no-progress", "-q"]
 
 
-@pytest.fixture
-def files(tmp_path: Path) -> Path:
-    """A folder of good and broken feature, points and results files."""
+def write_files(folder: Path) -> Path:
+    """Good and broken feature, points and results files, written to ``folder``."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 4)).astype(np.float32)
     y = (X[:, 0] > 0).astype(np.int64)
-    np.savez(tmp_path / "ok.npz", X=X, y=y)
-    np.savez(tmp_path / "noy.npz", X=X)
-    whole = (tmp_path / "ok.npz").read_bytes()
-    (tmp_path / "truncated.npz").write_bytes(whole[: len(whole) // 2])
-    np.savez(tmp_path / "objects.npz", X=np.array([np.zeros(3), np.zeros(2)], dtype=object), y=y)
-    np.savez(tmp_path / "flat.npz", X=X[:, 0], y=y)
-    np.savez(tmp_path / "short.npz", X=X, y=y[:-1])
-    (tmp_path / "empty.csv").write_text("")
-    (tmp_path / "other.json").write_text('{"a": 1}')
-    (tmp_path / "broken.json").write_text("{broken")
-    (tmp_path / "folder").mkdir()
-    return tmp_path
+    np.savez(folder / "ok.npz", X=X, y=y)
+    np.savez(folder / "noy.npz", X=X)
+    whole = (folder / "ok.npz").read_bytes()
+    (folder / "truncated.npz").write_bytes(whole[: len(whole) // 2])
+    np.savez(folder / "objects.npz", X=np.array([np.zeros(3), np.zeros(2)], dtype=object), y=y)
+    np.savez(folder / "flat.npz", X=X[:, 0], y=y)
+    np.savez(folder / "short.npz", X=X, y=y[:-1])
+    (folder / "empty.csv").write_text("")
+    (folder / "other.json").write_text('{"a": 1}')
+    (folder / "broken.json").write_text("{broken")
+    (folder / "folder").mkdir()
+    return folder
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """A folder of good and broken feature, points and results files."""
+    return write_files(tmp_path)
 
 
 @pytest.fixture
@@ -242,6 +247,7 @@ def test_warnings_are_one_line(files, capsys):
     assert err.startswith("probemeter: warning: ") and "diverged" in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_string_labels_need_and_get_labels_encode(files, capsys):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 3)).astype(np.float32)
@@ -258,6 +264,7 @@ def test_string_labels_need_and_get_labels_encode(files, capsys):
     assert main([*argv, "--labels", "encode"]) == 0
 
 
+@pytest.mark.slow
 def test_experiment_npz_labels_key(files, capsys):
     X = np.random.default_rng(2).normal(size=(40, 3)).astype(np.float32)
     np.savez(files / "t.npz", X=X, y=np.where(X[:, 0] > 0, "a", "b"))

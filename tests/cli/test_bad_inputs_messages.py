@@ -6,6 +6,7 @@ sentence, word and key — before any probe is trained (the helpers of the bad-i
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -132,12 +133,19 @@ def test_a_sparse_train_file_whose_indices_exceed_its_shape_is_blamed(files, cap
     assert "representations[0].test" not in err
 
 
-@pytest.fixture
-def damaged(files: Path) -> Path:
-    """A results folder written by `probemeter curve`, to be damaged by each test."""
-    argv = ["curve", "--train", str(files / "ok.npz"), "--out", str(files / "run"), *TINY]
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A results folder written by `probemeter curve`, trained once for the module's tests."""
+    folder = matrix.write_files(tmp_path_factory.mktemp("trained"))
+    argv = ["curve", "--train", str(folder / "ok.npz"), "--out", str(folder / "run"), *TINY]
     assert main([*argv, "--epsilon", "0.5"]) == 0
-    return files / "run"
+    return folder / "run"
+
+
+@pytest.fixture
+def damaged(trained: Path, files: Path) -> Path:
+    """A copy of the trained results folder, to be damaged by each test."""
+    return Path(shutil.copytree(trained, files / "run"))
 
 
 @pytest.mark.parametrize(

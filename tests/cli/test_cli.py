@@ -134,6 +134,7 @@ def test_results_round_trip(tmp_path):
     assert pm.load_curves(tmp_path / "single.json")[0].points.equals(curve.points)
 
 
+@pytest.mark.slow
 def test_figures_are_written_in_the_formats_asked_for(tmp_path, capsys):
     data = _write(tmp_path / "a.npz")
     out = tmp_path / "svg"

@@ -73,6 +73,7 @@ def test_help_names_the_defaults_the_issue_found_hidden(capsys):
     assert "(default: None)" not in text and "(default: False)" not in text
 
 
+@pytest.mark.slow
 def test_quiet_hides_progress_bars_and_lines_and_keeps_the_table(tmp_path, capsys):
     data = _features(tmp_path / "a.npz")
     args = ["curve", "--train", str(data), *TINY, "--epsilon", "0.5"]

@@ -47,6 +47,7 @@ def test_curve_exports_points_and_measures_in_both_formats(features, tmp_path, c
     assert not list(out.glob(".*.tmp"))  # atomic: no temporary file left
 
 
+@pytest.mark.slow
 def test_curve_without_epsilon_exports_points_only(features, tmp_path):
     out = tmp_path / "run"
     _curve(features, out, "--export", "parquet", "--export", "csv")
@@ -55,6 +56,7 @@ def test_curve_without_epsilon_exports_points_only(features, tmp_path):
     assert_exported(out, frames, ("csv", "parquet"))
 
 
+@pytest.mark.slow
 def test_measures_of_a_run_folder_take_epsilon_and_unit_from_its_results(
     features, tmp_path, capsys
 ):
@@ -79,6 +81,7 @@ def test_measures_of_a_run_folder_take_epsilon_and_unit_from_its_results(
     assert "SDL, ε=0.9" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_measures_without_epsilon_need_a_stored_comparison(features, tmp_path, capsys):
     out = tmp_path / "run"
     _curve(features, out)  # no --epsilon: no comparison stored

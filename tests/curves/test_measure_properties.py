@@ -183,6 +183,7 @@ def tolerance(curve: LossDataCurve, *values: float) -> float:
 
 
 @given(curve=curves(), metric_unit=metric_units, data=st.data())
+@pytest.mark.slow
 def test_sdl_is_between_zero_and_mdl_and_meets_them_at_the_extremes(
     curve: LossDataCurve, metric_unit: tuple[str, str], data: st.DataObject
 ) -> None:
@@ -397,6 +398,7 @@ def coded_between(losses: dict[int, float], small: int, large: int) -> list[tupl
 
 
 @given(curve=curves(), metric_unit=metric_units, data=st.data())
+@pytest.mark.slow
 def test_mdl_and_sdl_grow_with_n_by_the_loss_of_the_probe_coding_each_point(
     curve: LossDataCurve, metric_unit: tuple[str, str], data: st.DataObject
 ) -> None:
@@ -450,6 +452,7 @@ def test_flat_curve_codes_every_point_at_its_loss(
 
 
 @given(curve=curves(), metric=st.sampled_from(["loss", "loss_truncated"]), data=st.data())
+@pytest.mark.slow
 def test_bits_are_nats_over_ln2_for_every_loss_valued_output(
     curve: LossDataCurve, metric: str, data: st.DataObject
 ) -> None:
@@ -549,6 +552,7 @@ def _approx_equal(results: list[Any], expected: list[Any]) -> bool:
 
 
 @given(curve=curves(), data=st.data(), fraction=_floats(1e-3, 0.999))
+@pytest.mark.slow
 def test_measures_do_not_depend_on_row_order_or_seed_labels(
     curve: LossDataCurve, data: st.DataObject, fraction: float
 ) -> None:
@@ -572,6 +576,7 @@ def no_versions() -> Any:
 
 
 @given(curve=curves(), fraction=_floats(1e-3, 0.999))
+@pytest.mark.slow
 def test_measures_survive_a_results_file_round_trip(curve: LossDataCurve, fraction: float) -> None:
     epsilon = fraction * uniform_cost(curve, "loss", "nats")  # below ln K, as ε must be
     with tempfile.TemporaryDirectory() as folder, no_versions():

@@ -55,6 +55,7 @@ def test_va_ranking_flips_with_n(curves):
     assert noisy_floor > binary_entropy(ALPHA) - 0.02  # the noisy bit cannot beat H(α)
 
 
+@pytest.mark.slow
 def test_sdl_and_sc_do_not_flip(curves):
     for n in (20, 2000):
         noisy_sc = pm.sample_complexity(curves["noisy label"], EPSILON, n=n)

@@ -281,6 +281,7 @@ def test_ptb_sentences_are_real_text() -> None:
 
 @needs_spacy
 @needs_ptb
+@pytest.mark.slow
 def test_spacy_silver_annotation_of_ptb(silver: Treebank) -> None:
     assert silver.silver and silver.source.startswith("spacy:en_core_web_sm")
     assert silver.n_sentences >= 12

@@ -303,6 +303,7 @@ def test_real_fashion_mnist_subsample(fashion):
 
 
 @real_fashion
+@pytest.mark.slow
 def test_real_fashion_mnist_n_train_too_large():
     with pytest.raises(ValueError, match="n_train=60001 exceeds the 60000"):
         pm.fashion_mnist(n_train=60001)

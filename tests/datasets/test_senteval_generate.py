@@ -58,6 +58,7 @@ def _root(doc):
     return next(token for token in doc if token.head.i == token.i)
 
 
+@pytest.mark.slow
 def test_the_reader_round_trips_every_generated_file(generated):
     metadata = json.loads((generated / METADATA_FILE).read_text())
     assert metadata["silver"] is True and metadata["random_state"] == 3
@@ -75,6 +76,7 @@ def test_the_reader_round_trips_every_generated_file(generated):
         assert len(set(data.sentences)) == data.n_sentences  # each sentence once
 
 
+@pytest.mark.slow
 def test_sentlen_and_wc_labels(generated):
     bins = RECIPE.length_bins
     data = read_senteval(generated, "SentLen")
@@ -90,6 +92,7 @@ def test_sentlen_and_wc_labels(generated):
         assert [token for token in tokens if token in words] == [label]
 
 
+@pytest.mark.slow
 def test_bshift_and_coordinv_against_the_original_sentences(generated, corpus):
     originals = {" ".join(words) for words in corpus}
     data = read_senteval(generated, "BShift")
@@ -121,6 +124,7 @@ def test_bshift_and_coordinv_against_the_original_sentences(generated, corpus):
         assert any(rotation in originals for rotation in rotations), sentence
 
 
+@pytest.mark.slow
 def test_tense_and_numbers_from_spacy_morphology(generated, nlp):
     tense = {"Past": "PAST", "Pres": "PRES"}
     data = read_senteval(generated, "Tense")
@@ -138,6 +142,7 @@ def test_tense_and_numbers_from_spacy_morphology(generated, nlp):
             assert number[target.morph.get("Number")[0]] == label
 
 
+@pytest.mark.slow
 def test_tense_keeps_each_root_verb_in_one_split(generated, nlp):
     data = read_senteval(generated, "Tense")
     from spacy.tokens import Doc
@@ -150,6 +155,7 @@ def test_tense_keeps_each_root_verb_in_one_split(generated, nlp):
     assert forms["tr"] and forms["te"] and not forms["tr"] & forms["te"]
 
 
+@pytest.mark.slow
 def test_tree_depth_recomputed_recursively(generated, nlp):
     def depth(token) -> int:
         return 1 + max((depth(child) for child in token.children), default=0)
@@ -160,6 +166,7 @@ def test_tree_depth_recomputed_recursively(generated, nlp):
         assert depth(_root(_parse(nlp, sentence))) == int(label)
 
 
+@pytest.mark.slow
 def test_a_task_file_does_not_depend_on_the_other_tasks(generated, corpus, nlp, tmp_path):
     generate_tasks(corpus, tmp_path, ["Tense"], random_state=3, recipe=RECIPE, nlp=nlp)
     name = TASK_FILES["Tense"]

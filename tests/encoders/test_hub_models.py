@@ -68,6 +68,7 @@ def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, no_network: None) -
     return cache
 
 
+@pytest.mark.slow
 def test_minilm_by_name_is_the_bundled_folder() -> None:
     by_name = TransformerEncoder("minilm", 3, **QUIET)
     by_path = TransformerEncoder(minilm_path(), 3, **QUIET)

@@ -112,6 +112,7 @@ def test_conllu_task_problems_are_reported_with_their_keys(folder):
         prepare_data(load_experiment(experiment_file(folder, task)))
 
 
+@pytest.mark.slow
 def test_a_conllu_run_with_the_mdl_control_task(folder, tmp_path):
     task = 'train = "ud/x-train.conllu"\ntest = "ud/x-test.conllu"\nlabel = "upos"'
     method = (

@@ -192,6 +192,7 @@ def test_hub_ids_local_folders_dtype_and_batch_size_at_check(tmp_path, monkeypat
         load_experiment(missing)
 
 
+@pytest.mark.slow
 def test_a_local_tiny_bert_is_encoded_in_bfloat16(tmp_path):
     folder = make_tiny_bert(tmp_path / "tiny-bert")
     path = _transformer_file(tmp_path, "tiny-bert", 'dtype = "bfloat16"\nbatch_size = 5\n')

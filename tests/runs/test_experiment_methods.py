@@ -20,6 +20,7 @@ from probemeter.runs.saved_probes import load_run_probes
 from probemeter.training.shared_memory import backing_file
 
 
+@pytest.mark.slow
 def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
     method = 'kind = "pareto"\npenalties = 3\nsteps = 60\nlr = 0.05'
     text = digits_experiment(name="pareto", method=method)
@@ -133,7 +134,9 @@ def test_mdl_blocks_are_checked_against_each_pool_before_training(tmp_path, caps
     text = digits_experiment(name="blocks", method='kind = "mdl"\ncontrol = false')
     path = tmp_path / "blocks.toml"
     path.write_text(text)  # 0.1 % of the 1297-image pool is 1 image, fewer than 10 classes
-    assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    # one job: more would start worker processes (as the data load) for a run refused before
+    argv = ["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress", "--n-jobs", "1"]
+    assert main(argv) == 2
     error = capsys.readouterr().err
     assert "method.timesteps:" in error and "representations[1]" in error
     assert not (tmp_path / "runs" / "blocks" / "units").exists()
@@ -192,6 +195,7 @@ def test_save_probes_is_refused_for_methods_that_keep_none(tmp_path, capsys):
         ('kind = "pareto"\npenalties = 2\nranks = false\nsteps = 20', False),
     ],
 )
+@pytest.mark.slow
 def test_workers_and_shared_features_only_for_methods_that_train_in_workers(
     tmp_path, monkeypatch, method, in_workers, device
 ):

@@ -92,6 +92,7 @@ def _run(folder, method: str) -> dict:
     return json.loads((folder / "runs" / "codes" / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_a_sparse_file_gives_the_curve_of_the_dense_file(tmp_path):
     _files(tmp_path)
     experiment = load_experiment(_write_only(tmp_path, _CURVE))
@@ -104,6 +105,7 @@ def test_a_sparse_file_gives_the_curve_of_the_dense_file(tmp_path):
         np.testing.assert_allclose(sparse["points"][key], expected, rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_sparse_file_gives_the_online_code_of_the_dense_file(tmp_path):
     _files(tmp_path)
     dense, sparse = _run(tmp_path, _MDL)["entries"]

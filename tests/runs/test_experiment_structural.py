@@ -184,6 +184,7 @@ def test_data_without_trees_are_refused():
         probe_trees(plain)
 
 
+@pytest.mark.slow
 def test_a_run_stores_reloads_and_reports_what_the_api_computes(folder, tmp_path):
     experiment = load_experiment(_write(folder, CONLLU))
     with warnings.catch_warnings():

@@ -22,6 +22,7 @@ def _digits(options: str) -> str:
 FAST = "seeds = 1\ntimesteps = [0.05, 0.2, 1.0]\nmax_epochs = 2\nbatch_size = 256\nmax_switches = 1"
 
 
+@pytest.mark.slow
 def test_a_switching_run_writes_codes_table_figure_and_exports(tmp_path):
     path = tmp_path / "switching.toml"
     path.write_text(_digits(f'families = ["linear", "8"]\n{FAST}'))

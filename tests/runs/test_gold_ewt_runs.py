@@ -173,6 +173,7 @@ def test_structural_probes_on_gold_trees(folder, gold):
 
 
 @pytest.mark.parametrize("name", sorted(path.name for path in EXAMPLES.glob("ewt-*.toml")))
+@pytest.mark.slow
 def test_the_gold_examples_pass_check(name, capsys):
     assert main(["run", str(EXAMPLES / name), "--check"]) == 0
     assert "experiment file OK" in capsys.readouterr().out

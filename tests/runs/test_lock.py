@@ -266,6 +266,7 @@ def test_two_runs_into_one_folder_the_second_fails_and_computes_nothing(
     assert len(ResultStore(out / "tiny").keys()) == 1
 
 
+@pytest.mark.slow
 def test_run_experiment_releases_the_lock_after_a_failure_and_takes_over_a_stale_one(
     tmp_path, monkeypatch
 ):

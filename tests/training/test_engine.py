@@ -419,6 +419,7 @@ def test_metrics_are_in_range_and_consistent(task):
     assert np.all(result.loss_truncated[result.loss > 1.0] < result.loss[result.loss > 1.0])
 
 
+@pytest.mark.slow
 def test_per_example_outputs_agree_with_the_aggregates(task, monkeypatch):
     """Per-example cross-entropies average to the loss, predictions reproduce the accuracy and
     the same loss per probe comes back from worker processes."""

@@ -36,7 +36,7 @@ def _probes():
     ],
     ids=["fixed-steps", "early-stopping"],
 )
-@pytest.mark.parametrize("n_jobs", [1, 2])
+@pytest.mark.parametrize("n_jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_families_in_one_call_equal_one_call_each(config, n_jobs, monkeypatch):
     if n_jobs == 2:
         monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)  # worker processes, not in-process

@@ -123,6 +123,7 @@ def _backing_in_worker(array: np.ndarray) -> str | None:
     return backing_file(array)
 
 
+@pytest.mark.slow
 def test_workers_map_the_same_file():
     shared = share_array(np.ones((600, 700), dtype=np.float32))  # above joblib's 1 MB
     seen = Parallel(n_jobs=2, backend="loky")(delayed(_backing_in_worker)(shared) for _ in range(2))
@@ -154,6 +155,7 @@ def test_shared_data_equals_the_data(sparse):
 
 
 @pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.slow
 def test_training_on_shared_data_in_workers_is_unchanged(monkeypatch, sparse):
     monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)  # train in worker processes
     data = _data(sparse)

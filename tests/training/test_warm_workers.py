@@ -36,6 +36,7 @@ def test_no_workers_no_thread():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.slow
 def test_the_engine_trains_in_the_warmed_workers(monkeypatch):
     thread = warm_workers(2)
     thread.join(timeout=120)

@@ -88,6 +88,7 @@ def _running(pid: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_loky_workers_exit_within_seconds_of_a_kill_9_of_their_parent(tmp_path):
     log = tmp_path / "stderr.txt"
     environment = {**os.environ, "OMP_NUM_THREADS": "1"}
