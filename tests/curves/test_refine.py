@@ -216,7 +216,6 @@ def test_without_target_or_rounds_one_round_is_run():
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_theorem_5_coverage_is_measured_on_bernoulli_draws():
     """Each draw is the 0-1 loss on one test point (Bernoulli(L(n))), as in Theorem 5's proof.
     With S draws per size the search never returns m̂ below m_εSC = 393 (L ≤ ε = 0.4) in 25
@@ -299,7 +298,6 @@ def test_new_arguments_are_refused_up_front_by_name(keywords, message):
             evaluations_per_size(**arguments)
 
 
-@pytest.mark.slow
 @pytest.mark.slow
 def test_refinement_with_delta_on_digits_draws_s_probes(digits, coarse):
     """Real probes: 0-1 loss, ε = 0.6 (threshold 0.3, crossed between 20 and 200), δ = 0.5,

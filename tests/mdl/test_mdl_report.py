@@ -89,7 +89,6 @@ def test_cli_mdl_rejects_bad_timesteps(tmp_path, capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_cli_mdl_stopping_set_flag(tmp_path, capsys):
     """``--stopping-set`` comes from the option declaration: checked, and recorded per code."""
     features = _npz(tmp_path / "rep.npz")

@@ -522,7 +522,6 @@ def check_load(path: Path) -> tuple[str, ...] | None:
 @settings(max_examples=4 * settings.default.max_examples)  # cheap examples (~7 ms): 4x
 @given(data=st.data())
 @pytest.mark.slow
-@pytest.mark.slow
 def test_a_mutated_file_loads_or_lists_its_problems_one_per_line(
     folder: Path, data: st.DataObject
 ) -> None:

@@ -163,7 +163,6 @@ def test_the_least_constrained_parser_memorises_most_and_is_chosen_without_test_
 
 
 @pytest.mark.slow
-@pytest.mark.slow
 def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
     path = _write(folder, CONLLU, BIAFFINE)
     experiment = load_experiment(path)
