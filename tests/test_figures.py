@@ -66,6 +66,7 @@ def test_the_curve_figure_names_its_panels_and_puts_epsilon_in_one_legend(tmp_pa
     _saved(figure, tmp_path, "curves")
 
 
+@pytest.mark.slow
 def test_the_mdl_figure_shows_only_the_codes_computed(tmp_path):
     rng = np.random.default_rng(0)
     y = np.arange(300) % 3
@@ -83,6 +84,7 @@ def test_the_mdl_figure_shows_only_the_codes_computed(tmp_path):
     _saved(figure, tmp_path, "mdl")
 
 
+@pytest.mark.slow
 def test_the_pareto_figure_names_the_measure_and_what_its_complexity_is(tmp_path):
     points = pd.DataFrame(
         {
@@ -101,6 +103,7 @@ def test_the_pareto_figure_names_the_measure_and_what_its_complexity_is(tmp_path
     _saved(figure, tmp_path, "frontiers")
 
 
+@pytest.mark.slow
 def test_the_power_figure_has_the_power_line_in_its_legend(tmp_path):
     splits = stratified_splits(np.repeat(np.arange(2), 100), [8, 16])
     runs = pd.DataFrame({"split": [0, 1], "seed": [0, 0]})

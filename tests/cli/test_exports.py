@@ -33,6 +33,7 @@ def _curve(features, out, *extra):
     assert main([*args, "--out", str(out), *extra]) == 0
 
 
+@pytest.mark.slow
 def test_curve_exports_points_and_measures_in_both_formats(features, tmp_path, capsys):
     out = tmp_path / "run"
     _curve(features, out, "--epsilon", "0.4", "--unit", "bits", "--export", "csv,parquet")

@@ -344,6 +344,7 @@ def test_probe_data_splits_by_sentence(sample: Treebank) -> None:
 
 @needs_spacy
 @needs_ptb
+@pytest.mark.slow
 def test_probe_data_on_silver_ptb(silver: Treebank) -> None:
     features = np.random.default_rng(0).normal(size=(silver.n_words, 4))
     data = probe_data(silver, features, test_size=0.25)

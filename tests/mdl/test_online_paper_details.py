@@ -316,6 +316,7 @@ def test_old_results_without_stopping_set_load_as_prefix(tmp_path):
         OnlineCode.from_dict({**early, "stopping_set": "sideways"})
 
 
+@pytest.mark.slow
 def test_method_option_records_the_stopping_set_in_results_json(tmp_path):
     """``[method] stopping_set``: declared once (default the paper's "dev"), checked, passed to
     every online code, and written per code into the run's results.json."""

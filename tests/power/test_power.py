@@ -432,6 +432,7 @@ def test_unpaired_representations_are_rejected(digits):
 # --------------------------------------------------------------------------- command line
 
 
+@pytest.mark.slow
 def test_cli_recommend_and_power(tmp_path, capsys, digits):
     from probemeter.cli.main import main
 

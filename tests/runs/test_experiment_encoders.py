@@ -327,6 +327,7 @@ def test_random_init_also_adds_the_control_sweep(tmp_path):
         load_experiment(single)
 
 
+@pytest.mark.slow
 def test_combine_concat_puts_the_listed_layers_side_by_side(tmp_path):
     make_tiny_bert(tmp_path / "tiny-bert")
     path = _sweep_file(tmp_path, "tiny-bert", "[0, 2]")

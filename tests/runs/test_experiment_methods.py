@@ -40,6 +40,7 @@ def test_pareto_method_writes_hypervolumes_and_frontiers(tmp_path, capsys):
     assert "method kind pareto" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_power_method_pairs_each_representation_with_the_baseline(tmp_path):
     method = (
         'kind = "power"\nbaseline = "pixels"\nper_class = [8, 16]\nseeds = 2\nsteps = 60\nlr = 0.01'

@@ -151,6 +151,7 @@ def test_missing_or_foreign_results_file_is_a_clear_error(tmp_path, curves):
         write_report(tmp_path)
 
 
+@pytest.mark.slow
 def test_experiment_and_timings_are_shown_when_present(tmp_path, curves, digits_curve):
     save_results(tmp_path / "results.json", [digits_curve], compare([digits_curve], 0.5))
     payload = json.loads((tmp_path / "results.json").read_text())
@@ -220,6 +221,7 @@ def test_the_experiment_is_shown_as_written_and_spreads_are_labelled(tmp_path, c
     assert "test loss (nats), mean ± s.d. over seeds" in html
 
 
+@pytest.mark.slow
 def test_a_recorded_configuration_is_shown_without_its_unset_values(tmp_path, curves):
     save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
     payload = json.loads((tmp_path / "results.json").read_text())
@@ -230,6 +232,7 @@ def test_a_recorded_configuration_is_shown_without_its_unset_values(tmp_path, cu
     assert json.loads(shown.replace("&#34;", '"')) == {"run": {"name": "x"}}
 
 
+@pytest.mark.slow
 def test_labels_and_features_from_one_pipeline_raise_a_banner(tmp_path, curves):
     save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
     payload = json.loads((tmp_path / "results.json").read_text())
@@ -244,6 +247,7 @@ def test_labels_and_features_from_one_pipeline_raise_a_banner(tmp_path, curves):
     assert "silver upos labels: its scores are inflated" in banners[0]
 
 
+@pytest.mark.slow
 def test_a_template_of_ones_own_renders_the_same_context(tmp_path, curves):
     save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
     mine = tmp_path / "mine.html.j2"
