@@ -77,7 +77,13 @@ def run_curve(data: ProbeData, sizes: np.ndarray, steps: int) -> tuple[dict, Los
     """One curve in the engine's worker processes, with the process tree's figures."""
     with TreeMonitor() as monitor:
         curve = loss_data_curve(
-            data, PROBE, sizes, SEEDS, config=TrainingConfig(steps, BATCH, LR), progress=False
+            data,
+            PROBE,
+            sizes,
+            SEEDS,
+            config=TrainingConfig(steps, BATCH, LR),
+            progress=False,
+            dev_fraction=0.0,
         )
     return monitor.figures(), curve
 

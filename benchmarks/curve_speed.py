@@ -341,6 +341,7 @@ def run_engine(
             device=str(device),
             n_jobs=n_jobs,
             progress=False,
+            dev_fraction=0.0,
         )
     return {**monitor.figures(), "gpu_peak_mib": gpu_peak_mib(device)}, curve
 

@@ -93,6 +93,7 @@ def _case(mode: str, sentences: int, cache: str) -> dict[str, float]:
             config=TrainingConfig(steps=50),
             n_jobs=1,
             progress=False,
+            dev_fraction=0.0,
         )
     sampler.running = False
     sampler.join()

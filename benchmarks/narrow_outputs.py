@@ -30,7 +30,7 @@ import torch
 
 from probemeter.curves.curve import default_sizes, loss_data_curve
 from probemeter.datasets import digits_representations
-from probemeter.pareto.linear_probes import fit_nuclear_norm_probes
+from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, nuclear_norm_penalties
 from probemeter.probes import MLP, Linear, stacked_mlp
 from probemeter.probes.stacked_mlp import transposed_layer
 from probemeter.structural.training import ProbeSpec, StructuralTraining, fit_structural_probes
@@ -92,14 +92,18 @@ def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
 
     def curve(probe: Linear | MLP) -> Callable[[], np.ndarray]:
         return lambda: (
-            loss_data_curve(data, probe, sizes, 8, config=config, n_jobs=1, progress=False)
+            loss_data_curve(
+                data, probe, sizes, 8, config=config, n_jobs=1, progress=False, dev_fraction=0.0
+            )
             .to_frame()["loss"]
             .to_numpy()
         )
 
     def pareto() -> np.ndarray:
         arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
-        return fit_nuclear_norm_probes(*arrays, config=TrainingConfig(steps=steps, lr=1e-2)).loss
+        penalties = nuclear_norm_penalties(50)
+        config = TrainingConfig(steps=steps, lr=1e-2)
+        return fit_nuclear_norm_probes(*arrays, penalties, config=config).loss
 
     def structural() -> np.ndarray:
         rng = np.random.default_rng(0)

@@ -90,6 +90,7 @@ def main() -> int:
         seeds=1,
         config=TrainingConfig(steps=args.steps),
         n_jobs=1,
+        dev_fraction=0.0,
     )
     wall = time.perf_counter() - wall
     usage = resource.getrusage(resource.RUSAGE_SELF)

@@ -22,7 +22,9 @@ from probemeter.training.engine import fit_evaluate
 SIZES = [10, 40, 160, 640]
 STEPS = 150
 CONFIG = TrainingConfig(steps=STEPS, batch_size=64, lr=1e-2)
-SETTINGS = {"config": CONFIG, "device": "cpu", "progress": False}
+#: no development split: the curve's own mechanics (tests/curves/test_curve_development_split.py
+#: has the split's)
+SETTINGS = {"config": CONFIG, "device": "cpu", "progress": False, "dev_fraction": 0.0}
 
 
 @pytest.fixture(scope="module")

@@ -73,7 +73,7 @@ def test_without_a_split_the_curve_is_unchanged() -> None:
     data = _data()
     config = TrainingConfig(steps=30, batch_size=16, lr=1e-2)
     options = {"config": config, "n_jobs": None, "progress": False}
-    plain = loss_data_curve(data, MLP(()), [20, 100], 1, **options)
+    plain = loss_data_curve(data, MLP(()), [20, 100], 1, dev_fraction=0.0, **options)
     assert not plain.has_development and "development" not in plain.metadata
     with pytest.raises(ValueError, match="without a development split"):
         plain.development_curve()

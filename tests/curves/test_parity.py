@@ -23,6 +23,7 @@ def curves():
             seeds=2,
             config=pm.TrainingConfig(steps=500, lr=1e-3),
             progress=False,
+            dev_fraction=0.0,
         )
         for name, data in reps.items()
     }

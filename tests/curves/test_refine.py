@@ -24,7 +24,13 @@ def digits():
 @pytest.fixture(scope="module")
 def coarse(digits):
     return pm.loss_data_curve(
-        digits, pm.MLP((32,)), sizes=[20, 200, 1297], seeds=2, config=CONFIG, progress=False
+        digits,
+        pm.MLP((32,)),
+        sizes=[20, 200, 1297],
+        seeds=2,
+        config=CONFIG,
+        progress=False,
+        dev_fraction=0.0,
     )
 
 
@@ -53,13 +59,36 @@ def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse, m
     merged = refined.curve.points.set_index(["n", "seed"])
     for sizes in rounds:
         direct = pm.loss_data_curve(
-            digits, pm.MLP((32,)), sizes=sizes, seeds=2, config=CONFIG, progress=False
+            digits,
+            pm.MLP((32,)),
+            sizes=sizes,
+            seeds=2,
+            config=CONFIG,
+            progress=False,
+            dev_fraction=0.0,
         )
         for row in direct.points.itertuples():
             assert merged.loc[(row.n, row.seed), "loss"] == row.loss
     assert refined.curve.points[refined.curve.points["n"] == 200]["loss"].tolist() == (
         coarse.points[coarse.points["n"] == 200]["loss"].tolist()
     )
+
+
+def test_refinement_retrains_with_the_curves_development_split(digits):
+    """A curve measured with a development split is refined on that split: its new points are
+    those a curve with the same split gives."""
+    settings = {"seeds": 1, "config": CONFIG, "progress": False, "dev_fraction": 0.2}
+    curve = pm.loss_data_curve(digits, pm.MLP((32,)), sizes=[20, 200], **settings)
+    assert curve.metadata["development"]["fraction"] == 0.2
+    losses = curve.mean()
+    epsilon = float(losses.loc[20] + losses.loc[200]) / 2
+    refined = pm.refine_sample_complexity(digits, curve, epsilon, rounds=1, points=3)
+    new_sizes = np.setdiff1d(refined.curve.sizes, curve.sizes).tolist()
+    assert refined.rounds_run == 1 and new_sizes
+    direct = pm.loss_data_curve(digits, pm.MLP((32,)), sizes=new_sizes, **settings)
+    merged = refined.curve.points.set_index(["n", "seed"])
+    for row in direct.points.itertuples():
+        assert merged.loc[(row.n, row.seed), "loss"] == row.loss
 
 
 def test_refinement_reports_lower_bound_when_never_reached(digits, coarse):
@@ -82,7 +111,13 @@ def test_recommend_epsilon_is_the_full_data_test_loss(digits):
     config = pm.TrainingConfig(steps=200, lr=3e-3)
     epsilon = pm.recommend_epsilon(digits, pm.MLP((32,)), seeds=2, config=config)
     curve = pm.loss_data_curve(
-        digits, pm.MLP((32,)), sizes=[digits.pool_size], seeds=2, config=config, progress=False
+        digits,
+        pm.MLP((32,)),
+        sizes=[digits.pool_size],
+        seeds=2,
+        config=config,
+        progress=False,
+        dev_fraction=0.0,
     )
     assert epsilon == pytest.approx(curve.points["loss"].mean())
     assert 0 < epsilon < np.log(10)

@@ -113,7 +113,9 @@ def test_module_pools_like_the_autograd_reference(trained, task):
 def test_a_kept_curve_of_span_probes_stores_the_curves_losses(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
     config = TrainingConfig(steps=20)
-    curve = loss_data_curve(data, PROBE, [30, 150], 2, config=config, n_jobs=1, keep_probes=True)
+    curve = loss_data_curve(
+        data, PROBE, [30, 150], 2, config=config, n_jobs=1, keep_probes=True, dev_fraction=0.0
+    )
     # on the device the curve trained on (``device = "auto"``): exactly on the CPU; on a GPU
     # cuBLAS picks kernels by the stack's shape, so a lone probe differs in the last bits
     kept = curve.probes.evaluate(data.X_test, data.y_test, device="auto")

@@ -170,13 +170,14 @@ def test_span_probes_through_the_curve_and_the_online_code(task):
     probe = probe_for(data, (8,), projection=PROJECTION)
     assert probe.span == TOKENS
     config = TrainingConfig(steps=60, lr=1e-2)
-    curve = loss_data_curve(data, probe, [20, 150], 1, config=config, n_jobs=1)
+    curve = loss_data_curve(data, probe, [20, 150], 1, config=config, n_jobs=1, dev_fraction=0.0)
     assert curve.points["loss"].iloc[-1] < curve.points["loss"].iloc[0]  # more data helps
     online = online_codelength(
         data,
         probe,
         config=paper_training(max_epochs=40, lr=1e-2),
         timesteps=(0.2, 0.5, 1.0),
+        seeds=3,
         n_jobs=1,
         progress=False,
     )

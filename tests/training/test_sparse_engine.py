@@ -42,7 +42,13 @@ def _pair(rows=500, features=120, density=0.08, classes=3, seed=0):
 def test_curve_on_sparse_features_equals_the_dense_curve(probe):
     sparse, dense = _pair()
     config = TrainingConfig(steps=40, lr=1e-2)
-    options = {"sizes": [5, 50, 400], "seeds": 2, "config": config, "n_jobs": 1}
+    options = {
+        "sizes": [5, 50, 400],
+        "seeds": 2,
+        "config": config,
+        "n_jobs": 1,
+        "dev_fraction": 0.0,
+    }
     a, b = loss_data_curve(sparse, probe, **options), loss_data_curve(dense, probe, **options)
     np.testing.assert_allclose(a.points.loss, b.points.loss, rtol=1e-5)
     np.testing.assert_allclose(a.points.accuracy, b.points.accuracy)

@@ -26,7 +26,12 @@ import pandas as pd
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
-from probemeter.curves.method import CURVE_TRAINING
+from probemeter.curves.method import (
+    CURVE_DEV_FRACTION,
+    CURVE_PROBE,
+    CURVE_SEEDS,
+    CURVE_TRAINING,
+)
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
@@ -49,6 +54,9 @@ METRICS = ("loss", "loss_truncated", "accuracy")
 F1_METRICS = ("micro_f1", "macro_f1")
 #: per-probe columns measured on a development split held out of the pool (``dev_fraction``)
 DEV_METRICS = tuple(f"dev_{metric}" for metric in METRICS)
+#: :func:`loss_data_curve`'s default probe, the ``curve`` method's, built once (an MLP is a
+#: frozen value)
+_PROBE = MLP(CURVE_PROBE)
 
 
 def default_sizes(pool_size: int, n_points: int | None = None, smallest: int = 10) -> np.ndarray:
@@ -381,9 +389,9 @@ def _development_points(evaluation: Any, data: ProbeData, dev_rows: np.ndarray) 
 
 def loss_data_curve(
     data: ProbeData,
-    probe: MLP | None = None,
+    probe: MLP = _PROBE,
     sizes: Sequence[int] | np.ndarray | None = None,
-    seeds: int | Sequence[int] = 4,
+    seeds: int | Sequence[int] = CURVE_SEEDS,
     *,
     config: TrainingConfig | None = None,
     random_state: int = 0,
@@ -392,7 +400,7 @@ def loss_data_curve(
     max_memory: float | None = None,
     progress: bool = True,
     keep_probes: bool = False,
-    dev_fraction: float = 0.0,
+    dev_fraction: float = CURVE_DEV_FRACTION,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -410,9 +418,11 @@ def loss_data_curve(
 
     Args:
         data: the representation's features and labels.
-        probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1).
+        probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1; the
+            ``curve`` method's, :data:`~probemeter.curves.method.CURVE_PROBE`).
         sizes: training-set sizes n; default :func:`default_sizes` of the pool.
-        seeds: a count (seeds 0..seeds-1) or explicit seed ids.
+        seeds: a count (seeds 0..seeds-1) or explicit seed ids; default 4, the ``curve``
+            method's (:data:`~probemeter.curves.method.CURVE_SEEDS`).
         config: how every probe trains (:class:`~probemeter.training.config.TrainingConfig`);
             default :data:`~probemeter.curves.method.CURVE_TRAINING`, Whitney et al.'s
             protocol and the ``curve`` method's (1000 Adam updates at lr 1e-4 on minibatches
@@ -429,8 +439,10 @@ def loss_data_curve(
             more after training as the engine evaluated it (:meth:`ProbeSet.from_stacked`: its
             loss is the point's, bit for bit). Training and the curve's points are the same
             either way.
-        dev_fraction: hold this share of the pool out of training (0: none, the papers'
-            protocol) as a development split on which every probe is also evaluated: the
+        dev_fraction: hold this share of the pool out of training as a development split
+            (default 0.1, the ``curve`` method's,
+            :data:`~probemeter.curves.method.CURVE_DEV_FRACTION`; 0: none, the papers'
+            protocol) on which every probe is also evaluated: the
             points gain ``dev_loss``, ``dev_loss_truncated`` and ``dev_accuracy``, and
             :meth:`LossDataCurve.development_curve` is the curve measured there, from which a
             comparison chooses a representation before testing it on the test set. Subsets
@@ -440,7 +452,8 @@ def loss_data_curve(
 
     Examples:
         Linear probes on three separable classes, two seeds per size, with a short training
-        (the default is Whitney et al.'s 1000 updates at lr 1e-4):
+        (the default is Whitney et al.'s 1000 updates at lr 1e-4); by default 10 % of the pool
+        is held out as the development split, on which the curve is measured too:
 
         >>> import numpy as np
         >>> from probemeter import Linear, ProbeData
@@ -453,9 +466,12 @@ def loss_data_curve(
         ...     device="cpu", progress=False,
         ... )
         >>> curve.sizes.tolist(), curve.mean("loss").round(2).tolist()
-        ([10, 40, 160], [0.59, 0.37, 0.38])
+        ([10, 40, 160], [0.66, 0.4, 0.38])
+        >>> data.pool_size, curve.pool_size, curve.metadata["development"]["n_dev"]
+        (240, 216, 24)
+        >>> curve.development_curve().mean("loss").round(2).tolist()
+        [0.54, 0.29, 0.27]
     """
-    probe = MLP() if probe is None else probe
     check_probe_data(data, sparse=True)
     if keep_probes and data.is_sparse:
         raise ValueError(

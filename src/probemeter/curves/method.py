@@ -33,12 +33,27 @@ from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.data import ProbeData
 from probemeter.training.config import TrainingConfig
 
-__all__ = ["CURVE_TRAINING", "CurveMethod", "curve_unit"]
+__all__ = [
+    "CURVE_DEV_FRACTION",
+    "CURVE_PROBE",
+    "CURVE_SEEDS",
+    "CURVE_TRAINING",
+    "CurveMethod",
+    "curve_unit",
+]
 
 #: how every probe of a loss-data curve trains by default, in experiment files and
 #: :func:`~probemeter.curves.curve.loss_data_curve` alike: :class:`TrainingConfig`'s defaults,
 #: Whitney et al.'s protocol (App. C.1: Adam at lr 1e-4, the same number of updates at every n)
 CURVE_TRAINING = TrainingConfig()
+#: the defaults of the other options :func:`~probemeter.curves.curve.loss_data_curve` shares
+#: with the ``curve`` method, one value each for both: the probe's hidden widths (two layers of
+#: 512 ReLU units, Whitney et al., App. C.1), the data orders (seeds) per size, and the share of
+#: the pool held out as a development split on which comparisons choose a representation before
+#: testing it (Whitney et al. hold none out: ``dev_fraction=0``)
+CURVE_PROBE: tuple[int, ...] = (512, 512)
+CURVE_SEEDS = 4
+CURVE_DEV_FRACTION = 0.1
 
 
 def _sizes(value: Any) -> str | None:
@@ -57,12 +72,12 @@ class CurveMethod(Method):
     )
     unit: str = option("nats", check=valid.one_of("nats", "bits"), help="unit of ε and losses")
     probe: tuple[int, ...] = option(
-        (512, 512),
+        CURVE_PROBE,
         check=valid.integer_list(),
         help="hidden widths of the MLP probe; none for a linear probe",
         flag="--hidden",
     )
-    seeds: int = option(4, check=valid.integer(1), help="probes (data orders) per size")
+    seeds: int = option(CURVE_SEEDS, check=valid.integer(1), help="probes (data orders) per size")
     steps: int = option(
         CURVE_TRAINING.steps, check=valid.integer(1), help="Adam updates of every probe"
     )
@@ -83,7 +98,7 @@ class CurveMethod(Method):
         show=lambda value: "default" if value is None else list(value),
     )
     dev_fraction: float = option(
-        0.1,
+        CURVE_DEV_FRACTION,
         check=valid.number(0, 1, closed="left"),
         help="share of the pool (whole sentences for words) held out of training, on which "
         "the probes are also measured so that comparisons choose the best representation "

@@ -478,6 +478,7 @@ def _curve_settings(data: ProbeData, curve: LossDataCurve) -> dict:
         "seeds": sorted(curve.points["seed"].unique().tolist()),
         "config": TrainingConfig.from_dict(meta["training"]),
         "random_state": meta["random_state"],
+        "dev_fraction": meta.get("development", {}).get("fraction", 0.0),
     }
 
 
@@ -510,5 +511,6 @@ def recommend_epsilon(
         random_state=random_state,
         n_jobs=n_jobs,
         progress=progress,
+        dev_fraction=0.0,  # trained on the full pool: nothing held out
     )
     return float(curve.points["loss"].mean())

@@ -31,6 +31,7 @@ _EXPORTS = {
     "BITS_PER_KBIT": ".online",
     "BITS_PER_NAT": ".online",
     "OnlineCode": ".online",
+    "PAPER_PROBE": ".method",
     "PAPER_TIMESTEPS": ".method",
     "SeedResults": ".online",
     "STOPPING_SETS": ".online",

@@ -44,6 +44,10 @@ from probemeter.data import ProbeData
 from probemeter.training.config import TrainingConfig, VariationalTraining
 
 __all__ = [
+    "MDL_PROBE",
+    "ONLINE_SEEDS",
+    "ONLINE_STOPPING_SET",
+    "PAPER_PROBE",
     "PAPER_TIMESTEPS",
     "PAPER_TRAINING",
     "VARIATIONAL_TRAINING",
@@ -65,6 +69,20 @@ _CODES = (
 
 #: the timesteps of Voita & Titov (footnote 4): 0.1, 0.2, ... 50, 100 percent of the data
 PAPER_TIMESTEPS = (0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.0625, 0.125, 0.25, 0.5, 1.0)
+#: Voita & Titov's probe (§3.1, Hewitt & Liang's default): MLP-2 with h = 1000
+PAPER_PROBE: tuple[int, ...] = (1000, 1000)
+#: the probe's hidden widths by default, of the online and variational codes, in experiment
+#: files and the API alike (:func:`~probemeter.mdl.online.online_codelength`,
+#: :func:`~probemeter.mdl.variational.variational_codelength`): MLP-2 with h = 64, in reach of a
+#: CPU (the paper's is :data:`PAPER_PROBE`)
+MDL_PROBE: tuple[int, ...] = (64, 64)
+#: the data orders (seeds) of the online codes by default, in experiment files and the API
+#: alike (:func:`~probemeter.mdl.online.online_codelength`,
+#: :func:`~probemeter.mdl.switching_code.switching_codelength`)
+ONLINE_SEEDS = 2
+#: where the online codes' probes early-stop by default, in experiment files and the API alike:
+#: on a development set held out of the pool and not transmitted, the paper's protocol (§3.1)
+ONLINE_STOPPING_SET = "dev"
 #: how the online codes' probes train by default, in experiment files and the API alike
 #: (:func:`~probemeter.mdl.online.online_codelength`): §3.1's protocol after Hewitt & Liang
 #: (2019), Adam from lr 1e-3, per-probe early stopping on a development set, the learning rate
@@ -110,7 +128,11 @@ def block_problems(
 #: the options of every method that trains online codes (``mdl``, ``switching``), declared
 #: once here: name -> keyword arguments of :func:`~probemeter._method.option`
 _ONLINE_OPTIONS: dict[str, dict[str, Any]] = {
-    "seeds": {"default": 2, "check": valid.integer(1), "help": "data orders of the online codes"},
+    "seeds": {
+        "default": ONLINE_SEEDS,
+        "check": valid.integer(1),
+        "help": "data orders of the online codes",
+    },
     "timesteps": {
         "default": PAPER_TIMESTEPS,
         "check": valid.Check(_timesteps),
@@ -132,7 +154,7 @@ _ONLINE_OPTIONS: dict[str, dict[str, Any]] = {
         "help": "epochs at most (§3.1 early stopping on a dev split)",
     },
     "stopping_set": {
-        "default": "dev",
+        "default": ONLINE_STOPPING_SET,
         "check": valid.one_of("dev", "prefix"),
         "help": (
             'where probes early-stop (§3.1): "dev", 10 % of the pool held out and not '
@@ -188,7 +210,10 @@ class MDLMethod(OnlineCodeMethod):
     """``[method] kind = "mdl"``: online (and variational) codes, Voita & Titov §2–3."""
 
     probe: tuple[int, ...] = option(
-        (64, 64), check=valid.integer_list(), help="hidden widths of the MLP probe", flag="--hidden"
+        MDL_PROBE,
+        check=valid.integer_list(),
+        help="hidden widths of the MLP probe",
+        flag="--hidden",
     )
     seeds: int = online_option("seeds")
     timesteps: tuple[float, ...] = online_option("timesteps")

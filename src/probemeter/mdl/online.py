@@ -74,7 +74,13 @@ from probemeter._multilabel import f1_scores, label_counts
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
-from probemeter.mdl.method import PAPER_TIMESTEPS, PAPER_TRAINING
+from probemeter.mdl.method import (
+    MDL_PROBE,
+    ONLINE_SEEDS,
+    ONLINE_STOPPING_SET,
+    PAPER_TIMESTEPS,
+    PAPER_TRAINING,
+)
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.training.config import TrainingConfig, config_or_default
@@ -120,6 +126,10 @@ STOPPING_SETS = ("dev", "prefix")
 
 #: the random stream of the held-out development split (keyed with ``random_state``)
 _DEV_STREAM = 0xDE7
+
+#: :func:`online_codelength`'s default probe, the ``mdl`` method's, built once (an MLP is a
+#: frozen value)
+_PROBE = MLP(MDL_PROBE)
 
 
 def uniform_codelength(n: int, n_classes: int, multilabel: bool = False) -> float:
@@ -435,12 +445,12 @@ class OnlineCode(SeedResults):
 
 def online_codelength(
     data: ProbeData,
-    probe: MLP | None = None,
+    probe: MLP = _PROBE,
     timesteps: Sequence[float] = PAPER_TIMESTEPS,
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] = ONLINE_SEEDS,
     *,
     config: TrainingConfig | None = None,
-    stopping_set: str = "dev",
+    stopping_set: str = ONLINE_STOPPING_SET,
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,
@@ -455,10 +465,14 @@ def online_codelength(
         data: features and labels; the pool (``X_train, y_train``) is what is transmitted
             (less the development set with ``stopping_set="dev"``); the test set gives the
             accuracy of the probe trained on all data.
-        probe: the probe; default MLP-2 with h = 1000 (§3.1, Hewitt & Liang's default).
+        probe: the probe; default MLP-2 with h = 64, the ``mdl`` method's
+            (:data:`~probemeter.mdl.method.MDL_PROBE`); the paper's MLP-2 with h = 1000 (§3.1,
+            Hewitt & Liang's default) is ``MLP(PAPER_PROBE)``
+            (:data:`~probemeter.mdl.method.PAPER_PROBE`).
         timesteps: block ends as fractions of the transmitted data, strictly increasing in
             (0, 1], ending at 1 (default: the paper's, footnote 4).
-        seeds: a count or explicit seed ids; each seed is one data order (and probe seeds).
+        seeds: a count or explicit seed ids; each seed is one data order (and probe seeds);
+            default 2, the ``mdl`` method's (:data:`~probemeter.mdl.method.ONLINE_SEEDS`).
         config: how probes train; default :data:`~probemeter.mdl.method.PAPER_TRAINING`
             (§3.1 early stopping; the ``mdl`` method's).
         stopping_set: with early stopping, where probes stop (§3.1): ``"dev"`` (default, the
@@ -504,7 +518,6 @@ def online_codelength(
         raise ValueError(
             "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
         )
-    probe = MLP((1000, 1000)) if probe is None else probe
     options = _CodeOptions(
         timesteps=timesteps,
         seeds=seeds,
@@ -526,10 +539,10 @@ def online_codelengths(
     data: ProbeData,
     probes: Sequence[MLP],
     timesteps: Sequence[float] = PAPER_TIMESTEPS,
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] = ONLINE_SEEDS,
     *,
     config: TrainingConfig | None = None,
-    stopping_set: str = "dev",
+    stopping_set: str = ONLINE_STOPPING_SET,
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,

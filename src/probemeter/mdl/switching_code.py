@@ -54,7 +54,7 @@ import pandas as pd
 
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data
-from probemeter.mdl.method import PAPER_TIMESTEPS
+from probemeter.mdl.method import ONLINE_SEEDS, ONLINE_STOPPING_SET, PAPER_TIMESTEPS
 from probemeter.mdl.online import (
     BITS_PER_KBIT,
     OnlineCode,
@@ -67,6 +67,7 @@ from probemeter.mdl.switching import (
     switch_forward,
     switching_rates,
 )
+from probemeter.mdl.switching_method import MAX_SWITCHES, SWITCHING_GRANULARITY, SWITCHING_RATE
 from probemeter.probes import MLP
 from probemeter.training.config import TrainingConfig
 
@@ -257,9 +258,9 @@ class SwitchingCode(SeedResults):
 def switching_code(
     codes: Mapping[str, OnlineCode],
     *,
-    rate: str | float = "harmonic",
-    granularity: str = "example",
-    max_switches: int = 3,
+    rate: str | float = SWITCHING_RATE,
+    granularity: str = SWITCHING_GRANULARITY,
+    max_switches: int = MAX_SWITCHES,
 ) -> SwitchingCode:
     """The switching code over the online codes ``codes`` (family name → code), each computed
     with ``keep_example_bits=True`` on the same data, blocks, seeds and ``random_state``.
@@ -334,13 +335,13 @@ def switching_codelength(
     data: ProbeData,
     families: Sequence[MLP],
     timesteps: Sequence[float] = PAPER_TIMESTEPS,
-    seeds: int | Sequence[int] = 3,
+    seeds: int | Sequence[int] = ONLINE_SEEDS,
     *,
     config: TrainingConfig | None = None,
-    stopping_set: str = "dev",
-    rate: str | float = "harmonic",
-    granularity: str = "example",
-    max_switches: int = 3,
+    stopping_set: str = ONLINE_STOPPING_SET,
+    rate: str | float = SWITCHING_RATE,
+    granularity: str = SWITCHING_GRANULARITY,
+    max_switches: int = MAX_SWITCHES,
     random_state: int = 0,
     device: str = "auto",
     n_jobs: int | None = -1,

@@ -41,11 +41,26 @@ from probemeter._summary import POOL_SELECTION, Estimate, Headline, Summary
 from probemeter.data import ProbeData
 from probemeter.mdl.method import OnlineCodeMethod, online_option
 
-__all__ = ["SCHEMA", "SwitchingMethod", "family_widths", "switching_unit"]
+__all__ = [
+    "MAX_SWITCHES",
+    "SCHEMA",
+    "SWITCHING_GRANULARITY",
+    "SWITCHING_RATE",
+    "SwitchingMethod",
+    "family_widths",
+    "switching_unit",
+]
 
 #: the schema of a switching run's ``results.json``
 SCHEMA = "probemeter.switching/1"
 
+#: the switching code's settings by default, in experiment files and the API alike
+#: (:func:`~probemeter.mdl.switching_code.switching_codelength`,
+#: :func:`~probemeter.mdl.switching_code.switching_code`): the rate α_t = 1/t, a round per
+#: transmitted label, and the best sequences in hindsight with up to 3 switches
+SWITCHING_RATE = "harmonic"
+SWITCHING_GRANULARITY = "example"
+MAX_SWITCHES = 3
 #: kbits of the tables, as the MDL tables (Voita & Titov's unit)
 _KBIT = 1024
 
@@ -112,18 +127,20 @@ class SwitchingMethod(OnlineCodeMethod):
     seeds: int = online_option("seeds")
     timesteps: tuple[float, ...] = online_option("timesteps")
     rate: str | float = option(
-        "harmonic",
+        SWITCHING_RATE,
         check=valid.Check(_rate),
         parse=_parse_rate,
         help='switching rate: "harmonic" (alpha_t = 1/t), a constant in [0, 1), 0: no switching',
     )
     granularity: str = option(
-        "example",
+        SWITCHING_GRANULARITY,
         check=valid.one_of("example", "block"),
         help="rounds of the switching code: every label, or every online-code block",
     )
     max_switches: int = option(
-        3, check=valid.integer(0), help="best sequences in hindsight with up to this many switches"
+        MAX_SWITCHES,
+        check=valid.integer(0),
+        help="best sequences in hindsight with up to this many switches",
     )
     batch_size: int = online_option("batch_size")
     lr: float = online_option("lr")

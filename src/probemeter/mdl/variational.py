@@ -47,7 +47,7 @@ from probemeter._io import classes_from_json, classes_to_json
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
-from probemeter.mdl.method import VARIATIONAL_TRAINING
+from probemeter.mdl.method import MDL_PROBE, VARIATIONAL_TRAINING
 from probemeter.mdl.online import BITS_PER_KBIT, BITS_PER_NAT, SeedResults, uniform_codelength
 from probemeter.training.config import VariationalTraining, config_or_default
 from probemeter.training.probe_runs import Stopwatch, run_metadata
@@ -147,8 +147,11 @@ def variational_codelength(
 
     Args:
         data: the pool is transmitted; the test set gives the pruned probe's accuracy.
-        probe: default ``BayesianMLP((1000, 1000))`` (MLP-2, h = 1000, §3.1), with span
-            pooling on span rows (:meth:`BayesianMLP.for_data`).
+        probe: default ``BayesianMLP.for_data(data, MDL_PROBE)``: MLP-2 with h = 64, the
+            ``mdl`` method's (:data:`~probemeter.mdl.method.MDL_PROBE`), with span pooling on
+            span rows; the paper's MLP-2 with h = 1000 (§3.1) is
+            ``BayesianMLP.for_data(data, PAPER_PROBE)``
+            (:data:`~probemeter.mdl.method.PAPER_PROBE`).
         seeds: a count or explicit seed ids (initialisation, minibatch order and noise).
         config: epochs over the pool, minibatch size and Adam's learning rate
             (:class:`~probemeter.training.config.VariationalTraining`); default
@@ -183,7 +186,7 @@ def variational_codelength(
     check_single_label(check_probe_data(data), "the variational code (a softmax probe)")
     config = config_or_default(config, VARIATIONAL_TRAINING)
     check_scalar(random_state, "random_state", int, min_val=0)
-    probe = BayesianMLP.for_data(data, BayesianMLP().hidden) if probe is None else probe
+    probe = BayesianMLP.for_data(data, MDL_PROBE) if probe is None else probe
     if probe.span != (data.span_tokens or ()):
         raise ValueError(
             f"probe pools spans {probe.span or 'none'} but the data's rows hold "

@@ -45,7 +45,7 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._validation import one_of
-from probemeter.pareto.method import PARSER_TRAINING
+from probemeter.pareto.method import PARSER_DECODE, PARSER_TRAINING
 from probemeter.pareto.parsing import check_parse, mst_heads, sentence_offsets
 from probemeter.probes.mlp import MLP
 from probemeter.training.config import ParserTraining, config_or_default
@@ -187,7 +187,7 @@ def fit_biaffine_parsers(
     keys: Sequence[Sequence[int]],
     *,
     config: ParserTraining | None = None,
-    decode: str = "argmax",
+    decode: str = PARSER_DECODE,
     random_state: int = 0,
     device: str | torch.device = "cpu",
     rooted: bool = True,

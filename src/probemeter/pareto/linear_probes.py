@@ -42,7 +42,7 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._validation import check_scalar, is_integer
-from probemeter.pareto.method import LINEAR_TRAINING
+from probemeter.pareto.method import LINEAR_TRAINING, PARETO_PENALTIES
 from probemeter.pareto.span_pooling import attention_pool
 from probemeter.probes.stacked_mlp import stacked_affine
 from probemeter.training.config import TrainingConfig, config_or_default
@@ -91,11 +91,12 @@ def nuclear_norm_subgradient(weights: torch.Tensor, tol: float = 1e-6) -> torch.
 
 
 def nuclear_norm_penalties(
-    n_probes: int = 50, low: float = 2.0**-10, high: float = 8.0
+    n_probes: int = PARETO_PENALTIES, low: float = 2.0**-10, high: float = 8.0
 ) -> np.ndarray:
     """λ = 0 followed by ``n_probes - 1`` values evenly spaced in log between ``low`` and
     ``high`` (Pimentel et al., footnote 8: "log-uniform intervals from 2⁻¹⁰ and 8.0 while also
-    including ... λ = 0").
+    including ... λ = 0"); ``n_probes`` by default the ``pareto`` method's ``penalties``
+    (:data:`~probemeter.pareto.method.PARETO_PENALTIES`, 20).
 
     Raises:
         ValueError: ``n_probes`` < 2 or not 0 < low < high.
@@ -171,7 +172,8 @@ def fit_nuclear_norm_probes(
         X_train, y_train: training pool, (n, d) features and (n,) class indices.
         X_eval, y_eval: evaluation set.
         n_classes: K.
-        penalties: the λ per probe (default :func:`nuclear_norm_penalties`, 50 probes).
+        penalties: the λ per probe (default :func:`nuclear_norm_penalties`, 20 probes, the
+            ``pareto`` method's).
         learned_input: width m of a learned, unpenalised input map (one-hot baseline); None
             for fixed representations.
         span: for edge-probing span rows, each span's padded token count (``ProbeData.

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 __all__ = [
     "FAMILIES",
     "LINEAR_TRAINING",
+    "PARETO_PENALTIES",
+    "PARSER_DECODE",
     "PARSER_TRAINING",
     "ParetoMethod",
     "least_constrained_parser",
@@ -66,6 +68,13 @@ LINEAR_TRAINING = TrainingConfig(steps=1000, batch_size=256, lr=1e-2)
 #: (:func:`~probemeter.pareto.sweeps.parser_sweep`): the linear probes' updates, at lr 1e-3, on
 #: minibatches of 32 sentences
 PARSER_TRAINING = ParserTraining(steps=LINEAR_TRAINING.steps, batch_sentences=32, lr=1e-3)
+#: the nuclear-norm weights λ by default, in experiment files and the API alike: 0 and 19
+#: log-spaced in [2⁻¹⁰, 8] (:func:`~probemeter.pareto.linear_probes.nuclear_norm_penalties`, the
+#: default of :func:`~probemeter.pareto.sweeps.linear_sweep`; Pimentel et al., footnote 8)
+PARETO_PENALTIES = 20
+#: how the biaffine parsers decode by default, in experiment files and the API alike
+#: (:func:`~probemeter.pareto.sweeps.parser_sweep`): each word's arg-max head (App. B)
+PARSER_DECODE = "argmax"
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ class ParetoMethod(Method):
         'MLP family, label-shuffled complexity, UAS (§7.2; task label "arcs")',
     )
     penalties: int = option(
-        20,
+        PARETO_PENALTIES,
         check=valid.integer(0),
         help="nuclear-norm weights λ: 0 and log-spaced in [2^-10, 8] (0: none)",
     )
@@ -113,7 +122,7 @@ class ParetoMethod(Method):
         help="biaffine family: sentences per minibatch",
     )
     decode: str = option(
-        "argmax",
+        PARSER_DECODE,
         check=valid.one_of("argmax", "mst"),
         help='biaffine family: each word\'s best head (App. B) or "mst", the best tree',
     )

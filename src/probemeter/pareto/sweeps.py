@@ -38,6 +38,7 @@ from probemeter.pareto.biaffine import fit_biaffine_parsers
 from probemeter.pareto.frontiers import FULLY_SHUFFLED, LABEL_SHUFFLED, NUCLEAR_NORM, RANK
 from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, fit_rank_probes
 from probemeter.pareto.memorisation import memorisation_complexity
+from probemeter.pareto.method import PARSER_DECODE
 from probemeter.pareto.parsing import arc_pairs, check_parse, shuffle_heads
 from probemeter.probes import MLP
 from probemeter.training.config import ParserTraining, TrainingConfig
@@ -113,7 +114,10 @@ def linear_sweep(
     complexity is that of its map of the pooled spans (:mod:`probemeter.pareto.span_pooling`).
 
     Args:
-        penalties: λ values (default: 0 and 49 log-spaced in [2⁻¹⁰, 8]); ``()`` skips them.
+        penalties: λ values; ``()`` skips them. Default
+            :func:`~probemeter.pareto.linear_probes.nuclear_norm_penalties`: 0 and 19
+            log-spaced in [2⁻¹⁰, 8], the ``pareto`` method's
+            (:data:`~probemeter.pareto.method.PARETO_PENALTIES`).
         ranks: maximum ranks (default: 1 … min(K, d)); ``()`` skips them.
         learned_input: width of a learned input embedding (one-hot baseline), else None.
         config: how the probes train; default :data:`~probemeter.pareto.method.LINEAR_TRAINING`,
@@ -242,7 +246,7 @@ def parser_sweep(
     *,
     shuffled_inputs: np.ndarray | None = None,
     config: ParserTraining | None = None,
-    decode: str = "argmax",
+    decode: str = PARSER_DECODE,
     random_state: int = 0,
     device: str | torch.device = "cpu",
 ) -> LinearSweep:

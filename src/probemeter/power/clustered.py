@@ -47,6 +47,7 @@ from scipy import stats
 
 from probemeter._validation import check_scalar
 from probemeter.power.mcnemar import contingency_table
+from probemeter.power.method import POWER_ALPHA
 
 __all__ = [
     "ClusteredMcNemarResult",
@@ -85,7 +86,7 @@ class ClusteredMcNemarResult:
     n_examples: int
     design_effect: float
 
-    def significant(self, alpha: float = 0.05) -> bool:
+    def significant(self, alpha: float = POWER_ALPHA) -> bool:
         """Whether equal accuracy is rejected at level ``alpha``."""
         return self.p_value < alpha
 
@@ -177,7 +178,7 @@ def clustered_power(
     correct_b: Sequence[np.ndarray],
     clusters: object,
     *,
-    alpha: float = 0.05,
+    alpha: float = POWER_ALPHA,
     n_simulations: int = 1000,
     random_state: int = 0,
 ) -> float:

@@ -38,6 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from probemeter._validation import check_scalar, one_of
+from probemeter.power.method import POWER_ALPHA
 from probemeter.power.paired import PairedComparison, run_configurations
 from probemeter.power.sampling import pilot_splits, rotation_splits
 from probemeter.probes import MLP
@@ -97,7 +98,7 @@ class CollapseVerdict:
 
 
 def collapse_verdict(
-    comparison: PairedComparison, *, alpha: float = 0.05, tolerance: float = 0.01
+    comparison: PairedComparison, *, alpha: float = POWER_ALPHA, tolerance: float = 0.01
 ) -> CollapseVerdict:
     """The verdict of the module docstring from a comparison run on pilots or folds.
 
@@ -160,7 +161,7 @@ def detect_collapse(
     n_pilots: int = 8,
     per_class: int = 64,
     seeds: int | Sequence[int] = 3,
-    alpha: float = 0.05,
+    alpha: float = POWER_ALPHA,
     tolerance: float = 0.01,
     random_state: int = 0,
     **training: Any,

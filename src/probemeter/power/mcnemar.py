@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 
 from probemeter._validation import one_of
+from probemeter.power.method import POWER_ALPHA
 
 __all__ = ["METHODS", "McNemarResult", "contingency_table", "mcnemar", "mcnemar_p_values"]
 
@@ -72,7 +73,7 @@ class McNemarResult:
         """(b, c) = (n01: only B correct, n10: only A correct)."""
         return self.table[0][1], self.table[1][0]
 
-    def significant(self, alpha: float = 0.05) -> bool:
+    def significant(self, alpha: float = POWER_ALPHA) -> bool:
         """Whether H0 (equal accuracy) is rejected at level ``alpha``."""
         return self.p_value < alpha
 

@@ -32,13 +32,28 @@ from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, la
 from probemeter.data import ProbeData
 from probemeter.training.config import TrainingConfig
 
-__all__ = ["POWER_TRAINING", "PowerMethod", "power_unit"]
+__all__ = [
+    "POWER_ALPHA",
+    "POWER_PROBE",
+    "POWER_SEEDS",
+    "POWER_TRAINING",
+    "PowerMethod",
+    "power_unit",
+]
 
 #: how every probe of a paired comparison trains by default, in experiment files and
 #: :func:`~probemeter.power.paired.run_configurations` alike: 1000 Adam updates at lr 1e-3 on
 #: minibatches of 64 (within the ranges Zhu et al. search, App. C.4: lr 1e-4 to 1e-2, batches of
 #: 8 to 64)
 POWER_TRAINING = TrainingConfig(steps=1000, batch_size=64, lr=1e-3)
+#: the other defaults the Python API shares with the ``power`` method, one value each for both:
+#: seeds per split and the probe's hidden widths
+#: (:func:`~probemeter.power.paired.run_configurations`: a linear probe, logistic regression,
+#: Zhu et al.'s main probe), and the significance level of McNemar's test
+#: (:func:`~probemeter.power.table.power_report` and every power computation)
+POWER_SEEDS = 5
+POWER_PROBE: tuple[int, ...] = ()
+POWER_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -53,9 +68,9 @@ class PowerMethod(Method):
         check=valid.integer_list(distinct=True),
         help="training examples per class of each stratified 4:1:1 split",
     )
-    seeds: int = option(5, check=valid.integer(1), help="seeds per split")
+    seeds: int = option(POWER_SEEDS, check=valid.integer(1), help="seeds per split")
     probe: tuple[int, ...] = option(
-        (),
+        POWER_PROBE,
         check=valid.integer_list(),
         help="hidden widths of the probe; none: linear",
         flag="--hidden",
@@ -68,7 +83,9 @@ class PowerMethod(Method):
     )
     lr: float = option(POWER_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
     alpha: float = option(
-        0.05, check=valid.number(0, 1, "neither"), help="significance level of McNemar's test"
+        POWER_ALPHA,
+        check=valid.number(0, 1, "neither"),
+        help="significance level of McNemar's test",
     )
 
     kind = "power"

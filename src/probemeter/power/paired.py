@@ -33,7 +33,7 @@ from probemeter.power.bounds import (
     probe_parameter_count,
 )
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
-from probemeter.power.method import POWER_TRAINING
+from probemeter.power.method import POWER_ALPHA, POWER_PROBE, POWER_SEEDS, POWER_TRAINING
 from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
@@ -42,6 +42,10 @@ from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import Stopwatch, run_metadata
 
 __all__ = ["ConfigurationRuns", "PairedComparison", "paired_data", "run_configurations"]
+
+#: :func:`run_configurations`' default probe, the ``power`` method's, built once (an MLP is a
+#: frozen value)
+_PROBE = MLP(POWER_PROBE)
 
 
 def paired_data(a: ProbeData, b: ProbeData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -179,9 +183,9 @@ def run_configurations(
     features: Mapping[str, np.ndarray],
     y: object,
     splits: Sequence[Split],
-    seeds: int | Sequence[int] = 5,
+    seeds: int | Sequence[int] = POWER_SEEDS,
     *,
-    probes: MLP | Mapping[str, MLP] | None = None,
+    probes: MLP | Mapping[str, MLP] = _PROBE,
     config: TrainingConfig | None = None,
     standardize: bool = True,
     random_state: int = 0,
@@ -204,9 +208,11 @@ def run_configurations(
         features: name -> (n_examples, d) features; all rows describe the same examples.
         y: (n_examples,) integer labels shared by all configurations.
         splits: train/dev/test index sets (:mod:`probemeter.power.sampling`).
-        seeds: a count (0..seeds-1) or explicit seed ids.
+        seeds: a count (0..seeds-1) or explicit seed ids; default 5, the ``power``
+            method's (:data:`~probemeter.power.method.POWER_SEEDS`).
         probes: one probe for all configurations or name -> probe; default linear (logistic
-            regression, the paper's main probe).
+            regression, the paper's main probe, and the ``power`` method's:
+            :data:`~probemeter.power.method.POWER_PROBE`).
         standardize: z-score each configuration's features with statistics of all its rows
             (an unsupervised transform; labels are never used); not the rows of span probes
             (``MLP(span=...)``), whose token counts and zero padding must stay as they are
@@ -224,9 +230,7 @@ def run_configurations(
             (empty, out of range, tests on training examples), bad seeds, fewer ``classes``
             than class indices in ``y``.
     """
-    arrays, labels, probe_map = _check_configurations(
-        features, y, MLP(()) if probes is None else probes
-    )
+    arrays, labels, probe_map = _check_configurations(features, y, probes)
     if classes is not None and len(classes) <= labels.max():
         raise ValueError(
             f"classes holds {len(classes)} labels but y has class index {labels.max()}"
@@ -428,7 +432,7 @@ class PairedComparison(JsonResult):
         """:func:`simulate_power` on the pooled test sets of ``splits`` (default: all)."""
         return simulate_power(*self.seed_correctness(splits), test_sizes, **options)
 
-    def summary(self, alpha: float = 0.05) -> pd.DataFrame:
+    def summary(self, alpha: float = POWER_ALPHA) -> pd.DataFrame:
         """Per split: sizes, mean accuracies over seeds, mean |R₁ − R₂| over seeds (the
         "Mean |R₁ − R₂|" of Table 2), mean signed difference (B − A), and the fraction of seeds
         whose McNemar test rejected at ``alpha``."""

@@ -42,6 +42,7 @@ import pandas as pd
 from probemeter._io import JsonResult, environment
 from probemeter._validation import boolean, check_scalar, integer_list
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
+from probemeter.power.method import POWER_ALPHA
 
 __all__ = ["SUFFICIENT_POWER", "PowerCurve", "check_alpha", "simulate_power"]
 
@@ -158,7 +159,7 @@ def simulate_power(
     correct_b: Sequence[np.ndarray],
     test_sizes: Sequence[int] | None = None,
     *,
-    alpha: float = 0.05,
+    alpha: float = POWER_ALPHA,
     n_simulations: int = 1000,
     replace: bool = True,
     method: str = "auto",

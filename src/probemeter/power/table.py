@@ -24,6 +24,7 @@ from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.power.bounds import recommend_train_size
 from probemeter.power.clustered import format_p, holm
+from probemeter.power.method import POWER_ALPHA
 from probemeter.power.paired import PairedComparison
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
@@ -120,7 +121,7 @@ class PowerReport(JsonResult):
 def power_report(
     comparisons: Sequence[PairedComparison],
     *,
-    alpha: float = 0.05,
+    alpha: float = POWER_ALPHA,
     n_simulations: int = 1000,
     random_state: int = 0,
     **bound: Any,

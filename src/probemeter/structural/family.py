@@ -39,6 +39,7 @@ import pandas as pd
 from probemeter._io import JsonResult, environment
 from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.frontiers import pareto_frontier, pareto_hypervolume
+from probemeter.structural.method import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.scoring import fitted_scale, mean_loss, predict_sentences, score
 from probemeter.structural.training import (
     TARGETS,
@@ -256,8 +257,8 @@ def structural_probes(
     trees: TreeData,
     target: str = "distance",
     *,
-    ranks: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
-    seeds: int = 1,
+    ranks: Sequence[int] = STRUCTURAL_RANKS,
+    seeds: int = STRUCTURAL_SEEDS,
     test_size: float = 0.2,
     split: tuple[Sequence[int], Sequence[int]] | None = None,
     config: StructuralTraining | None = None,

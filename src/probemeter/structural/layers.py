@@ -22,6 +22,7 @@ import pandas as pd
 from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.structural.family import StructuralFamily, structural_probes
+from probemeter.structural.method import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import HOLDOUT, TreeData, sentence_split
 from probemeter.training.config import config_or_default
@@ -153,8 +154,8 @@ def structural_layers(
     layers: Mapping[str, object] | Sequence[object],
     trees: TreeData,
     *,
-    ranks: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
-    seeds: int = 1,
+    ranks: Sequence[int] = STRUCTURAL_RANKS,
+    seeds: int = STRUCTURAL_SEEDS,
     test_size: float = 0.2,
     config: StructuralTraining | None = None,
     holdout: float = HOLDOUT,

@@ -66,6 +66,8 @@ from probemeter.training.config import StructuralTraining
 
 __all__ = [
     "SCHEMA",
+    "STRUCTURAL_RANKS",
+    "STRUCTURAL_SEEDS",
     "UNIT_SCHEMA",
     "StructuralMethod",
     "best_rank",
@@ -83,6 +85,11 @@ UNIT_SCHEMA = "probemeter.structural-unit/2"
 _PROBES = ("distance", "depth")
 #: the training options' defaults: :class:`StructuralTraining`'s, the API's
 _TRAINING = StructuralTraining()
+#: the probe ranks r and the seeds per rank by default, in experiment files and the API alike
+#: (:func:`~probemeter.structural.family.structural_probes`,
+#: :func:`~probemeter.structural.layers.structural_layers`): powers of two up to 64, one seed
+STRUCTURAL_RANKS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
+STRUCTURAL_SEEDS = 1
 
 
 def _probes(value: Any) -> str | None:
@@ -109,11 +116,13 @@ class StructuralMethod(Method):
         help='"distance" (UUAS, DSpr.) and/or "depth" (root accuracy, NSpr.) probes',
     )
     ranks: tuple[int, ...] = option(
-        (1, 2, 4, 8, 16, 32, 64),
+        STRUCTURAL_RANKS,
         check=valid.integer_list(1, distinct=True, non_empty=True),
         help="probe ranks r (B is d x r); each probe kind reports its best rank",
     )
-    seeds: int = option(1, check=valid.integer(1), help="seeds per rank (initial B, batch order)")
+    seeds: int = option(
+        STRUCTURAL_SEEDS, check=valid.integer(1), help="seeds per rank (initial B, batch order)"
+    )
     epochs: int = option(
         _TRAINING.epochs,
         check=valid.integer(1),
