@@ -240,6 +240,7 @@ def test_check_refuses_cuda_without_cuda(files, capsys):
     assert "run.device: 'cuda' but CUDA is not available" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_warnings_are_one_line(files, capsys):
     argv = ["curve", "--train", str(files / "ok.npz"), "--out", str(files / "out"), *TINY]
     assert main([*argv, "--lr", "1e6"]) == 0

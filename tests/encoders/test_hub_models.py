@@ -129,6 +129,7 @@ def test_sentences_are_batched_by_length_and_written_back_in_order(tiny, monkeyp
 
 
 @pytest.mark.parametrize("model", ["bert", "gpt2"])
+@pytest.mark.slow
 def test_bfloat16_encoding_gives_float32_close_to_float32(tiny, model: str) -> None:
     exact = TransformerEncoder(tiny[model], pooling="words", **QUIET).encode_all_layers(WORDS)
     half = TransformerEncoder(tiny[model], pooling="words", dtype="bfloat16", **QUIET)

@@ -42,6 +42,7 @@ def glove_files() -> tuple[list[str], np.ndarray]:
 
 
 @needs_glove
+@pytest.mark.slow
 def test_glove_dimension_and_protocol(glove: StaticWordVectors) -> None:
     assert isinstance(glove, Encoder)
     assert glove.dimension == 50
@@ -50,6 +51,7 @@ def test_glove_dimension_and_protocol(glove: StaticWordVectors) -> None:
 
 
 @needs_glove
+@pytest.mark.slow
 def test_glove_known_word_matches_package_row(
     glove: StaticWordVectors, glove_files: tuple[list[str], np.ndarray]
 ) -> None:
@@ -61,6 +63,7 @@ def test_glove_known_word_matches_package_row(
 
 
 @needs_glove
+@pytest.mark.slow
 def test_glove_lowercases_and_zeroes_oov(glove: StaticWordVectors) -> None:
     features, known = glove.lookup(["the", "The", "THE", "qwzxvbnmtyuip"])
     np.testing.assert_array_equal(features[0], features[1])
@@ -73,6 +76,7 @@ def test_glove_lowercases_and_zeroes_oov(glove: StaticWordVectors) -> None:
 
 
 @needs_glove
+@pytest.mark.slow
 def test_glove_sentences_stack_words_in_order(glove: StaticWordVectors) -> None:
     sentences = [["The", "cat", "sat"], ["Hi"], ["on", "the", "mat", "."]]
     features = glove.encode(sentences)

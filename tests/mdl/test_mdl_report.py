@@ -22,6 +22,7 @@ def _npz(path, n=300, seed=0):
     return path
 
 
+@pytest.mark.slow
 def test_cli_mdl_writes_json_markdown_and_png(tmp_path, capsys):
     features = _npz(tmp_path / "rep.npz")
     out = tmp_path / "out"

@@ -63,7 +63,9 @@ def _brute_force_best_tree(scores):
     return max(sum(scores[h, d + 1] for d, h in enumerate(t)) for t in trees)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize(
+    "seed", [*range(10), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(10, 40))]
+)
 def test_mst_returns_the_best_tree_of_a_brute_force(seed):
     rng = np.random.default_rng(seed)
     n = int(rng.integers(1, 6))

@@ -226,6 +226,7 @@ def _sweep_file(folder: Path, model: str, layer: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_layers_all_expands_into_one_representation_per_hidden_state(tmp_path):
     make_tiny_bert(tmp_path / "tiny-bert")  # 2 blocks: hidden states 0, 1, 2
     swept = load_experiment(_sweep_file(tmp_path, "tiny-bert", '"all"'))

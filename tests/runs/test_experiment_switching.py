@@ -97,6 +97,7 @@ def test_rates_and_families_as_written():
         assert len(problems) == 1 and problems[0].startswith("method.rate: must be")
 
 
+@pytest.mark.slow
 def test_the_switching_command(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 5)).astype(np.float32)

@@ -130,6 +130,7 @@ def test_markdown_and_latex_tables_equal_the_comparisons_own(run_dir, curves):
     assert (run_dir / "table.tex").read_text() == comparison.to_latex() + "\n"
 
 
+@pytest.mark.slow
 def test_epsilon_recomputes_and_missing_comparison_needs_epsilon(tmp_path, curves):
     save_results(tmp_path / "results.json", curves)
     with pytest.raises(ValueError, match="--epsilon"):
@@ -209,6 +210,7 @@ def test_report_renders_in_headless_chromium(run_dir, tmp_path):
     assert np.count_nonzero(saturation > 0.3) > 1000, "no coloured figure pixels on the page"
 
 
+@pytest.mark.slow
 def test_the_experiment_is_shown_as_written_and_spreads_are_labelled(tmp_path, curves):
     save_results(tmp_path / "results.json", curves, compare(curves, 0.1))
     written = "# my study\n[method]\nepsilon = 0.1  # nats\n"
