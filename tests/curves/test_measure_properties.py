@@ -213,6 +213,7 @@ def test_sdl_is_between_zero_and_mdl_and_meets_them_at_the_extremes(
 
 
 @given(curve=curves(), metric_unit=metric_units, data=st.data())
+@pytest.mark.slow
 def test_sdl_is_non_increasing_and_n_lipschitz_in_epsilon(
     curve: LossDataCurve, metric_unit: tuple[str, str], data: st.DataObject
 ) -> None:
@@ -231,6 +232,7 @@ def test_sdl_is_non_increasing_and_n_lipschitz_in_epsilon(
 @given(
     curve=curves(), metric_unit=metric_units, data=st.data(), rule=st.sampled_from(["last", "half"])
 )
+@pytest.mark.slow
 def test_sdl_is_tight_iff_the_last_measured_loss_reaches_the_threshold(
     curve: LossDataCurve, metric_unit: tuple[str, str], data: st.DataObject, rule: str
 ) -> None:
@@ -356,6 +358,7 @@ def test_sample_complexity_for_a_tiny_accuracy_needs_any_correct_prediction(
 
 
 @given(curve=curves(), metric_unit=metric_units, data=st.data())
+@pytest.mark.slow
 def test_va_reads_the_largest_measured_size_and_mi_the_largest_of_all(
     curve: LossDataCurve, metric_unit: tuple[str, str], data: st.DataObject
 ) -> None:

@@ -104,6 +104,7 @@ probe = []
 """
 
 
+@pytest.mark.slow
 def test_a_task_and_a_kind_declared_in_a_test_run_through_probemeter_run(
     registered, tmp_path, capsys
 ):
