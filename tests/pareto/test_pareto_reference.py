@@ -173,6 +173,7 @@ def _table_3_cells() -> list[tuple[str, str, str, str, float]]:
 
 
 @pytest.mark.parametrize(("measure", "name", "task", "language", "expected"), _table_3_cells())
+@pytest.mark.slow
 def test_table_3_cell(measure: str, name: str, task: str, language: str, expected: float) -> None:
     frontiers = reference_frontiers(task)
     ours = frontiers.hypervolume(f"{task}/{language}", measure, REPRESENTATIONS[name])
