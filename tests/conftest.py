@@ -25,10 +25,8 @@ rejections) and the tests use no function-scoped fixtures.
 
 import os
 
-import torch
+import pytest
 from hypothesis import settings
-
-torch.set_num_threads(1)
 
 settings.register_profile(
     "probemeter", max_examples=30, deadline=None, derandomize=True, database=None, print_blob=True
@@ -37,3 +35,14 @@ settings.register_profile(
     "thorough", max_examples=2000, deadline=None, database=None, print_blob=True
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "probemeter"))
+
+
+@pytest.hookimpl(trylast=True)  # after pytest-xdist has registered its controller, if any
+def pytest_configure(config: pytest.Config) -> None:
+    """One torch thread in every process that runs tests; the controller of ``pytest -n 2``
+    runs none, and not importing torch there (about 2 s) starts its workers sooner."""
+    if config.pluginmanager.hasplugin("dsession"):
+        return
+    import torch
+
+    torch.set_num_threads(1)
