@@ -28,7 +28,8 @@ import torch
 from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
-from probemeter.runs.kinds import FILES, KINDS, FileKind, Representation
+from probemeter.runs.compatibility import setup_problems
+from probemeter.runs.kinds import FILES, KINDS, Representation
 from probemeter.runs.methods import METHODS
 from probemeter.runs.tasks import TASKS, Task
 from probemeter.runs.toml_text import read_toml
@@ -256,103 +257,13 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
         reader.add(keeping, "probes of label sets (multilabel) cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
-    _check_method(reader, method, task, representations)
-    _check_files(reader, method, run, representations, keeping)
+    if method is not None:
+        kept = keeping if run.save_probes else None
+        for where, message in setup_problems(method, task, representations, kept):
+            reader.add(where, message)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
-
-
-def _check_method(
-    reader: _Reader, method: Method | None, task: Task | None, reps: list[Representation]
-) -> None:
-    """Checks of the method against the task and the representations: what its probes can
-    measure (the capabilities :class:`~probemeter._method.Method` declares) against what the
-    task and the representations need."""
-    if method is None:
-        return
-    names = [rep.name for rep in reps]
-    for where, message in method.check_setup(task.declared if task else None, names):
-        reader.add(where, message)
-    if task is not None and task.options.get("pooling") == "self-attention":
-        if not method.pools_spans:
-            spans = _methods_with("pools_spans")
-            reader.add(
-                "task.pooling",
-                f"self-attention pooling is learned by the probes of the {spans} methods: the "
-                f'{method.kind} method cannot train it; use "mean", "max" or "endpoints"',
-            )
-    if task is not None and task.options.get("multilabel"):
-        if not method.measures_label_sets:
-            reader.add(
-                "task.multilabel",
-                "label sets are measured by probes with one sigmoid per label (curve method, "
-                f"mdl method's online code): the {method.kind} method needs one label per "
-                "target; set multilabel = false and keep one label per target",
-            )
-    _check_heads(reader, method, task, reps)
-    for rep in reps:
-        if rep.options.get("combine") == "scalar-mix":
-            problem = method.layer_mix_problem(rep.name)
-            if problem:
-                reader.add(*problem)
-
-
-def _methods_with(capability: str) -> str:
-    """The kinds of the methods with ``capability`` (a class variable of theirs), for messages."""
-    kinds = [kind for kind, cls in METHODS.items() if getattr(cls, capability)]
-    return ", ".join(kinds[:-1]) + (" and " if len(kinds) > 1 else "") + kinds[-1]
-
-
-def _check_heads(
-    reader: _Reader, method: Method, task: Task | None, reps: list[Representation]
-) -> None:
-    """Head selection (a task whose label is each word's head) needs a method that parses
-    it (:attr:`~probemeter._method.Method.parses_heads`) or reads its trees
-    (:attr:`~probemeter._method.Method.reads_trees`); those methods check the rest of their
-    setup themselves (``check_setup``). Neither reads feature files, which have labels of
-    their own."""
-    heads = task is not None and task.declared.selects_heads()
-    if heads and not (method.reads_trees or method.parses_heads):
-        reader.add(
-            "method.kind",
-            'task label "arcs" (each word\'s head, unlabelled parsing) runs with the '
-            'pareto method only (kind = "pareto", family = "biaffine"; Pimentel et al. §7.2): '
-            f"the {method.kind} method's probes give every row one class of a fixed set, "
-            "while a word's candidate heads are the words of its own sentence, which only "
-            "the biaffine parsing probe scores (structural probes of the trees: kind = "
-            '"structural")',
-        )
-    if heads or method.reads_trees:
-        for rep in reps:
-            if KINDS[rep.kind].reads == FILES:
-                reader.add(
-                    f"representations[{rep.entry}].kind",
-                    f'"{rep.kind}" features have their own labels, not the sentences and '
-                    'heads of task label "arcs": use a word representation',
-                )
-
-
-def _check_files(
-    reader: _Reader,
-    method: Method | None,
-    run: RunSettings,
-    reps: list[Representation],
-    keeping: str = "run.save_probes",
-) -> None:
-    """The method against each representation read from files, from the files' headers (no
-    data are loaded): its sizes within the pool, then what sparse features need
-    (:class:`~probemeter.runs.kinds.FileKind`); kept probes are asked for at ``keeping``."""
-    if method is None:
-        return
-    files = [rep for rep in reps if issubclass(KINDS[rep.kind], FileKind) and rep.train]
-    for rep in files:
-        for location, message in KINDS[rep.kind].pool_problems(rep, method):
-            reader.add(location, message)
-    for rep in files:
-        sparse = KINDS[rep.kind].sparse_problems(rep, method, keeping if run.save_probes else None)
-        for location, message in sparse:
-            reader.add(location, message)
 
 
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
