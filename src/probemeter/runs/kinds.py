@@ -566,7 +566,8 @@ class TransformerKind(_WordKind):
         None,
         check=valid.one_of(*_POOLINGS),
         help='"words" on word tasks (their only choice); on a task whose rows are sentences '
-        '"mean" (default), "cls" (first token) or "last" (last token)',
+        '"mean", "cls" (first token) or "last" (last token); the default: the task\'s first '
+        '(senteval "mean", texts "last")',
         key_omits=WORDS,
     )
 

@@ -39,6 +39,12 @@ from probemeter.datasets.conll import (
 from probemeter.datasets.edge_probing import SPAN_POOLINGS, EdgeProbingSet, edge_probe_data
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, SentEvalData, senteval_file
+from probemeter.datasets.texts import (
+    DEV_HANDLING,
+    TextsData,
+    read_texts,
+    texts_format_problem,
+)
 from probemeter.datasets.treebank_splits import TreebankSplits, split_label_problem
 from probemeter.feature_files import load_features
 
@@ -696,6 +702,117 @@ class SentEvalTask(TaskType):
         return TaskInputs(text=_SentEvalText(read_senteval(self.path, self.task, labels=labels)))
 
 
+def _template(value: Any) -> str | None:
+    """A texts task's template: a string holding ``{text}``."""
+    if not isinstance(value, str) or TEXT_SLOT not in value:
+        return f"must be a string holding {TEXT_SLOT!r} (where each text goes); got {value!r}"
+    return None
+
+
+#: where a template takes each text
+TEXT_SLOT = "{text}"
+
+
+@dataclass(frozen=True)
+class _TextsText(TaskText):
+    """A table of labelled texts: one row per text (templated), the file's split or a seeded
+    stratified one."""
+
+    texts: TextsData
+    task: TextsTask
+
+    @cached_property
+    def sentences(self) -> list[str]:
+        template = self.task.template
+        if template is None:
+            return list(self.texts.texts)
+        # replace, not str.format: braces elsewhere in the template or the texts stay as they are
+        return [template.replace(TEXT_SLOT, text) for text in self.texts.texts]
+
+    @property
+    def n_rows(self) -> int:
+        return self.texts.n_rows
+
+    @property
+    def labels_digest(self) -> str:
+        return self.texts.digest
+
+    def probe_data(
+        self, features: np.ndarray, name: str, *, trees: bool, random_state: int
+    ) -> ProbeData:
+        task = self.task
+        return self.texts.probe_data(
+            features,
+            test_size=float(task.test_size),
+            random_state=random_state,
+            dev=task.dev,
+            name=name,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class TextsTask(TaskType):
+    path: str = option(
+        check=valid.text(),
+        help="a CSV (.csv), JSON-lines (.jsonl) or Parquet (.parquet) file of labelled texts",
+    )
+    text_column: str = option("text", check=valid.text(), help="the column of the texts")
+    label_column: str = option(
+        "label",
+        check=valid.text(),
+        help="the column of the labels (strings or integers, numbered in sorted order)",
+    )
+    split_column: str | None = option(
+        None,
+        check=valid.text(),
+        help="a column of train/dev/test: the file's own split; without one, a seeded split "
+        "stratified by label",
+    )
+    test_size: float = option(
+        0.2,
+        check=valid.number(0, 1, "neither"),
+        help="share of the texts in the test set (without a split column)",
+    )
+    dev: str = option(
+        "pool",
+        check=valid.one_of(*DEV_HANDLING),
+        help='what becomes of a split column\'s dev rows: "pool" (more training data: the '
+        'methods hold their own development split out of the pool) or "drop"',
+    )
+    template: str | None = option(
+        None,
+        check=valid.Check(_template),
+        help='each text put into this string at "{text}" before encoding, e.g. '
+        '"Review: {text}\\nSentiment:" (pooling "last" then reads the template\'s last token)',
+    )
+
+    dataset = "texts"
+    summary = (
+        "labelled texts in a CSV, JSON-lines or Parquet file (sentiment, truthfulness, ...): "
+        "one row per text, the file's split column or a seeded stratified split"
+    )
+    paths = ("path",)
+    reads_files = True
+    poolings = ("last", "mean", "cls")
+    rows_are_sentences = True
+
+    def path_problems(self) -> list[tuple[str, str]]:
+        """The file's existence, then its format (by suffix) and, for Parquet, pyarrow."""
+        problems = super().path_problems()
+        if not problems and (problem := texts_format_problem(self.path)) is not None:
+            problems.append(("task.path", problem))
+        return problems
+
+    def inputs(self, random_state: int) -> TaskInputs:
+        texts = read_texts(
+            self.path,
+            text_column=self.text_column,
+            label_column=self.label_column,
+            split_column=self.split_column,
+        )
+        return TaskInputs(text=_TextsText(texts, self))
+
+
 #: every task of ``[task] dataset``, by name, in the order the docs list them
 TASKS: dict[str, type[TaskType]] = {
     cls.dataset: cls
@@ -707,6 +824,7 @@ TASKS: dict[str, type[TaskType]] = {
         CoNLLUTask,
         EdgeProbingTask,
         SentEvalTask,
+        TextsTask,
     )
 }
 

@@ -1,0 +1,350 @@
+"""Labelled texts in a table: a CSV, JSON-lines or Parquet file with a text column, a label
+column and an optional split column — the shape of most probing sets of language models
+(sentiment, truthfulness, deception).
+
+:func:`read_texts` reads a file (its format from its suffix: ``.csv``, ``.jsonl``,
+``.parquet``) into :class:`TextsData`, checking every row: a missing column is named with the
+columns present, and an empty text, a missing label or a split other than ``train``/``dev``/
+``test`` with its row (rows count the data records from 1: a CSV's header is no row).
+
+Labels are strings or integers (integers where every label is one, or a string of digits as
+a CSV writes them; booleans become ``"false"``/``"true"``), numbered 0..K-1 in sorted order,
+their names kept in :attr:`TextsData.classes`; K is the pool's labels, never set by the test
+rows: a test row with a label no pool row holds is refused, since a probe cannot learn a class
+it never sees.
+
+The split (:meth:`TextsData.split`): with a split column, the file's own — the pool is its
+``train`` rows and, by default, its ``dev`` rows too (``dev="pool"``; ``dev="drop"`` leaves them
+out), the test set its ``test`` rows; probemeter's methods hold their own development split out
+of the pool, so a file's dev rows are more training data to them. Without a split column, a
+seeded split stratified by label (scikit-learn's ``train_test_split(stratify=labels)``) sends
+``test_size`` of the rows to the test set, the same for the same ``random_state``.
+
+pandas is imported only to read a CSV or Parquet file; Parquet needs pyarrow (the
+``parquet`` or ``encoders`` extra), named in the error where it is missing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from probemeter._validation import listed
+from probemeter.data import ProbeData
+
+__all__ = ["DEV_HANDLING", "FORMATS", "SPLITS", "TextsData", "read_texts", "texts_format_problem"]
+
+#: the values of a split column
+SPLITS = ("train", "dev", "test")
+#: what becomes of a file's ``dev`` rows: joined to the pool, or left out
+DEV_HANDLING = ("pool", "drop")
+#: the formats read, by file suffix
+FORMATS = {".csv": "CSV", ".jsonl": "JSON lines", ".parquet": "Parquet"}
+
+Label = str | int
+
+
+@dataclass(frozen=True)
+class TextsData:
+    """A file's rows, in file order.
+
+    Attributes:
+        texts: each row's text.
+        labels: each row's label (all strings, or all integers).
+        splits: each row's split (``"train"``, ``"dev"`` or ``"test"``), or None where the
+            file has no split column.
+        source: the file read (or ``"<rows>"``).
+    """
+
+    texts: tuple[str, ...]
+    labels: tuple[Label, ...]
+    splits: tuple[str, ...] | None = None
+    source: str = "<rows>"
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.texts)
+
+    @cached_property
+    def digest(self) -> str:
+        """SHA-256 of the rows (texts, labels, splits), for cache keys."""
+        content = [self.texts, [str(label) for label in self.labels], self.splits]
+        text = json.dumps(content, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def split(
+        self, *, test_size: float = 0.2, random_state: int = 0, dev: str = "pool"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Row indices of the pool and of the test set (module docstring): the file's split,
+        or a seeded split stratified by label of ``test_size`` of the rows.
+
+        Raises:
+            ValueError: a bad ``test_size`` or ``dev``; no pool or no test rows; a class too
+                small to be in both sides of a stratified split; fewer than two classes in the
+                pool; test rows with a label no pool row holds (naming the first).
+        """
+        if dev not in DEV_HANDLING:
+            raise ValueError(f"dev must be one of {DEV_HANDLING}; got {dev!r}")
+        if self.splits is not None:
+            splits = np.array(self.splits)
+            kept = ("train", "dev") if dev == "pool" else ("train",)
+            pool = np.flatnonzero(np.isin(splits, kept))
+            test = np.flatnonzero(splits == "test")
+            for name, rows in (("pool (" + "/".join(kept) + " rows)", pool), ("test", test)):
+                if not len(rows):
+                    raise ValueError(f"texts file {self.source!r}: its {name} is empty")
+        else:
+            pool, test = self._stratified(test_size, random_state)
+        self._check_classes(pool, test)
+        return pool, test
+
+    def _stratified(self, test_size: float, random_state: int) -> tuple[np.ndarray, np.ndarray]:
+        from sklearn.model_selection import train_test_split
+
+        if not (isinstance(test_size, float | int) and 0 < test_size < 1):
+            raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+        counts = self.counts(range(self.n_rows))
+        rare = [label for label, count in counts.items() if count < 2]
+        if rare:
+            raise ValueError(
+                f"texts file {self.source!r}: label(s) {listed([repr(r) for r in rare])} hold "
+                "one row only; a stratified split needs two or more of each (or give the file "
+                "a split column)"
+            )
+        try:
+            pool, test = train_test_split(
+                np.arange(self.n_rows),
+                test_size=test_size,
+                stratify=np.array([str(label) for label in self.labels]),
+                random_state=random_state,
+            )
+        except ValueError as error:  # e.g. a test set smaller than the number of classes
+            raise ValueError(
+                f"texts file {self.source!r}: no stratified split with test_size={test_size} "
+                f"of {self.n_rows} rows in {len(counts)} classes ({error})"
+            ) from None
+        return np.sort(pool), np.sort(test)
+
+    def counts(self, rows: Any) -> dict[Label, int]:
+        """Rows per label among ``rows`` (indices)."""
+        found: dict[Label, int] = {}
+        for row in rows:
+            found[self.labels[row]] = found.get(self.labels[row], 0) + 1
+        return found
+
+    def _check_classes(self, pool: np.ndarray, test: np.ndarray) -> None:
+        known = self.counts(pool)
+        if len(known) < 2:
+            raise ValueError(
+                f"texts file {self.source!r}: its pool holds one class only "
+                f"({next(iter(known))!r}); a probe needs two or more"
+            )
+        unseen = [row for row in test if self.labels[row] not in known]
+        if unseen:
+            labels = sorted({str(self.labels[row]) for row in unseen})
+            raise ValueError(
+                f"texts file {self.source!r}: {len(unseen)} test row(s) hold label(s) "
+                f"{listed([repr(label) for label in labels])} that no pool row holds (the "
+                f"first: row {unseen[0] + 1}); the classes are the pool's"
+            )
+
+    def classes(self, pool: np.ndarray) -> tuple[Label, ...]:
+        """The label vocabulary of a pool (K = its length): its labels, sorted."""
+        return tuple(sorted(self.counts(pool)))
+
+    def probe_data(
+        self,
+        features: object,
+        *,
+        test_size: float = 0.2,
+        random_state: int = 0,
+        dev: str = "pool",
+        name: str = "texts",
+    ) -> ProbeData:
+        """Features of the rows (one per row, in file order) with their labels, split by
+        :meth:`split`; class ``i`` is ``classes[i]``.
+
+        Raises:
+            ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows`;
+                what :meth:`split` refuses.
+        """
+        X = np.asarray(features)
+        if X.ndim != 2 or X.shape[0] != self.n_rows:
+            raise ValueError(f"features must be (n_rows={self.n_rows}, d); got shape {X.shape}")
+        pool, test = self.split(test_size=test_size, random_state=random_state, dev=dev)
+        classes = self.classes(pool)
+        index = {label: i for i, label in enumerate(classes)}
+        y = np.array([index.get(label, -1) for label in self.labels], dtype=np.int64)
+        data = ProbeData.from_arrays(
+            X[pool], y[pool], X[test], y[test], n_classes=len(classes), name=name
+        )
+        return replace(data, classes=classes)
+
+
+def read_texts(
+    path: str | Path,
+    *,
+    text_column: str = "text",
+    label_column: str = "label",
+    split_column: str | None = None,
+) -> TextsData:
+    """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
+
+    Args:
+        path: the file; its suffix (``.csv``, ``.jsonl``, ``.parquet``) says its format.
+        text_column, label_column: the columns of the texts and of their labels.
+        split_column: a column of ``train``/``dev``/``test``, or None (a seeded split).
+
+    Raises:
+        ValueError: a missing file, an unknown suffix, a file that cannot be parsed, a
+            missing column (listing those present), an empty text, a missing label or a bad
+            split value (naming the row), or a file without rows.
+        ImportError: a Parquet file without pyarrow installed.
+    """
+    file = Path(path)
+    where = f"texts file {str(file)!r}"
+    if not file.is_file():
+        raise ValueError(f"{where} does not exist")
+    error = _format_error(file)
+    if error is not None:
+        raise error
+    columns, records = _read_records(file, file.suffix.lower(), where)
+    wanted = {"text_column": text_column, "label_column": label_column}
+    if split_column is not None:
+        wanted["split_column"] = split_column
+    for option, column in wanted.items():
+        if column not in columns:
+            raise ValueError(
+                f"{where} has no column {column!r} ({option}); its columns: "
+                f"{listed([repr(c) for c in columns], 20)}"
+            )
+    if not records:
+        raise ValueError(f"{where} holds no rows")
+    texts, labels, splits = [], [], []
+    for number, record in enumerate(records, start=1):
+        text = record.get(text_column)
+        if not isinstance(text, str) and not _missing(text):
+            raise ValueError(
+                f"{where}, row {number}: text {text!r} in column {text_column!r} is no string"
+            )
+        if _missing(text) or not text.strip():
+            raise ValueError(f"{where}, row {number}: empty text in column {text_column!r}")
+        texts.append(text)
+        labels.append(_label(record.get(label_column), f"{where}, row {number}", label_column))
+        if split_column is not None:
+            split = record.get(split_column)
+            if split not in SPLITS:
+                raise ValueError(
+                    f"{where}, row {number}: split {split!r} in column {split_column!r} is not "
+                    f"one of {', '.join(SPLITS)}"
+                )
+            splits.append(split)
+    return TextsData(
+        tuple(texts),
+        _uniform(labels),
+        tuple(splits) if split_column is not None else None,
+        source=str(file),
+    )
+
+
+def texts_format_problem(path: str | Path) -> str | None:
+    """Why :func:`read_texts` cannot read ``path``'s format (an unknown suffix, or Parquet
+    without pyarrow), or None; the file itself is not opened."""
+    error = _format_error(Path(path))
+    return None if error is None else str(error)
+
+
+def _format_error(file: Path) -> ValueError | ImportError | None:
+    where = f"texts file {str(file)!r}"
+    suffix = file.suffix.lower()
+    if suffix not in FORMATS:
+        return ValueError(f"{where}: unknown format {file.suffix!r} (known: {', '.join(FORMATS)})")
+    if suffix == ".parquet" and importlib.util.find_spec("pyarrow") is None:
+        return ImportError(
+            f"{where}: reading Parquet needs the package pyarrow: pip install 'probemeter[parquet]'"
+        )
+    return None
+
+
+def _read_records(file: Path, suffix: str, where: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The columns and the rows (dictionaries) of a file."""
+    if suffix == ".jsonl":
+        return _read_jsonl(file, where)
+    import pandas as pd
+
+    if suffix == ".parquet":
+        try:
+            frame = pd.read_parquet(file)
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{where} is not a readable Parquet file: {error}") from None
+    else:
+        try:  # every cell a string, an empty cell "" (no NaN: a text "NA" stays a text)
+            frame = pd.read_csv(file, dtype=str, keep_default_na=False)
+        except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+            raise ValueError(f"{where} is not a readable CSV file: {error}") from None
+    columns = [str(column) for column in frame.columns]
+    frame.columns = columns
+    return columns, frame.to_dict(orient="records")
+
+
+def _read_jsonl(file: Path, where: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """One JSON object a line (blank lines skipped); the columns are every key found."""
+    records, columns = [], {}
+    with file.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{where}, line {number}: not JSON ({error})") from None
+            if not isinstance(record, dict):
+                raise ValueError(
+                    f"{where}, line {number}: expected a JSON object, got {type(record).__name__}"
+                )
+            records.append(record)
+            columns.update(dict.fromkeys(record))
+    return list(columns), records
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _label(value: Any, where: str, column: str) -> Label:
+    """A label as read: a stripped string, an integer, or a boolean as ``"false"``/``"true"``."""
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating) and not _missing(value):
+        if float(value).is_integer():  # a Parquet integer column with gaps reads as float
+            return int(value)
+        raise ValueError(f"{where}: label {value!r} in column {column!r} is not an integer")
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if _missing(value) or isinstance(value, str):
+        raise ValueError(f"{where}: missing label in column {column!r}")
+    raise ValueError(
+        f"{where}: label {value!r} in column {column!r} is neither a string nor an integer"
+    )
+
+
+def _uniform(labels: list[Label]) -> tuple[Label, ...]:
+    """All integers where every label is an integer or a string of one (CSV cells), else all
+    strings (so that they sort as one kind)."""
+
+    def integer(label: Label) -> bool:
+        return isinstance(label, int) or label.lstrip("-").isdigit()
+
+    if all(integer(label) for label in labels):
+        return tuple(int(label) for label in labels)
+    return tuple(str(label) for label in labels)

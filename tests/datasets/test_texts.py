@@ -1,0 +1,160 @@
+"""Tables of labelled texts (CSV, JSON lines, Parquet): reading, the split, and the errors."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probemeter.datasets.texts import read_texts, texts_format_problem
+
+ROWS = [
+    ("a fine film", "pos", "train"),
+    ("dull and long", "neg", "train"),
+    ("loved it", "pos", "train"),
+    ("never again", "neg", "dev"),
+    ("a gem", "pos", "test"),
+    ("a mess", "neg", "test"),
+]
+
+
+def _frame(rows=ROWS, columns=("review", "sentiment", "part")) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(columns))
+
+
+def _write(frame: pd.DataFrame, path: Path) -> Path:
+    if path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    elif path.suffix == ".jsonl":
+        frame.to_json(path, orient="records", lines=True)
+    else:
+        frame.to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl", ".parquet"])
+def test_each_format_reads_the_configured_columns(tmp_path, suffix):
+    if suffix == ".parquet":
+        pytest.importorskip("pyarrow")
+    path = _write(_frame(), tmp_path / f"reviews{suffix}")
+    data = read_texts(path, text_column="review", label_column="sentiment", split_column="part")
+    assert data.texts == tuple(row[0] for row in ROWS)
+    assert data.labels == tuple(row[1] for row in ROWS)
+    assert data.splits == tuple(row[2] for row in ROWS)
+    assert data.source == str(path)
+
+
+def test_the_files_split_keeps_dev_in_the_pool_unless_dropped(tmp_path):
+    data = read_texts(
+        _write(_frame(), tmp_path / "r.csv"),
+        text_column="review",
+        label_column="sentiment",
+        split_column="part",
+    )
+    pool, test = data.split()
+    assert pool.tolist() == [0, 1, 2, 3] and test.tolist() == [4, 5]
+    pool, test = data.split(dev="drop")
+    assert pool.tolist() == [0, 1, 2] and test.tolist() == [4, 5]
+    probe = data.probe_data(np.arange(12.0).reshape(6, 2))
+    assert probe.classes == ("neg", "pos")
+    assert probe.y_train.tolist() == [1, 0, 1, 0] and probe.y_test.tolist() == [1, 0]
+
+
+def test_integer_labels_sort_numerically_whatever_the_format(tmp_path):
+    rows = [(f"text {i}", [2, 10, 1][i % 3]) for i in range(9)]
+    frame = pd.DataFrame(rows, columns=["text", "label"])
+    for suffix in (".csv", ".jsonl"):
+        data = read_texts(_write(frame, tmp_path / f"n{suffix}"))
+        assert data.labels == tuple(row[1] for row in rows)
+        pool, _ = data.split(test_size=1 / 3)
+        assert data.classes(pool) == (1, 2, 10)
+
+
+def test_the_stratified_split_is_seeded_and_keeps_the_class_shares(tmp_path):
+    rows = [(f"text {i}", "abc"[i % 3]) for i in range(60)]
+    data = read_texts(_write(pd.DataFrame(rows, columns=["text", "label"]), tmp_path / "s.csv"))
+    pool, test = data.split(test_size=0.25, random_state=3)
+    again, _ = data.split(test_size=0.25, random_state=3)
+    other, _ = data.split(test_size=0.25, random_state=4)
+    assert pool.tolist() == again.tolist() and pool.tolist() != other.tolist()
+    assert len(test) == 15 and sorted(set(pool) | set(test)) == list(range(60))
+    assert data.counts(test) == {"a": 5, "b": 5, "c": 5}
+
+
+def test_a_texts_file_too_small_to_stratify_is_refused(tmp_path):
+    rows = [("one", "a"), ("two", "b"), ("three", "b")]
+    data = read_texts(_write(pd.DataFrame(rows, columns=["text", "label"]), tmp_path / "t.csv"))
+    with pytest.raises(ValueError, match=r"label\(s\) 'a' hold one row only"):
+        data.split()
+
+
+def test_test_labels_outside_the_pool_are_refused(tmp_path):
+    rows = [("a", "x", "train"), ("b", "y", "train"), ("c", "z", "test")]
+    frame = pd.DataFrame(rows, columns=["text", "label", "split"])
+    data = read_texts(_write(frame, tmp_path / "t.csv"), split_column="split")
+    with pytest.raises(ValueError, match=r"1 test row\(s\) hold label\(s\) 'z'.*row 3"):
+        data.split()
+
+
+@pytest.mark.parametrize(
+    ("content", "options", "message"),
+    [
+        (
+            "text,label\nhi,a\n",
+            {"label_column": "y"},
+            r"no column 'y' \(label_column\); its "
+            r"columns: 'text', 'label'",
+        ),
+        ("text,label\nhi,a\n ,b\n", {}, r"row 2: empty text in column 'text'"),
+        ("text,label\nhi,a\nho,\n", {}, r"row 2: missing label in column 'label'"),
+        (
+            "text,label,s\nhi,a,train\nho,b,valid\n",
+            {"split_column": "s"},
+            r"row 2: split 'valid' in column 's' is not one of train, dev, test",
+        ),
+        ("text,label\n", {}, "holds no rows"),
+    ],
+)
+def test_bad_csv_files_name_the_file_column_and_row(tmp_path, content, options, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message) as raised:
+        read_texts(path, **options)
+    assert str(path) in str(raised.value)
+
+
+def test_bad_jsonl_lines_and_formats_are_named(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps({"text": "hi", "label": 1}) + "\n{oops\n")
+    with pytest.raises(ValueError, match=r"bad.jsonl', line 2: not JSON"):
+        read_texts(path)
+    path.write_text(json.dumps({"text": 3, "label": 1}) + "\n")
+    with pytest.raises(ValueError, match=r"row 1: text 3 in column 'text' is no string"):
+        read_texts(path)
+    path.write_text(json.dumps({"text": "hi", "label": 1.5}) + "\n")
+    with pytest.raises(ValueError, match=r"label 1.5 in column 'label' is not an integer"):
+        read_texts(path)
+    other = tmp_path / "data.tsv"
+    other.write_text("text\tlabel\n")
+    with pytest.raises(ValueError, match=r"unknown format '.tsv' \(known: .csv, .jsonl"):
+        read_texts(other)
+    assert "unknown format" in texts_format_problem(other)
+    with pytest.raises(ValueError, match="does not exist"):
+        read_texts(tmp_path / "none.csv")
+
+
+def test_parquet_without_pyarrow_names_the_package(tmp_path, monkeypatch):
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "pyarrow" else find_spec(name, *a),
+    )
+    path = tmp_path / "t.parquet"
+    path.write_bytes(b"PAR1")
+    with pytest.raises(ImportError, match=r"needs the package pyarrow: pip install"):
+        read_texts(path)
+    assert "pyarrow" in texts_format_problem(path)

@@ -1,0 +1,164 @@
+"""Experiment files on a table of labelled texts (``dataset = "texts"``): the reader, ``--check``,
+the data a decoder's last token gives (whatever side its tokenizer pads), the template, and a
+run through ``probemeter run``."""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from tiny_models import make_tiny_gpt2
+
+from probemeter.cli.main import main
+from probemeter.datasets.texts import read_texts
+from probemeter.runs.check import check_data
+from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data
+
+pytest.importorskip("transformers")
+
+TEMPLATE = "Review: {text}\\nSentiment:"
+GOOD = "the cat sat on the mat near the river bank".split()
+BAD = "dogs bark at night about distant old stars".split()
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny GPT-2 twice: its tokenizer padding on the right, and a copy padding on the left
+    (as decoder models' tokenizers often do)."""
+    import transformers
+
+    folder = tmp_path_factory.mktemp("models")
+    make_tiny_gpt2(folder / "gpt2-right")
+    shutil.copytree(folder / "gpt2-right", folder / "gpt2-left")
+    # padding_side as a keyword of the load: then it is saved to tokenizer_config.json
+    tokenizer = transformers.AutoTokenizer.from_pretrained(
+        folder / "gpt2-left", padding_side="left"
+    )
+    tokenizer.save_pretrained(folder / "gpt2-left")
+    assert transformers.AutoTokenizer.from_pretrained(folder / "gpt2-left").padding_side == "left"
+    return folder
+
+
+def _write_texts(folder: Path, n: int = 40) -> Path:
+    """Texts of random lengths (so that batches pad), their label the words they are drawn
+    from."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for index in range(n):
+        label = ("pos", "neg")[index % 2]
+        words = rng.choice(GOOD if label == "pos" else BAD, size=int(rng.integers(2, 9)))
+        rows.append((" ".join(words), label))
+    path = folder / "reviews.csv"
+    pd.DataFrame(rows, columns=["review", "stars"]).to_csv(path, index=False)
+    return path
+
+
+def _experiment(folder: Path, models: Path, task: str = "", method: str = "") -> Path:
+    reps = "".join(
+        f'[[representations]]\nname = "{side}"\nkind = "transformer"\nlayer = 2\n'
+        f'model = "{models / f"gpt2-{side}"}"\nbatch_size = 8\n'
+        for side in ("right", "left")
+    )
+    path = folder / "texts.toml"
+    path.write_text(
+        '[run]\nname = "texts"\n[task]\ndataset = "texts"\npath = "reviews.csv"\n'
+        f'text_column = "review"\nlabel_column = "stars"\ntemplate = "{TEMPLATE}"\n{task}'
+        f"{reps}[method]\n"
+        + (method or "epsilon = 0.5\nsizes = [8, 16, 28]\nprobe = []\nseeds = 1\nsteps = 30\n")
+    )
+    return path
+
+
+def test_the_last_token_of_the_templated_text_whatever_the_padding_side(tmp_path, models):
+    from probemeter.encoders import TransformerEncoder
+
+    _write_texts(tmp_path)
+    experiment = load_experiment(_experiment(tmp_path, models))
+    assert experiment.task.options["path"] == str((tmp_path / "reviews.csv").resolve())
+    assert [rep.options["pooling"] for rep in experiment.representations] == ["last", "last"]
+    check_data(experiment)  # --check: reads the file whole, builds the split
+    data = prepare_data(experiment, progress=False)
+    # the encoder pads on the right whatever the tokenizer was saved with
+    np.testing.assert_array_equal(data["left"].X_train, data["right"].X_train)
+    np.testing.assert_array_equal(data["left"].X_test, data["right"].X_test)
+
+    texts = read_texts(tmp_path / "reviews.csv", text_column="review", label_column="stars")
+    pool, test = texts.split(test_size=0.2, random_state=experiment.run.random_state)
+    assert data["right"].classes == ("neg", "pos")
+    y = np.array([texts.labels[row] == "pos" for row in range(texts.n_rows)], dtype=np.int64)
+    np.testing.assert_array_equal(data["right"].y_train, y[pool])
+    np.testing.assert_array_equal(data["right"].y_test, y[test])
+
+    # each templated text alone (no padding at all): its last token
+    templated = [f"Review: {text}\nSentiment:" for text in texts.texts]
+    encoder = TransformerEncoder(
+        models / "gpt2-left", 2, pooling="last", batch_size=1, progress=False
+    )
+    assert encoder.tokenizer.padding_side == "right"
+    raw = encoder.encode(templated)
+    mean, std = raw[pool].mean(0), raw[pool].std(0)
+    np.testing.assert_allclose(data["right"].X_train, (raw[pool] - mean) / std, atol=1e-3)
+    np.testing.assert_allclose(data["right"].X_test, (raw[test] - mean) / std, atol=1e-3)
+    # without the template the last token is the text's own: other features
+    plain = encoder.encode(list(texts.texts))
+    assert not np.allclose(
+        (plain[pool] - plain[pool].mean(0)) / plain[pool].std(0), data["right"].X_train, atol=1e-2
+    )
+
+
+def test_last_and_mean_pool_the_real_tokens_of_a_left_padded_batch(models):
+    """The attention mask says which tokens are padding on either side: "last" takes a
+    sentence's last real token, "mean" averages its real tokens only."""
+    import torch
+
+    from probemeter.encoders import TransformerEncoder
+
+    hidden = torch.arange(2 * 4 * 3, dtype=torch.float32).reshape(1, 2, 4, 3)
+    mask = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])  # the first sentence padded on the left
+    for pooling, expected in (
+        ("last", hidden[0, [0, 1], [3, 3]]),
+        ("mean", torch.stack([hidden[0, 0, 2:].mean(0), hidden[0, 1].mean(0)])),
+    ):
+        encoder = TransformerEncoder(models / "gpt2-left", 1, pooling=pooling, progress=False)
+        pooled = encoder._pool(hidden, {"attention_mask": mask}, ["a", "b"], [0, 1])
+        torch.testing.assert_close(pooled[0], expected)
+
+
+def test_texts_files_templates_and_poolings_are_checked(tmp_path, models):
+    _write_texts(tmp_path)
+    path = _experiment(tmp_path, models, task='split_column = "part"\n')
+    with pytest.raises(ExperimentError, match=r"has no column 'part' \(split_column\)"):
+        check_data(load_experiment(path))
+    text = path.read_text()
+    path.write_text(text.replace(TEMPLATE, "Review:"))
+    with pytest.raises(
+        ExperimentError, match=r"task.template: must be a string holding '\{text\}'"
+    ):
+        load_experiment(path)
+    shutil.copy(tmp_path / "reviews.csv", tmp_path / "reviews.tsv")
+    path.write_text(
+        text.replace("reviews.csv", "reviews.tsv").replace("batch_size = 8", 'pooling = "words"', 1)
+    )
+    with pytest.raises(ExperimentError) as raised:
+        load_experiment(path)
+    problems = "\n".join(raised.value.problems)
+    assert "reviews.tsv': unknown format '.tsv' (known: .csv, .jsonl, .parquet)" in problems
+    assert "representations[0].pooling: 'words' is not a pooling of the texts task" in problems
+
+
+@pytest.mark.slow
+def test_probemeter_run_on_a_texts_file_with_glove_and_a_decoder(tmp_path, models):
+    _write_texts(tmp_path)
+    path = _experiment(tmp_path, models)
+    path.write_text(
+        path.read_text().replace(
+            "[method]", '[[representations]]\nname = "glove"\nkind = "glove"\n[method]'
+        )
+    )
+    assert main(["run", str(path), "--out", str(tmp_path / "runs"), "-q", "--n-jobs", "1"]) == 0
+    results = json.loads((tmp_path / "runs" / "texts" / "results.json").read_text())
+    assert results["experiment"]["task"]["dataset"] == "texts"
+    assert {curve["name"] for curve in results["curves"]} == {"right", "left", "glove"}
