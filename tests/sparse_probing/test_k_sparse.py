@@ -157,3 +157,23 @@ def test_bad_ranking_arguments_are_named():
         rank_features(data, rows=np.array([0, 100]))
     with pytest.raises(ValueError, match="single class"):
         rank_features(data, rows=np.flatnonzero(data.y_train == 0))
+
+
+def test_online_codes_and_figure():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(800, 30))
+    data = ProbeData.from_arrays(X, (X[:, 4] > 0).astype(int))
+    result = _probes(data, (1, 2, 30), 500, online=True, timesteps=(0.1, 0.2, 0.4, 1.0))
+    assert result.order[0] == 4 and result.knee == 1
+    frame = result.to_frame()
+    assert frame["online_bits"].gt(0).all()
+    # one informative feature compresses better than thirty, twenty-nine of them noise
+    assert frame["compression"].iloc[0] > frame["compression"].iloc[-1]
+    assert set(result.to_dict()["online"]) == {"1", "2", "30"}
+    accuracy, loss = result.plot()
+    assert accuracy.get_xscale() == "log" and loss.get_ylabel() == "loss (nats)"
+    plt.close(accuracy.figure)

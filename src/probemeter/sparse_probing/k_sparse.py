@@ -38,6 +38,7 @@ from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.measures import sample_complexity, sdl
 from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.data import ProbeData, check_probe_data, check_single_label
+from probemeter.mdl.method import PAPER_TIMESTEPS
 from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.pareto.frontiers import pareto_frontier
 from probemeter.probes import MLP, Linear
@@ -192,6 +193,7 @@ def k_sparse_probes(
     config: TrainingConfig | None = None,
     epsilon: float | None = None,
     online: bool = False,
+    timesteps: Sequence[float] = PAPER_TIMESTEPS,
     tolerance: float = KNEE_TOLERANCE,
     dev_fraction: float = CURVE_DEV_FRACTION,
     l1_grid: int = L1_GRID,
@@ -226,6 +228,8 @@ def k_sparse_probes(
             (:func:`loss_data_curve`, :func:`online_codelength`).
         epsilon: an ε in nats for the SDL and εSC columns of :meth:`KSparseResult.to_frame`.
         online: also measure the online code per k.
+        timesteps: the online code's block ends, fractions of the pool (default: Voita &
+            Titov's, footnote 4).
         tolerance: the knee's tolerance on development accuracy, in [0, 1) (default 0.01).
         dev_fraction: the development split's share of the pool, in (0, 1) (default 0.1).
         l1_grid: the L1 path's number of C values (``ranking="l1"``).
@@ -270,7 +274,7 @@ def k_sparse_probes(
             subset, probe, sizes, seeds, progress=progress, dev_fraction=dev_fraction, **shared
         )
         if online:
-            codes[k] = online_codelength(subset, probe, seeds=seeds, **shared)
+            codes[k] = online_codelength(subset, probe, timesteps, seeds, **shared)
     development = [float(curves[k].development_curve().mean("accuracy").iloc[-1]) for k in ks]
     best = max(development)
     knee = next(k for k, accuracy in zip(ks, development) if accuracy >= best - tolerance)
