@@ -42,6 +42,7 @@ API_PACKAGES = (
     ("Power (Zhu et al.)", ("probemeter.power",)),
     ("Pareto probing (Pimentel et al.)", ("probemeter.pareto",)),
     ("Structural probes (Hewitt & Manning)", ("probemeter.structural",)),
+    ("k-sparse probes (Gurnee et al.)", ("probemeter.sparse_probing",)),
     ("Probes", ("probemeter.probes",)),
     ("Training engine", ("probemeter.training",)),
     ("Datasets", ("probemeter.datasets",)),
