@@ -19,6 +19,7 @@ from probemeter.sparse_probing import (
     rank_features,
 )
 from probemeter.sparse_probing.k_sparse import _columns
+from probemeter.training.probe_runs import held_out_split
 
 FAST = TrainingConfig(steps=300, lr=3e-2)
 KNOWN = {0, 1, 2}
@@ -77,6 +78,9 @@ def test_the_ranking_never_reads_the_test_set():
         np.testing.assert_array_equal(rank_features(one, method), rank_features(two, method))
     first, second = (_probes(data, (1, 2), 200) for data in (one, two))
     assert first.order == second.order
+    # nor the development split the knee is chosen on: only the rows the probes train on
+    train_rows, _ = held_out_split(one.pool_size, 0.1, 0)
+    assert first.order == tuple(rank_features(one, rows=train_rows)[:2].tolist())
 
 
 def test_mean_differences_by_hand():
@@ -130,6 +134,7 @@ def test_default_ks():
         ({"ks": [2, 2]}, "ks must be a list of distinct"),
         ({"ks": [1, 21]}, "ks must be at most the number of features, 20"),
         ({"ks": "12"}, "ks must be a list"),
+        ({"ks": (np.int64(1), np.int64(21))}, "ks must be at most"),
         ({"ranking": "f-stat"}, "ranking must be one of"),
         ({"tolerance": 1.5}, "tolerance"),
         ({"dev_fraction": 0.0}, "dev_fraction"),

@@ -73,11 +73,11 @@ class KSparseResult:
         ks: the k probed, increasing.
         curves: per k, the loss-data curve of probes on the top k features, with a development
             split.
+        knee: the smallest k whose development accuracy (at the largest training size, mean
+            over seeds) is within ``tolerance`` of the best over k.
         online: per k, the online code, when asked for; else None.
         epsilon: the ε (nats) of the SDL and εSC columns, or None.
         tolerance: the knee's tolerance on development accuracy.
-        knee: the smallest k whose development accuracy (at the largest training size, mean
-            over seeds) is within ``tolerance`` of the best over k.
         chosen_on: where the knee was chosen: ``"dev"``, the development split, never the
             test set.
     """
@@ -87,10 +87,10 @@ class KSparseResult:
     order: tuple[int, ...]
     ks: tuple[int, ...]
     curves: dict[int, LossDataCurve] = field(repr=False)
+    knee: int
     online: dict[int, OnlineCode] | None = field(default=None, repr=False)
     epsilon: float | None = None
     tolerance: float = KNEE_TOLERANCE
-    knee: int = 0
     chosen_on: str = "dev"
 
     def features(self, k: int) -> tuple[int, ...]:
@@ -293,7 +293,7 @@ def k_sparse_probes(
 
 def _check_ks(ks: object, n_features: int) -> tuple[int, ...]:
     """``ks`` as increasing ints, or a ValueError naming ``ks``."""
-    values = list(ks) if isinstance(ks, (range, np.ndarray)) else ks
+    values = list(ks) if isinstance(ks, (list, tuple, range, np.ndarray)) else ks
     if isinstance(values, list):
         values = [int(k) if isinstance(k, np.integer) else k for k in values]
     integer_list(1, distinct=True, non_empty=True)(values, "ks")

@@ -180,6 +180,7 @@ def _l1_entry(
 
     # liblinear fits binary problems only; K > 2 classes are its one-vs-rest fits
     binary = np.unique(y).size == 2
+    X = X.astype(np.float64)  # liblinear's dtype, converted once rather than once per fit
     c_min = l1_min_c(X, y, loss="log")
     entry = np.full(X.shape[1], grid, dtype=np.int64)
     weight = np.zeros(X.shape[1])
