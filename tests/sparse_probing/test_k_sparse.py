@@ -139,6 +139,7 @@ def test_default_ks():
         ({"tolerance": 1.5}, "tolerance"),
         ({"dev_fraction": 0.0}, "dev_fraction"),
         ({"epsilon": -1.0}, "epsilon"),
+        ({"epsilon": 0.7}, "epsilon"),
         ({"random_state": -1}, "random_state"),
     ],
 )

@@ -35,7 +35,7 @@ import pandas as pd
 
 from probemeter._validation import check_scalar, integer_list, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
-from probemeter.curves.measures import sample_complexity, sdl
+from probemeter.curves.measures import check_epsilon, sample_complexity, sdl
 from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.mdl.method import PAPER_TIMESTEPS
@@ -240,7 +240,8 @@ def k_sparse_probes(
         ValueError: naming the argument: ``data`` not a ProbeData, with label sets or with a
             column layout (``mix_layers``, ``span_tokens``) that a column subset breaks; ``ks``
             not distinct positive integers ≤ the number of features; an unknown ``ranking``;
-            ``tolerance`` or ``dev_fraction`` out of range; or anything
+            ``tolerance`` or ``dev_fraction`` out of range, an ``epsilon`` that is not a
+            number in (0, log K) nats; or anything
             :func:`loss_data_curve` refuses.
     """
     check_single_label(check_probe_data(data, sparse=True), "k_sparse_probes")
@@ -258,7 +259,7 @@ def k_sparse_probes(
     )
     check_scalar(random_state, "random_state", int, min_val=0)
     if epsilon is not None:
-        check_scalar(epsilon, "epsilon", float, min_val=0, include_boundaries="neither")
+        epsilon = check_epsilon(epsilon, data.n_classes)
     probe = Linear() if probe is None else probe
     train_rows, _ = held_out_split(data.pool_size, dev_fraction, random_state, data.clusters_train)
     order = rank_features(
