@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from tiny_models import make_tiny_gpt2
+from tokenizers import processors
 
 from probemeter.cli.main import main
 from probemeter.datasets.texts import read_texts
@@ -39,6 +40,14 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     tokenizer.save_pretrained(folder / "gpt2-left")
     assert transformers.AutoTokenizer.from_pretrained(folder / "gpt2-left").padding_side == "left"
+    # and a copy whose tokenizer begins every text with a BOS token, as Llama-like ones do
+    shutil.copytree(folder / "gpt2-right", folder / "gpt2-bos")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder / "gpt2-bos")
+    bos = tokenizer.bos_token
+    tokenizer._tokenizer.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A", special_tokens=[(bos, tokenizer.bos_token_id)]
+    )
+    tokenizer.save_pretrained(folder / "gpt2-bos")
     return folder
 
 
@@ -125,6 +134,58 @@ def test_last_and_mean_pool_the_real_tokens_of_a_left_padded_batch(models):
         encoder = TransformerEncoder(models / "gpt2-left", 1, pooling=pooling, progress=False)
         pooled = encoder._pool(hidden, {"attention_mask": mask}, ["a", "b"], [0, 1])
         torch.testing.assert_close(pooled[0], expected)
+
+
+def test_mean_leaves_out_the_bos_token_on_texts_unless_kept(tmp_path, models):
+    """A tokenizer that adds a BOS token: on a texts task "mean" averages the text's tokens
+    only (``bos = "drop"``, the task's default), with ``bos = "keep"`` the BOS too; "last"
+    reads the last real token either way."""
+    import torch
+    import transformers
+
+    from probemeter.encoders import TransformerEncoder
+
+    folder = models / "gpt2-bos"
+    texts = ["dogs bark", "the cat sat on the mat near the river bank", "night falls"]
+    model = transformers.AutoModel.from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    states = []
+    for text in texts:
+        ids = tokenizer(text, return_tensors="pt").input_ids
+        assert ids[0, 0] == tokenizer.bos_token_id
+        with torch.no_grad():
+            states.append(model(ids, output_hidden_states=True).hidden_states[2][0].numpy())
+    for keep_bos, first in ((True, 0), (False, 1)):
+        encoder = TransformerEncoder(
+            folder, 2, pooling="mean", keep_bos=keep_bos, batch_size=2, progress=False
+        )
+        expected = np.stack([state[first:].mean(0) for state in states])
+        np.testing.assert_allclose(encoder.encode(texts), expected, atol=1e-5)
+    assert "keep_bos" not in TransformerEncoder(folder, 2, progress=False).cache_key
+    last = TransformerEncoder(folder, 2, pooling="last", keep_bos=False, progress=False)
+    np.testing.assert_allclose(last.encode(texts), [s[-1] for s in states], atol=1e-5)
+
+    _write_texts(tmp_path)
+    path = _experiment(tmp_path, models)
+    text = (
+        path.read_text()
+        .replace("gpt2-left", "gpt2-bos")
+        .replace("batch_size = 8", 'pooling = "mean"')
+    )
+    path.write_text(text.replace('pooling = "mean"', 'pooling = "mean"\nbos = "keep"', 1))
+    experiment = load_experiment(path)
+    keep, drop = experiment.representations
+    assert (keep.options["bos"], drop.options["bos"]) == ("keep", "drop")
+    assert "bos" not in keep.key_dict() and drop.key_dict()["bos"] == "drop"
+    data = prepare_data(experiment, progress=False)
+    texts = read_texts(tmp_path / "reviews.csv", text_column="review", label_column="stars")
+    pool, _ = texts.split(test_size=0.2, random_state=experiment.run.random_state)
+    templated = [f"Review: {text}\nSentiment:" for text in texts.texts]
+    for keep_bos, agrees in ((False, True), (True, False)):
+        encoder = TransformerEncoder(folder, 2, pooling="mean", keep_bos=keep_bos, progress=False)
+        raw = encoder.encode(templated)[pool]
+        standardized = (raw - raw.mean(0)) / raw.std(0)
+        assert np.allclose(data["left"].X_train, standardized, atol=1e-3) == agrees
 
 
 def test_texts_files_templates_and_poolings_are_checked(tmp_path, models):

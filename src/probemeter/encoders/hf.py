@@ -4,7 +4,9 @@ MiniLM, or a model of the Hugging Face Hub by name.
 A :class:`TransformerEncoder` runs the model once per batch with ``output_hidden_states=True`` and
 pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`` the last block):
 
-* ``"mean"`` — average over the non-padding tokens of each sentence;
+* ``"mean"`` — average over the non-padding tokens of each sentence, the special tokens the
+  tokenizer adds included (``[CLS]``/``[SEP]`` of BERT-like models), but for the
+  beginning-of-sequence token of tokenizers that add one (Llama-like) with ``keep_bos=False``;
 * ``"cls"`` — the hidden state of the first token (``[CLS]`` of BERT-like models; refused for
   decoder-only models, whose first token sees nothing but itself);
 * ``"last"`` — the hidden state of the last non-padding token (the one that has seen the whole
@@ -417,6 +419,10 @@ class TransformerEncoder:
             layer, pooling and any random initialisation.
         progress: show a progress bar over sentences while encoding, and transformers' own
             progress bars and warnings while loading; False silences all of them.
+        keep_bos: whether ``"mean"`` averages the beginning-of-sequence token the tokenizer
+            adds to each sentence (Llama-like tokenizers; GPT-2's adds none); False leaves it
+            out, as a token that carries nothing of the sentence. The other poolings never
+            read it (``"last"`` takes the last real token; ``"cls"`` is refused on decoders).
 
     Raises:
         ValueError: naming the argument, for any invalid argument; for a model that cannot be
@@ -437,6 +443,7 @@ class TransformerEncoder:
         progress: bool = True,
         dtype: str = "float32",
         word_pooling: str = "mean",
+        keep_bos: bool = True,
     ) -> None:
         integer()(layer, "layer")
         one_of(*POOLINGS)(pooling, "pooling")
@@ -454,6 +461,7 @@ class TransformerEncoder:
         if name is not None:
             text()(name, "name")
         boolean()(progress, "progress")
+        boolean()(keep_bos, "keep_bos")
         one_of(*DTYPES)(dtype, "dtype")
         self.device = resolve_device(device)
         source = _resolve_model(model_path)
@@ -516,6 +524,7 @@ class TransformerEncoder:
         self.layer = int(layer) % n_layers
         self.pooling = pooling
         self.word_pooling = word_pooling
+        self.keep_bos = bool(keep_bos)
         self.batch_size = int(batch_size)
         self.max_length = int(max_length)
         self.random_init = bool(random_init)
@@ -587,9 +596,9 @@ class TransformerEncoder:
     def cache_key(self) -> dict[str, Any]:
         """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
         model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
-        initialisation and, unless float32, the ``dtype`` and, unless ``"mean"``, the
-        ``word_pooling``. The batch size is left out (padding is masked) and so is the
-        device."""
+        initialisation and, unless float32, the ``dtype``, unless ``"mean"``, the
+        ``word_pooling`` and, unless kept, ``keep_bos``. The batch size is left out (padding
+        is masked) and so is the device."""
         key: dict[str, Any] = {
             "model_path": str(self.model_path),
             "layer": self.layer,
@@ -602,6 +611,8 @@ class TransformerEncoder:
             key["dtype"] = self.dtype
         if self.word_pooling != "mean":
             key["word_pooling"] = self.word_pooling
+        if not self.keep_bos:
+            key["keep_bos"] = False
         if self.revision is not None:
             key["revision"] = self.revision
         return key
@@ -670,6 +681,7 @@ class TransformerEncoder:
             progress=self.progress,
             dtype=self.dtype,
             word_pooling=self.word_pooling,
+            keep_bos=self.keep_bos,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -728,11 +740,13 @@ class TransformerEncoder:
                     truncation=True,
                     max_length=self.max_length,
                     return_tensors="pt",
+                    return_special_tokens_mask=not self.keep_bos,
                 )
                 tensors = {
                     key: value.to(self.device)
                     for key, value in encoding.items()
-                    if key != "token_type_ids" or self._token_types
+                    if (key != "token_type_ids" or self._token_types)
+                    and key != "special_tokens_mask"
                 }
                 hidden_states = self.model(**tensors, output_hidden_states=True).hidden_states
                 if len(hidden_states) != self.n_layers:
@@ -768,6 +782,11 @@ class TransformerEncoder:
             rows = torch.arange(mask.shape[0], device=hidden.device)
             return hidden[:, rows, position]
         if self.pooling == "mean":
+            bos = self.tokenizer.bos_token_id
+            if not self.keep_bos and bos is not None:  # added by the tokenizer, not in the text
+                added = encoding["special_tokens_mask"].to(hidden.device).bool()
+                ids = encoding["input_ids"].to(hidden.device)
+                mask = mask * ~(added & (ids == bos))
             weights = mask.to(hidden.dtype)[None, :, :, None]
             return (hidden * weights).sum(dim=2) / weights.sum(dim=2).clamp(min=1)
         rows, tokens, word_index = [], [], []

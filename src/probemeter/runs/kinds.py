@@ -570,6 +570,14 @@ class TransformerKind(_WordKind):
         '(senteval "mean", texts "last")',
         key_omits=WORDS,
     )
+    bos: str | None = option(
+        None,
+        check=valid.one_of("keep", "drop"),
+        help='pooling "mean" and the beginning-of-sequence token a tokenizer adds (Llama-like): '
+        '"keep" averages it in, "drop" leaves it out; the default: the task\'s (texts "drop", '
+        'the others "keep")',
+        key_omits="keep",
+    )
 
     kind = "transformer"
     summary = "hidden states of a Hugging Face transformer, one pass for every layer"
@@ -601,11 +609,14 @@ class TransformerKind(_WordKind):
     def check_task(
         cls, rep: Representation, task: Task, where: str, report: Report
     ) -> Representation:
-        """Its ``pooling`` (the task's default when not given) checked against the task."""
+        """Its ``pooling`` (the task's default when not given) checked against the task, and
+        ``bos`` (the task's default when not given)."""
         rep = super().check_task(rep, task, where, report)
         allowed = task.declared.poolings
         if not allowed:  # not a text task: reported above
             return rep
+        if rep.options.get("bos") is None:
+            rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
         pooling = rep.options["pooling"]
         if pooling is None:
             return replace(rep, options={**rep.options, "pooling": allowed[0]})
@@ -630,6 +641,7 @@ class TransformerKind(_WordKind):
             options["dtype"],
             options["word_pooling"],
             pooling,
+            options.get("bos"),
         )
         if group not in inputs.layers:
             encoder = _transformer(rep, build, pooling)
@@ -715,6 +727,7 @@ def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
         random_state=build.random_state,
         progress=build.progress,
         word_pooling=rep.options["word_pooling"],
+        keep_bos=rep.options.get("bos") != "drop",
     )
 
 

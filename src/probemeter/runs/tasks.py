@@ -123,6 +123,10 @@ class TaskType(Declared):
     #: how a transformer's rows are pooled from word pieces on this task (the first is the
     #: default): ``"words"`` (one row per word of the task's tokens) or sentence poolings
     poolings: ClassVar[tuple[str, ...]] = ()
+    #: the default of a transformer's ``bos``: whether ``"mean"`` averages the
+    #: beginning-of-sequence token a tokenizer adds (``"keep"``, as stored runs were computed)
+    #: or leaves it out (``"drop"``)
+    bos: ClassVar[str] = "keep"
     #: whether a row is a sentence (word vectors then need a sentence pooling)
     rows_are_sentences: ClassVar[bool] = False
     #: whether its label can be ``"arcs"``: each word's head in a dependency tree
@@ -794,6 +798,7 @@ class TextsTask(TaskType):
     paths = ("path",)
     reads_files = True
     poolings = ("last", "mean", "cls")
+    bos = "drop"
     rows_are_sentences = True
 
     def path_problems(self) -> list[tuple[str, str]]:
