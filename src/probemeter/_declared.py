@@ -173,19 +173,15 @@ class Declared:
         :data:`REQUIRED`) in place of the bad ones — only to check it further against the
         rest of the file, so that every problem is reported at once; never use it otherwise."""
         locate = where or (lambda opt: f"{cls.section}.{opt.name}")
-        problems, fields = [], {}
-        for opt in cls.options():
-            raw = values.get(opt.name)
-            if raw is None:  # not given: the default, or a problem when there is none
-                if opt.required:
-                    problems.append(f"{locate(opt)}: missing (required)")
-                continue
-            problem = opt.check.problem(raw)
-            if problem:
-                problems.append(f"{locate(opt)}: {problem}")
-                continue
-            fields[opt.name] = opt.parse(raw)
-        stand_ins = {opt.name: REQUIRED for opt in cls.options() if opt.required}
+        refused = cls._value_problems(values)
+        options = cls.options()
+        problems = [f"{locate(opt)}: {refused[opt.name]}" for opt in options if opt.name in refused]
+        fields = {
+            opt.name: opt.parse(values[opt.name])
+            for opt in options
+            if values.get(opt.name) is not None and opt.name not in refused
+        }
+        stand_ins = {opt.name: REQUIRED for opt in options if opt.required}
         declared = cls(**{**stand_ins, **fields})
         return declared, problems + [f"{locate(opt)}: {p}" for opt, p in declared.check_options()]
 
@@ -193,12 +189,22 @@ class Declared:
     def refused(cls, values: Mapping[str, Any]) -> set[str]:
         """The options of ``values`` that :meth:`from_values` refuses: a required one missing,
         or a value its check refuses (their fields then hold stand-ins)."""
-        return {
-            opt.name
-            for opt in cls.options()
-            if (values.get(opt.name) is None and opt.required)
-            or (values.get(opt.name) is not None and opt.check.problem(values[opt.name]))
-        }
+        return set(cls._value_problems(values))
+
+    @classmethod
+    def _value_problems(cls, values: Mapping[str, Any]) -> dict[str, str]:
+        """Each refused option's problem with its raw value, by name: missing when required
+        and not given (a value of None is not given), else what its check says."""
+        found = {}
+        for opt in cls.options():
+            raw = values.get(opt.name)
+            if raw is None:
+                problem = "missing (required)" if opt.required else None
+            else:
+                problem = opt.check.problem(raw)
+            if problem:
+                found[opt.name] = problem
+        return found
 
     def check_options(self) -> list[tuple[Option, str]]:
         """Problems of option combinations (each option valid alone), as (option, text)."""

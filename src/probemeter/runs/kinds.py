@@ -150,10 +150,15 @@ class RepresentationKind(Declared, ABC):
         """The representations of an entry named ``name`` (at ``where``): one, or one per
         layer of a sweep. ``folder`` holds the experiment file (relative paths); ``bad``
         names the options whose values were refused (their fields hold stand-ins)."""
-        values = {key: None if key in bad else value for key, value in self.values().items()}
+        values = self.usable_values(bad)
         top = {key: values.pop(key) for key in _RECORD_FIELDS if key in values}
         view = WORDS if self.reads == WORDS else top.pop("view", None)
         return [Representation(name, self.kind, view, **top, options=values)]
+
+    def usable_values(self, bad: set[str]) -> dict[str, Any]:
+        """Every option as written in a file, None for those refused (``bad``: their fields
+        hold stand-ins), so that later checks skip them."""
+        return {key: None if key in bad else value for key, value in self.values().items()}
 
     @classmethod
     def check_task(
@@ -589,7 +594,7 @@ class TransformerKind(_WordKind):
         """The model resolved (a folder made absolute, or a Hub id that must be cached when
         offline), ``random_init = "also"`` as the model and its control, and each as one
         representation per layer (:func:`_layer_representations`)."""
-        options = {key: None if key in bad else value for key, value in self.values().items()}
+        options = self.usable_values(bad)
         if options["model"] not in (None, "minilm"):
             options["model"] = _transformer_model(
                 options["model"], f"{where}.model", folder, report
@@ -798,6 +803,18 @@ class FileKind(RepresentationKind):
 
     reads = FILES
 
+    def files(
+        self, where: str, folder: Path, bad: set[str], report: Report
+    ) -> dict[str, Path | None]:
+        """Its ``train`` and ``test`` files, made absolute (relative to ``folder``, which holds
+        the experiment file); a missing one is reported, a refused one is None."""
+        files: dict[str, Path | None] = {}
+        for key in ("train", "test"):
+            files[key] = None if key in bad else (folder / getattr(self, key)).resolve()
+            if files[key] is not None and not files[key].is_file():
+                report(f"{where}.{key}", f"file {str(files[key])!r} does not exist")
+        return files
+
     @classmethod
     @abstractmethod
     def read(cls, rep: Representation, inputs: TaskInputs, *, standardize: bool) -> ProbeData:
@@ -886,16 +903,13 @@ class NpzKind(FileKind):
         ``layer`` (one representation per layer, or with ``combine`` the layers side by side:
         :func:`_layer_representations`), a 2-D one refuses it. After a problem, the entry as
         one representation (the file is rejected anyway)."""
-        files = {}
-        for key in ("train", "test"):
-            files[key] = None if key in bad else (folder / getattr(self, key)).resolve()
-            if files[key] is not None and not files[key].is_file():
-                report(f"{where}.{key}", f"file {str(files[key])!r} does not exist")
-        options: dict[str, Any] = {"labels": None if "labels" in bad else self.labels}
-        layer = None if "layer" in bad else self.layer
+        files = self.files(where, folder, bad, report)
+        values = self.usable_values(bad)
+        options: dict[str, Any] = {"labels": values["labels"]}
+        layer = values["layer"]
         if layer is not None:
             options["layer"] = layer
-            options["combine"] = None if "combine" in bad else self.combine
+            options["combine"] = values["combine"]
         rep = Representation(name, self.kind, **files, options=options)
         infos = {}
         for key, file in files.items():
@@ -1071,12 +1085,9 @@ class ActivationsKind(FileKind):
         matching hook, ``NAME-<i>`` ordered by ``i`` (a layer sweep named NAME, its ``layer``
         the hook's ``i``); a plain hook name one, named NAME. After a problem, the entry as one
         representation (the files are rejected anyway)."""
-        files = {}
-        for key in ("train", "test"):
-            files[key] = None if key in bad else (folder / getattr(self, key)).resolve()
-            if files[key] is not None and not files[key].is_file():
-                report(f"{where}.{key}", f"file {str(files[key])!r} does not exist")
-        options = {key: None if key in bad else getattr(self, key) for key in _ACTIVATION_KEYS}
+        files = self.files(where, folder, bad, report)
+        values = self.usable_values(bad)
+        options = {key: values[key] for key in _ACTIVATION_KEYS}
         rep = Representation(name, self.kind, **files, options=options)
         loaded = {}
         for key, file in files.items():
