@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import probemeter.runs.kinds as kinds
+import probemeter.runs.kinds.words as kinds
 import probemeter.training.engine as engine
 from probemeter.cli.main import main
 

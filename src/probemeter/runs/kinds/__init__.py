@@ -1,0 +1,68 @@
+"""The representation kinds of experiment files (``[[representations]] kind = ...``), each
+declared once.
+
+A kind is one frozen dataclass (a :class:`RepresentationKind`) whose fields are the entry's
+own keys, declared with :func:`~probemeter._declared.option`; it says what it reads (a numeric
+view of the task, the task's words, or files of its own), how an entry becomes representations
+(a layer sweep gives several), what it needs of the task, and how its features are built. The
+experiment-file reader, ``--check``, the runner and the docs' experiment-file reference follow
+from :data:`KINDS`: adding a kind is a class and one entry there. Unit and cache keys are the
+entry as written (:meth:`Representation.key_dict`), less what the declaration leaves out of
+keys, so stored units stay valid while options are added.
+"""
+
+from __future__ import annotations
+
+from probemeter.runs.kinds.activations import ActivationsKind
+from probemeter.runs.kinds.base import (
+    COMBINATIONS,
+    FILES,
+    NUMERIC,
+    Build,
+    Report,
+    Representation,
+    RepresentationKind,
+)
+from probemeter.runs.kinds.files import FileKind, NpzKind
+from probemeter.runs.kinds.numeric import CNNKind, PCAKind, RandomProjectionKind, RawKind, VAEKind
+from probemeter.runs.kinds.words import GloVeKind, SpacyKind, TransformerKind
+
+__all__ = [
+    "COMBINATIONS",
+    "FILES",
+    "KINDS",
+    "NUMERIC",
+    "Build",
+    "FileKind",
+    "Report",
+    "Representation",
+    "RepresentationKind",
+    "kind_class",
+]
+
+
+#: every representation kind of ``[[representations]] kind``, by name, in the order the docs
+#: list them
+KINDS: dict[str, type[RepresentationKind]] = {
+    cls.kind: cls
+    for cls in (
+        RawKind,
+        PCAKind,
+        RandomProjectionKind,
+        VAEKind,
+        CNNKind,
+        TransformerKind,
+        GloVeKind,
+        SpacyKind,
+        NpzKind,
+        ActivationsKind,
+    )
+}
+
+
+def kind_class(kind: str) -> type[RepresentationKind]:
+    """The class of ``kind``; a ValueError naming the known kinds otherwise."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})") from None

