@@ -241,7 +241,8 @@ def test_feature_cache_layers_are_memory_mapped_files(
         np.testing.assert_array_equal(first[layer], expected[layer])
         np.testing.assert_array_equal(second[layer], expected[layer])
     paths = cache.layer_paths(key, WORDS, 7)
-    assert sorted(cache.root.iterdir()) == sorted(paths)  # one file per layer, no temporaries
+    marker = paths[0].with_name(paths[0].name.split(".")[0] + ".layers.json")  # written last
+    assert sorted(cache.root.iterdir()) == sorted([*paths, marker])  # no temporaries
     assert [path.name.split(".")[1] for path in paths] == [f"layer{i}" for i in range(7)]
     # a missing or damaged layer file makes the whole set a miss, recomputed in full
     paths[3].unlink()

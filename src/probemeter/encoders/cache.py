@@ -10,6 +10,12 @@ crash never leaves a truncated file behind.
 memory-mapped: encoding all layers of a model holds one batch in memory, not all layers, and
 a run reads only the pages of the layer it trains on. :meth:`FeatureCache.probe_data` does the
 same for split and standardised :class:`~probemeter.data.ProbeData`.
+
+Layer files are stored as float32 (the default), float16 or bfloat16 (``storage``; numpy has no
+bfloat16, so its files hold each value's upper 16 bits as uint16, rounded to nearest even when
+written and widened back to float32 a block of rows at a time when read: :class:`Bfloat16Rows`).
+The set is complete when ``<hash>.layers.json``, written atomically after every layer file has
+been renamed into place, says so; the disk space the files take is checked before encoding starts.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -24,11 +31,22 @@ from typing import Any
 
 import numpy as np
 
-from probemeter._io import save_npy_atomic
+from probemeter._io import read_json, save_npy_atomic, write_text_atomic
 from probemeter._validation import check_scalar, integer_list
 from probemeter.data import ProbeData
 
-__all__ = ["FeatureCache"]
+__all__ = ["STORAGES", "Bfloat16Rows", "FeatureCache", "to_bfloat16_bits"]
+
+#: the dtypes layer files can be stored as (``storage``), with their bytes per value
+STORAGES = {"float32": 4, "float16": 2, "bfloat16": 2}
+#: free space kept on the cache's disk beyond the layer files: the larger of this share of the
+#: disk and :data:`_MARGIN_BYTES` (the run still writes probe data, results and logs there)
+_MARGIN_SHARE = 0.02
+_MARGIN_BYTES = 256 * 2**20
+#: rows widened from bfloat16 at a time: float32 blocks of at most ~16 MB
+_WIDEN_ELEMENTS = 1 << 22
+#: what ``<hash>.layers.json`` records, so a reader knows the files are complete and their dtype
+_LAYERS_SCHEMA = "probemeter.layers/1"
 
 
 def _digest(value: object, name: str) -> str:
@@ -114,16 +132,29 @@ class FeatureCache:
         inputs: object,
         shape: tuple[int, int, int],
         fill: Callable[[list[np.ndarray]], None],
+        *,
+        storage: str = "float32",
     ) -> list[np.ndarray]:
-        """Every layer's features of ``inputs``, each a read-only float32 memory map of its own
-        ``.npy`` file (:meth:`layer_paths`).
+        """Every layer's features of ``inputs``, each read-only and memory-mapped from its own
+        ``.npy`` file (:meth:`layer_paths`): float32 memory maps, float16 ones with
+        ``storage="float16"``, :class:`Bfloat16Rows` (float32 rows on indexing) with
+        ``storage="bfloat16"``.
 
-        On a miss, ``fill(outputs)`` writes layer i into ``outputs[i]``, a writable memory map of
+        On a miss, ``fill(outputs)`` writes layer i into ``outputs[i]``, a writable array of
         shape ``shape[1:]`` backed by a temporary file (e.g.
-        :meth:`~probemeter.encoders.TransformerEncoder.encode_layers_into`); once it returns,
-        the files are flushed to disk and renamed into place, so a crash or an exception leaves
-        no partial layer behind. A layer file of another shape or dtype, or an unreadable one,
-        counts as a miss.
+        :meth:`~probemeter.encoders.TransformerEncoder.encode_layers_into`): float32 values
+        assigned to it are stored as ``storage`` (float16 and bfloat16 rounded to nearest even).
+        Once ``fill`` returns, the files are flushed to disk and renamed into place, then
+        ``<hash>.layers.json`` is written (atomically, last): only a set with that marker is
+        read back, so an exception or a kill leaves no partial layer that counts as complete.
+        A killed encoding restarts from the beginning on the next call, which first removes the
+        temporary files the killed process left (their names hold its process id). float32
+        files written before the marker existed are read as they are (each was renamed into
+        place whole). A layer file of another shape or dtype, or an unreadable one, counts as
+        a miss.
+
+        Before encoding, the bytes the layer files take (n_layers × n_rows × dimension × bytes
+        per value) are checked against the free space of the cache's disk less a margin.
 
         Args:
             encoder_key: JSON-serialisable description of everything that determines the
@@ -131,28 +162,46 @@ class FeatureCache:
             inputs: the JSON-serialisable inputs.
             shape: ``(n_layers, n_rows, dimension)``.
             fill: writes the features; called on a miss only.
+            storage: ``"float32"`` (default), ``"float16"`` or ``"bfloat16"`` (half the disk
+                and page cache; part of the files' key, except float32, whose keys are those
+                of files written before storage could be chosen).
+
+        Raises:
+            ValueError: a bad ``shape`` or ``storage``; the layer files would not fit on the
+                cache's disk (naming the root, the bytes needed and free, and the storage
+                that halves them).
         """
         n_layers, n_rows, dimension = _check_shape(shape)
-        paths = self.layer_paths(encoder_key, inputs, n_layers)
-        found = [_open_layer(path, (n_rows, dimension)) for path in paths]
-        if all(array is not None for array in found):
+        if storage not in STORAGES:
+            raise ValueError(f"storage must be one of {', '.join(STORAGES)}; got {storage!r}")
+        stored_key = _storage_key(encoder_key, storage)
+        paths = self.layer_paths(stored_key, inputs, n_layers)
+        marker = _marker(paths[0])
+        found = _open_layers(paths, marker, (n_rows, dimension), storage)
+        if found is not None:
             self.hits += 1
             return found
-        del found
         self.root.mkdir(parents=True, exist_ok=True)
-        token = uuid.uuid4().hex
+        _remove_abandoned(paths)
+        marker.unlink(missing_ok=True)
+        self._check_disk(n_layers * n_rows * dimension * STORAGES[storage], storage)
+        token = f"{os.getpid()}-{uuid.uuid4().hex}"
         temporaries = [path.with_name(f".{path.name}.{token}.tmp") for path in paths]
+        dtype = np.float16 if storage == "float16" else np.float32
         try:
-            outputs = [
+            files = [
                 np.lib.format.open_memmap(
-                    temporary, mode="w+", dtype=np.float32, shape=(n_rows, dimension)
+                    temporary,
+                    mode="w+",
+                    dtype=np.uint16 if storage == "bfloat16" else dtype,
+                    shape=(n_rows, dimension),
                 )
                 for temporary in temporaries
             ]
-            fill(outputs)
-            for output in outputs:
-                output.flush()
-            del outputs
+            fill([_Bfloat16Writer(f) for f in files] if storage == "bfloat16" else files)
+            for file in files:
+                file.flush()
+            del files
             for temporary in temporaries:
                 with open(temporary, "rb+") as stream:
                     os.fsync(stream.fileno())
@@ -161,8 +210,31 @@ class FeatureCache:
         finally:
             for temporary in temporaries:
                 temporary.unlink(missing_ok=True)
+        described = {"schema": _LAYERS_SCHEMA, "storage": storage, "shape": list(shape)}
+        write_text_atomic(marker, json.dumps(described))
         self.misses += 1
-        return [np.load(path, mmap_mode="r") for path in paths]
+        found = _open_layers(paths, marker, (n_rows, dimension), storage)
+        assert found is not None  # just written whole
+        return found
+
+    def _check_disk(self, needed: int, storage: str) -> None:
+        """A ValueError when ``needed`` bytes of layer files would not fit on the root's disk
+        with the margin kept free."""
+        usage = shutil.disk_usage(self.root)
+        margin = max(_MARGIN_BYTES, int(_MARGIN_SHARE * usage.total))
+        if needed <= usage.free - margin:
+            return
+        halves = (
+            'storage="float16" or storage="bfloat16" would halve it'
+            if storage == "float32"
+            else "no storage option is smaller"
+        )
+        raise ValueError(
+            f"the layer files need {needed:,} bytes ({needed / 2**30:.2f} GiB) as {storage} but "
+            f"the cache root {str(self.root)!r} has {usage.free:,} bytes free "
+            f"({usage.free / 2**30:.2f} GiB), of which {margin:,} are kept free: {halves}; "
+            "or give a cache folder on a larger disk, or fewer layers or rows"
+        )
 
     def probe_data(self, key: Mapping[str, Any], build: Callable[[], ProbeData]) -> ProbeData:
         """The :class:`~probemeter.data.ProbeData` stored under ``key``, memory-mapped
@@ -193,13 +265,143 @@ def _check_shape(shape: Sequence[int]) -> tuple[int, int, int]:
     return int(sizes[0]), int(sizes[1]), int(sizes[2])
 
 
-def _open_layer(path: Path, shape: tuple[int, int]) -> np.ndarray | None:
+def _storage_key(encoder_key: Mapping[str, Any], storage: str) -> Mapping[str, Any]:
+    """The key of the layer files: ``encoder_key`` itself for float32 (the files written before
+    storage could be chosen), with ``"storage"`` added otherwise."""
+    if storage == "float32" or not isinstance(encoder_key, Mapping):
+        return encoder_key
+    return {**encoder_key, "storage": storage}
+
+
+def _marker(first: Path) -> Path:
+    """``<hash>.layers.json`` beside ``<hash>.layer0.npy``: written last, marks a complete set."""
+    return first.with_name(first.name.split(".", 1)[0] + ".layers.json")
+
+
+def _open_layers(
+    paths: list[Path], marker: Path, shape: tuple[int, int], storage: str
+) -> list[Any] | None:
+    """The layer files memory-mapped (bfloat16 ones as :class:`Bfloat16Rows`), or None unless
+    every one is readable with ``shape`` and the stored dtype and the marker says the set is
+    complete and stored as ``storage`` (float32 sets without a marker: complete)."""
+    if marker.is_file():
+        try:
+            described = read_json(marker, "layer files' marker")
+        except ValueError:
+            return None
+        if not isinstance(described, dict) or described.get("schema") != _LAYERS_SCHEMA:
+            return None
+        if described.get("storage") != storage:
+            return None
+    elif storage != "float32":
+        return None
+    dtype = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}[storage]
+    found = [_open_layer(path, shape, dtype) for path in paths]
+    if any(array is None for array in found):
+        return None
+    return [Bfloat16Rows(array) for array in found] if storage == "bfloat16" else found
+
+
+def _remove_abandoned(paths: list[Path]) -> None:
+    """Remove the temporary files of these layers that a killed process left behind (named
+    ``.<layer file>.<pid>-<token>.tmp``, the pid no longer running); a live process's are kept:
+    it may be encoding the same inputs right now."""
+    for path in paths:
+        for temporary in path.parent.glob(f".{path.name}.*.tmp"):
+            pid = temporary.name[len(path.name) + 2 :].split("-", 1)[0]
+            if not pid.isdigit() or not _running(int(pid)):
+                temporary.unlink(missing_ok=True)
+
+
+def _running(pid: int) -> bool:
+    """Whether a process ``pid`` exists (signal 0 checks without signalling)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
+
+
+def _open_layer(path: Path, shape: tuple[int, int], dtype: type = np.float32) -> np.ndarray | None:
     """The layer file at ``path`` memory-mapped read-only, or None when it is missing,
-    unreadable, or not a float32 array of ``shape``."""
+    unreadable, or not an array of ``dtype`` and ``shape``."""
     if not path.is_file():
         return None
     try:
         array = np.load(path, mmap_mode="r")
     except (OSError, ValueError, EOFError):
         return None
-    return array if array.shape == shape and array.dtype == np.float32 else None
+    return array if array.shape == shape and array.dtype == dtype else None
+
+
+def to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """The bfloat16 nearest to each float32 value (ties to even), as its 16 bits (uint16): the
+    upper half of the float32 bit pattern after adding ``0x7FFF`` plus the lowest kept bit, the
+    rounding of IEEE 754 round-to-nearest-even; NaN stays a (quiet) NaN."""
+    values = np.ascontiguousarray(values, dtype=np.float32)
+    bits = values.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    return np.where(np.isnan(values), np.uint16(0x7FC0), rounded)
+
+
+def _widen(bits: np.ndarray) -> np.ndarray:
+    """bfloat16 bits (uint16) as the float32 values they are (exact)."""
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+class _Bfloat16Writer:
+    """A writable (n, d) layer output over a uint16 memory map: rows assigned to it are rounded
+    to bfloat16 (:func:`to_bfloat16_bits`) and stored as their bits."""
+
+    def __init__(self, bits: np.ndarray) -> None:
+        self.bits = bits
+        self.shape = bits.shape
+
+    def __setitem__(self, rows: Any, values: Any) -> None:
+        self.bits[rows] = to_bfloat16_bits(np.asarray(values, dtype=np.float32))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        # what writers check (shape, writable) is the store itself; values are read back widened
+        return self.bits if dtype is None else _widen(self.bits).astype(dtype)
+
+
+class Bfloat16Rows:
+    """A layer stored as bfloat16 (a uint16 memory map of the values' bits), read as float32:
+    indexing (``x[rows]``, ``x[i:j]``, ``x[index_array]``) widens only the rows it returns, and
+    ``np.asarray(x)`` widens the whole layer a block of rows at a time.
+
+    Attributes:
+        bits: the read-only uint16 memory map.
+    """
+
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    def __init__(self, bits: np.ndarray) -> None:
+        self.bits = bits
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.bits.shape
+
+    @property
+    def nbytes(self) -> int:
+        """The bytes of the layer widened to float32 (twice the file's)."""
+        return int(self.bits.size) * 4
+
+    def __len__(self) -> int:
+        return len(self.bits)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        return _widen(self.bits[key])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = np.empty(self.shape, dtype=np.float32)
+        step = max(1, _WIDEN_ELEMENTS // max(1, self.shape[1]))
+        for start in range(0, self.shape[0], step):
+            out[start : start + step] = _widen(self.bits[start : start + step])
+        return out if dtype is None else out.astype(dtype, copy=False)
