@@ -56,6 +56,7 @@ References:
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -71,6 +72,7 @@ from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device
 from probemeter._validation import boolean, check_scalar, integer, one_of, text
+from probemeter.encoders.sites import HIDDEN, SitePlan, plan_site, site_problem
 
 if TYPE_CHECKING:
     from transformers import BatchEncoding
@@ -394,8 +396,9 @@ class TransformerEncoder:
             ``config.json``, the weights and the tokenizer files, or a Hugging Face Hub id
             (``"bert-base-uncased"``, ``"openai-community/gpt2"``) loaded from the Hugging Face
             cache or the Hub, honouring ``HF_HUB_OFFLINE``/``TRANSFORMERS_OFFLINE``.
-        layer: hidden-state index in ``[0, n_layers)``; negative values count from the end
-            (the default, -1, is the last layer).
+        layer: index in ``[0, n_layers)`` of the ``site``'s layers (hidden states for
+            ``"hidden"``, blocks otherwise); negative values count from the end (the default,
+            -1, is the last layer).
         pooling: ``"mean"``, ``"cls"`` (first token; not for decoder-only models) or ``"last"``
             (last non-padding token) for a list of sentences (strings), ``"words"`` for a list
             of pre-tokenised sentences (lists of words), giving one row per word.
@@ -423,6 +426,13 @@ class TransformerEncoder:
             adds to each sentence (Llama-like tokenizers; GPT-2's adds none); False leaves it
             out, as a token that carries nothing of the sentence. The other poolings never
             read it (``"last"`` takes the last real token; ``"cls"`` is refused on decoders).
+        site: where in the model the features are read (:mod:`probemeter.encoders.sites`):
+            ``"hidden"`` (the hidden states the model returns, ``num_hidden_layers + 1`` of
+            them, 0 the embeddings), a TransformerLens hook point of every block
+            (``"resid_pre"``, ``"resid_mid"``, ``"resid_post"``, ``"attn_out"``,
+            ``"mlp_out"``, ``"heads"``: ``num_hidden_layers`` layers, one per block), or
+            ``"module:<path with {i}>"``, the output of any module of each block. One forward
+            pass per batch serves every layer of the site.
 
     Raises:
         ValueError: naming the argument, for any invalid argument; for a model that cannot be
@@ -444,8 +454,12 @@ class TransformerEncoder:
         dtype: str = "float32",
         word_pooling: str = "mean",
         keep_bos: bool = True,
+        site: str = HIDDEN,
     ) -> None:
         integer()(layer, "layer")
+        problem = site_problem(site)
+        if problem is not None:
+            raise ValueError(f"site {problem}")
         one_of(*POOLINGS)(pooling, "pooling")
         one_of(*WORD_POOLINGS)(word_pooling, "word_pooling")
         if word_pooling != "mean" and pooling != "words":
@@ -473,9 +487,6 @@ class TransformerEncoder:
                 lambda: transformers.AutoConfig.from_pretrained(source, **local), source, offline
             )
             n_layers, decoder = self._check_architecture(transformers, config, source, pooling)
-            check_scalar(
-                layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
-            )
 
             def load_tokenizer(**extra: Any) -> Any:
                 return _load(
@@ -517,6 +528,17 @@ class TransformerEncoder:
                     offline,
                 )
         self.model = model.to(self.device).eval()
+        self.config = config
+        self.site = site
+        #: where a block site is read (None for the hidden states)
+        self._site_plan: SitePlan | None = None
+        self.dimension = int(config.hidden_size)
+        if site != HIDDEN:
+            self._site_plan = plan_site(self.model, config, site)
+            n_layers = self._site_plan.n_layers
+        check_scalar(
+            layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
+        )
         self.model_path = source
         #: the Hub commit the weights were loaded from (None for local folders)
         self.revision = _hub_revision(source) if isinstance(source, str) else None
@@ -531,7 +553,6 @@ class TransformerEncoder:
         self.random_state = int(random_state)
         self.progress = progress
         self.dtype = dtype
-        self.dimension = int(config.hidden_size)
         self._n_layers = n_layers
         # token types are segment embeddings of BERT-like models; GPT-2 would add them as words
         self._token_types = not decoder or hasattr(config, "type_vocab_size")
@@ -541,7 +562,10 @@ class TransformerEncoder:
             model_name = source.parent.name if source.name == "model" else source.name
         suffix = f"-random{random_state}" if random_init else ""
         shown = pooling if word_pooling == "mean" else f"{pooling}-{word_pooling}"
-        self.name = name or f"{model_name}{suffix}/layer{self.layer}/{shown}"
+        at = "" if site == HIDDEN else f"{site}/"
+        self.name = name or f"{model_name}{suffix}/{at}layer{self.layer}/{shown}"
+        if self._site_plan is not None:
+            self.dimension = self._site_plan.width or self._site_width()
 
     @staticmethod
     def _check_architecture(
@@ -589,16 +613,79 @@ class TransformerEncoder:
 
     @property
     def n_layers(self) -> int:
-        """Number of hidden states: the embedding output plus one per transformer block."""
+        """Number of the site's layers: for ``"hidden"`` the embedding output plus one per
+        transformer block, for a block site one per block."""
         return self._n_layers
+
+    def at_site(self, site: str) -> TransformerEncoder:
+        """This encoder reading ``site`` instead, sharing the loaded model and tokenizer (no
+        second load), at its last layer; raises as the constructor does for a bad ``site``."""
+        problem = site_problem(site)
+        if problem is not None:
+            raise ValueError(f"site {problem}")
+        moved = copy.copy(self)
+        moved.site = site
+        moved._site_plan = None if site == HIDDEN else plan_site(self.model, self.config, site)
+        if moved._site_plan is None:
+            moved._n_layers = int(self.config.num_hidden_layers) + 1
+            moved.dimension = int(self.config.hidden_size)
+        else:
+            moved._n_layers = moved._site_plan.n_layers
+            moved.dimension = moved._site_plan.width or moved._site_width()
+        moved.layer = moved._n_layers - 1
+        base = self.name.split("/", 1)[0]
+        at = "" if site == HIDDEN else f"{site}/"
+        shown = self.name.rsplit("/", 1)[-1]
+        moved.name = f"{base}/{at}layer{moved.layer}/{shown}"
+        return moved
+
+    @torch.no_grad()
+    def _site_width(self) -> int:
+        """The features per token of a module site, from one forward pass on a short text."""
+        assert self._site_plan is not None
+        encoding = self.tokenizer(["a"], return_tensors="pt").to(self.device)
+        with self._site_plan.capture([0]) as values:
+            self.model(**self._model_inputs(encoding))
+        value = values.get(0)
+        if value is None or value.ndim != 3:
+            raise ValueError(
+                f"site {self.site!r} gives no per-token values (shape "
+                f"{None if value is None else tuple(value.shape)}); choose a module whose output "
+                "is (batch, tokens, features)"
+            )
+        return int(value.shape[-1])
+
+    def _model_inputs(self, encoding: BatchEncoding) -> dict[str, torch.Tensor]:
+        """The tokenizer's tensors the model takes, on the device."""
+        return {
+            key: value.to(self.device)
+            for key, value in encoding.items()
+            if (key != "token_type_ids" or self._token_types) and key != "special_tokens_mask"
+        }
+
+    def _site_values(self, encoding: BatchEncoding, layers: list[int]) -> torch.Tensor:
+        """The site's values at ``layers`` from one forward pass: float32 of shape
+        (len(layers), batch, tokens, width)."""
+        inputs = self._model_inputs(encoding)
+        if self._site_plan is None:
+            hidden_states = self.model(**inputs, output_hidden_states=True).hidden_states
+            if len(hidden_states) != self.n_layers:
+                raise ValueError(
+                    f"{self.name}: the model returned {len(hidden_states)} hidden states, "
+                    f"not num_hidden_layers + 1 = {self.n_layers}"
+                )
+            return torch.stack([hidden_states[layer] for layer in layers]).float()
+        with self._site_plan.capture(layers) as values:
+            self.model(**inputs)
+        return torch.stack([values[layer] for layer in layers]).float()
 
     @property
     def cache_key(self) -> dict[str, Any]:
         """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
         model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
         initialisation and, unless float32, the ``dtype``, unless ``"mean"``, the
-        ``word_pooling`` and, unless kept, ``keep_bos``. The batch size is left out (padding
-        is masked) and so is the device."""
+        ``word_pooling``, unless kept, ``keep_bos`` and, unless ``"hidden"``, the ``site``.
+        The batch size is left out (padding is masked) and so is the device."""
         key: dict[str, Any] = {
             "model_path": str(self.model_path),
             "layer": self.layer,
@@ -613,6 +700,8 @@ class TransformerEncoder:
             key["word_pooling"] = self.word_pooling
         if not self.keep_bos:
             key["keep_bos"] = False
+        if self.site != HIDDEN:
+            key["site"] = self.site
         if self.revision is not None:
             key["revision"] = self.revision
         return key
@@ -682,6 +771,7 @@ class TransformerEncoder:
             dtype=self.dtype,
             word_pooling=self.word_pooling,
             keep_bos=self.keep_bos,
+            site=self.site,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -742,19 +832,7 @@ class TransformerEncoder:
                     return_tensors="pt",
                     return_special_tokens_mask=not self.keep_bos,
                 )
-                tensors = {
-                    key: value.to(self.device)
-                    for key, value in encoding.items()
-                    if (key != "token_type_ids" or self._token_types)
-                    and key != "special_tokens_mask"
-                }
-                hidden_states = self.model(**tensors, output_hidden_states=True).hidden_states
-                if len(hidden_states) != self.n_layers:
-                    raise ValueError(
-                        f"{self.name}: the model returned {len(hidden_states)} hidden states, "
-                        f"not num_hidden_layers + 1 = {self.n_layers}"
-                    )
-                stacked = torch.stack([hidden_states[layer] for layer in layers]).float()
+                stacked = self._site_values(encoding, layers)
                 pooled = self._pool(stacked, encoding, batch, members).cpu().numpy()
                 rows = np.concatenate(
                     [np.arange(first_row[i], first_row[i] + rows_of[i]) for i in members]
