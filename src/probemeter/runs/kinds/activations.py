@@ -1,10 +1,19 @@
-"""Kind ``activations``: a model's activations saved by the user (``torch.save`` of a hook
-name → tensor dict), one representation per hook."""
+"""Kind ``activations``: a model's activations saved by the user, one representation per hook.
+
+Each of ``train`` and ``test`` is read as an *activation store* (:class:`_Store`): hook names →
+the shape of each saved array (from headers only) and a reader of its data, with the labels of
+each hook. Three sources provide one: a ``torch.save``'d dict of hook name → tensor (loaded
+memory-mapped), a ``.safetensors`` file of hook-named tensors (``safe_open``, read lazily), and
+a folder (or a pattern of files in a folder) of one file per hook, ``<hook name>.safetensors``,
+``.npy`` (memory-mapped), ``.npz`` or ``.parquet``. The checks and the reader below see only
+stores, so they are written once for every source."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +21,9 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._declared import option
+from probemeter._method import Method
 from probemeter.data import LABEL_MODES, ProbeData
+from probemeter.feature_files import _header as npy_header
 from probemeter.runs.kinds.base import (
     Report,
     Representation,
@@ -22,6 +33,12 @@ from probemeter.runs.tasks import TaskInputs
 
 #: the layer index of a hook name matched by a ``hooks`` pattern
 _HOOK_INDEX = r"(?P<i>\d+)"
+#: the formats of one hook's file in a folder
+_HOOK_SUFFIXES = (".safetensors", ".npy", ".npz", ".parquet")
+#: the labels of a folder's hooks
+_FOLDER_LABELS = "labels.npy"
+#: how to save a TransformerLens cache as a file read here
+_HOW = "save a dict of tensors: torch.save(dict(cache.items()), path)"
 
 
 def _hook_pattern(hooks: str) -> re.Pattern[str] | None:
@@ -43,57 +60,312 @@ def _hooks_check(value: Any) -> str | None:
     return None
 
 
-def _load_activations(path: Path) -> tuple[dict[str, Any], np.ndarray | None]:
-    """The hook name → tensor dict of a file written by ``torch.save`` (loaded memory-mapped,
-    so headers cost no data), and its labels: the dict's ``"labels"`` or a
-    ``<stem>.labels.npy`` beside the file (None when neither; both is refused as ambiguous).
-    Only plain dicts of tensors load (``weights_only=True``): a pickled ``ActivationCache`` or
-    any other object is refused, saying how to save it."""
+# ---- activation stores ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Array:
+    """One saved array: its shape, from the header, and a reader of its data, called only when
+    the data are wanted: ``read(None)`` all of it, ``read(p)`` position ``p`` of an
+    (n, positions, d) array (a tensor or a numpy array, as stored)."""
+
+    shape: tuple[int, ...]
+    read: Callable[[int | None], Any]
+
+
+@dataclass(frozen=True)
+class _Store:
+    """The activations of one ``train`` or ``test``: each hook's array, the labels of each
+    hook that has them (one array shared by every hook, or each hook file's own), and where
+    the user would put labels (for the problem of hooks without them)."""
+
+    hooks: dict[str, _Array]
+    labels: dict[str, _Array]
+    put_labels: str
+
+
+def _open(path: Path) -> _Store:
+    """The activation store at ``path``: a folder, or a pattern of files in one (``*``, ``?``
+    or ``[`` in the last part), of one file per hook; a ``.safetensors`` file of hook-named
+    tensors; otherwise a ``torch.save``'d dict. Labels saved with the activations (under
+    ``"labels"``) or beside them (``<stem>.labels.npy``; ``labels.npy`` in a folder), not
+    both. Headers only: no data are read. Any problem is a ValueError naming the path."""
+    if path.is_dir() or (_is_pattern(path.name) and not path.is_file()):
+        return _folder(path)
+    if not path.is_file():
+        raise ValueError(f"file or folder {str(path)!r} does not exist")
+    if path.suffix == ".safetensors":
+        arrays, inside = _safetensors(path), 'as a "labels" tensor in the file'
+    else:
+        arrays, inside = _torch_dict(path), 'under "labels" in the dict'
+    side = path.with_name(f"{path.stem}.labels.npy")
+    labels = _labels_once(path, arrays.pop("labels", None), side)
+    put = f"save them {inside}, or in {side.name} beside it"
+    return _Store(arrays, {} if labels is None else dict.fromkeys(arrays, labels), put)
+
+
+def _is_pattern(name: str) -> bool:
+    return any(mark in name for mark in "*?[")
+
+
+def _folder(path: Path) -> _Store:
+    """The store of a folder (or of the files of a folder a pattern matches): one file per
+    hook, ``<hook name>`` and a suffix of :data:`_HOOK_SUFFIXES` (:func:`_hook_file`), its
+    labels in the file or in the folder's ``labels.npy``."""
+    folder, pattern = (path, "*") if path.is_dir() else (path.parent, path.name)
+    if not folder.is_dir():  # patterns are of file names only: acts/*/*.npy lands here
+        raise ValueError(f"folder {str(folder)!r} does not exist")
+    files = sorted(file for file in folder.glob(pattern) if file.is_file())
+    by_hook: dict[str, list[Path]] = {}
+    for file in files:
+        if file.name != _FOLDER_LABELS and file.suffix in _HOOK_SUFFIXES:
+            by_hook.setdefault(file.name.removesuffix(file.suffix), []).append(file)
+    if not by_hook:
+        verb = "holds" if pattern == "*" else "matches"
+        names = [file.name for file in files]
+        raise ValueError(
+            f"{str(path)!r} {verb} no activation files (one per hook: <hook name>.safetensors, "
+            f".npy, .npz or .parquet); it {verb} {valid.listed(names) if names else 'no files'}"
+        )
+    for hook, twins in sorted(by_hook.items()):
+        if len(twins) > 1:
+            shown = " and ".join(file.name for file in twins)
+            raise ValueError(f"{str(folder)!r} holds hook {hook!r} twice, {shown}: keep one")
+    side = folder / _FOLDER_LABELS
+    hooks, labels = {}, {}
+    for hook, (file,) in sorted(by_hook.items()):
+        hooks[hook], inside = _hook_file(file, hook)
+        held = _labels_once(file, inside, side)
+        if held is not None:
+            labels[hook] = held
+    put = (
+        f'put {_FOLDER_LABELS} in {str(folder)!r}, or save them with each hook ("labels" in '
+        'its .safetensors or .npz file, a column "label" of its .parquet table)'
+    )
+    return _Store(hooks, labels, put)
+
+
+def _labels_once(path: Path, inside: _Array | None, side: Path) -> _Array | None:
+    """The labels saved in ``path`` (``inside``) or in the file ``side``; None when neither,
+    and both refused as ambiguous."""
+    if not side.is_file():
+        return inside
+    if inside is not None:
+        raise ValueError(
+            f"{str(path)!r} holds labels and {str(side)!r} exists too: keep one of them"
+        )
+    return _npy(side)
+
+
+def _hook_file(path: Path, hook: str) -> tuple[_Array, _Array | None]:
+    """One hook's array and the labels saved with it (None when none): a ``.npy`` array; a
+    ``.parquet`` table (:func:`_parquet`); of a ``.safetensors`` or ``.npz`` file, beside
+    ``"labels"``, its one array, or of several the one named after the hook or ``"X"``."""
+    if path.suffix == ".npy":
+        return _npy(path), None
+    if path.suffix == ".parquet":
+        return _parquet(path)
+    arrays = _safetensors(path) if path.suffix == ".safetensors" else _npz(path)
+    labels = arrays.pop("labels", None)
+    if len(arrays) == 1:
+        return next(iter(arrays.values())), labels
+    for name in (hook, "X"):
+        if name in arrays:
+            return arrays[name], labels
+    held = valid.listed(sorted(arrays)) if arrays else "no array"
+    raise ValueError(
+        f'{str(path)!r} holds {held}: save one array (and "labels"), or name it {hook!r}'
+    )
+
+
+def _held(value: Any) -> _Array:
+    """An array already at hand (a memory-mapped tensor or array, or labels loaded whole)."""
+    return _Array(tuple(value.shape), partial(_at, value))
+
+
+def _at(value: Any, position: int | None) -> Any:
+    return value if position is None else value[:, position]
+
+
+def _torch_dict(path: Path) -> dict[str, _Array]:
+    """The arrays of a dict written by ``torch.save``, loaded memory-mapped (no data read):
+    tensors, and ``"labels"`` as a tensor or anything ``np.asarray`` takes. Only plain dicts
+    load (``weights_only=True``): a pickled ``ActivationCache`` or any other object is
+    refused, saying how to save it."""
     import pickle
 
     import torch
 
-    how = "save a dict of tensors: torch.save(dict(cache.items()), path)"
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, ValueError) as error:
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(
-            f"{str(path)!r} cannot be read as a dict of tensors ({first}); {how}"
+            f"{str(path)!r} cannot be read as a dict of tensors ({first}); {_HOW}"
         ) from None
     if not isinstance(payload, dict):
-        raise ValueError(f"{str(path)!r} holds a {type(payload).__name__}, not a dict; {how}")
-    side = path.with_name(f"{path.stem}.labels.npy")
-    labels = payload.pop("labels", None)
-    if labels is not None and side.is_file():
-        raise ValueError(
-            f"{str(path)!r} holds labels and {str(side)!r} exists too: keep one of them"
-        )
-    if side.is_file():
-        labels = np.load(side, allow_pickle=False)
-    elif labels is not None:
-        labels = labels.numpy() if isinstance(labels, torch.Tensor) else np.asarray(labels)
-    odd = [str(key) for key, value in payload.items() if not isinstance(value, torch.Tensor)]
+        raise ValueError(f"{str(path)!r} holds a {type(payload).__name__}, not a dict; {_HOW}")
+    odd = [
+        str(key)
+        for key, value in payload.items()
+        if key != "labels" and not isinstance(value, torch.Tensor)
+    ]
     if odd:
-        raise ValueError(f"{str(path)!r}: {valid.listed(odd, 3)} not tensors; {how}")
-    return payload, labels
+        raise ValueError(f"{str(path)!r}: {valid.listed(odd, 3)} not tensors; {_HOW}")
+    return {
+        key: _held(value if isinstance(value, torch.Tensor) else np.asarray(value))
+        for key, value in payload.items()
+    }
+
+
+def _safetensors(path: Path) -> dict[str, _Array]:
+    """The tensors of a ``.safetensors`` file, from its header; each read when wanted."""
+    try:
+        from safetensors import SafetensorError, safe_open
+    except ImportError:
+        raise ValueError(
+            f"reading {str(path)!r} needs safetensors: pip install 'probemeter[encoders]'"
+        ) from None
+    try:
+        with safe_open(str(path), framework="pt") as stored:
+            shapes = {key: tuple(stored.get_slice(key).get_shape()) for key in stored.keys()}
+    except (SafetensorError, OSError) as error:
+        raise ValueError(f"{str(path)!r} cannot be read as safetensors ({error})") from None
+    return {
+        key: _Array(shape, partial(_safetensors_read, path, key)) for key, shape in shapes.items()
+    }
+
+
+def _safetensors_read(path: Path, key: str, position: int | None) -> Any:
+    """Tensor ``key`` of a ``.safetensors`` file, of a 3-D one only ``position`` (a slice of
+    the memory-mapped file, not the whole tensor)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as stored:
+        return stored.get_tensor(key) if position is None else stored.get_slice(key)[:, position]
+
+
+def _npy(path: Path) -> _Array:
+    """A ``.npy`` array, memory-mapped (arrays of Python objects refused: no pickle)."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (EOFError, ValueError, OSError) as error:
+        raise ValueError(f"{str(path)!r} cannot be read as a .npy array ({error})") from None
+    return _held(array)
+
+
+def _npz(path: Path) -> dict[str, _Array]:
+    """The arrays of an ``.npz`` archive, from the headers of its members; each read (whole:
+    compressed members cannot be memory-mapped) when wanted."""
+    import zipfile
+
+    arrays = {}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for member in archive.namelist():
+                name = member.removesuffix(".npy")
+                with archive.open(member) as stream:
+                    shape, _ = npy_header(stream)
+                arrays[name] = _Array(tuple(shape), partial(_npz_read, path, name))
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError) as error:
+        raise ValueError(f"{str(path)!r} is not a readable .npz archive ({error})") from None
+    return arrays
+
+
+def _npz_read(path: Path, name: str, position: int | None) -> np.ndarray:
+    with np.load(path, allow_pickle=False) as archive:
+        return _at(archive[name], position)
+
+
+def _parquet(path: Path) -> tuple[_Array, _Array | None]:
+    """A table of one numeric column per feature (integers or floats), and the labels in a
+    column ``"label"`` when there is one, from its schema and metadata."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ValueError(
+            f"reading {str(path)!r} needs pyarrow: pip install 'probemeter[encoders]'"
+        ) from None
+    try:
+        stored = pq.ParquetFile(path)
+        schema, rows = stored.schema_arrow, stored.metadata.num_rows
+    except (pa.ArrowException, OSError) as error:
+        raise ValueError(f"{str(path)!r} cannot be read as a Parquet table ({error})") from None
+    features = [field for field in schema if field.name != "label"]
+    odd = [
+        f"{field.name} ({field.type})"
+        for field in features
+        if not (pa.types.is_integer(field.type) or pa.types.is_floating(field.type))
+    ]
+    if odd or not features:
+        problem = f"non-numeric columns {valid.listed(odd, 3)}" if odd else "no feature column"
+        raise ValueError(
+            f'{str(path)!r} has {problem}: every column but "label" is a feature, one '
+            "numeric column each"
+        )
+    names = [field.name for field in features]
+    X = _Array((rows, len(names)), partial(_parquet_features, path, names))
+    if "label" not in schema.names:
+        return X, None
+    return X, _Array((rows,), partial(_parquet_labels, path))
+
+
+def _parquet_features(path: Path, names: list[str], position: int | None) -> np.ndarray:
+    """The feature columns, each cast to float32 on its own (never through float64, whose
+    second rounding could change an integer's float32); ``position`` is None (a table is
+    2-D)."""
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path, columns=names, memory_map=True)
+    return np.column_stack([table[name].to_numpy().astype(np.float32) for name in names])
+
+
+def _parquet_labels(path: Path, position: int | None) -> np.ndarray:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path, columns=["label"], memory_map=True)["label"].to_numpy()
+
+
+def _float32(value: Any) -> np.ndarray:
+    """Features as float32: a tensor as ``Tensor.float`` widens or rounds it (bfloat16 too),
+    an array as numpy casts it (the same rounding)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.float().numpy()
+    return np.asarray(value, dtype=np.float32)
+
+
+def _labels(value: Any) -> np.ndarray:
+    import torch
+
+    return value.numpy() if isinstance(value, torch.Tensor) else np.array(value)
+
+
+# ---- the kind -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True)
 class ActivationsKind(FileKind):
     train: str = option(
         check=valid.text(),
-        help="activations of the pool: a torch.save'd dict of hook name → tensor (n, d) or "
-        "(n, positions, d), as dict(cache.items()) of a TransformerLens ActivationCache or a "
-        'dict of nnsight saved values gives, with its labels under "labels" or in '
-        "<stem>.labels.npy beside it; relative to the experiment file",
+        help="activations of the pool, relative to the experiment file: a torch.save'd dict "
+        "of hook name → tensor (n, d) or (n, positions, d), as dict(cache.items()) of a "
+        "TransformerLens ActivationCache or a dict of nnsight saved values gives; a "
+        ".safetensors file of such tensors; or a folder (or a pattern of files in one, "
+        '"acts/train/*.safetensors") of one file per hook, <hook name>.safetensors, .npy, '
+        '.npz or .parquet (numeric columns). Labels under "labels" in the file, in '
+        "<stem>.labels.npy beside it or labels.npy in the folder, or a .parquet column "
+        '"label"',
     )
     test: str = option(check=valid.text(), help="activations of the test set, like train")
     hooks: str = option(
         check=valid.Check(_hooks_check),
         help='a hook name ("blocks.3.hook_resid_post"), or a pattern with one {i} or * for '
-        'the layer ("blocks.{i}.hook_resid_post"): one representation per matching hook, a '
-        "layer sweep NAME-<i> ordered by i",
+        'the layer ("blocks.{i}.hook_resid_post"): one representation per matching hook '
+        "(tensor name, or file name less its suffix in a folder), a layer sweep NAME-<i> "
+        "ordered by i",
     )
     position: int = option(
         -1,
@@ -113,27 +385,30 @@ class ActivationsKind(FileKind):
     def representations(
         self, name: str, where: str, folder: Path, bad: set[str], report: Report
     ) -> list[Representation]:
-        """The files checked from their tensors' headers (memory-mapped; no data read): the
-        hook(s) present in both, train and test of the same features (and positions), the
-        position within them, labels one per row. A pattern gives one representation per
-        matching hook, ``NAME-<i>`` ordered by ``i`` (a layer sweep named NAME, its ``layer``
-        the hook's ``i``); a plain hook name one, named NAME. After a problem, the entry as one
-        representation (the files are rejected anyway)."""
-        files = self.files(where, folder, bad, report)
+        """The stores of ``train`` and ``test`` checked from their headers (no data read):
+        the hook(s) present in both, train and test of the same features (and positions),
+        the position within them, labels one per row. A pattern gives one representation
+        per matching hook, ``NAME-<i>`` ordered by ``i`` (a layer sweep named NAME, its
+        ``layer`` the hook's ``i``); a plain hook name one, named NAME. After a problem, the
+        entry as one representation (the files are rejected anyway)."""
+        paths = {
+            key: None if key in bad else (folder / getattr(self, key)).resolve()
+            for key in ("train", "test")
+        }
         values = self.usable_values(bad)
         options = {key: values[key] for key in _ACTIVATION_KEYS}
-        rep = Representation(name, self.kind, **files, options=options)
-        loaded = {}
-        for key, file in files.items():
-            if file is not None and file.is_file():  # else reported above
+        rep = Representation(name, self.kind, **paths, options=options)
+        stores = {}
+        for key, path in paths.items():
+            if path is not None:
                 try:
-                    loaded[key] = _load_activations(file)
+                    stores[key] = _open(path)
                 except ValueError as error:
                     report(f"{where}.{key}", str(error))
-        if len(loaded) < 2 or {"hooks", "position"} & bad:
+        if len(stores) < 2 or {"hooks", "position"} & bad:
             return [rep]
-        matched = self._matched(where, loaded["train"][0], report)
-        if matched is None or not self._agree(where, rep, loaded, matched, report):
+        matched = self._matched(where, stores["train"].hooks, report)
+        if matched is None or not self._agree(where, rep, stores, matched, report):
             return [rep]
         if len(matched) == 1 and matched[0][0] is None:
             return [replace(rep, options={**options, "hook": matched[0][1]})]
@@ -148,7 +423,7 @@ class ActivationsKind(FileKind):
         ]
 
     def _matched(
-        self, where: str, train: dict[str, Any], report: Report
+        self, where: str, train: dict[str, _Array], report: Report
     ) -> list[tuple[int | None, str]] | None:
         """``(layer, hook)`` of the hooks the entry names, by layer; None after a problem."""
         names = sorted(train)
@@ -175,34 +450,35 @@ class ActivationsKind(FileKind):
         self,
         where: str,
         rep: Representation,
-        loaded: dict[str, tuple[dict[str, Any], np.ndarray | None]],
+        stores: dict[str, _Store],
         matched: list[tuple[int | None, str]],
         report: Report,
     ) -> bool:
         """Each matched hook in test as in train but for the rows, 2-D or 3-D, its position
-        there (3-D) or none asked (2-D); labels one per row of each file."""
+        there (3-D) or none asked (2-D); labels, one per row, for each hook of each store."""
         for key in ("train", "test"):
-            tensors, labels = loaded[key]
-            file = str(getattr(rep, key))
-            if labels is None:
-                report(
-                    f"{where}.{key}",
-                    f'{file!r} has no labels: save them under "labels" in the dict, or in '
-                    f"{Path(file).stem}.labels.npy beside it",
-                )
+            store, shown = stores[key], repr(str(getattr(rep, key)))
+            hooks = [hook for _, hook in matched if hook in store.hooks]
+            if any(hook not in store.labels for hook in hooks):
+                report(f"{where}.{key}", f"{shown} has no labels: {store.put_labels}")
                 return False
-            shapes = [tensors[hook].shape for _, hook in matched if hook in tensors]
-            rows = sorted({shape[0] for shape in shapes if len(shape) in (2, 3)})
-            if rows and rows != [len(labels)]:
-                shown = ", ".join(map(str, rows))
-                report(f"{where}.{key}", f"{file!r} has {len(labels)} labels for {shown} rows")
-                return False
-        train, test = loaded["train"][0], loaded["test"][0]
+            for hook in hooks:
+                shape, labels = store.hooks[hook].shape, store.labels[hook].shape
+                if len(shape) in (2, 3) and labels != shape[:1]:
+                    report(
+                        f"{where}.{key}",
+                        f"{shown} has labels of shape {labels} for hook {hook!r} of {shape[0]} "
+                        "rows: give one label per row",
+                    )
+                    return False
+        train, test = stores["train"].hooks, stores["test"].hooks
+        missing = [repr(hook) for _, hook in matched if hook not in test]
+        if missing:
+            hooks = "hook" if len(missing) == 1 else "hooks"
+            report(f"{where}.test", f"lacks {hooks} {valid.listed(missing)} of train")
+            return False
         for _, hook in matched:
-            if hook not in test:
-                report(f"{where}.test", f"lacks hook {hook!r} of train")
-                return False
-            shape, shape_test = tuple(train[hook].shape), tuple(test[hook].shape)
+            shape, shape_test = train[hook].shape, test[hook].shape
             if len(shape) not in (2, 3) or shape[1:] != shape_test[1:]:
                 report(
                     f"{where}.test",
@@ -223,23 +499,32 @@ class ActivationsKind(FileKind):
 
     @classmethod
     def pool_rows(cls, rep: Representation) -> int | None:
-        """Rows of the training file: its labels, one per row (checked when read)."""
+        """Rows of the hook's training array: its labels, one per row (from the header)."""
+        hook = rep.options.get("hook")
         try:
-            return len(_load_activations(rep.train)[1])
+            labels = _open(rep.train).labels.get(hook)
         except (ValueError, TypeError):  # reported when the entry was read
             return None
+        return None if labels is None else labels.shape[0]
+
+    @classmethod
+    def sparse_problems(
+        cls, rep: Representation, method: Method, keeping: str | None
+    ) -> list[tuple[str, str]]:
+        """None: saved activations are dense."""
+        return []
 
     @classmethod
     def read(cls, rep: Representation, inputs: TaskInputs, *, standardize: bool) -> ProbeData:
-        """The hook's tensor of each file as float32 (of a 3-D one, the chosen position) and
-        the file's labels."""
+        """The hook's array of each store as float32 (of a 3-D one, only the chosen position
+        is read) and its labels."""
+        hook, position = rep.options["hook"], rep.options["position"]
         arrays = []
         for path in (rep.train, rep.test):
-            tensors, labels = _load_activations(path)
-            tensor = tensors[rep.options["hook"]]
-            if tensor.ndim == 3:
-                tensor = tensor[:, rep.options["position"]]
-            arrays += [tensor.float().numpy(), labels]
+            store = _open(path)
+            array = store.hooks[hook]
+            features = array.read(position if len(array.shape) == 3 else None)
+            arrays += [_float32(features), _labels(store.labels[hook].read(None))]
         return ProbeData.from_arrays(
             *arrays, name=rep.name, labels=rep.options["labels"], standardize=standardize
         )
