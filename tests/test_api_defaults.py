@@ -102,6 +102,10 @@ APIS: dict[str, list[API]] = {
         API("structural.family:structural_probes"),
         API("structural.layers:structural_layers"),
     ],
+    "k-sparse": [
+        API("sparse_probing.k_sparse:k_sparse_probes", unrelated={"probe": _RESOLVED}),
+        API("sparse_probing.ranking:rank_features"),
+    ],
 }
 CASES = [(kind, api) for kind, apis in APIS.items() for api in apis]
 
@@ -143,16 +147,22 @@ def _data() -> ProbeData:
 
 def test_defaults_resolved_in_the_body():
     """variational_codelength's probe (``BayesianMLP.for_data`` of the ``mdl`` method's
-    widths, span pooling where the rows are spans) and linear_sweep's penalties (the ``pareto``
-    method's λ), each from one short training."""
+    widths, span pooling where the rows are spans), k_sparse_probes' probe (the ``k-sparse``
+    method's widths: linear) and linear_sweep's penalties (the ``pareto`` method's λ), each
+    from one short training."""
     from probemeter.mdl.variational import variational_codelength
     from probemeter.pareto.frontiers import NUCLEAR_NORM
     from probemeter.pareto.sweeps import linear_sweep
+    from probemeter.sparse_probing.k_sparse import k_sparse_probes
     from probemeter.training.config import TrainingConfig, VariationalTraining
 
     mdl = METHODS["mdl"]()
     code = variational_codelength(_data(), config=VariationalTraining(1, 64, 1e-2), device="cpu")
     assert tuple(code.metadata["probe"]["hidden"]) == mdl.probe
+
+    k_sparse = METHODS["k-sparse"]()
+    result = k_sparse_probes(_data(), (1, 2), sizes=[20], seeds=1, config=TrainingConfig(steps=1))
+    assert tuple(result.curves[1].metadata["probe"]["hidden"]) == k_sparse.probe
 
     pareto = METHODS["pareto"]()
     sweep = linear_sweep(_data(), "task", "toy", ranks=(), config=TrainingConfig(steps=1))

@@ -155,6 +155,24 @@ TRAINERS: dict[str, list[tuple[str, str, Callable[[Any], Any], Callable[[Any], A
         )
     ],
 }
+TRAINERS["k-sparse"] = [
+    (
+        "k_sparse_probes",
+        "probemeter.curves.curve",
+        lambda m: importlib.import_module("probemeter.sparse_probing").k_sparse_probes(
+            _data(), (1, 2), sizes=[20], seeds=1
+        ),
+        lambda method: method.training(),
+    ),
+    (
+        "k_sparse_probes online",
+        "probemeter.mdl.online",
+        lambda m: importlib.import_module("probemeter.sparse_probing").k_sparse_probes(
+            _data(), (1,), sizes=[20], seeds=1, online=True, timesteps=(0.5, 1.0)
+        ),
+        lambda method: method.online_training(),
+    ),
+]
 CASES = [(kind, *trainer) for kind, trainers in TRAINERS.items() for trainer in trainers]
 
 

@@ -19,6 +19,7 @@ REQUIRED = {
     "power": {"baseline": "pixels"},
     "switching": {},
     "structural": {},
+    "k-sparse": {},
 }
 COMMANDS = {
     "curve": ["curve", "--train", "a.npz", "--epsilon", "0.25"],
@@ -27,8 +28,9 @@ COMMANDS = {
     "power": ["power", "--a", "a.npz"],
     "switching": ["switching", "a.npz"],
 }
-#: methods of experiment files only: structural probes need the trees of a conllu or ptb task
-EXPERIMENT_ONLY = {"structural"}
+#: methods of experiment files only: structural probes need the trees of a conllu or ptb task;
+#: k-sparse probes are run from experiment files (or ``k_sparse_probes`` in Python)
+EXPERIMENT_ONLY = {"structural", "k-sparse"}
 #: options a command sets from its own inputs instead of a flag
 FIXED = {
     "mdl": {"control": True},

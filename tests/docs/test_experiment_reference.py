@@ -114,6 +114,7 @@ def test_a_missing_option_or_declaration_is_reported(page, references):
     assert missing(without_row) == [
         "experiment reference: [method] mdl.max_epochs",
         "experiment reference: [method] switching.max_epochs",
+        "experiment reference: [method] k-sparse.max_epochs",
     ]
     # an option's name elsewhere on the page does not stand in for its row in its own table
     curve = page.split('### `kind = "curve"`', 1)[1].split("\n#", 1)[0]

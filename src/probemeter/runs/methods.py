@@ -13,6 +13,7 @@ from probemeter.mdl.method import MDLMethod
 from probemeter.mdl.switching_method import SwitchingMethod
 from probemeter.pareto.method import ParetoMethod
 from probemeter.power.method import PowerMethod
+from probemeter.sparse_probing.method import KSparseMethod
 from probemeter.structural.method import StructuralMethod
 
 __all__ = ["METHODS", "method_class"]
@@ -27,6 +28,7 @@ METHODS: dict[str, type[Method]] = {
         PowerMethod,
         SwitchingMethod,
         StructuralMethod,
+        KSparseMethod,
     )
 }
 

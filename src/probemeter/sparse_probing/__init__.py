@@ -18,9 +18,11 @@ from probemeter._lazy import lazy_exports
 
 _EXPORTS = {
     "KNEE_TOLERANCE": ".k_sparse",
+    "KSparseMethod": ".method",
     "KSparseResult": ".k_sparse",
     "default_ks": ".k_sparse",
     "k_sparse_probes": ".k_sparse",
+    "plot_k_sparse": ".k_sparse",
     "L1_GRID": ".ranking",
     "L1_SPAN": ".ranking",
     "RANKINGS": ".ranking",

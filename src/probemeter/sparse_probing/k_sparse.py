@@ -46,7 +46,7 @@ from probemeter.sparse_probing.ranking import L1_GRID, RANKINGS, rank_features
 from probemeter.training.config import TrainingConfig
 from probemeter.training.probe_runs import held_out_split
 
-__all__ = ["KNEE_TOLERANCE", "KSparseResult", "default_ks", "k_sparse_probes"]
+__all__ = ["KNEE_TOLERANCE", "KSparseResult", "default_ks", "k_sparse_probes", "plot_k_sparse"]
 
 #: how far below the best development accuracy over k the knee may be
 KNEE_TOLERANCE = 0.01
@@ -80,6 +80,8 @@ class KSparseResult:
         tolerance: the knee's tolerance on development accuracy.
         chosen_on: where the knee was chosen: ``"dev"``, the development split, never the
             test set.
+        tested_on: where the knee (and every k) was tested: ``"test"``, the test set, which
+            neither the ranking nor the choice of the knee read.
     """
 
     name: str
@@ -92,6 +94,7 @@ class KSparseResult:
     epsilon: float | None = None
     tolerance: float = KNEE_TOLERANCE
     chosen_on: str = "dev"
+    tested_on: str = "test"
 
     def features(self, k: int) -> tuple[int, ...]:
         """The k features probed at ``k``, best first."""
@@ -154,6 +157,7 @@ class KSparseResult:
             "tolerance": self.tolerance,
             "knee": self.knee,
             "chosen_on": self.chosen_on,
+            "tested_on": self.tested_on,
             "table": frame.to_dict(orient="records"),
             "curves": {str(k): curve.to_dict() for k, curve in self.curves.items()},
             "online": None
@@ -161,25 +165,66 @@ class KSparseResult:
             else {str(k): code.to_dict() for k, code in self.online.items()},
         }
 
+    @classmethod
+    def from_dict(cls, payload: dict[str, Any]) -> KSparseResult:
+        """The result of :meth:`to_dict` (its table is recomputed from the curves)."""
+        online = payload.get("online")
+        return cls(
+            name=payload["name"],
+            ranking=payload["ranking"],
+            order=tuple(int(feature) for feature in payload["order"]),
+            ks=tuple(int(k) for k in payload["ks"]),
+            curves={
+                int(k): LossDataCurve.from_dict(curve) for k, curve in payload["curves"].items()
+            },
+            knee=int(payload["knee"]),
+            online=None
+            if online is None
+            else {int(k): OnlineCode.from_dict(code) for k, code in online.items()},
+            epsilon=payload["epsilon"],
+            tolerance=payload["tolerance"],
+            chosen_on=payload["chosen_on"],
+            tested_on=payload["tested_on"],
+        )
+
     def plot(self, axes: Sequence[Any] | None = None) -> Any:
         """Accuracy and loss against k (log₂ axis), on the test set and the development split,
-        the knee marked; returns the two matplotlib axes."""
-        import matplotlib.pyplot as plt
-
-        if axes is None:
-            _, axes = plt.subplots(1, 2, figsize=(9, 3.5))
-        frame = self.to_frame()
-        for ax, metric, label in zip(axes, ("accuracy", "loss"), ("accuracy", "loss (nats)")):
-            for split, style in zip(SPLITS, ("-", "--")):
-                ax.plot(frame["k"], frame[f"{split}_{metric}"], style, marker="o", ms=3,
-                        label=split)  # fmt: skip
-            ax.axvline(self.knee, color="0.4", lw=1, ls=":", label=f"knee, k = {self.knee}")
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel(f"features k ({self.ranking} ranking)")
-            ax.set_ylabel(label)
-        axes[0].legend(frameon=False)
+        the knee marked; returns the two matplotlib axes (:func:`plot_k_sparse`)."""
+        axes = plot_k_sparse([self], axes)
         axes[0].set_title(self.name)
         return axes
+
+
+def plot_k_sparse(results: Sequence[KSparseResult], axes: Sequence[Any] | None = None) -> Any:
+    """Accuracy and loss against k (log₂ axis) of each result, on the test set (solid) and the
+    development split (dashed), a colour per representation
+    (:func:`~probemeter._figures.representation_colours`), each knee a dotted vertical line
+    in its colour; returns the two matplotlib axes."""
+    import matplotlib.pyplot as plt
+
+    from probemeter._figures import representation_colours
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(9, 3.5))
+    colours = representation_colours([result.name for result in results])
+    single = len(results) == 1
+    for result in results:
+        frame = result.to_frame()
+        colour = colours[result.name]
+        for ax, metric in zip(axes, ("accuracy", "loss")):
+            for split, style in zip(SPLITS, ("-", "--")):
+                label = split if single else f"{result.name} ({split})"
+                ax.plot(frame["k"], frame[f"{split}_{metric}"], style, marker="o", ms=3,
+                        color=colour, label=label)  # fmt: skip
+            knee = f"knee, k = {result.knee}" if single else f"{result.name} knee"
+            ax.axvline(result.knee, color=colour, lw=1, ls=":", label=knee)
+    rankings = sorted({result.ranking for result in results})
+    for ax, label in zip(axes, ("accuracy", "loss (nats)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(f"features k ({', '.join(rankings)} ranking)")
+        ax.set_ylabel(label)
+    axes[0].legend(frameon=False, fontsize="small" if single else "x-small")
+    return axes
 
 
 def k_sparse_probes(
@@ -194,6 +239,7 @@ def k_sparse_probes(
     epsilon: float | None = None,
     online: bool = False,
     timesteps: Sequence[float] = PAPER_TIMESTEPS,
+    online_config: TrainingConfig | None = None,
     tolerance: float = KNEE_TOLERANCE,
     dev_fraction: float = CURVE_DEV_FRACTION,
     l1_grid: int = L1_GRID,
@@ -230,6 +276,9 @@ def k_sparse_probes(
         online: also measure the online code per k.
         timesteps: the online code's block ends, fractions of the pool (default: Voita &
             Titov's, footnote 4).
+        online_config: how the online codes' probes train, when not as ``config`` says (the
+            ``k-sparse`` method of experiment files trains its curves and its codes each by
+            its own protocol, as the ``curve`` and ``mdl`` methods do).
         tolerance: the knee's tolerance on development accuracy, in [0, 1) (default 0.01).
         dev_fraction: the development split's share of the pool, in (0, 1) (default 0.1).
         l1_grid: the L1 path's number of C values (``ranking="l1"``).
@@ -275,7 +324,8 @@ def k_sparse_probes(
             subset, probe, sizes, seeds, progress=progress, dev_fraction=dev_fraction, **shared
         )
         if online:
-            codes[k] = online_codelength(subset, probe, timesteps, seeds, **shared)
+            coding = shared | {"config": config if online_config is None else online_config}
+            codes[k] = online_codelength(subset, probe, timesteps, seeds, **coding)
     development = [float(curves[k].development_curve().mean("accuracy").iloc[-1]) for k in ks]
     best = max(development)
     knee = next(k for k, accuracy in zip(ks, development) if accuracy >= best - tolerance)
