@@ -168,3 +168,51 @@ def test_bad_k_sparse_options_are_named(tmp_path, capsys):
     assert load_experiment(path).method.ks == (1, 7)  # the features are known once loaded
     assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
     assert "method.ks: 7 exceeds the 6 features of 'small'" in capsys.readouterr().err
+
+
+_ONLINE = """
+[[representations]]
+name = "dense"
+kind = "npz"
+train = "dense.npz"
+test = "dense_test.npz"
+
+[[representations]]
+name = "sparse"
+kind = "npz"
+train = "sparse.npz"
+test = "sparse_test.npz"
+
+[method]
+kind = "k-sparse"
+ranking = "l1"
+l1_grid = 10
+ks = [1, 2, 20]
+sizes = [300]
+seeds = 1
+steps = 100
+lr = 0.05
+online = true
+timesteps = [0.25, 0.5, 1.0]
+max_epochs = 5
+"""
+
+
+def test_online_codes_per_k_of_a_dense_and_a_sparse_representation(tmp_path):
+    """One feature carries the label: both representations (the same matrix, dense and CSR)
+    rank it first with the L1 path, the knee is k = 1, and each k gets its online code."""
+    rng = np.random.default_rng(3)
+    X = rng.exponential(size=(500, 20)) * (rng.random((500, 20)) < 0.3)
+    y = (X[:, 6] > 0).astype(np.int64)
+    for stem, rows in (("", slice(0, 400)), ("_test", slice(400, 500))):
+        np.savez(tmp_path / f"dense{stem}.npz", X=X[rows], y=y[rows])
+        sp.save_npz(tmp_path / f"sparse{stem}.npz", sp.csr_matrix(X[rows]))
+        np.save(tmp_path / f"sparse{stem}.labels.npy", y[rows])
+    payload = _run(tmp_path, _ONLINE, "online")
+    for result in payload["results"]:
+        assert result["ranking"] == "l1" and result["order"][0] == 6
+        assert set(result["online"]) == {"1", "2", "20"}
+        assert all(row["online_bits"] > 0 and row["compression"] > 0 for row in result["table"])
+        assert result["knee"] == 1 and result["chosen_on"] == "dev"
+    markdown = (tmp_path / "runs" / "online" / "table.md").read_text()
+    assert "| online (kbits) | compression |" in markdown and "| sparse | 20 |" in markdown
