@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter._validation import listed
 from probemeter.data import ProbeData
@@ -176,7 +177,7 @@ class TextsData:
             ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows`;
                 what :meth:`split` refuses.
         """
-        X = np.asarray(features)
+        X = features if sp.issparse(features) else np.asarray(features)  # SAE latents: CSR
         if X.ndim != 2 or X.shape[0] != self.n_rows:
             raise ValueError(f"features must be (n_rows={self.n_rows}, d); got shape {X.shape}")
         pool, test = self.split(test_size=test_size, random_state=random_state, dev=dev)

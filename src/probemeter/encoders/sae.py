@@ -48,7 +48,7 @@ import scipy.sparse as sp
 
 from probemeter._validation import check_scalar
 
-__all__ = ["SparseAutoencoder", "load_sae", "parse_hook_name"]
+__all__ = ["SparseAutoencoder", "load_sae", "parse_hook_name", "saved_sae_header"]
 
 # SAELens's file names (sae_lens.constants SAE_CFG_FILENAME, SAE_WEIGHTS_FILENAME), spelled out
 # so that a folder is checked without importing sae_lens.
@@ -265,6 +265,34 @@ def load_sae(source: str | os.PathLike[str] | Any, *, device: str = "cpu") -> Sp
             "(cfg.metadata.hook_name), so the site it encodes is unknown"
         )
     return SparseAutoencoder(sae, key)
+
+
+def saved_sae_header(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a saved SAE's ``cfg.json`` says of its input, without loading SAELens or the
+    weights: ``hook_name``, ``site`` and ``layer`` (:func:`parse_hook_name`), ``d_in``,
+    ``d_sae`` and ``architecture``.
+
+    Raises:
+        ValueError: naming ``folder``: not a SAELens SAE folder, a cfg.json that is no JSON
+            object or lacks ``d_in``/``d_sae``, no hook name or an unsupported one.
+    """
+    path = Path(folder).expanduser().resolve()
+    _check_folder(path)
+    try:
+        config = json.loads((path / _CFG_FILE).read_text())
+        hook = (config.get("metadata") or {}).get("hook_name") or config.get("hook_name")
+        header = {"hook_name": hook, "d_in": int(config["d_in"]), "d_sae": int(config["d_sae"])}
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ValueError(
+            f"source {str(path)!r}: its {_CFG_FILE} is no SAELens config ({error})"
+        ) from None
+    if hook is None:
+        raise ValueError(
+            f"source {str(path)!r}: the SAE records no hook name (metadata.hook_name in "
+            f"{_CFG_FILE}), so the site it encodes is unknown"
+        )
+    site, layer = parse_hook_name(hook)
+    return {**header, "site": site, "layer": layer, "architecture": config.get("architecture")}
 
 
 def _check_folder(folder: Path) -> None:

@@ -196,6 +196,9 @@ class TaskInputs:
     )
     #: per (train, test) feature files, their arrays (read once for all the layers of a sweep)
     files: dict[tuple[Path, Path], Arrays] = field(default_factory=dict)
+    #: loaded encoders by what loading them depends on, so that every site, layer and SAE of
+    #: one model shares one load
+    encoders: dict[tuple[Any, ...], Any] = field(default_factory=dict)
 
     def feature_files(self, train: Path, test: Path) -> Arrays:
         """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use; sparse

