@@ -17,9 +17,10 @@ import io
 import itertools
 import json
 import os
+import uuid
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from probemeter._io import (
     write_bytes_atomic,
     write_text_atomic,
 )
+from probemeter._resident import scan_blocks
 from probemeter._sparse import as_csr, is_sparse, scale_columns
 from probemeter._validation import check_scalar, integer_list, is_integer, listed, one_of, text
 
@@ -42,6 +44,7 @@ __all__ = [
     "INDICATOR",
     "LABEL_MODES",
     "ProbeData",
+    "RowSplit",
     "check_probe_data",
     "check_single_label",
     "layer_data",
@@ -380,7 +383,7 @@ class ProbeData:
             digest.update(str(array.shape).encode())
             parts = (array.indptr, array.indices, array.data) if sp.issparse(array) else (array,)
             for part in parts:
-                digest.update(np.ascontiguousarray(part))  # the buffer itself: no copy
+                _hash_blocks(digest, np.ascontiguousarray(part))  # the buffer itself: no copy
         digest.update(str(self.n_classes).encode())
         if self.classes is not None:
             digest.update(repr(self.classes).encode())
@@ -414,6 +417,8 @@ class ProbeData:
         folder.mkdir(parents=True, exist_ok=True)
         for name in _ARRAYS:
             array = getattr(self, name)
+            if _maps_file(array, folder / f"{name}.npy"):  # written there already (RowSplit)
+                continue
             (folder / f"{name}.{'npy' if sp.issparse(array) else 'npz'}").unlink(missing_ok=True)
             if sp.issparse(array):
                 stream = io.BytesIO()
@@ -509,6 +514,197 @@ class ProbeData:
                 f"{self.name!r} holds {self.pool_size}"
             )
         return np.unique(values)
+
+
+@dataclass(frozen=True)
+class RowSplit:
+    """Which rows of a feature matrix (one row per example) form the pool and the test set, in
+    their order, and their labels: a split decided before the features are read, so that it can
+    be applied to features larger than memory (:meth:`save`).
+
+    Attributes:
+        train, test: row indices of the pool and of the test set.
+        y_train, y_test: their class indices.
+        n_classes: the number of classes (K).
+        classes: the original label of each class index, when known.
+    """
+
+    train: np.ndarray
+    test: np.ndarray
+    y_train: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    classes: tuple[Any, ...] | None = None
+
+    def probe_data(self, features: object, *, name: str) -> ProbeData:
+        """``ProbeData.from_arrays(X[train], y_train, X[test], y_test)``, standardised, in
+        memory (sparse features: scaled, kept sparse)."""
+        X = features if sp.issparse(features) else np.asarray(features)
+        data = ProbeData.from_arrays(
+            X[self.train],
+            self.y_train,
+            X[self.test],
+            self.y_test,
+            n_classes=self.n_classes,
+            name=name,
+        )
+        return data if self.classes is None else replace(data, classes=self.classes)
+
+    def save(
+        self,
+        folder: str | os.PathLike[str],
+        read_rows: Callable[[np.ndarray], np.ndarray],
+        n_features: int,
+        *,
+        name: str,
+    ) -> Path:
+        """Write what :meth:`probe_data` makes, as :meth:`ProbeData.save` would (the same
+        files, byte for byte), reading the features a block of rows at a time:
+        ``read_rows(indices)`` returns those rows (n, ``n_features``) in that order.
+
+        The pool's rows are read in pool order and written to ``X_train.npy`` while their
+        float64 column sums accumulate (each block added to the running sum row after row,
+        the order of :func:`numpy.mean` along axis 0: the same mean); its standard deviation
+        (ddof 0) is then summed over the same blocks of the written file as
+        :func:`_column_moments`, and the pool and the test rows are standardised block by
+        block, ``(x - mean) / std`` in float64 rounded to float32 (a constant column's std
+        taken as 1). Nothing larger than a block (:data:`_STANDARDIZE_ELEMENTS` values) is
+        held; the files are written with ``pwrite``, not mapped, and renamed into place;
+        the JSON is written last. The labels are checked by :meth:`ProbeData.from_arrays`
+        itself (on one placeholder column).
+
+        Raises:
+            ValueError: what :meth:`ProbeData.from_arrays` refuses of the labels; features
+                with NaN or inf (naming the first row), or not ``n_features`` wide.
+        """
+        folder = Path(folder)
+        checked = ProbeData.from_arrays(  # the labels' checks and warnings, on no features
+            np.zeros((len(self.train), 1), np.float32),
+            self.y_train,
+            np.zeros((len(self.test), 1), np.float32),
+            self.y_test,
+            n_classes=self.n_classes,
+            name=name,
+            standardize=False,
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / _META).unlink(missing_ok=True)  # incomplete until the JSON is written again
+        step = max(1, _STANDARDIZE_ELEMENTS // max(1, n_features))
+
+        def rows(indices: np.ndarray, first: int) -> np.ndarray:
+            block = np.asarray(read_rows(indices), dtype=np.float32)
+            if block.shape != (len(indices), n_features):
+                raise ValueError(
+                    f"read_rows returned shape {block.shape}; expected "
+                    f"({len(indices)}, {n_features})"
+                )
+            finite = np.isfinite(block).all(axis=1)
+            if not finite.all():
+                raise ValueError(
+                    f"X contains NaN or inf in row {indices[np.argmin(finite)]} (pool/test "
+                    f"position {first + int(np.argmin(finite))})"
+                )
+            return block
+
+        with _RowsFile(folder / "X_train.npy", len(self.train), n_features) as pool:
+            total = None
+            for start in range(0, len(self.train), step):
+                block = rows(self.train[start : start + step], start)
+                pool.write(start, block)
+                # the running sum as the first row: one float64 block, summed down in row order
+                rows64 = block if total is None else np.concatenate([total[None], block])
+                total = rows64.sum(axis=0, dtype=np.float64)
+            mean = total / len(self.train)
+            squares = np.zeros(n_features, dtype=np.float64)
+            for start in range(0, len(self.train), step):
+                deviation = pool.read(start, start + step) - mean
+                squares += np.einsum("ij,ij->j", deviation, deviation)
+            std = np.sqrt(squares / len(self.train))
+            std[std == 0] = 1.0
+            for start in range(0, len(self.train), step):
+                pool.write(start, (pool.read(start, start + step) - mean) / std)
+        with _RowsFile(folder / "X_test.npy", len(self.test), n_features) as test:
+            for start in range(0, len(self.test), step):
+                test.write(start, (rows(self.test[start : start + step], start) - mean) / std)
+        written = replace(
+            checked,
+            X_train=np.load(folder / "X_train.npy", mmap_mode="r"),
+            X_test=np.load(folder / "X_test.npy", mmap_mode="r"),
+            classes=self.classes,
+        )
+        return written.save(folder)
+
+
+class _RowsFile:
+    """A float32 ``.npy`` file of ``(n_rows, width)`` written and read a block of rows at a time
+    with ``pwrite``/``pread`` (never mapped), under a temporary name renamed into place, after
+    an ``fsync``, when the ``with`` block ends without an exception (removed otherwise)."""
+
+    def __init__(self, path: Path, n_rows: int, width: int) -> None:
+        self.path, self.row_bytes = path, width * 4
+        self.shape = (n_rows, width)
+        self.temporary = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
+
+    def __enter__(self) -> _RowsFile:
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32))}
+        header.update(fortran_order=False, shape=self.shape)
+        with open(self.temporary, "wb") as stream:  # np.save's header (version 1.0)
+            np.lib.format.write_array_header_1_0(stream, header)
+            self.offset = stream.tell()
+            stream.truncate(self.offset + self.shape[0] * self.row_bytes)
+        self.fd = os.open(self.temporary, os.O_RDWR)
+        return self
+
+    def write(self, start: int, block: np.ndarray) -> None:
+        data = np.ascontiguousarray(block, dtype=np.float32)
+        view = memoryview(data).cast("B")
+        at = self.offset + start * self.row_bytes
+        while view:  # pwrite may write less than asked
+            written = os.pwrite(self.fd, view, at)
+            view, at = view[written:], at + written
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        stop = min(stop, self.shape[0])
+        out = np.empty((stop - start, self.shape[1]), dtype=np.float32)
+        view = memoryview(out).cast("B")
+        if os.preadv(self.fd, [view], self.offset + start * self.row_bytes) != len(view):
+            raise OSError(f"{str(self.temporary)!r} was truncated while being written")
+        return out
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        try:
+            if kind is None:
+                os.fsync(self.fd)
+        finally:
+            os.close(self.fd)
+        if kind is None:
+            os.replace(self.temporary, self.path)
+        else:
+            self.temporary.unlink(missing_ok=True)
+
+
+def _maps_file(array: object, path: Path) -> bool:
+    """Whether ``array`` is a whole read-only memory map of the ``.npy`` file ``path``."""
+    return (
+        isinstance(array, np.memmap)
+        and array.mode == "r"
+        and bool(array.filename)
+        and array.offset != 0
+        and Path(array.filename) == path.absolute()
+        and array.base is not None
+        and not isinstance(array.base, np.ndarray)
+    )
+
+
+def _hash_blocks(digest: Any, array: np.ndarray) -> None:
+    """``digest.update(array)`` a block of rows at a time, a large memory map's pages released
+    after each (:func:`~probemeter._resident.scan_blocks`): the same bytes in the same order,
+    so the same hash, without the whole file resident."""
+    if array.ndim == 0:
+        digest.update(array)
+        return
+    for block in scan_blocks(array):
+        digest.update(block)
 
 
 #: rows standardised at a time: float64 temporaries of at most ~32 MB whatever the data size

@@ -30,7 +30,7 @@ import hashlib
 import importlib.util
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from probemeter._validation import listed
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, RowSplit
 
 __all__ = ["DEV_HANDLING", "FORMATS", "SPLITS", "TextsData", "read_texts", "texts_format_problem"]
 
@@ -180,14 +180,19 @@ class TextsData:
         X = features if sp.issparse(features) else np.asarray(features)  # SAE latents: CSR
         if X.ndim != 2 or X.shape[0] != self.n_rows:
             raise ValueError(f"features must be (n_rows={self.n_rows}, d); got shape {X.shape}")
+        split = self.row_split(test_size=test_size, random_state=random_state, dev=dev)
+        return split.probe_data(X, name=name)
+
+    def row_split(
+        self, *, test_size: float = 0.2, random_state: int = 0, dev: str = "pool"
+    ) -> RowSplit:
+        """The rows :meth:`probe_data` takes as pool and test set (:meth:`split`) with their
+        class indices (``classes[i]`` is class ``i``), before any feature is read."""
         pool, test = self.split(test_size=test_size, random_state=random_state, dev=dev)
         classes = self.classes(pool)
         index = {label: i for i, label in enumerate(classes)}
         y = np.array([index.get(label, -1) for label in self.labels], dtype=np.int64)
-        data = ProbeData.from_arrays(
-            X[pool], y[pool], X[test], y[test], n_classes=len(classes), name=name
-        )
-        return replace(data, classes=classes)
+        return RowSplit(pool, test, y[pool], y[test], len(classes), classes)
 
 
 def read_texts(

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from probemeter._io import read_json, save_npy_atomic, write_text_atomic
+from probemeter._resident import FileRows
 from probemeter._validation import check_scalar, integer_list
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, RowSplit
 
 __all__ = ["STORAGES", "Bfloat16Rows", "FeatureCache", "to_bfloat16_bits"]
 
@@ -255,6 +256,50 @@ class FeatureCache:
             return ProbeData.load(folder)
         self.hits += 1
         return data
+
+    def split_probe_data(
+        self, key: Mapping[str, Any], features: Any, split: RowSplit, *, name: str
+    ) -> ProbeData:
+        """:meth:`probe_data` of ``split.probe_data(features, name=name)`` (the same key, the
+        same files), built without holding the pool: on a miss the rows are read a block at a
+        time (:meth:`RowSplit.save`) — from a large layer file with ``pread``, so its pages are
+        never mapped into this process (:class:`~probemeter._resident.FileRows`) — standardised
+        and written straight to the saved data's files, then read back memory-mapped.
+
+        Args:
+            key: as for :meth:`probe_data`.
+            features: ``(n_rows, d)`` features, e.g. a layer of :meth:`layers` (a memory map,
+                or :class:`Bfloat16Rows`), or any array.
+            split: the pool's and the test set's rows and labels.
+            name: the data's name.
+        """
+        folder = self.root / "probe-data" / self._hash(key, None)
+        try:
+            data = ProbeData.load(folder)
+        except ValueError:  # missing, incomplete or unreadable: build it
+            split.save(folder, _row_reader(features), int(features.shape[1]), name=name)
+            self.misses += 1
+            return ProbeData.load(folder)
+        self.hits += 1
+        return data
+
+
+def _row_reader(features: Any) -> Callable[[np.ndarray], np.ndarray]:
+    """``read(indices)``: those rows of ``features`` as float32, in order — read with
+    ``pread`` from a large read-only memory map (bfloat16 bits widened), else indexed."""
+    stored = features.bits if isinstance(features, Bfloat16Rows) else features
+    rows = FileRows.of(stored)
+    if rows is None:
+        array = (
+            features if isinstance(features, (np.ndarray, Bfloat16Rows)) else np.asarray(features)
+        )
+        return lambda indices: np.asarray(array[indices], dtype=np.float32)
+
+    def read(indices: np.ndarray) -> np.ndarray:
+        out = rows.gather(indices, np.empty((len(indices), stored.shape[1]), stored.dtype))
+        return _widen(out) if stored is not features else out.astype(np.float32, copy=False)
+
+    return read
 
 
 def _check_shape(shape: Sequence[int]) -> tuple[int, int, int]:

@@ -27,7 +27,7 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._declared import Declared, option
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, RowSplit
 from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
 from probemeter.datasets.conll import (
     DEFAULT_SPACY_MODEL,
@@ -237,6 +237,13 @@ class TaskText(ABC):
         (which do not depend on the features: ``--check`` passes one column of zeros).
         ``trees``: head selection laid out for a method that reads trees
         (:func:`tree_arguments`)."""
+
+    def row_split(self, random_state: int) -> RowSplit | None:
+        """The rows of the features that :meth:`probe_data` takes as pool and test set, with
+        their labels, when its data is just that split, standardised (then
+        :meth:`~probemeter.encoders.FeatureCache.split_probe_data` builds the same data a block
+        of rows at a time); None for tasks that pool or pair rows."""
+        return None
 
 
 def _digest(content: Any) -> str:
@@ -754,6 +761,12 @@ class _TextsText(TaskText):
             random_state=random_state,
             dev=task.dev,
             name=name,
+        )
+
+    def row_split(self, random_state: int) -> RowSplit:
+        task = self.task
+        return self.texts.row_split(
+            test_size=float(task.test_size), random_state=random_state, dev=task.dev
         )
 
 

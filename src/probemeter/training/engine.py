@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
 from probemeter._multilabel import check_label_sets, uniform_nats
+from probemeter._resident import FileRows, release
 from probemeter.probes import MLP
 from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
@@ -690,6 +691,10 @@ class _ChunkRunner:
     config: TrainingConfig
     request: _Request
     report: Callable[[int], object]
+    #: a large memory-mapped pool's rows, read with pread (never mapped into this process)
+    pool_file: FileRows | None = None
+    #: the host arrays behind the tensors, whose maps' pages are released after each pass
+    host: tuple[Any, ...] = ()
 
     @classmethod
     def build(
@@ -713,7 +718,20 @@ class _ChunkRunner:
                 )
                 for a in (y_train, y_eval)
             )
-        return cls(pool_x, pool_y, eval_x, eval_y, n_classes, config, request, report)
+        # on an accelerator the pool was copied to the device once: read there
+        pool_file = FileRows.of(X_train) if device.type == "cpu" else None
+        return cls(
+            pool_x,
+            pool_y,
+            eval_x,
+            eval_y,
+            n_classes,
+            config,
+            request,
+            report,
+            pool_file,
+            (X_train, X_eval) if device.type == "cpu" else (),
+        )
 
     def run(self, chunk: _Chunk) -> dict[str, Any]:
         """Train the probes of ``chunk`` and evaluate them; with ``return_parameters``,
@@ -747,15 +765,24 @@ class _ChunkRunner:
             order, row_weights = _minibatch_order(
                 chunk.subsets, rngs, config.batch_size, rows, config.steps
             )
-            _train_chunk(model, self.pool_x, self.pool_y, order, row_weights, config, self.report)
+            _train_chunk(
+                model,
+                self.pool_x,
+                self.pool_y,
+                order,
+                row_weights,
+                config,
+                self.report,
+                self.pool_file,
+            )
+        release(*self.host)  # early stopping reads the pool through its map
         metrics.update(
             model.evaluate(self.eval_x, self.eval_y, per_example=self.request.per_example)
         )
+        release(*self.host)  # the test set's pages, read once per chunk
         if chunk.pool_rows is not None:
             on_pool = [
-                None
-                if indices is None
-                else model.evaluate_rows(r, self.pool_x, self.pool_y, indices)
+                None if indices is None else self._evaluate_rows(model, r, indices)
                 for r, indices in enumerate(chunk.pool_rows)
             ]
             for name in ("nll", "predictions"):
@@ -765,6 +792,17 @@ class _ChunkRunner:
             metrics.update(model.stage_parameter_arrays())
         metrics.update(model.stage_arrays())
         return metrics
+
+    def _evaluate_rows(self, model: StackedMLP, row: int, indices: np.ndarray) -> dict[str, Any]:
+        """``model.evaluate_rows`` on the pool rows ``indices``; from a pool read with pread
+        (:attr:`pool_file`), those rows are read into memory first, in their order: the same
+        rows in the same blocks, so the same numbers, without mapping the pool."""
+        if self.pool_file is None:
+            return model.evaluate_rows(row, self.pool_x, self.pool_y, indices)
+        features = torch.empty(len(indices), self.pool_x.shape[1], dtype=torch.float32)
+        self.pool_file.gather(indices, features.numpy())
+        labels = self.pool_y[torch.as_tensor(indices, dtype=torch.int64)]
+        return model.evaluate_rows(row, features, labels, np.arange(len(indices)))
 
 
 def _run(
@@ -908,9 +946,12 @@ def _train_chunk(
     row_weights: np.ndarray,
     config: TrainingConfig,
     report: Callable[[int], object],
+    pool_file: FileRows | None = None,
 ) -> None:
     """Run ``config.steps`` Adam updates on all stacked probes, in place; ``report`` receives
-    the number of probe-updates done, every few steps."""
+    the number of probe-updates done, every few steps. With ``pool_file`` (the rows of a large
+    memory-mapped pool, :class:`~probemeter._resident.FileRows`) minibatches are read from the
+    file instead of gathered through the map: the same values, none of the pool resident."""
     n_probes, rows = row_weights.shape
     device = pool_x.device
     optimizer = FusedAdam(model.parameters, lr=config.lr)
@@ -918,12 +959,16 @@ def _train_chunk(
     weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
     sparse = isinstance(pool_x, SparseRows)  # gathered as sparse rows, never made dense
     x_batch = None if sparse else torch.empty(n_probes * rows, pool_x.shape[1], device=device)
+    x_numpy = None if pool_file is None else x_batch.numpy()  # pread's buffer (on the CPU)
     report_every = max(1, config.steps // 50)
     reported = 0
     for step in range(config.steps):
         idx = order_t[:, step * rows : (step + 1) * rows].reshape(-1)
         if sparse:
             inputs = pool_x.index_select(0, idx).view(n_probes, rows, -1)
+        elif pool_file is not None:
+            block = order[:, step * rows : (step + 1) * rows].reshape(-1)
+            inputs = torch.from_numpy(pool_file.gather(block, x_numpy)).view(n_probes, rows, -1)
         else:
             inputs = torch.index_select(pool_x, 0, idx, out=x_batch).view(n_probes, rows, -1)
         labels = pool_y[idx].view(n_probes, rows, -1)
