@@ -590,6 +590,10 @@ class RowSplit:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / _META).unlink(missing_ok=True)  # incomplete until the JSON is written again
         step = max(1, _STANDARDIZE_ELEMENTS // max(1, n_features))
+        # sums and standardisation come out the same whatever the blocks (row after row, value
+        # by value): smaller blocks than the squares' (which must match _column_moments') keep
+        # their float64 temporaries small
+        small = max(1, step // 8)
 
         def rows(indices: np.ndarray, first: int) -> np.ndarray:
             block = np.asarray(read_rows(indices), dtype=np.float32)
@@ -608,8 +612,8 @@ class RowSplit:
 
         with _RowsFile(folder / "X_train.npy", len(self.train), n_features) as pool:
             total = None
-            for start in range(0, len(self.train), step):
-                block = rows(self.train[start : start + step], start)
+            for start in range(0, len(self.train), small):
+                block = rows(self.train[start : start + small], start)
                 pool.write(start, block)
                 # the running sum as the first row: one float64 block, summed down in row order
                 rows64 = block if total is None else np.concatenate([total[None], block])
@@ -621,11 +625,11 @@ class RowSplit:
                 squares += np.einsum("ij,ij->j", deviation, deviation)
             std = np.sqrt(squares / len(self.train))
             std[std == 0] = 1.0
-            for start in range(0, len(self.train), step):
-                pool.write(start, (pool.read(start, start + step) - mean) / std)
+            for start in range(0, len(self.train), small):
+                pool.write(start, (pool.read(start, start + small) - mean) / std)
         with _RowsFile(folder / "X_test.npy", len(self.test), n_features) as test:
-            for start in range(0, len(self.test), step):
-                test.write(start, (rows(self.test[start : start + step], start) - mean) / std)
+            for start in range(0, len(self.test), small):
+                test.write(start, (rows(self.test[start : start + small], start) - mean) / std)
         written = replace(
             checked,
             X_train=np.load(folder / "X_train.npy", mmap_mode="r"),

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import uuid
@@ -196,7 +197,7 @@ class FeatureCache:
                     mode="w+",
                     dtype=np.uint16 if storage == "bfloat16" else dtype,
                     shape=(n_rows, dimension),
-                )
+                ).view(_LayerOutput)
                 for temporary in temporaries
             ]
             fill([_Bfloat16Writer(f) for f in files] if storage == "bfloat16" else files)
@@ -396,6 +397,20 @@ def to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
 def _widen(bits: np.ndarray) -> np.ndarray:
     """bfloat16 bits (uint16) as the float32 values they are (exact)."""
     return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+class _LayerOutput(np.memmap):
+    """A layer file being written through its (shared, writable) memory map, whose pages leave
+    the process's resident set after every assignment (a batch of rows): mapped file pages
+    count in the resident set, and an encoder writes each batch's rows all over the file (its
+    batches go by length), so the maps of every layer would soon be wholly resident (the peak
+    would be the bytes stored). ``madvise(MADV_DONTNEED)`` on a shared file map only unmaps the
+    pages: they stay in the page cache, dirty until written back, so nothing written is lost."""
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(key, value)
+        if isinstance(getattr(self, "_mmap", None), mmap.mmap):
+            self._mmap.madvise(mmap.MADV_DONTNEED)
 
 
 class _Bfloat16Writer:
