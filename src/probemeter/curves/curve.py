@@ -35,6 +35,7 @@ from probemeter.curves.method import (
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
+from probemeter.pvi import PVIResult, pointwise_v_information
 from probemeter.training.config import TrainingConfig, config_or_default
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import (
@@ -104,6 +105,10 @@ class LossDataCurve(JsonResult):
             :meth:`merge`.
         multilabel: the labels were label sets (multi-label targets; Tenney et al. 2019): K
             sigmoid outputs, binary cross-entropy per label.
+        pvi: with ``loss_data_curve(..., pvi=True)``, the pointwise V-information of every test
+            example under the probes of the largest size, per seed
+            (:class:`~probemeter.pvi.PVIResult`); else None. Written by :meth:`to_dict` when
+            present; not carried by :meth:`truncate`, :meth:`for_seed` and :meth:`merge`.
 
     A curve measured with a development split (``loss_data_curve(..., dev_fraction=...)``)
     has the columns ``dev_loss, dev_loss_truncated, dev_accuracy`` too: the same probes on
@@ -120,6 +125,7 @@ class LossDataCurve(JsonResult):
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
     multilabel: bool = False
+    pvi: PVIResult | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         needed = {"n", "seed", *METRICS, *(F1_METRICS if self.multilabel else ())}
@@ -209,6 +215,7 @@ class LossDataCurve(JsonResult):
             metadata=dict(self.metadata),
             final_correct=final,
             probes=None,
+            pvi=None,
         )
 
     def for_seed(self, seed: int) -> LossDataCurve:
@@ -220,7 +227,9 @@ class LossDataCurve(JsonResult):
         final = None if self.final_correct is None else self.final_correct.select([seed])
         final = self._final_correct_at(int(kept["n"].max()), final)
         metadata = dict(self.metadata)
-        return replace(self, points=kept, metadata=metadata, final_correct=final, probes=None)
+        return replace(
+            self, points=kept, metadata=metadata, final_correct=final, probes=None, pvi=None
+        )
 
     @staticmethod
     def _final_correct_at(
@@ -247,7 +256,9 @@ class LossDataCurve(JsonResult):
             int(points["n"].max()), other.final_correct, self.final_correct
         )
         metadata = dict(self.metadata)
-        return replace(self, points=points, metadata=metadata, final_correct=final, probes=None)
+        return replace(
+            self, points=points, metadata=metadata, final_correct=final, probes=None, pvi=None
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-probe table, with the representation's name as a column."""
@@ -256,7 +267,7 @@ class LossDataCurve(JsonResult):
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary; :meth:`from_dict` restores the curve exactly. ``classes``
         is the list of original labels (:func:`~probemeter._io.classes_to_json`) or null;
-        ``multilabel`` is written only for label sets (true)."""
+        ``multilabel`` is written only for label sets (true), ``pvi`` only when measured."""
         columns = ("n", "seed", *self.metrics, *(DEV_METRICS if self.has_development else ()))
         return {
             "name": self.name,
@@ -269,13 +280,14 @@ class LossDataCurve(JsonResult):
             "metadata": self.metadata,
             "final_correct": None if self.final_correct is None else self.final_correct.to_dict(),
             **({"multilabel": True} if self.multilabel else {}),
+            **({} if self.pvi is None else {"pvi": self.pvi.to_dict()}),
         }
 
     @classmethod
     def from_dict(cls, payload: dict[str, Any]) -> LossDataCurve:
         if payload.get("unit", "nats") != "nats":
             raise ValueError(f"curve losses must be stored in nats; got {payload['unit']!r}")
-        final = payload.get("final_correct")
+        final, pvi = payload.get("final_correct"), payload.get("pvi")
         try:
             points = pd.DataFrame(payload["points"])
             return cls(
@@ -288,6 +300,7 @@ class LossDataCurve(JsonResult):
                 final_correct=None if final is None else SeedCorrectness.from_dict(final),
                 classes=classes_from_json(payload.get("classes")),
                 multilabel=bool(payload.get("multilabel", False)),
+                pvi=None if pvi is None else PVIResult.from_dict(pvi),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -401,6 +414,7 @@ def loss_data_curve(
     progress: bool = True,
     keep_probes: bool = False,
     dev_fraction: float = CURVE_DEV_FRACTION,
+    pvi: bool = False,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -449,6 +463,12 @@ def loss_data_curve(
             and sizes come from the rest of the pool (:attr:`LossDataCurve.pool_size`); the
             split is seeded by ``random_state`` alone, whole sentences where the data record
             them (``data.clusters_train``), and recorded in ``metadata["development"]``.
+        pvi: also give every test example's pointwise V-information under the probes of the
+            largest size (Ethayarajh et al. 2022; :func:`~probemeter.pvi.pointwise_v_information`:
+            their per-example test cross-entropy against the class frequencies of the labels
+            each trained on), with the test examples' sentences where the data record them, in
+            :attr:`LossDataCurve.pvi`. Single labels only. Training and the points are the same
+            either way.
 
     Examples:
         Linear probes on three separable classes, two seeds per size, with a short training
@@ -473,6 +493,8 @@ def loss_data_curve(
         [0.54, 0.29, 0.27]
     """
     check_probe_data(data, sparse=True)
+    if pvi and data.multilabel:
+        raise ValueError("pvi: pointwise V-information takes single labels; data has label sets")
     if keep_probes and data.is_sparse:
         raise ValueError(
             "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
@@ -537,6 +559,18 @@ def loss_data_curve(
         )
         by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
         probes = ProbeSet(data.name, tuple(by_point))
+    pointwise = None
+    if pvi:
+        pointwise = pointwise_v_information(
+            evaluation.nll[final],
+            data.y_test,
+            [np.asarray(data.y_train)[subsets[i]] for i in final],
+            data.n_classes,
+            seeds=[grid[i][0] for i in final],
+            name=data.name,
+            classes=data.classes,
+            sentences=data.clusters_test,
+        )
     points = pd.DataFrame(
         {
             "n": [n for _, n in grid],
@@ -582,4 +616,5 @@ def loss_data_curve(
         classes=data.classes,
         probes=probes,
         multilabel=data.multilabel,
+        pvi=pointwise,
     )

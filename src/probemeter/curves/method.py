@@ -3,7 +3,9 @@
 
 One stored unit per representation (its whole curve); the run folder gets ``results.json``
 (curves, the Table-1 comparison, the experiment and timings) and ``curves.png``. With
-``save_probes``, each unit also keeps its probes (one per size and seed).
+``save_probes``, each unit also keeps its probes (one per size and seed). With ``pvi``, each unit
+also stores the pointwise V-information of every test example under its largest size's probes
+(Ethayarajh et al. 2022), which the run writes to ``pvi.csv`` and draws by label in ``pvi.png``.
 
 References:
     Whitney, W. F., Song, M. J., Brandfonbrener, D., Altosaar, J. & Cho, K. (2020). Evaluating
@@ -104,6 +106,13 @@ class CurveMethod(Method):
         "the probes are also measured so that comparisons choose the best representation "
         "there and test it on the test set (0: none; no choice is then tested)",
     )
+    pvi: bool = option(
+        False,
+        check=valid.boolean(),
+        help="also the pointwise V-information of every test example under the largest size's "
+        "probes (Ethayarajh et al. 2022): pvi.csv, and pvi.png by label",
+        key_omits=False,
+    )
 
     kind = "curve"
     mixes_layers = True
@@ -171,6 +180,7 @@ class CurveMethod(Method):
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
                 "dev_fraction": self.dev_fraction,
+                **self.key_values({"pvi": self.pvi}),
             }
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
             options = {"method": self, "sizes": sizes, **keywords}
@@ -196,6 +206,9 @@ class CurveMethod(Method):
         figure_files = plot_curves(curves, nats, run_dir / "curves", figures)
         files = (run_dir / "results.json", *figure_files)
         frames = result_frames(curves, comparison)
+        if self.pvi:
+            files += _pvi_files(curves, run_dir, figures)
+            frames = {**frames, "pvi": _pvi_frame(curves)}
         return MethodRun(
             str(comparison), files, curves=curves, comparison=comparison, frames=frames
         )
@@ -287,6 +300,26 @@ def curve_unit(
         progress=progress,
         keep_probes=keep_probes,
         dev_fraction=method.dev_fraction,
+        pvi=method.pvi,
     )
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}
+
+
+def _pvi_frame(curves: Sequence[Any]) -> Any:
+    """Every representation's per-example PVI table, one after the other
+    (:meth:`~probemeter.pvi.PVIResult.to_frame`)."""
+    import pandas as pd
+
+    return pd.concat([curve.pvi.to_frame() for curve in curves], ignore_index=True)
+
+
+def _pvi_files(curves: Sequence[Any], run_dir: Path, figures: FigureOptions) -> tuple[Path, ...]:
+    """``pvi.csv`` (one row per test example per representation) and ``pvi.<format>``, PVI by
+    label (:func:`~probemeter.pvi.plot_pvi`: a box plot for one representation, a heat map
+    of the label means for several, the layers of a sweep)."""
+    from probemeter._exports import write_frame
+    from probemeter.pvi import plot_pvi
+
+    table = write_frame(run_dir / "pvi.csv", _pvi_frame(curves), "csv")
+    return (table, *plot_pvi([curve.pvi for curve in curves], run_dir / "pvi", figures))
