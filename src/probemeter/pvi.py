@@ -471,7 +471,8 @@ def pvi_figure(results: Sequence[PVIResult]) -> Any:
     ax.set_yticks(range(len(means)), list(means.index), fontsize="small")
     for (row, column), value in np.ndenumerate(means.to_numpy()):
         if np.isfinite(value):
-            ax.text(column, row, f"{value:.1f}", ha="center", va="center", fontsize=6)
+            shade = "white" if abs(value) > 0.6 * bound else "black"  # legible on dark cells
+            ax.text(column, row, f"{value:.1f}", ha="center", va="center", fontsize=6, color=shade)
     figure.colorbar(image, ax=ax, label="mean PVI (bits)")
     ax.set_title(
         "pointwise V-information by label, mean over test examples and seeds "
