@@ -18,26 +18,31 @@ defaults without it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from probemeter._validation import boolean, check_scalar, one_of, positive
 
 __all__ = [
     "BF16_MIN_ROWS",
+    "GRID_OPTIONS",
     "PRECISIONS",
     "ParserTraining",
     "StructuralTraining",
     "TrainingConfig",
     "VariationalTraining",
     "config_or_default",
+    "grid_settings",
 ]
 
 #: arithmetic precisions of training
 PRECISIONS = ("f32", "bf16")
 #: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
 BF16_MIN_ROWS = 64
+#: the :class:`TrainingConfig` settings a grid may vary (:func:`grid_settings`), in the order
+#: its settings are listed: weight decay outer, learning rate inner
+GRID_OPTIONS = ("weight_decay", "lr")
 
 
 @dataclass(frozen=True)
@@ -63,6 +68,16 @@ class TrainingConfig:
             best-development parameters are kept (:mod:`probemeter.training.early_stopping`). The
             paper uses ``lr=1e-3``.
         dev_fraction, lr_decay, patience, max_epochs: settings of ``early_stopping``.
+        weight_decay: λ ≥ 0 of an L2 penalty on the probe's weight matrices (every layer's
+            W; not its biases, nor a scalar mix's or span pooling's parameters), added to the
+            mean training loss: each probe minimises
+            ``(1/b) Σ_batch ℓ(x, y) + (λ/2) Σ_layers ‖W‖²``, so Adam's gradient of W is
+            ``g + λ W`` (weight decay coupled to the gradient, ``torch.optim.Adam``'s, not
+            AdamW's decoupled one). scikit-learn's ``LogisticRegression(C=C)`` on n training
+            examples minimises ``C Σ_i ℓ_i + ½ ‖w‖²`` with the intercept unpenalised; divided
+            by C n that is ``mean ℓ + (1 / (2 C n)) ‖w‖²``, the same minimiser as a linear
+            probe's full-batch objective at **λ = 1 / (C n)** (C = 1 / (λ n)). 0 (the
+            default): no penalty, and no extra operation.
     """
 
     steps: int = 1000
@@ -74,12 +89,15 @@ class TrainingConfig:
     lr_decay: float = 0.5
     patience: int = 4
     max_epochs: int = 100
+    weight_decay: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "patience", "max_epochs"):
             value = check_scalar(getattr(self, name), name, int, min_val=1)
             object.__setattr__(self, name, int(value))
         object.__setattr__(self, "lr", float(positive()(self.lr, "lr")))
+        decay = check_scalar(self.weight_decay, "weight_decay", float, min_val=0)
+        object.__setattr__(self, "weight_decay", float(decay))
         one_of(*PRECISIONS)(self.precision, "precision")
         boolean()(self.early_stopping, "early_stopping")
         for name in ("dev_fraction", "lr_decay"):
@@ -90,8 +108,11 @@ class TrainingConfig:
 
     def to_dict(self) -> dict:
         """The settings, plus the stopping rule stated explicitly (the early-stopping settings
-        appear only when it is on, so fixed-steps configurations keep their old keys)."""
+        appear only when it is on, and ``weight_decay`` only when not 0, so configurations
+        without them keep their old keys)."""
         settings = asdict(self)
+        if not self.weight_decay:
+            del settings["weight_decay"]
         if not self.early_stopping:
             for name in ("early_stopping", "dev_fraction", "lr_decay", "patience", "max_epochs"):
                 del settings[name]
@@ -205,6 +226,42 @@ class StructuralTraining:
             "optimizer": "Adam(betas=(0.9, 0.999), eps=1e-8)",
             "stopping": "fixed number of epochs",
         }
+
+
+def grid_settings(
+    config: TrainingConfig, grid: Mapping[str, Sequence[float]] | None
+) -> list[TrainingConfig]:
+    """Every setting of a grid: ``config`` with each combination of the values ``grid`` gives
+    of :data:`GRID_OPTIONS` (``{"weight_decay": [...], "lr": [...]}``; an option left out
+    keeps ``config``'s value), weight decay outer, learning rate inner. ``[config]`` when
+    ``grid`` is None.
+
+    Raises:
+        ValueError: naming ``grid``, a key that is not a grid option or a list of values that
+            is empty or repeats one; naming the option, a value it refuses.
+    """
+    if grid is None:
+        return [config]
+    if not isinstance(grid, Mapping):
+        raise ValueError(f"grid must map {list(GRID_OPTIONS)} to lists of values; got {grid!r}")
+    unknown = set(grid) - set(GRID_OPTIONS)
+    if unknown:
+        raise ValueError(
+            f"grid: {sorted(unknown)} cannot be varied; a grid varies {list(GRID_OPTIONS)}"
+        )
+    values = {}
+    for name in GRID_OPTIONS:
+        given = grid.get(name, [getattr(config, name)])
+        if isinstance(given, (str, bytes)) or not isinstance(given, Sequence) or not given:
+            raise ValueError(f"grid[{name!r}] must be a non-empty list of values; got {given!r}")
+        if len(set(given)) != len(given):
+            raise ValueError(f"grid[{name!r}] repeats a value: {list(given)}")
+        values[name] = list(given)
+    return [
+        replace(config, weight_decay=decay, lr=lr)
+        for decay in values["weight_decay"]
+        for lr in values["lr"]
+    ]
 
 
 def config_or_default(config: Any, default: Any) -> Any:

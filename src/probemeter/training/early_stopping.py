@@ -21,7 +21,7 @@ Here every probe of a stacked chunk follows this rule on its own:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -37,28 +37,49 @@ IMPROVEMENT_NATS = 1e-4
 
 
 class BatchedAdam:
-    """Adam (Kingma & Ba 2015) on stacked parameters with one learning rate per probe.
+    """Adam (Kingma & Ba 2015) on stacked parameters with one learning rate and one L2
+    strength per probe.
 
-    The update is ``torch.optim.Adam``'s (non-amsgrad, no weight decay), computed by its fused
-    kernel: with bias corrections c1 = 1 − β1^t and c2 = 1 − β2^t,
+    The update is ``torch.optim.Adam``'s (non-amsgrad), computed by its fused kernel: with
+    bias corrections c1 = 1 − β1^t and c2 = 1 − β2^t,
     ``θ ← θ − (lr_p / c1) · m / (sqrt(v) / sqrt(c2) + ε)``, where ``lr_p`` is the learning rate
-    of the probe the parameter belongs to (leading axis).
+    of the probe the parameter belongs to (leading axis) and m, v the moments of its gradient
+    ``g + λ_p θ`` on the ``decayed`` parameters (coupled weight decay: the gradient of the
+    penalty (λ_p / 2) ‖θ‖², :class:`~probemeter.training.config.TrainingConfig`'s
+    ``weight_decay``), ``g`` on the others.
 
     Args:
         parameters: tensors of shape (P, ...), each with a ``.grad`` of the same shape.
-        lr: the initial learning rate of every probe.
+        lr: the initial learning rate of every probe, or one per probe (P,).
+        weight_decay: λ ≥ 0, of every probe or one per probe (P,); constant during training.
+        decayed: per parameter, whether the penalty weighs it (default: every one).
+
+    Attributes:
+        lr: (P,) float32 on the host, each probe's current learning rate (early stopping
+            anneals it in place; 0 stops the probe): kept off the device so that a step reads
+            it without waiting for the device.
     """
 
     def __init__(
         self,
         parameters: list[torch.Tensor],
-        lr: float,
+        lr: float | Sequence[float] | np.ndarray,
         betas: tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
+        *,
+        weight_decay: float | Sequence[float] | np.ndarray = 0.0,
+        decayed: Sequence[bool] | None = None,
     ) -> None:
         self.parameters = parameters
-        first = parameters[0]
-        self.lr = torch.full((first.shape[0],), float(lr), device=first.device)
+        n_probes = parameters[0].shape[0]
+        rates = np.broadcast_to(np.asarray(lr, dtype=np.float64), (n_probes,))
+        self.lr = torch.tensor(rates, dtype=torch.float32)
+        self.weight_decay = np.broadcast_to(
+            np.asarray(weight_decay, dtype=np.float64), (n_probes,)
+        ).copy()
+        self.decayed = [True] * len(parameters) if decayed is None else list(decayed)
+        if len(self.decayed) != len(parameters):
+            raise ValueError(f"decayed: one flag per parameter ({len(parameters)})")
         self.betas = betas
         self.eps = eps
         self._exp_avg = [torch.zeros_like(p) for p in parameters]
@@ -67,9 +88,17 @@ class BatchedAdam:
 
     def subset(self, parameters: list[torch.Tensor], rows: torch.Tensor) -> BatchedAdam:
         """An optimiser for ``parameters`` (the probes ``rows`` of this one's, in order) that
-        carries on with their moments, learning rates and step count."""
-        smaller = BatchedAdam(parameters, 0.0, self.betas, self.eps)
-        smaller.lr = self.lr[rows].clone()
+        carries on with their moments, learning rates, L2 strengths and step count."""
+        host_rows = rows.cpu()
+        smaller = BatchedAdam(
+            parameters,
+            0.0,
+            self.betas,
+            self.eps,
+            weight_decay=self.weight_decay[host_rows.numpy()],
+            decayed=self.decayed,
+        )
+        smaller.lr = self.lr[host_rows].clone()
         smaller._exp_avg = [m[rows].clone() for m in self._exp_avg]
         smaller._exp_avg_sq = [v[rows].clone() for v in self._exp_avg_sq]
         smaller._steps = self._steps
@@ -77,43 +106,65 @@ class BatchedAdam:
 
     @torch.no_grad()
     def step(self) -> None:
-        """One Adam update of every probe with its own learning rate.
+        """One Adam update of every probe with its own learning rate and L2 strength.
 
-        Probes in a run of consecutive rows with the same learning rate are updated by one
-        call of the fused Adam kernel (``torch._fused_adam_``, the kernel of
-        ``torch.optim.Adam(fused=True)``) on their slices of every parameter: one pass over
-        parameters, gradients and moments instead of about eight elementwise passes and their
-        temporaries. Probes with learning rate 0 (stopped ones) are skipped: their parameters
-        would not move, and their moments are never used again.
+        Probes in a run of consecutive rows with the same learning rate and L2 strength are
+        updated by one call of the fused Adam kernel (``torch._fused_adam_``, the kernel of
+        ``torch.optim.Adam(fused=True)``) on their slices of every parameter (two calls when
+        λ > 0: the decayed parameters with ``weight_decay=λ``, the others without): one pass
+        over parameters, gradients and moments instead of about eight elementwise passes and
+        their temporaries. Probes with learning rate 0 (stopped ones) are skipped: their
+        parameters would not move, and their moments are never used again.
         """
         self._steps += 1
-        step = torch.full((), float(self._steps), device=self.lr.device)
-        grads = [parameter.grad for parameter in self.parameters]
+        step = torch.full((), float(self._steps), device=self.parameters[0].device)
         rates = self.lr.tolist()
+        decays = self.weight_decay.tolist()
         start = 0
         while start < len(rates):
             stop = start + 1
-            while stop < len(rates) and rates[stop] == rates[start]:
+            while (
+                stop < len(rates) and rates[stop] == rates[start] and decays[stop] == decays[start]
+            ):
                 stop += 1
             if rates[start] > 0:
-                part = slice(start, stop)
-                tensors = [
-                    [t[part] for t in group]
-                    for group in (self.parameters, grads, self._exp_avg, self._exp_avg_sq)
-                ]
-                torch._fused_adam_(
-                    *tensors,
-                    [],
-                    [step] * len(self.parameters),
-                    lr=rates[start],
-                    beta1=self.betas[0],
-                    beta2=self.betas[1],
-                    weight_decay=0.0,
-                    eps=self.eps,
-                    amsgrad=False,
-                    maximize=False,
-                )
+                self._update(slice(start, stop), step, rates[start], decays[start])
             start = stop
+
+    def _update(self, part: slice, step: torch.Tensor, lr: float, decay: float) -> None:
+        """The fused kernel on the probes ``part`` at learning rate ``lr``, the penalty's
+        gradient ``decay · θ`` added to the decayed parameters' gradients."""
+        everything = range(len(self.parameters))
+        calls = [(everything, 0.0)]
+        if decay:
+            calls = [
+                ([i for i in everything if self.decayed[i]], decay),
+                ([i for i in everything if not self.decayed[i]], 0.0),
+            ]
+        for members, weight_decay in calls:
+            if not members:
+                continue
+            tensors = [
+                [group[i][part] for i in members]
+                for group in (
+                    self.parameters,
+                    [parameter.grad for parameter in self.parameters],
+                    self._exp_avg,
+                    self._exp_avg_sq,
+                )
+            ]
+            torch._fused_adam_(
+                *tensors,
+                [],
+                [step] * len(members),
+                lr=lr,
+                beta1=self.betas[0],
+                beta2=self.betas[1],
+                weight_decay=weight_decay,
+                eps=self.eps,
+                amsgrad=False,
+                maximize=False,
+            )
 
 
 def _compact(stack: Any, optimizer: BatchedAdam, kept: np.ndarray) -> tuple[Any, BatchedAdam]:
@@ -179,6 +230,7 @@ def train_with_dev_stopping(
     report: Callable[[int], object],
     compact: bool = False,
     dev_set: np.ndarray | None = None,
+    optimizer: BatchedAdam | None = None,
 ) -> np.ndarray:
     """Train a stacked chunk with per-probe early stopping (§3.1); return epochs run per probe.
 
@@ -198,6 +250,10 @@ def train_with_dev_stopping(
     With ``dev_set`` (pool indices), every probe stops on that one development set and trains
     on its whole subset (``config.dev_fraction`` is then unused); its features are gathered
     once, not once per probe.
+
+    ``optimizer``: the :class:`BatchedAdam` of ``model.parameters`` to anneal (per-probe
+    learning rates and L2 strengths, e.g. a grid of settings trained side by side); default
+    one at ``config.lr`` without penalty.
     """
     n_probes = len(subsets)
     device = pool_x.device
@@ -232,7 +288,9 @@ def train_with_dev_stopping(
     bad_epochs = np.zeros(n_probes, dtype=np.int64)
     epochs = np.zeros(n_probes, dtype=np.int64)
     active = np.ones(n_probes, dtype=bool)
-    stack, optimizer = model, BatchedAdam(model.parameters, config.lr)
+    if optimizer is None:
+        optimizer = BatchedAdam(model.parameters, config.lr)
+    stack = model
     alive = np.arange(n_probes)  # original probe of each row of the current stack
     while active.any():
         if compact and 2 * active.sum() <= alive.size:

@@ -45,7 +45,7 @@ from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_r
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.cache import CACHE_BOUND_ROWS, cache_budget
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
-from probemeter.training.early_stopping import train_with_dev_stopping
+from probemeter.training.early_stopping import BatchedAdam, train_with_dev_stopping
 from probemeter.training.fused_adam import FusedAdam
 from probemeter.training.memory import (
     check_memory_budget,
@@ -163,6 +163,8 @@ def fit_evaluate(
     dev_set: np.ndarray | None = None,
     return_parameters: bool = False,
     pool_rows: Sequence[np.ndarray | None] | None = None,
+    lr: Sequence[float] | np.ndarray | None = None,
+    weight_decay: Sequence[float] | np.ndarray | None = None,
 ) -> ProbeEvaluation:
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
@@ -216,12 +218,21 @@ def fit_evaluate(
             ``pool_predictions``): the online code scores each block's probe on the block it
             transmits next only, instead of every probe on the whole pool. The rows are
             gathered block by block from the shared pool, never copied whole.
+        lr, weight_decay: per probe, its Adam learning rate and L2 strength λ, in place of
+            ``config.lr`` and ``config.weight_decay`` (each probe minimises its mean loss +
+            (λ/2) Σ ‖W‖² over its layers' weight matrices): a grid of settings trains side by
+            side in this one call, its probes stacked in the same chunks
+            (:class:`~probemeter.training.early_stopping.BatchedAdam` updates each run of
+            probes with equal settings by one fused kernel call). A chunk whose probes share
+            one learning rate and no penalty takes one fused Adam call per step
+            (:class:`~probemeter.training.fused_adam.FusedAdam`), as without these arguments.
     """
     # check: the inputs, and that every probe fits the memory budget alone
     _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
     families = _families(probe, len(subsets), return_parameters)
     pool_rows = _check_pool_rows(pool_rows, len(subsets), X_train.shape[0])
     dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
+    rates = _probe_settings(lr, weight_decay, config, len(subsets))
     request = _Request(per_example, dev_set, return_parameters, len(y_eval))
     row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
     torch_device = resolve_device(device)
@@ -249,8 +260,9 @@ def fit_evaluate(
     small = flops < _SMALL_WORK_FLOPS
     workers = 1 if small else workers
     chunks = _plan(
-        families, subsets, keys, pool_rows, dims, config, request, max_memory=max_memory,
-        workers=workers, row_bytes=row_bytes, device_type=torch_device.type,
+        families, subsets, keys, pool_rows, rates, dims, config, request,
+        max_memory=max_memory, workers=workers, row_bytes=row_bytes,
+        device_type=torch_device.type,
     )  # fmt: skip
     # run
     arrays = (X_train, y_train, X_eval, y_eval)
@@ -262,7 +274,7 @@ def fit_evaluate(
     for chunk, metrics in zip(chunks, outputs):
         results.add(chunk, metrics)
     uniform = uniform_nats(n_classes, np.ndim(y_train) == 2)
-    _warn_if_diverged(results.fields["loss"], subsets, uniform, config.lr)
+    _warn_if_diverged(results.fields["loss"], subsets, uniform, rates[0])
     return results.evaluation()
 
 
@@ -297,6 +309,7 @@ class _Chunk:
         subsets, keys: each member's training indices and random-stream key.
         pool_rows: each member's pool rows to score example by example (None: no member is).
         work: its estimated arithmetic, by which chunks are ordered (costliest first).
+        lr, weight_decay: each member's learning rate and L2 strength.
     """
 
     probe: MLP
@@ -306,6 +319,8 @@ class _Chunk:
     keys: list[tuple[int, ...]]
     pool_rows: list[np.ndarray | None] | None
     work: float
+    lr: np.ndarray
+    weight_decay: np.ndarray
 
 
 def _plan(
@@ -313,6 +328,7 @@ def _plan(
     subsets: Sequence[np.ndarray],
     keys: Sequence[tuple[int, ...]],
     pool_rows: list[np.ndarray | None] | None,
+    rates: tuple[np.ndarray, np.ndarray],
     dims: tuple[int, int],
     config: TrainingConfig,
     request: _Request,
@@ -323,7 +339,9 @@ def _plan(
     device_type: str,
 ) -> list[_Chunk]:
     """Every architecture's chunks (:func:`_plan_chunks`), costliest first over all of them,
-    so that a small family's chunks fill the gaps a large one leaves in the workers."""
+    so that a small family's chunks fill the gaps a large one leaves in the workers; ``rates``
+    are every probe's learning rate and L2 strength (probes of a grid of settings share
+    chunks like any others)."""
     chunks = []
     for family, indices in families.items():
         forward = family.forward_flops(*dims)
@@ -348,6 +366,8 @@ def _plan(
                 [keys[i] for i in members],
                 None if pool_rows is None else [pool_rows[i] for i in members],
                 forward * _work(members, rows, subsets, config),
+                rates[0][members],
+                rates[1][members],
             )
             chunks.append(chunk)
     return sorted(chunks, key=lambda chunk: -chunk.work)
@@ -502,12 +522,12 @@ def _sparse_row_bytes(X_train: Any, probe: MLP, n_classes: int) -> float | None:
 
 
 def _warn_if_diverged(
-    losses: np.ndarray, subsets: Sequence[np.ndarray], uniform: float, lr: float
+    losses: np.ndarray, subsets: Sequence[np.ndarray], uniform: float, lr: np.ndarray
 ) -> None:
     """Warn when probes ended with a non-finite test loss, or one over ``DIVERGED_FACTOR``
     times the ``uniform`` code's nats per example (ln K; K·ln 2 for label sets): no probe
     that learnt anything ends there, even one that overfits a handful of examples — it is a
-    step size too large for Adam."""
+    step size too large for Adam (``lr``: each probe's learning rate)."""
     uniform = max(uniform, math.log(2))
     limit = DIVERGED_FACTOR * uniform
     diverged = np.flatnonzero(~np.isfinite(losses) | (losses > limit))
@@ -516,7 +536,7 @@ def _warn_if_diverged(
         warnings.warn(
             f"{diverged.size} of {len(losses)} probes diverged: test loss "
             f"{losses[first]:.3g} nats (n={len(subsets[first])}) against "
-            f"{uniform:.3g} for guessing uniformly; lr={lr:g} is likely too "
+            f"{uniform:.3g} for guessing uniformly; lr={lr[first]:g} is likely too "
             "large (Adam usually needs 1e-4 to 1e-2). Their numbers are not meaningful",
             RuntimeWarning,
             stacklevel=3,
@@ -550,6 +570,33 @@ def _check_engine_inputs(
             raise ValueError(
                 f"subsets[{position}] indexes outside the pool of {X_train.shape[0]} examples"
             )
+
+
+def _probe_settings(
+    lr: Sequence[float] | np.ndarray | None,
+    weight_decay: Sequence[float] | np.ndarray | None,
+    config: TrainingConfig,
+    n_probes: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Every probe's (learning rate, L2 strength) as float64 arrays: ``config``'s where not
+    given per probe; a ValueError naming ``lr`` or ``weight_decay`` for a wrong count, or a
+    rate that is not positive or a strength that is negative or either not finite."""
+    settings = []
+    for name, given, default, low in (
+        ("lr", lr, config.lr, "> 0"),
+        ("weight_decay", weight_decay, config.weight_decay, ">= 0"),
+    ):
+        if given is None:
+            settings.append(np.full(n_probes, default))
+            continue
+        values = np.asarray(given, dtype=np.float64)
+        if values.shape != (n_probes,):
+            raise ValueError(f"{name}: one value per probe ({n_probes}); got shape {values.shape}")
+        bad = ~np.isfinite(values) | ((values <= 0) if name == "lr" else (values < 0))
+        if bad.any():
+            raise ValueError(f"{name} must be finite and {low}; got {values[bad][0]!r}")
+        settings.append(values)
+    return settings[0], settings[1]
 
 
 def _check_dev_set(
@@ -749,6 +796,12 @@ class _ChunkRunner:
         )
         metrics: dict[str, Any] = {}
         if config.early_stopping:
+            optimizer = BatchedAdam(
+                model.parameters,
+                chunk.lr,
+                weight_decay=chunk.weight_decay,
+                decayed=self._decayed(model, chunk.probe),
+            )
             metrics["epochs"] = train_with_dev_stopping(
                 model,
                 self.pool_x,
@@ -760,6 +813,7 @@ class _ChunkRunner:
                 report=self.report,
                 compact=True,
                 dev_set=self.request.dev_set,
+                optimizer=optimizer,
             )
         else:
             order, row_weights = _minibatch_order(
@@ -767,6 +821,7 @@ class _ChunkRunner:
             )
             _train_chunk(
                 model,
+                self._fixed_steps_optimizer(model, chunk),
                 self.pool_x,
                 self.pool_y,
                 order,
@@ -792,6 +847,25 @@ class _ChunkRunner:
             metrics.update(model.stage_parameter_arrays())
         metrics.update(model.stage_arrays())
         return metrics
+
+    def _decayed(self, model: StackedMLP, probe: MLP) -> list[bool]:
+        """Which of ``model.parameters`` the L2 penalty weighs: each layer's weight matrix W.
+        A stack lists its layers' (W, b) in order, then its input stage's parameters (a mix,
+        span pooling), which, like the biases, are not penalised (scikit-learn leaves the
+        intercept unpenalised too)."""
+        layers = len(probe.layer_shapes(self.pool_x.shape[1], self.n_classes))
+        return [i < 2 * layers and i % 2 == 0 for i in range(len(model.parameters))]
+
+    def _fixed_steps_optimizer(self, model: StackedMLP, chunk: _Chunk) -> Any:
+        """Adam for ``chunk``'s fixed-steps training: one fused call per step
+        (:class:`FusedAdam`) when its probes share a learning rate and have no penalty, else
+        one per run of probes with equal settings (:class:`BatchedAdam`)."""
+        lr, decay = chunk.lr, chunk.weight_decay
+        if (lr == lr[0]).all() and not decay.any():
+            return FusedAdam(model.parameters, lr=float(lr[0]))
+        return BatchedAdam(
+            model.parameters, lr, weight_decay=decay, decayed=self._decayed(model, chunk.probe)
+        )
 
     def _evaluate_rows(self, model: StackedMLP, row: int, indices: np.ndarray) -> dict[str, Any]:
         """``model.evaluate_rows`` on the pool rows ``indices``; from a pool read with pread
@@ -940,6 +1014,7 @@ def _minibatch_order(
 
 def _train_chunk(
     model: StackedMLP,
+    optimizer: FusedAdam | BatchedAdam,
     pool_x: torch.Tensor,
     pool_y: torch.Tensor,
     order: np.ndarray,
@@ -948,13 +1023,13 @@ def _train_chunk(
     report: Callable[[int], object],
     pool_file: FileRows | None = None,
 ) -> None:
-    """Run ``config.steps`` Adam updates on all stacked probes, in place; ``report`` receives
+    """Run ``config.steps`` updates of ``optimizer`` (Adam on ``model.parameters``) on all
+    stacked probes, in place; ``report`` receives
     the number of probe-updates done, every few steps. With ``pool_file`` (the rows of a large
     memory-mapped pool, :class:`~probemeter._resident.FileRows`) minibatches are read from the
     file instead of gathered through the map: the same values, none of the pool resident."""
     n_probes, rows = row_weights.shape
     device = pool_x.device
-    optimizer = FusedAdam(model.parameters, lr=config.lr)
     order_t = torch.from_numpy(order).to(device)
     weights_t = torch.from_numpy(row_weights).to(device).view(n_probes, rows, 1)
     sparse = isinstance(pool_x, SparseRows)  # gathered as sparse rows, never made dense
