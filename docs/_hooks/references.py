@@ -104,6 +104,9 @@ RUN_HELP = {
     "device": '`"auto"` (a GPU when there is one), `"cpu"` or `"cuda"`; does not change unit keys',
     "save_probes": "keep every trained probe: `units/<key>.probes.safetensors` beside each unit "
     "(methods `curve` and `mdl`; needs safetensors); `load_run_probes` reads them",
+    "baseline": "a representation of the run (a layer sweep's `NAME-0`, …): every other one is "
+    "also probed beside it, and each measure is reported beyond it (conditional probing, "
+    "Hewitt et al. 2021): `conditional.md`, `.json`, `.png`; not with `power`",
 }
 
 #: ``[[representations]]``: the keys of every entry besides its kind's options

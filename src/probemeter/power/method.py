@@ -89,6 +89,7 @@ class PowerMethod(Method):
     )
 
     kind = "power"
+    compares_pairs = True
     pools_spans = True
     summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
 

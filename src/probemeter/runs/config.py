@@ -80,13 +80,16 @@ def _one_of(*choices: str) -> Callable[[Any], str | None]:
 
 @dataclass(frozen=True)
 class RunSettings:
-    """``[run]``: the run folder's name, the global seed, the device, and whether each unit's
-    trained probes are stored beside it (``save_probes``; not part of any unit's key)."""
+    """``[run]``: the run folder's name, the global seed, the device, whether each unit's
+    trained probes are stored beside it (``save_probes``; not part of any unit's key), and the
+    representation every other one is measured beyond (``baseline``: conditional probing,
+    :mod:`probemeter.runs.conditional`)."""
 
     name: str
     random_state: int = 0
     device: str = "auto"
     save_probes: bool = False
+    baseline: str | None = None
 
 
 def save_probes_problem(method: Method) -> str | None:
@@ -119,6 +122,7 @@ class Experiment:
                 "random_state": self.run.random_state,
                 "device": self.run.device,
                 "save_probes": self.run.save_probes,
+                "baseline": self.run.baseline,
             },
             "task": None
             if self.task is None
@@ -261,13 +265,40 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
         kept = keeping if run.save_probes else None
         for where, message in setup_problems(method, task, representations, kept):
             reader.add(where, message)
+    if run.baseline is not None:
+        for where, message in baseline_problems(run.baseline, representations, method):
+            reader.add(where, message)
     if reader.problems:
         raise ExperimentError(path, reader.problems)
     return Experiment(path, run, task, tuple(representations), method)
 
 
+def baseline_problems(
+    baseline: str, representations: Sequence[Representation], method: Method | None
+) -> list[tuple[str, str]]:
+    """``[run] baseline``: a representation of the run (after layer sweeps are expanded), not a
+    scalar mix, with another representation to measure beyond it, and a method that compares
+    representations one at a time (not ``power``, which compares pairs)."""
+    names = [rep.name for rep in representations]
+    if baseline not in names:
+        return [("run.baseline", f"{baseline!r} is no representation of the run ({names})")]
+    problems = []
+    if len(names) < 2:
+        problems.append(("run.baseline", "needs another representation to measure beyond it"))
+    mixed = [rep.name for rep in representations if rep.options.get("combine") == "scalar-mix"]
+    if mixed:
+        problems.append(
+            ("run.baseline", f"cannot put scalar-mix representations beside another: {mixed}")
+        )
+    if method is not None and method.compares_pairs:
+        problems.append(
+            ("run.baseline", f"method {method.kind!r} compares pairs itself; use another method")
+        )
+    return problems
+
+
 def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings:
-    reader.unknown("run", table, {"name", "random_state", "device", "save_probes"})
+    reader.unknown("run", table, {"name", "random_state", "device", "save_probes", "baseline"})
     name = reader.get("run", table, "name", _string, path.stem)
     if name is not None and ("/" in name or "\\" in name or name in (".", "..")):
         reader.add("run.name", f"must be a plain folder name; got {name!r}")
@@ -276,7 +307,10 @@ def _read_run(reader: _Reader, table: dict[str, Any], path: Path) -> RunSettings
     if device == "cuda" and not torch.cuda.is_available():
         reader.add("run.device", "'cuda' but CUDA is not available here; use 'auto' or 'cpu'")
     save_probes = reader.get("run", table, "save_probes", _boolean, False)
-    return RunSettings(name or path.stem, random_state or 0, device or "auto", bool(save_probes))
+    baseline = reader.get("run", table, "baseline", _string, None)
+    return RunSettings(
+        name or path.stem, random_state or 0, device or "auto", bool(save_probes), baseline
+    )
 
 
 def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | None:

@@ -42,6 +42,13 @@ from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.encoders import FeatureCache
+from probemeter.runs.conditional import (
+    analyse_conditional,
+    conditional_data,
+    conditional_name,
+    conditional_representation,
+    write_conditional_files,
+)
 from probemeter.runs.config import (
     Experiment,
     ExperimentError,
@@ -174,6 +181,12 @@ def run_experiment(
             keep_probes=save_probes,
         )
         reps = {rep.name: rep for rep in experiment.representations}
+        baseline = experiment.run.baseline
+        beyond = [name for name in reps if baseline is not None and name != baseline]
+        for name in beyond:  # each beside the baseline: prepare_data made their data
+            reps[conditional_name(name, baseline)] = conditional_representation(
+                reps[name], reps[baseline]
+            )
         named = {name: replace(datasets[name], name=name) for name in reps}
         plans = method.units(named, context)
         units = [
@@ -212,6 +225,15 @@ def run_experiment(
             written = write_layer_files(layers, run_dir, figures)
             written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
+            finished = replace(finished, table=table, files=(*finished.files, *written))
+        if beyond:
+            alone = {
+                s: pairs for s, pairs in sweeps.items() if baseline not in dict(pairs).values()
+            }
+            conditional = analyse_conditional(method, results, baseline, beyond, alone)
+            written = write_conditional_files(conditional, run_dir, figures)
+            written += export_frames({"conditional": conditional.to_frame()}, run_dir, formats)
+            table = f"{finished.table}\n\n{conditional}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
     return ExperimentRun(
         run_dir,
@@ -287,6 +309,16 @@ def prepare_data(
         for location, message in experiment.method.check_pool(data.pool_size, data.n_classes):
             problems.append(f"{location}: {message} ({rep.described})")
         datasets[rep.name] = share_data(data) if shared else data
+    baseline = experiment.run.baseline
+    if baseline is not None and not problems:  # each representation beside the baseline
+        for name in [name for name in datasets if name != baseline]:
+            pair = conditional_name(name, baseline)
+            try:
+                data = conditional_data(datasets[baseline], datasets[name], pair)
+            except ValueError as error:
+                problems.append(f"run.baseline: {error}")
+                continue
+            datasets[pair] = share_data(data) if shared else data
     if problems:
         raise ExperimentError(experiment.path, problems)
     return datasets

@@ -18,7 +18,7 @@ import json
 import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,13 +26,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from probemeter import _validation as valid
-from probemeter._declared import Declared, option
+from probemeter._declared import Declared, Option, option
 from probemeter.data import ProbeData, RowSplit
 from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
 from probemeter.datasets.conll import (
     DEFAULT_SPACY_MODEL,
     NO_FEATURE,
     Treebank,
+    label_problem,
     probe_data,
     sentence_test_mask,
 )
@@ -45,10 +46,11 @@ from probemeter.datasets.texts import (
     read_texts,
     texts_format_problem,
 )
-from probemeter.datasets.treebank_splits import TreebankSplits, split_label_problem
+from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits, split_label_problem
 from probemeter.feature_files import load_features
 
 __all__ = [
+    "ALL_TOKENS",
     "TASKS",
     "WORDS",
     "Arrays",
@@ -61,6 +63,8 @@ __all__ = [
 
 #: the text view of a task: words, not numbers (its feature count is None)
 WORDS = "words"
+#: how ``erase`` names the task's own label, whatever the task
+OWN_LABEL = "label"
 
 # (X_train, y_train, X_test, y_test) of one input of a task
 Arrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -158,6 +162,21 @@ class TaskType(Declared):
         method that parses or reads trees measures."""
         return False
 
+    def label_name(self) -> str | None:
+        """Its label's name among the labels of its rows (``erase`` may name the task's own
+        label so, besides ``"label"``), or None where its rows have one label only."""
+        return None
+
+    def concept_problem(self, concept: str) -> str | None:
+        """Why ``erase = concept`` names no label of the task's rows, or None: ``"label"`` (or
+        :meth:`label_name`) is the task's own label; tasks whose rows carry others
+        (:meth:`TaskText.concept_labels`) take those too."""
+        own = self.label_name()
+        if concept in (OWN_LABEL, own):
+            return None
+        named = f"{OWN_LABEL!r}" + ("" if own is None else f" or {own!r}")
+        return f"{concept!r} names no label of a {self.dataset} task's rows (its label: {named})"
+
     def path_problems(self) -> list[tuple[str, str]]:
         """Problems of the files it names (made absolute), as (location, text); nothing is
         read beyond a header."""
@@ -238,12 +257,30 @@ class TaskText(ABC):
         ``trees``: head selection laid out for a method that reads trees
         (:func:`tree_arguments`)."""
 
+    def concept_labels(self, concept: str, random_state: int) -> np.ndarray:
+        """Class indices of another label of the pool rows of :meth:`probe_data`, in their
+        order (the concept that ``erase`` names; :meth:`TaskType.concept_problem` says which).
+
+        Raises:
+            ValueError: its rows carry no other label."""
+        raise ValueError(f"the rows of this task carry no label {concept!r}")
+
     def row_split(self, random_state: int) -> RowSplit | None:
         """The rows of the features that :meth:`probe_data` takes as pool and test set, with
         their labels, when its data is just that split, standardised (then
         :meth:`~probemeter.encoders.FeatureCache.split_probe_data` builds the same data a block
         of rows at a time); None for tasks that pool or pair rows."""
         return None
+
+    def encoder_inputs(self, pooling: str) -> list[Any]:
+        """What a transformer with ``pooling`` encodes: :attr:`sentences`, or prompts that
+        locate its rows (:class:`~probemeter.encoders.hf.Prompt`, the texts task)."""
+        return self.sentences
+
+    def token_rows(self, rows_per_sentence: np.ndarray) -> TaskText:
+        """This text with ``rows_per_sentence[i]`` rows of sentence ``i`` (pooling
+        ``"all"``): only tasks that declare that pooling have it."""
+        raise ValueError(f"{type(self).__name__} has no rows of tokens")
 
 
 def _digest(content: Any) -> str:
@@ -427,6 +464,24 @@ class _TreebankText(TaskText):
             name=name,
         )
 
+    def concept_labels(self, concept: str, random_state: int) -> np.ndarray:
+        """The word label ``concept`` of the pool's words (the same sentence split)."""
+        features = _no_features(self.n_rows)
+        split = probe_data(
+            self.treebank, features, concept, test_size=self.test_size, random_state=random_state
+        )
+        return split.y_train
+
+
+#: the word labels of a ``ptb`` task's rows
+_PTB_WORD_LABELS = ("upos", "deprel")
+
+
+def _no_features(n_rows: int) -> np.ndarray:
+    """One column of zeros: features for a split's labels alone (they do not depend on the
+    features, :meth:`TaskText.probe_data`)."""
+    return np.zeros((n_rows, 1), dtype=np.float32)
+
 
 @dataclass(frozen=True)
 class PTBTask(TaskType):
@@ -455,6 +510,16 @@ class PTBTask(TaskType):
 
     def selects_heads(self) -> bool:
         return self.label == ARC_HEADS
+
+    def label_name(self) -> str:
+        return self.label
+
+    def concept_problem(self, concept: str) -> str | None:
+        """Besides its own label, the other word label (``"upos"`` or ``"deprel"``) of a word
+        task."""
+        if concept in _PTB_WORD_LABELS and self.label in _PTB_WORD_LABELS:
+            return None
+        return super().concept_problem(concept)
 
     def inputs(self, random_state: int) -> TaskInputs:
         from probemeter.datasets.conll import annotate_text, ptb_sentences
@@ -501,6 +566,10 @@ class _OfficialSplitText(TaskText):
             )
         return self.splits.probe_data(features, self.label, name=name)
 
+    def concept_labels(self, concept: str, random_state: int) -> np.ndarray:
+        """The word label ``concept`` of the train file's words (the pool)."""
+        return self.splits.probe_data(_no_features(self.n_rows), concept).y_train
+
 
 @dataclass(frozen=True, kw_only=True)  # keyword-only: the optional dev between train and test
 class CoNLLUTask(TaskType):
@@ -528,6 +597,20 @@ class CoNLLUTask(TaskType):
 
     def selects_heads(self) -> bool:
         return self.label == ARC_HEADS
+
+    def label_name(self) -> str:
+        return self.label
+
+    def concept_problem(self, concept: str) -> str | None:
+        """Besides its own label, any word label (``"upos"``, ``"xpos"``, ``"deprel"``,
+        ``"feats:<Name>"``) of a task whose rows are words (not ``"arcs"`` or
+        ``"deprel-arcs"``); one the files lack is refused when they are read."""
+        if super().concept_problem(concept) is None:
+            return None
+        if self.label in (ARC_HEADS, ARC_LABELS):
+            return f"the rows of label {self.label!r} are not words: only {OWN_LABEL!r}"
+        problem = label_problem(concept)
+        return None if problem is None else f"names no word label: {problem}"
 
     def inputs(self, random_state: int) -> TaskInputs:
         """The official split, its labels checked on every file; labels of dev or test that
@@ -725,30 +808,73 @@ def _template(value: Any) -> str | None:
 
 #: where a template takes each text
 TEXT_SLOT = "{text}"
+#: the pooling with one row per token of each text
+ALL_TOKENS = "all"
 
 
 @dataclass(frozen=True)
 class _TextsText(TaskText):
     """A table of labelled texts: one row per text (templated), the file's split or a seeded
-    stratified one."""
+    stratified one; or, for pooling ``"all"``, ``rows_per_text[i]`` rows of text ``i``, split
+    by text and clustered by it."""
 
     texts: TextsData
     task: TextsTask
+    rows_per_text: tuple[int, ...] | None = None
 
     @cached_property
     def sentences(self) -> list[str]:
-        template = self.task.template
-        if template is None:
-            return list(self.texts.texts)
-        # replace, not str.format: braces elsewhere in the template or the texts stay as they are
-        return [template.replace(TEXT_SLOT, text) for text in self.texts.texts]
+        return [prompt.text for prompt in self._prompts]
+
+    @cached_property
+    def _prompts(self) -> list[Any]:
+        """Each text templated (the marker taken out), with the characters of its text in
+        the templated string and the marker's position."""
+        from probemeter.encoders.hf import Prompt
+
+        task = self.task
+        template = task.template or TEXT_SLOT
+        marked = None if task.marker is None else template.index(task.marker)
+        if marked is not None:
+            template = template.replace(task.marker, "")
+        start = template.index(TEXT_SLOT)  # the first {text}: nothing of a text before it
+        prompts = []
+        for text in self.texts.texts:
+            # replace, not str.format: braces elsewhere in the template or the texts stay
+            whole = template.replace(TEXT_SLOT, text)
+            end = None if marked is None else len(template[:marked].replace(TEXT_SLOT, text))
+            prompts.append(Prompt(whole, (start, start + len(text)), end, task.chat))
+        return prompts
+
+    def encoder_inputs(self, pooling: str) -> list[Any]:
+        """The templated texts as they were encoded before rows could be tokens, markers or
+        chat prompts (the same keys); prompts where a marker or the chat template moves the
+        row, or pooling ``"all"`` reads the text's tokens out of a template's."""
+        from probemeter.encoders.hf import Prompt
+
+        task = self.task
+        marked = task.marker is not None and pooling == "last"
+        spans = pooling == ALL_TOKENS and (task.template is not None or task.chat)
+        if not (marked or spans or task.chat):
+            return self.sentences
+        return [
+            Prompt(p.text, p.span if spans else None, p.end if marked else None, task.chat)
+            for p in self._prompts
+        ]
+
+    def token_rows(self, rows_per_sentence: np.ndarray) -> _TextsText:
+        return replace(self, rows_per_text=tuple(int(n) for n in rows_per_sentence))
 
     @property
     def n_rows(self) -> int:
+        if self.rows_per_text is not None:
+            return sum(self.rows_per_text)
         return self.texts.n_rows
 
     @property
     def labels_digest(self) -> str:
+        if self.rows_per_text is not None:
+            return _digest([self.texts.digest, self.rows_per_text])
         return self.texts.digest
 
     def probe_data(
@@ -761,20 +887,48 @@ class _TextsText(TaskText):
             random_state=random_state,
             dev=task.dev,
             name=name,
+            rows_per_text=self.rows_per_text,
         )
 
-    def row_split(self, random_state: int) -> RowSplit:
+    def row_split(self, random_state: int) -> RowSplit | None:
+        """The texts' split; None for rows of tokens, whose data record each row's text
+        (:attr:`~probemeter.data.ProbeData.clusters_train`), which a :class:`RowSplit`
+        does not carry."""
+        if self.rows_per_text is not None:
+            return None
         task = self.task
         return self.texts.row_split(
             test_size=float(task.test_size), random_state=random_state, dev=task.dev
         )
+
+    def concept_labels(self, concept: str, random_state: int) -> np.ndarray:
+        """The column ``concept`` of the pool's texts (the split the task's label decides),
+        numbered in the sorted order of the pool's values."""
+        split = self.row_split(random_state)
+        if split is None:
+            raise ValueError(
+                f"the column {concept!r} labels texts, not their tokens: rows of tokens take "
+                f"only the task's own label ({OWN_LABEL!r})"
+            )
+        task = self.task
+        other = read_texts(
+            task.path,
+            text_column=task.text_column,
+            label_column=concept,
+            split_column=task.split_column,
+        )
+        values = [other.labels[row] for row in split.train]
+        index = {value: i for i, value in enumerate(sorted(set(values)))}
+        return np.array([index[value] for value in values], dtype=np.int64)
 
 
 @dataclass(frozen=True, kw_only=True)
 class TextsTask(TaskType):
     path: str = option(
         check=valid.text(),
-        help="a CSV (.csv), JSON-lines (.jsonl) or Parquet (.parquet) file of labelled texts",
+        help="a CSV (.csv), JSON-lines (.jsonl) or Parquet (.parquet) file of labelled texts, "
+        "or a folder a Hugging Face datasets Dataset/DatasetDict was saved to (save_to_disk; a "
+        "DatasetDict's train/validation/test splits are the split)",
     )
     text_column: str = option("text", check=valid.text(), help="the column of the texts")
     label_column: str = option(
@@ -803,26 +957,74 @@ class TextsTask(TaskType):
         None,
         check=valid.Check(_template),
         help='each text put into this string at "{text}" before encoding, e.g. '
-        '"Review: {text}\\nSentiment:" (pooling "last" then reads the template\'s last token)',
+        '"Review: {text}\\nSentiment:" (pooling "last" then reads the template\'s last token, '
+        'pooling "all" the tokens of the text only)',
+    )
+    marker: str | None = option(
+        None,
+        check=valid.text(),
+        help='a string the template holds once, e.g. "<<probe>>" in "Review: {text}<<probe>> '
+        'Sentiment:": taken out before tokenizing; pooling "last" then reads the last token '
+        "ending at or before it",
+        key_omits=None,
+    )
+    chat: bool = option(
+        False,
+        check=valid.boolean(),
+        help="wrap each (templated) text with the tokenizer's chat template as a user message "
+        'with the generation prompt (no second BOS); pooling "last" then reads the generation '
+        "prompt's last token",
+        key_omits=False,
     )
 
     dataset = "texts"
     summary = (
-        "labelled texts in a CSV, JSON-lines or Parquet file (sentiment, truthfulness, ...): "
-        "one row per text, the file's split column or a seeded stratified split"
+        "labelled texts in a CSV, JSON-lines or Parquet file or a saved Hugging Face dataset "
+        '(sentiment, truthfulness, ...): one row per text (per token with pooling "all"), the '
+        "file's split column or a seeded stratified split"
     )
     paths = ("path",)
     reads_files = True
-    poolings = ("last", "mean", "cls")
+    poolings = ("last", "mean", "cls", ALL_TOKENS)
     bos = "drop"
     rows_are_sentences = True
 
+    def label_name(self) -> str:
+        return self.label_column
+
+    def concept_problem(self, concept: str) -> str | None:
+        """Any column: a concept label column beside the label (one the file lacks is
+        refused when it is read)."""
+        return None
+
     def path_problems(self) -> list[tuple[str, str]]:
-        """The file's existence, then its format (by suffix) and, for Parquet, pyarrow."""
-        problems = super().path_problems()
-        if not problems and (problem := texts_format_problem(self.path)) is not None:
-            problems.append(("task.path", problem))
-        return problems
+        """The file's (or saved dataset folder's) existence, then its format (by suffix; a
+        folder's by what ``save_to_disk`` writes) and, for Parquet, pyarrow."""
+        if not Path(self.path).exists():
+            return [("task.path", f"file {self.path!r} does not exist")]
+        problem = texts_format_problem(self.path)
+        return [] if problem is None else [("task.path", problem)]
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        """A marker needs a template that holds it exactly once, apart from ``{text}``."""
+        marker, template = self.marker, self.template
+        if marker is None:
+            return []
+        where = self.option_named("marker")
+        if template is None:
+            return [(where, f"{marker!r} marks a position in the template; there is none")]
+        count = template.count(marker)
+        if count != 1:
+            return [
+                (
+                    where,
+                    f"{marker!r} must be in the template once; it is there {count} times: "
+                    f"{template!r}",
+                )
+            ]
+        if TEXT_SLOT not in template.replace(marker, "") or marker in TEXT_SLOT:
+            return [(where, f"{marker!r} overlaps {TEXT_SLOT!r} in the template {template!r}")]
+        return []
 
     def inputs(self, random_state: int) -> TaskInputs:
         texts = read_texts(

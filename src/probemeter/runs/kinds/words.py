@@ -23,6 +23,7 @@ from probemeter.encoders.hf import (
     hub_model_cached,
     hub_offline,
     hub_unavailable,
+    inputs_key,
     is_hub_id,
 )
 from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
@@ -39,7 +40,15 @@ from probemeter.runs.kinds.base import (
     mix_layers,
 )
 from probemeter.runs.kinds.numeric import _cached
-from probemeter.runs.tasks import TASKS, WORDS, Task, TaskInputs, tree_arguments
+from probemeter.runs.tasks import (
+    ALL_TOKENS,
+    TASKS,
+    WORDS,
+    Task,
+    TaskInputs,
+    TaskText,
+    tree_arguments,
+)
 
 # ---- kinds on the task's words --------------------------------------------------------------
 
@@ -88,7 +97,7 @@ class _WordKind(RepresentationKind):
         """The task's data from the features: its split and labels, cached (with a cache)
         and read back memory-mapped."""
         features_key, features = cls.features(rep, inputs, build)
-        text = inputs.text
+        text = cls.rows_of(rep, inputs)
 
         def split() -> ProbeData:
             return text.probe_data(
@@ -110,6 +119,11 @@ class _WordKind(RepresentationKind):
             key["trees"] = tree_arguments(True)
         data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
         return replace(data, name=rep.name, mix_layers=mix_layers(rep))
+
+    @classmethod
+    def rows_of(cls, rep: Representation, inputs: TaskInputs) -> TaskText:
+        """The task's text as its features' rows lay it out (after :meth:`features`)."""
+        return inputs.text
 
 
 def _random_init(value: Any) -> str | None:
@@ -194,8 +208,9 @@ class _ModelKind(_WordKind):
         None,
         check=valid.one_of(*_POOLINGS),
         help='"words" on word tasks (their only choice); on a task whose rows are sentences '
-        '"mean", "cls" (first token) or "last" (last token); the default: the task\'s first '
-        '(senteval "mean", texts "last")',
+        '"mean", "cls" (first token) or "last" (last token, or the texts task\'s marked one); '
+        'texts also "all" (every token of the text a row, labelled with the text\'s label and '
+        'clustered by text); the default: the task\'s first (senteval "mean", texts "last")',
         key_omits=WORDS,
     )
     bos: str | None = option(
@@ -235,6 +250,17 @@ class _ModelKind(_WordKind):
                 f"{pooling!r} is not a pooling of the {task.dataset} task {allowed}",
             )
         return rep
+
+    @classmethod
+    def rows_of(cls, rep: Representation, inputs: TaskInputs) -> TaskText:
+        """With pooling ``"all"``, the text whose rows are each sentence's tokens, as the
+        encoder counted them when it encoded (cached: not tokenized again); an SAE's latents
+        have the rows of the site it encodes."""
+        pooling = rep.options.get("pooling")
+        if pooling != ALL_TOKENS:
+            return inputs.text
+        encoder = inputs.encoders[_encoder_group(rep.options)]
+        return inputs.text.token_rows(encoder.row_counts(inputs.text.encoder_inputs(pooling)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -303,17 +329,17 @@ class TransformerKind(_ModelKind):
         options = rep.options
         pooling = options.get("pooling") or WORDS
         site = options.get("site") or HIDDEN
-        loading = (options["model"], options["random_init"], options["dtype"])
-        group = (*loading, options["word_pooling"], pooling, options.get("bos"))
+        group = _encoder_group(options)
         storage = options.get("storage", "float32")
         encoded = (*group, site, storage)
         if encoded not in inputs.layers:
             if group not in inputs.encoders:
                 inputs.encoders[group] = _transformer(rep, build, pooling)
             encoder = inputs.encoders[group].at_site(site)
+            sentences = inputs.text.encoder_inputs(pooling)
             inputs.layers[encoded] = (
                 {**encoder.cache_key, "layer": "all"},
-                _layer_features(encoder, inputs.text.sentences, build.cache, storage),
+                _layer_features(encoder, sentences, build.cache, storage),
             )
         encoder_key, layers = inputs.layers[encoded]
         chosen = options["layer"]  # a layer of the site, or a list of them side by side
@@ -332,6 +358,14 @@ class TransformerKind(_ModelKind):
             features = _chosen_heads(features, heads, inputs.encoders[group].config)
             encoder_key = {**encoder_key, "heads": heads}
         return {**encoder_key, "layer": chosen}, features
+
+
+def _encoder_group(options: dict[str, Any]) -> tuple[Any, ...]:
+    """What a loaded encoder depends on, beyond the site: one per group serves every site."""
+    # an SAE entry's site is read by the model itself: not randomly initialised
+    loading = (options["model"], options.get("random_init", False), options["dtype"])
+    pooling = options.get("pooling") or WORDS
+    return (*loading, options["word_pooling"], pooling, options.get("bos"))
 
 
 def _transformer_model(model: str, where: str, folder: Path, report: Report) -> str:
@@ -425,7 +459,7 @@ def _layer_features(
     shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
     return cache.layers(
         {**encoder.cache_key, "layer": "all"},
-        sentences,
+        inputs_key(sentences),
         shape,
         lambda outputs: encoder.encode_layers_into(sentences, outputs),
         storage=storage,
