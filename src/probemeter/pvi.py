@@ -403,8 +403,9 @@ class PVIResult:
 
     def plot(self, ax: Any = None, *, kind: str = "box") -> Any:
         """PVI (bits, averaged over seeds) by gold label, labels ordered by mean PVI: a box
-        plot (``kind="box"``) or one dot per example (``"strip"``), the mean marked, with the
-        line PVI = 0 (no better than the label frequencies). Returns the matplotlib axes."""
+        plot (``kind="box"``: quartiles, whiskers to 1.5 interquartile ranges, points beyond
+        them not drawn) or one dot per example (``"strip"``), the mean marked, with the line
+        PVI = 0 (no better than the label frequencies). Returns the matplotlib axes."""
         if kind not in ("box", "strip"):
             raise ValueError(f"kind must be 'box' or 'strip'; got {kind!r}")
         import matplotlib.pyplot as plt
