@@ -16,7 +16,7 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,7 +36,7 @@ from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP
 from probemeter.probes.saved import ProbeSet
 from probemeter.pvi import PVIResult, pointwise_v_information
-from probemeter.training.config import TrainingConfig, config_or_default
+from probemeter.training.config import TrainingConfig, config_or_default, grid_settings
 from probemeter.training.engine import fit_evaluate
 from probemeter.training.probe_runs import (
     Stopwatch,
@@ -180,6 +180,31 @@ class LossDataCurve(JsonResult):
             self.name, points, self.n_classes, self.pool_size, n_dev, metadata,
             classes=self.classes,
         )  # fmt: skip
+
+    @property
+    def has_settings_grid(self) -> bool:
+        """Whether the probes' settings were chosen from a grid on the development split
+        (``loss_data_curve(..., settings=...)``; :meth:`settings_frame`)."""
+        return "settings" in self.metadata
+
+    def settings_frame(self) -> pd.DataFrame:
+        """The grid of probe settings this curve chose from: one row per size n and setting,
+        columns ``n, weight_decay, lr, dev_loss`` (mean over seeds, nats), ``chosen`` (the
+        setting whose probes give the points at n), ``chosen_on`` (``"dev"``) and
+        ``tested_on`` (``"test"``).
+
+        Raises:
+            ValueError: the curve was measured with one setting (no ``settings`` grid).
+        """
+        if not self.has_settings_grid:
+            raise ValueError(f"curve {self.name!r} was measured without a grid of settings")
+        record = self.metadata["settings"]
+        rows = pd.DataFrame(record["dev_loss"]).drop(columns="dev_loss_seeds", errors="ignore")
+        chosen = {(c["n"], c["weight_decay"], c["lr"]) for c in record["chosen"]}
+        keys = zip(rows["n"], rows["weight_decay"], rows["lr"])
+        rows["chosen"] = [key in chosen for key in keys]
+        rows = rows[["n", "weight_decay", "lr", "dev_loss", "chosen"]]
+        return rows.assign(chosen_on=record["chosen_on"], tested_on=record["tested_on"])
 
     def summary(self, metric: str = "loss") -> pd.DataFrame:
         """Per size n: mean, standard deviation, min and max of ``metric`` over seeds."""
@@ -400,6 +425,49 @@ def _development_points(evaluation: Any, data: ProbeData, dev_rows: np.ndarray) 
     }
 
 
+def _choose_settings(
+    configs: Sequence[TrainingConfig],
+    dev_loss: np.ndarray,
+    points: Sequence[tuple[int, int]],
+) -> tuple[np.ndarray, dict[str, Any]]:
+    """Per size, the setting of ``configs`` with the lowest development loss, mean over seeds
+    (the first on ties): the positions of its probes among every setting's (setting after
+    setting, each over ``points``, the (seed, n) of one setting's probes) in the order of
+    ``points``, and the record of the choice (``metadata["settings"]``). Only development
+    losses enter: the test set is not looked at."""
+    per_setting = dev_loss.reshape(len(configs), len(points))
+    sizes = np.array([n for _, n in points])
+    chosen = np.empty(len(points), dtype=np.int64)
+    chosen_rows, dev_rows = [], []
+    for n in np.unique(sizes):
+        at_n = np.flatnonzero(sizes == n)
+        means = per_setting[:, at_n].mean(axis=1)
+        best = int(np.argmin(means))
+        chosen[at_n] = best * len(points) + at_n
+        chosen_rows.append(_setting_row(configs[best], n=int(n)))
+        for config, mean, seeds in zip(configs, means, per_setting[:, at_n]):
+            row = _setting_row(config, n=int(n), dev_loss=float(mean))
+            dev_rows.append({**row, "dev_loss_seeds": [float(v) for v in seeds]})
+    record = {
+        "grid": {
+            name: list(dict.fromkeys(getattr(c, name) for c in configs))
+            for name in ("weight_decay", "lr")
+        },
+        "rule": "per size n, the setting of the lowest development loss (mean over seeds; the "
+        "first on ties); the points are its probes' test losses",
+        "chosen_on": "dev",
+        "tested_on": "test",
+        "chosen": chosen_rows,
+        "dev_loss": dev_rows,
+    }
+    return chosen, record
+
+
+def _setting_row(config: TrainingConfig, **values: Any) -> dict[str, Any]:
+    """``values`` with ``config``'s weight decay and learning rate."""
+    return {**values, "weight_decay": config.weight_decay, "lr": config.lr}
+
+
 def loss_data_curve(
     data: ProbeData,
     probe: MLP = _PROBE,
@@ -415,6 +483,7 @@ def loss_data_curve(
     keep_probes: bool = False,
     dev_fraction: float = CURVE_DEV_FRACTION,
     pvi: bool = False,
+    settings: Mapping[str, Sequence[float]] | None = None,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -469,6 +538,18 @@ def loss_data_curve(
             each trained on), with the test examples' sentences where the data record them, in
             :attr:`LossDataCurve.pvi`. Single labels only. Training and the points are the same
             either way.
+        settings: a grid of probe settings to choose from without the test set:
+            ``{"weight_decay": [...], "lr": [...]}`` (either may be left out: ``config``'s
+            value; :func:`~probemeter.training.config.grid_settings`). Every setting trains
+            its own probe at every (size, seed) — the same subset, initial weights and
+            minibatch order — all in the one engine call (one chunk plan: the settings' probes
+            are stacked side by side). At each size n the setting of the lowest development
+            loss (mean over seeds; the first on ties) is chosen, and the curve's points (and
+            kept probes, PVI, final correctness) are its probes'; the test set is never looked
+            at for the choice. ``metadata["settings"]`` records the grid, the setting chosen per
+            size, ``chosen_on = "dev"``, ``tested_on = "test"`` and every setting's
+            development loss per size (:meth:`LossDataCurve.settings_frame`). Needs a
+            development split (``dev_fraction > 0``).
 
     Examples:
         Linear probes on three separable classes, two seeds per size, with a short training
@@ -504,6 +585,12 @@ def loss_data_curve(
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
     )
+    configs = grid_settings(config, settings)
+    if settings is not None and dev_fraction == 0:
+        raise ValueError(
+            "settings: a grid is chosen on the development split, and dev_fraction = 0 holds "
+            "none out (the test set is never used to choose)"
+        )
     train_rows, dev_rows = np.arange(data.pool_size), None
     if dev_fraction > 0:
         train_rows, dev_rows = held_out_split(
@@ -515,6 +602,13 @@ def loss_data_curve(
     )
     _, grid, keys = seed_grid(seeds, size_values, random_state)
     subsets = [train_rows[nested_subset(pool_size, n, random_state, seed)] for seed, n in grid]
+    # a grid's settings train as probes of their own, setting after setting, in one call
+    per_probe = {}
+    if settings is not None:
+        per_probe = {
+            name: np.repeat([getattr(c, name) for c in configs], len(subsets))
+            for name in ("lr", "weight_decay")
+        }
     with Stopwatch() as watch:
         evaluation = fit_evaluate(
             data.X_train,
@@ -522,18 +616,25 @@ def loss_data_curve(
             data.X_test,
             data.y_test,
             data.n_classes,
-            subsets,
-            keys,
+            subsets * len(configs),
+            keys * len(configs),
             probe,
-            config,
+            configs[0],
             device=device,
             n_jobs=n_jobs,
             max_memory=max_memory,
             progress=progress,
             per_example=True,
             return_parameters=keep_probes,
-            pool_rows=None if dev_rows is None else [dev_rows] * len(subsets),
+            pool_rows=None if dev_rows is None else [dev_rows] * len(subsets) * len(configs),
+            **per_probe,
         )
+    development = None if dev_rows is None else _development_points(evaluation, data, dev_rows)
+    chosen_settings = None
+    if settings is not None:
+        chosen, chosen_settings = _choose_settings(configs, development["dev_loss"], grid)
+        evaluation = evaluation.select(chosen)
+        development = {name: values[chosen] for name, values in development.items()}
     final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
     final_correct = SeedCorrectness.from_predictions(  # label sets: exact set match
         [grid[i][0] for i in final],
@@ -583,12 +684,12 @@ def loss_data_curve(
                 if data.multilabel
                 else {}
             ),
-            **({} if dev_rows is None else _development_points(evaluation, data, dev_rows)),
+            **(development or {}),
         }
     )
     metadata = run_metadata(
         probe,
-        config.to_dict(),
+        configs[0].to_dict(),
         random_state=random_state,
         device=device,
         seconds=watch.seconds,
@@ -602,6 +703,8 @@ def loss_data_curve(
             "groups": "sentences" if data.clusters_train is not None else "examples",
             "random_state": int(random_state),
         }
+    if chosen_settings is not None:
+        metadata["settings"] = chosen_settings
     mix = learned_mix(data, evaluation, final, [grid[i][0] for i in final])
     if mix is not None:  # the layer weights the probes of the largest size learned
         metadata["scalar_mix"] = mix

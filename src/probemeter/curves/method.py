@@ -27,6 +27,7 @@ from probemeter._method import (
     PROBES_ENTRY,
     Method,
     MethodRun,
+    Option,
     RunContext,
     UnitPlan,
     option,
@@ -58,6 +59,36 @@ CURVE_SEEDS = 4
 CURVE_DEV_FRACTION = 0.1
 
 
+def _setting(low: str) -> valid.Check:
+    """A training setting that may be a grid: a finite number (``low``: "> 0" or ">= 0"), or
+    a non-empty list of distinct ones, the grid's values."""
+    each = valid.number(0, closed="neither" if low == "> 0" else "left")
+
+    def describe(value: Any) -> str | None:
+        values = value if isinstance(value, (list, tuple)) else [value]
+        if values and not any(each.problem(v) for v in values) and len(set(values)) == len(values):
+            return None
+        return (
+            f"must be a number {low}, or a non-empty list of distinct ones (a grid, chosen on "
+            f"the development split); got {value!r}"
+        )
+
+    return valid.Check(describe)
+
+
+def _parse_setting(value: Any) -> float | tuple[float, ...]:
+    """A number as a float; a list of several as a tuple of floats (a grid); a list of one as
+    its value, so ``lr = [1e-3]`` and ``lr = 1e-3`` are one setting and one unit key."""
+    if not isinstance(value, (list, tuple)):
+        return float(value)
+    return float(value[0]) if len(value) == 1 else tuple(float(v) for v in value)
+
+
+def _grid_values(value: float | tuple[float, ...]) -> list[float]:
+    """A setting's values: its grid's, or the one."""
+    return list(value) if isinstance(value, tuple) else [value]
+
+
 def _sizes(value: Any) -> str | None:
     if value in ("default", None):
         return None
@@ -83,7 +114,22 @@ class CurveMethod(Method):
     steps: int = option(
         CURVE_TRAINING.steps, check=valid.integer(1), help="Adam updates of every probe"
     )
-    lr: float = option(CURVE_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
+    lr: tuple[float, ...] | float = option(
+        CURVE_TRAINING.lr,
+        check=_setting("> 0"),
+        parse=_parse_setting,
+        help="Adam learning rate; a list: a grid with weight_decay, every setting trained "
+        "side by side and the one of lowest development loss chosen per size",
+    )
+    weight_decay: tuple[float, ...] | float = option(
+        CURVE_TRAINING.weight_decay,
+        check=_setting(">= 0"),
+        parse=_parse_setting,
+        help="L2 penalty λ on the probes' weight matrices, (λ/2)·‖W‖² added to the mean loss "
+        "(scikit-learn's LogisticRegression(C) on n examples: λ = 1/(C·n)); a list: a grid "
+        "with lr, chosen per size on the development split",
+        key_omits=CURVE_TRAINING.weight_decay,
+    )
     batch_size: int = option(
         CURVE_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
     )
@@ -163,8 +209,36 @@ class CurveMethod(Method):
         return []
 
     def training(self) -> TrainingConfig:
-        """The :class:`~probemeter.training.TrainingConfig` of every probe."""
-        return TrainingConfig(self.steps, self.batch_size, self.lr, self.precision)
+        """The :class:`~probemeter.training.TrainingConfig` of every probe (with a grid of
+        settings, its first: :meth:`settings_grid` gives the others)."""
+        return TrainingConfig(
+            self.steps,
+            self.batch_size,
+            _grid_values(self.lr)[0],
+            self.precision,
+            weight_decay=_grid_values(self.weight_decay)[0],
+        )
+
+    def settings_grid(self) -> dict[str, list[float]] | None:
+        """The grid of ``weight_decay`` × ``lr`` to choose from on the development split
+        (:func:`~probemeter.curves.curve.loss_data_curve`'s ``settings``); None when both are
+        one value."""
+        if not any(isinstance(v, tuple) for v in (self.weight_decay, self.lr)):
+            return None
+        return {"weight_decay": _grid_values(self.weight_decay), "lr": _grid_values(self.lr)}
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        """A grid of settings needs a development split to be chosen on."""
+        if self.settings_grid() is not None and self.dev_fraction == 0:
+            name = "lr" if isinstance(self.lr, tuple) else "weight_decay"
+            return [
+                (
+                    self.option_named(name),
+                    "a list is a grid chosen on the development split: dev_fraction must be "
+                    "> 0 (the test set is never used to choose)",
+                )
+            ]
+        return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         from probemeter.curves.curve import default_sizes
@@ -182,6 +256,9 @@ class CurveMethod(Method):
                 "dev_fraction": self.dev_fraction,
                 **self.key_values({"pvi": self.pvi}),
             }
+            grid = self.settings_grid()
+            if grid is not None:  # one setting keeps the keys it always had
+                spec["settings"] = grid
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
             options = {"method": self, "sizes": sizes, **keywords}
             plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
@@ -197,7 +274,7 @@ class CurveMethod(Method):
         from probemeter.curves.comparison import compare
         from probemeter.curves.curve import LossDataCurve
         from probemeter.curves.plotting import plot_curves
-        from probemeter.curves.results import result_frames, save_results
+        from probemeter.curves.results import result_frames, save_results, settings_note
 
         curves = tuple(LossDataCurve.from_dict(result) for result in results)
         comparison = compare(curves, self.epsilon, unit=self.unit)
@@ -209,9 +286,8 @@ class CurveMethod(Method):
         if self.pvi:
             files += _pvi_files(curves, run_dir, figures)
             frames = {**frames, "pvi": _pvi_frame(curves)}
-        return MethodRun(
-            str(comparison), files, curves=curves, comparison=comparison, frames=frames
-        )
+        table = "\n\n".join(text for text in (str(comparison), settings_note(curves)) if text)
+        return MethodRun(table, files, curves=curves, comparison=comparison, frames=frames)
 
     def headlines(self) -> tuple[Headline, ...]:
         """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer)."""
@@ -301,6 +377,7 @@ def curve_unit(
         keep_probes=keep_probes,
         dev_fraction=method.dev_fraction,
         pvi=method.pvi,
+        settings=method.settings_grid(),
     )
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}

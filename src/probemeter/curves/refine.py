@@ -473,6 +473,11 @@ def _curve_settings(data: ProbeData, curve: LossDataCurve) -> dict:
             f"measured on (fingerprint {meta.get('data_fingerprint')!r}, data "
             f"{data.fingerprint()!r})"
         )
+    if curve.has_settings_grid:  # new sizes and seeds would mix settings chosen apart
+        raise ValueError(
+            f"curve {curve.name!r} chose its probe settings per size from a grid; refine a "
+            "curve measured with the chosen setting instead"
+        )
     return {
         "probe": MLP.from_dict(meta["probe"]),
         "seeds": sorted(curve.points["seed"].unique().tolist()),

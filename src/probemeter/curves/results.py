@@ -34,7 +34,14 @@ from probemeter._summary import SeedCorrectness
 from probemeter.curves.comparison import Comparison
 from probemeter.curves.curve import METRICS, LossDataCurve
 
-__all__ = ["SCHEMA", "load_curves", "result_frames", "save_results", "stored_comparison"]
+__all__ = [
+    "SCHEMA",
+    "load_curves",
+    "result_frames",
+    "save_results",
+    "settings_note",
+    "stored_comparison",
+]
 
 SCHEMA = "probemeter.results/1"
 
@@ -97,14 +104,49 @@ def result_frames(
     curves: Sequence[LossDataCurve], comparison: Comparison | None = None
 ) -> dict[str, Any]:
     """The tables of a results file, by name: ``points``, every probe of every curve
-    (:meth:`LossDataCurve.to_frame`, losses in nats, concatenated in curve order), and with a
-    comparison ``measures`` (:meth:`Comparison.to_frame`, each value's unit in a column)."""
+    (:meth:`LossDataCurve.to_frame`, losses in nats, concatenated in curve order), with a
+    comparison ``measures`` (:meth:`Comparison.to_frame`, each value's unit in a column), and
+    for curves whose probe settings were chosen from a grid ``settings``: every setting's
+    development loss per size, which was chosen, ``chosen_on`` and ``tested_on``
+    (:meth:`LossDataCurve.settings_frame`, with the representation's name)."""
     import pandas as pd
 
     frames = {"points": pd.concat([curve.to_frame() for curve in curves], ignore_index=True)}
     if comparison is not None:
         frames["measures"] = comparison.to_frame()
+    grids = [
+        curve.settings_frame().assign(representation=curve.name)
+        for curve in curves
+        if curve.has_settings_grid
+    ]
+    if grids:
+        frames["settings"] = pd.concat(grids, ignore_index=True)
     return frames
+
+
+def settings_note(curves: Sequence[LossDataCurve]) -> str:
+    """The note under a results table on the probe settings chosen from a grid: the grid,
+    which split chose (dev) and which tested (test), and per representation the setting
+    chosen at each size; empty when no curve had a grid."""
+    lines = []
+    for curve in curves:
+        if not curve.has_settings_grid:
+            continue
+        record = curve.metadata["settings"]
+        if not lines:
+            grid = record["grid"]
+            lines.append(
+                f"Probe settings: a grid of weight_decay {grid['weight_decay']} x lr "
+                f"{grid['lr']}, every setting trained side by side; chosen per size on "
+                f"{record['chosen_on']} (lowest mean development loss), tested on "
+                f"{record['tested_on']}: the test set was not used to choose."
+            )
+        chosen = ", ".join(
+            f"n={row['n']}: weight_decay {row['weight_decay']:g}, lr {row['lr']:g}"
+            for row in record["chosen"]
+        )
+        lines.append(f"  {curve.name}: {chosen}")
+    return "\n".join(lines)
 
 
 def load_curves(path: str | Path) -> list[LossDataCurve]:
