@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from tiny_models import make_tiny_decoder
+from tiny_models import make_tiny_bert, make_tiny_decoder
 
 from probemeter.datasets.texts import read_texts
 from probemeter.encoders.hf import Prompt, TransformerEncoder
+from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 from probemeter.training.probe_runs import held_out_split
@@ -108,6 +109,7 @@ def test_all_gives_every_token_of_each_text_a_row_clustered_by_text(tmp_path, mo
     experiment = load_experiment(path)
     assert experiment.representations[0].key_dict()["pooling"] == "all"
     assert "marker" not in experiment.task.key_dict() and "chat" not in experiment.task.key_dict()
+    check_data(experiment)  # --check: the pool counted in texts
     data = prepare_data(experiment, progress=False)["llama"]
 
     texts = read_texts(tmp_path / "reviews.csv")
@@ -152,6 +154,29 @@ def test_all_without_a_template_keeps_the_bos_only_when_asked(models, direct):
         np.testing.assert_array_equal(encoder.row_counts(texts), [len(e) for e in expected])
         assert encoder.n_rows(texts) == sum(len(e) for e in expected)
         np.testing.assert_allclose(encoder.encode(texts), np.concatenate(expected), atol=1e-5)
+
+
+def test_all_on_an_encoder_leaves_out_the_tokens_the_tokenizer_adds(tmp_path):
+    """A BERT-like encoder: "all" gives the text's word pieces, not [CLS] or [SEP]; with a
+    prompt's span, the pieces of those characters only."""
+    import torch
+    import transformers
+
+    folder = make_tiny_bert(tmp_path / "bert")
+    model = transformers.AutoModel.from_pretrained(folder).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    texts = ["dogs bark loudly", "the cat sat"]
+    encoder = TransformerEncoder(folder, LAYER, pooling="all", progress=False)
+    expected = []
+    for text in texts:
+        ids = tokenizer(text, return_tensors="pt").input_ids
+        with torch.no_grad():
+            states = model(ids, output_hidden_states=True).hidden_states[LAYER][0].numpy()
+        expected.append(states[1:-1])  # [CLS] first, [SEP] last
+    np.testing.assert_allclose(encoder.encode(texts), np.concatenate(expected), atol=1e-5)
+    spans = [Prompt(f"Review: {text}", span=(8, 8 + len(text))) for text in texts]
+    counts = encoder.row_counts(spans)
+    np.testing.assert_array_equal(counts, [len(e) for e in expected])
 
 
 def test_the_marker_reads_the_last_token_before_it(tmp_path, models, direct):
