@@ -13,7 +13,7 @@ $(BIN)/probemeter: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIN)
-	$(BIN)/pip install --quiet -e '.[dev,encoders,text,ray,docs,lens]'
+	$(BIN)/pip install --quiet -e '.[dev,encoders,text,ray,docs,lens,erasure]'
 	touch $(BIN)/probemeter
 
 venv: $(BIN)/probemeter

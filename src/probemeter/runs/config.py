@@ -29,6 +29,7 @@ from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
 from probemeter.runs.compatibility import setup_problems
+from probemeter.runs.erasure import erased_twins, erasure_task_problems
 from probemeter.runs.kinds import FILES, KINDS, Representation
 from probemeter.runs.methods import METHODS
 from probemeter.runs.tasks import TASKS, Task
@@ -419,6 +420,7 @@ def _read_entry(
     reader.extend(problems)
     refused = declaration.refused(entry)
     reps = declared.representations(name, where, path.parent, refused, reader.add)
+    reps = erased_twins(reps, declared.erase, where, reader.add)
     generated.update(rep.name for rep in reps if rep.name != name)
     found.extend(reps)
 
@@ -446,6 +448,8 @@ def _check_against_task(
     if pool is not None and method is not None:
         for where, message in method.check_pool(pool):
             reader.add(where, message)
+    for rep in representations:
+        erasure_task_problems(rep, task, f"representations[{rep.entry}]", reader.add)
     return [
         KINDS[rep.kind].check_task(rep, task, f"representations[{rep.entry}]", reader.add)
         for rep in representations

@@ -56,7 +56,8 @@ from probemeter.runs.config import (
     pipeline_warnings,
     save_probes_problem,
 )
-from probemeter.runs.kinds import KINDS, Build, Representation
+from probemeter.runs.erasure import build_data
+from probemeter.runs.kinds import Build, Representation
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
@@ -302,7 +303,7 @@ def prepare_data(
     for rep in experiment.representations:
         where = rep.location
         try:
-            data = KINDS[rep.kind].build(rep, inputs, build)
+            data = build_data(rep, inputs, build, datasets)
         except ValueError as error:
             problems.append(f"{where}: {error}")
             continue

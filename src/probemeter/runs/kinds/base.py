@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from probemeter import _validation as valid
-from probemeter._declared import Declared
+from probemeter._declared import Declared, Option, option
 from probemeter.data import ProbeData
 from probemeter.encoders import FeatureCache
+from probemeter.erasure import eraser_settings
 from probemeter.runs.tasks import WORDS, Task, TaskInputs
 
 #: what a kind reads: a numeric view of the task
@@ -76,7 +77,10 @@ class Representation:
         entry["n_components"] = self.n_components
         entry["train"] = None if self.train is None else str(self.train)
         entry["test"] = None if self.test is None else str(self.test)
-        return {**entry, **self.options}
+        if self.options.get("erase") is None:
+            return {**entry, **self.options}
+        # an erased twin: its eraser, in results and in its unit key
+        return {**entry, **self.options, "erasure": eraser_settings()}
 
 
 @dataclass(frozen=True)
@@ -92,10 +96,23 @@ class Build:
     trees: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
 class RepresentationKind(Declared, ABC):
-    """Base of the kind declarations: subclasses are ``@dataclass(frozen=True)``, their fields
-    the entry's own keys (``view``, ``n_components``, ``train`` and ``test`` among them are kept
-    at the top of :class:`Representation`, the rest in its ``options``)."""
+    """Base of the kind declarations: subclasses are ``@dataclass(frozen=True, kw_only=True)``,
+    their fields the entry's own keys (``view``, ``n_components``, ``train`` and ``test`` among
+    them are kept at the top of :class:`Representation`, the rest in its ``options``).
+
+    ``erase``, the one option every kind takes, is declared here: with it an entry's every
+    representation NAME has an erased twin ``NAME-erased`` (:mod:`probemeter.runs.erasure`)."""
+
+    erase: str | None = option(
+        None,
+        check=valid.text(),
+        help="also NAME-erased: NAME with a concept erased by LEACE fitted on the pool "
+        '(Belrose et al. 2023): "label" (the task\'s own label), or another label of the '
+        "task's rows (a conllu word label, a texts column)",
+        key_omits=None,
+    )
 
     #: the name in experiment files (``kind = ...``)
     kind: ClassVar[str]
@@ -106,6 +123,13 @@ class RepresentationKind(Declared, ABC):
     #: the spaCy pipeline its features come from, if any (a task labelled by the same
     #: pipeline is then probed through its own input: ``runs.config.pipeline_warnings``)
     pipeline: ClassVar[str | None] = None
+
+    @classmethod
+    def options(cls) -> tuple[Option, ...]:
+        """The kind's own options in declaration order, then ``erase`` (which, declared on
+        this base, dataclasses would list first)."""
+        found = super().options()
+        return tuple(sorted(found, key=lambda opt: opt.name == "erase"))
 
     def representations(
         self, name: str, where: str, folder: Path, bad: set[str], report: Report
