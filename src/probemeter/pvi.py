@@ -2,13 +2,12 @@
 label than the label's marginal alone (Ethayarajh, Choi & Swayamdipta 2022).
 
 For a probe family V, the probe ``g`` trained on pairs (x, y) and the null model ``g'`` of the
-same family trained on (∅, y), the pointwise V-information of one held-out example is (§3,
-Definition 3)::
+same family trained on (∅, y), the pointwise V-information of one held-out example is::
 
     PVI(x → y) = −log2 g'[∅](y) + log2 g[x](y)          (bits)
 
 and its mean over held-out examples estimates the V-usable information
-I_V(X → Y) = H_V(Y) − H_V(Y | X) (§2, eq. 2–3). A model of the family fed no input can only
+I_V(X → Y) = H_V(Y) − H_V(Y | X) (Xu et al. 2020). A model of the family fed no input can only
 learn the label's marginal, so the null model here *is* that marginal, fitted on the same
 training examples as ``g``: the class frequencies of the probe's training labels, with
 Laplace's add-one rule, ``p(y) = (count(y) + 1) / (n + K)``, so that a test label absent from
@@ -16,7 +15,7 @@ the training examples costs a finite log2(n + K) bits, as a softmax trained on n
 gives a class zero probability either. (No probe is trained for it: its optimum is this
 marginal up to the add-one term.) High PVI: the representation makes the example easy;
 negative PVI: the probe does worse on it than guessing from label frequencies (hard or
-mislabelled examples, §4).
+mislabelled examples, which the paper finds this way).
 
 Per-example values are reported per test example, per seed (data order) and averaged over
 seeds. Aggregates by label or by a user's grouping (:meth:`PVIResult.by_group`) are means of the
@@ -26,7 +25,7 @@ the words of one sentence are not independent draws), else single examples.
 
 References:
     Ethayarajh, K., Choi, Y. & Swayamdipta, S. (2022). Understanding Dataset Difficulty with
-    V-Usable Information. *ICML 2022*, PMLR 162:5988–6008. arXiv:2110.08420
+    V-Usable Information. *ICML 2022*, PMLR 162. arXiv:2110.08420
 
     Xu, Y., Zhao, S., Song, J., Stewart, R. & Ermon, S. (2020). A Theory of Usable Information
     under Computational Constraints. *ICLR 2020*. arXiv:2002.10689
@@ -226,7 +225,7 @@ class PVIResult:
 
     @property
     def v_information(self) -> float:
-        """The mean PVI: the test-set estimate of I_V(X → Y) in bits (§3, eq. 4)."""
+        """The mean PVI: the test-set estimate of I_V(X → Y) in bits."""
         return float(self.pvi.mean())
 
     @property
