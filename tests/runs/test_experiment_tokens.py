@@ -229,6 +229,16 @@ def test_chat_wraps_each_text_once_with_one_bos(models, direct):
     np.testing.assert_allclose(last.encode(prompts), np.stack(expected_last), atol=1e-5)
     np.testing.assert_allclose(every.encode(prompts), np.concatenate(expected_all), atol=1e-5)
     np.testing.assert_allclose(mean.encode(prompts), np.stack(expected_mean), atol=1e-5)
+    # a marked position moves with the message's text
+    text = "Review: dogs bark Sentiment:"
+    wrapped = tokenizer.apply_chat_template(
+        [{"role": "user", "content": text}], tokenize=False, add_generation_prompt=True
+    )
+    states, _, offsets = direct("chat", wrapped, special=False)
+    end = wrapped.index(text) + len("Review: dogs bark")
+    position = np.flatnonzero((offsets[:, 1] <= end) & (offsets[:, 1] > offsets[:, 0]))[-1]
+    marked = last.encode([Prompt(text, end=len("Review: dogs bark"), chat=True)])
+    np.testing.assert_allclose(marked[0], states[position], atol=1e-5)
 
 
 def test_chat_through_an_experiment_file(tmp_path, models, direct):
