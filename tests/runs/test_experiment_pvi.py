@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from experiment_files import PIXELS, digits_experiment, pca, run_file
 
+from probemeter.cli.main import main
 from probemeter.curves.curve import LossDataCurve
 from probemeter.pvi import PVIResult
 
@@ -50,3 +51,15 @@ def test_without_pvi_units_keep_their_keys(tmp_path):
     run = run_file(tmp_path, digits_experiment(METHOD, "plain", [PIXELS]), "plain")
     assert not (run / "pvi.csv").exists()
     assert all("pvi" not in spec for spec in _specs(run))
+
+
+def test_curve_command_writes_pvi_with_the_flag(tmp_path):
+    """``probemeter curve --pvi`` writes the same files as a run with ``pvi = true``."""
+    rng = np.random.default_rng(0)
+    labels = np.arange(300) % 3
+    np.savez(tmp_path / "a.npz", X=rng.normal(size=(300, 4)) + labels[:, None], y=labels)
+    out = tmp_path / "out"
+    args = ["curve", "--train", str(tmp_path / "a.npz"), "--out", str(out), "--pvi"]
+    assert main([*args, "--sizes", "20", "100", "--steps", "10", "--no-progress", "-q"]) == 0
+    table = pd.read_csv(out / "pvi.csv")
+    assert len(table) == 60 and (out / "pvi.png").is_file()  # a test set of 20 %

@@ -214,6 +214,10 @@ def _report(curves: list[Any], args: argparse.Namespace, out: Path) -> None:
     if args.epsilon is not None and args.metric == "loss":
         epsilon = args.epsilon * (math.log(2) if args.unit == "bits" else 1.0)
     figures = plot_curves(curves, epsilon, out / "curves", figure_options(args))
+    if args.pvi:
+        from probemeter.curves.method import write_pvi
+
+        figures += write_pvi(curves, out, figure_options(args))
     names = ", ".join(path.name for path in (*exported, *figures))
     _log.info("wrote %s and %s", out / "results.json", names)
 

@@ -43,6 +43,7 @@ __all__ = [
     "CURVE_TRAINING",
     "CurveMethod",
     "curve_unit",
+    "write_pvi",
 ]
 
 #: how every probe of a loss-data curve trains by default, in experiment files and
@@ -284,7 +285,7 @@ class CurveMethod(Method):
         files = (run_dir / "results.json", *figure_files)
         frames = result_frames(curves, comparison)
         if self.pvi:
-            files += _pvi_files(curves, run_dir, figures)
+            files += write_pvi(curves, run_dir, figures)
             frames = {**frames, "pvi": _pvi_frame(curves)}
         table = "\n\n".join(text for text in (str(comparison), settings_note(curves)) if text)
         return MethodRun(table, files, curves=curves, comparison=comparison, frames=frames)
@@ -391,12 +392,13 @@ def _pvi_frame(curves: Sequence[Any]) -> Any:
     return pd.concat([curve.pvi.to_frame() for curve in curves], ignore_index=True)
 
 
-def _pvi_files(curves: Sequence[Any], run_dir: Path, figures: FigureOptions) -> tuple[Path, ...]:
-    """``pvi.csv`` (one row per test example per representation) and ``pvi.<format>``, PVI by
-    label (:func:`~probemeter.pvi.plot_pvi`: a box plot for one representation, a heat map
-    of the label means for several, the layers of a sweep)."""
+def write_pvi(curves: Sequence[Any], folder: Path, figures: FigureOptions) -> tuple[Path, ...]:
+    """``folder/pvi.csv`` (one row per test example per representation of ``curves``, which
+    were measured with ``pvi``) and ``folder/pvi.<format>``, PVI by label
+    (:func:`~probemeter.pvi.plot_pvi`: a box plot for one representation, a heat map of the
+    label means for several, the layers of a sweep). Returns the paths."""
     from probemeter._exports import write_frame
     from probemeter.pvi import plot_pvi
 
-    table = write_frame(run_dir / "pvi.csv", _pvi_frame(curves), "csv")
-    return (table, *plot_pvi([curve.pvi for curve in curves], run_dir / "pvi", figures))
+    table = write_frame(folder / "pvi.csv", _pvi_frame(curves), "csv")
+    return (table, *plot_pvi([curve.pvi for curve in curves], folder / "pvi", figures))
