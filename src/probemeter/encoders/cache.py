@@ -9,7 +9,9 @@ crash never leaves a truncated file behind.
 (``<hash>.layer<i>.npy``), written batch by batch through memory maps and read back
 memory-mapped: encoding all layers of a model holds one batch in memory, not all layers, and
 a run reads only the pages of the layer it trains on. :meth:`FeatureCache.probe_data` does the
-same for split and standardised :class:`~probemeter.data.ProbeData`.
+same for split and standardised :class:`~probemeter.data.ProbeData`, and
+:meth:`FeatureCache.split_probe_data` builds the same files a block of rows at a time, so a
+pool larger than memory never has to be held.
 
 Layer files are stored as float32 (the default), float16 or bfloat16 (``storage``; numpy has no
 bfloat16, so its files hold each value's upper 16 bits as uint16, rounded to nearest even when
