@@ -111,3 +111,19 @@ def test_refusals_name_the_problem():
         erase(data, np.zeros(data.pool_size, dtype=np.int64))
     with pytest.raises(ValueError, match="no INLP"):
         erase(data, data.y_train, method="inlp")
+
+
+def test_features_already_white_are_erased():
+    """Standardised whitened PCA components (the ``pca`` kind's) have the identity as sample
+    covariance: concept-erasure's covariance shrinkage is no covariance there (and left off:
+    with it, nothing would be erased)."""
+    from sklearn.decomposition import PCA
+
+    X = np.random.default_rng(2).normal(size=(1000, 40))
+    white = PCA(6, whiten=True).fit_transform(X).astype(np.float32)
+    y = (white[:, 0] + white[:, 1] > 0).astype(np.int64)
+    data = ProbeData.from_arrays(white, y, white[:100], y[:100])
+    erased = erase(data, data.y_train)
+    assert erased.record.rank == 1
+    centred = erased.data.X_train - erased.data.X_train.mean(axis=0)
+    assert np.abs(centred.T @ (data.y_train - data.y_train.mean())).max() < 1e-2

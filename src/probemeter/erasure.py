@@ -56,7 +56,7 @@ __all__ = ["ERASERS", "ErasedData", "ErasureRecord", "erase", "eraser_settings",
 #: the erasers :func:`erase` fits (``concept-erasure`` provides no INLP)
 ERASERS = ("leace",)
 #: ``concept_erasure.LeaceFitter``'s settings (see :func:`erase`)
-_LEACE = {"shrinkage": True, "svd_tol": 0.01, "constrain_cov_trace": False}
+_LEACE = {"shrinkage": False, "svd_tol": 0.01, "constrain_cov_trace": False}
 #: rows of features converted to float64 and transformed at a time (bounds the memory of a
 #: large pool, which may be a memory-mapped file, to a block)
 _BLOCK = 16_384
@@ -128,10 +128,13 @@ def erase(
 
     The concept is one-hot encoded (K columns) when it is class indices, or used as it is
     when it is a 0/1 indicator matrix (label sets). The fit is LEACE's closed form as
-    ``concept_erasure.LeaceFitter`` computes it, in float64, with its covariance shrinkage and
-    its truncation of singular values of W Σ_xz below 0.01 (``svd_tol``), but without its
-    trace constraint (``constrain_cov_trace``), which mixes the map with a projection that no
-    longer zeroes Σ_xz when X is not white. Features come back float32, as probes read them.
+    ``concept_erasure.LeaceFitter`` computes it, in float64, on the sample covariance (with
+    Bessel's correction), its singular values of W Σ_xz below 0.01 truncated (``svd_tol``).
+    Two of the fitter's defaults are off: its trace constraint (``constrain_cov_trace``), which
+    mixes the map with a projection that no longer zeroes Σ_xz when X is not white, and its
+    covariance shrinkage, whose estimate is no covariance (negative eigenvalues of order 1e8)
+    when the features are already white, as standardised PCA components are: its denominator
+    ‖S − (tr S / d) I‖² is then zero. Features come back float32, as probes read them.
 
     Args:
         data: dense features (LEACE is a dense d × d map; sparse features are refused).

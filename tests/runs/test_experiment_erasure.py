@@ -64,7 +64,7 @@ def test_curves_measure_the_erased_representation_beside_the_original(tmp_path):
     assert reps[1]["erasure"] == {
         "eraser": "leace",
         "fitted_on": "pool",
-        "shrinkage": True,
+        "shrinkage": False,
         "svd_tol": 0.01,
         "constrain_cov_trace": False,
     }
