@@ -14,6 +14,7 @@ _EXPORTS = {
     "VariationalTraining": ".config",
     "ParserTraining": ".config",
     "StructuralTraining": ".config",
+    "grid_settings": ".config",
     "ProbeEvaluation": ".engine",
     "fit_evaluate": ".engine",
     "warm_workers": ".engine",

@@ -85,6 +85,8 @@ class BatchedAdam:
         self._exp_avg = [torch.zeros_like(p) for p in parameters]
         self._exp_avg_sq = [torch.zeros_like(p) for p in parameters]
         self._steps = 0
+        self._step = torch.zeros((), device=parameters[0].device)
+        self._planned: tuple[list[float], list[Any], list[Any]] = ([], [], [])
 
     def subset(self, parameters: list[torch.Tensor], rows: torch.Tensor) -> BatchedAdam:
         """An optimiser for ``parameters`` (the probes ``rows`` of this one's, in order) that
@@ -117,46 +119,17 @@ class BatchedAdam:
         parameters would not move, and their moments are never used again.
         """
         self._steps += 1
-        step = torch.full((), float(self._steps), device=self.parameters[0].device)
         rates = self.lr.tolist()
-        decays = self.weight_decay.tolist()
-        start = 0
-        while start < len(rates):
-            stop = start + 1
-            while (
-                stop < len(rates) and rates[stop] == rates[start] and decays[stop] == decays[start]
-            ):
-                stop += 1
-            if rates[start] > 0:
-                self._update(slice(start, stop), step, rates[start], decays[start])
-            start = stop
-
-    def _update(self, part: slice, step: torch.Tensor, lr: float, decay: float) -> None:
-        """The fused kernel on the probes ``part`` at learning rate ``lr``, the penalty's
-        gradient ``decay · θ`` added to the decayed parameters' gradients."""
-        everything = range(len(self.parameters))
-        calls = [(everything, 0.0)]
-        if decay:
-            calls = [
-                ([i for i in everything if self.decayed[i]], decay),
-                ([i for i in everything if not self.decayed[i]], 0.0),
-            ]
-        for members, weight_decay in calls:
-            if not members:
-                continue
-            tensors = [
-                [group[i][part] for i in members]
-                for group in (
-                    self.parameters,
-                    [parameter.grad for parameter in self.parameters],
-                    self._exp_avg,
-                    self._exp_avg_sq,
-                )
-            ]
+        grads = [parameter.grad for parameter in self.parameters]
+        planned_rates, planned_grads, calls = self._planned
+        # the runs' slices hold until a rate changes (early stopping) or a .grad is replaced
+        if rates != planned_rates or any(g is not p for g, p in zip(grads, planned_grads)):
+            calls = self._calls(rates, grads)
+            self._planned = (rates, grads, calls)
+        self._step.fill_(float(self._steps))
+        for tensors, lr, weight_decay in calls:
             torch._fused_adam_(
                 *tensors,
-                [],
-                [step] * len(members),
                 lr=lr,
                 beta1=self.betas[0],
                 beta2=self.betas[1],
@@ -165,6 +138,43 @@ class BatchedAdam:
                 amsgrad=False,
                 maximize=False,
             )
+
+    def _calls(
+        self, rates: list[float], grads: list[torch.Tensor]
+    ) -> list[tuple[list[list[torch.Tensor]], float, float]]:
+        """The fused kernel's calls of one step, as (tensor lists, lr, weight decay): per run
+        of consecutive probes with the same positive rate and L2 strength λ, their slices of
+        every parameter, gradient and moment (with λ > 0, the decayed parameters in a call
+        with ``weight_decay=λ``, the others in one without)."""
+        decays = self.weight_decay.tolist()
+        everything = range(len(self.parameters))
+        calls = []
+        start = 0
+        while start < len(rates):
+            stop = start + 1
+            while (
+                stop < len(rates) and rates[stop] == rates[start] and decays[stop] == decays[start]
+            ):
+                stop += 1
+            lr, decay, part = rates[start], decays[start], slice(start, stop)
+            start = stop
+            if lr <= 0:
+                continue
+            groups = [(list(everything), 0.0)]
+            if decay:
+                groups = [
+                    ([i for i in everything if self.decayed[i]], decay),
+                    ([i for i in everything if not self.decayed[i]], 0.0),
+                ]
+            for members, weight_decay in groups:
+                if not members:
+                    continue
+                tensors = [
+                    [group[i][part] for i in members]
+                    for group in (self.parameters, grads, self._exp_avg, self._exp_avg_sq)
+                ]
+                calls.append(([*tensors, [], [self._step] * len(members)], lr, weight_decay))
+        return calls
 
 
 def _compact(stack: Any, optimizer: BatchedAdam, kept: np.ndarray) -> tuple[Any, BatchedAdam]:

@@ -16,6 +16,9 @@ own seed, then evaluate them". This module does that once, fast:
   no more probes than fit the cache (:mod:`probemeter.training.cache`);
 * every probe takes the same number of Adam updates whatever its subset size (Whitney et al.,
   App. C.1: "at each dataset size n we perform the same number of updates");
+* probes may differ in learning rate and L2 strength (``lr``/``weight_decay`` per probe: a grid
+  of settings) and still share chunks: each run of rows with equal settings takes one fused
+  Adam call (:class:`~probemeter.training.early_stopping.BatchedAdam`);
 * a probe's random stream (initial weights and minibatch order) is keyed by its own ``key``
   tuple, never by its position, so results do not depend on chunking or on which other probes
   are trained alongside it.
