@@ -150,14 +150,16 @@ class Beyond:
     status: str = "exact"
 
     def format(self) -> str:
-        """``"v [low, high]"``, ``"≥ v"`` or ``"≤ v"`` for bounds, ``"unknown"``."""
+        """``"v [low, high]"``; ``"≥ v [≥ low, ≥ high]"`` or with ``"≤"`` for bounds;
+        ``"unknown (both bounds)"``."""
         if self.status == "unknown":
             return "unknown (both bounds)"
+        # a bound's seed range is made of the same kind of bound (conservatively, all of it)
         mark = {"exact": "", "lower bound": "≥ ", "upper bound": "≤ "}[self.status]
         shown = f"{mark}{_number(self.value)}"
         if self.low is None or self.high is None:
             return shown
-        return f"{shown} [{_number(self.low)}, {_number(self.high)}]"
+        return f"{shown} [{mark}{_number(self.low)}, {mark}{_number(self.high)}]"
 
     def to_dict(self) -> dict[str, Any]:
         value = None if math.isnan(self.value) else self.value
