@@ -215,7 +215,8 @@ class ConditionalAnalysis(JsonResult):
         baseline: the baseline representation's name.
         headlines: the method's headline measures (accuracy follows them in :attr:`rows`).
         rows: per representation (in run order): measure name → :class:`Beyond`.
-        sweeps: layer sweeps among them, entry name → ``(layer, name)`` pairs, for the figure.
+        sweeps: layer sweeps among them (the baseline left out), entry name → ``(layer,
+            name)`` pairs, for the figure.
         method: the method's kind.
     """
 
@@ -297,20 +298,23 @@ class ConditionalAnalysis(JsonResult):
 
     def plot(self) -> Any:
         """One panel per measure: the value beyond the baseline against layer for each sweep
-        (or per representation where there is no sweep), zero dashed; bounds drawn as open
-        triangles pointing the way the true value lies."""
-        import matplotlib.pyplot as plt
+        (against the representations, in order, where there is none), zero dashed, bars
+        spanning the seeds, bounds as open triangles pointing the way the true value lies,
+        one legend below. Returns the matplotlib figure."""
+        from matplotlib.figure import Figure
 
         columns = self._columns()
-        fig, axes = plt.subplots(1, len(columns), figsize=(4.2 * len(columns), 3.4), squeeze=False)
-        lines = self.sweeps or {name: [(i, name)] for i, name in enumerate(self.rows)}
+        figure = Figure(figsize=(4.2 * len(columns), 4.0), layout="constrained")
+        axes = figure.subplots(1, len(columns), squeeze=False)
+        lines = {s: pairs for s, pairs in self.sweeps.items() if pairs}
+        if not lines:
+            lines = {name: [(i, name)] for i, name in enumerate(self.rows)}
         for ax, (key, label) in zip(axes[0], columns):
             for sweep, pairs in lines.items():
                 pairs = [(layer, name) for layer, name in pairs if name in self.rows]
                 xs = [layer for layer, _ in pairs]
                 values = [self.rows[name][key] for _, name in pairs]
-                ys = [b.value for b in values]
-                (line,) = ax.plot(xs, ys, marker="o", label=sweep)
+                (line,) = ax.plot(xs, [b.value for b in values], marker="o", label=sweep)
                 for x, b in zip(xs, values):
                     if b.low is not None and b.high is not None:
                         ax.vlines(x, b.low, b.high, color=line.get_color(), alpha=0.4)
@@ -318,12 +322,15 @@ class ConditionalAnalysis(JsonResult):
                         marker = "^" if b.status == "lower bound" else "v"
                         ax.plot(x, b.value, marker, mfc="none", color=line.get_color(), ms=10)
             ax.axhline(0.0, color="grey", lw=0.8, ls="--")
-            ax.set_title(label)
-            ax.set_xlabel("layer" if self.sweeps else "representation")
-        shared_legend(fig, list(axes[0]))
-        fig.suptitle(f"beyond {self.baseline}")
-        fig.tight_layout()
-        return fig
+            ax.set_title(label, fontsize=9)
+            ax.set_xlabel("layer (0 = embeddings)" if self.sweeps else "representation")
+        shared_legend(figure, list(axes[0]), columns=4)
+        figure.suptitle(
+            f"{self.method} method: beyond {self.baseline} (bars: range over seeds; open "
+            "triangles: bounds)",
+            fontsize=10,
+        )
+        return figure
 
 
 def analyse_conditional(

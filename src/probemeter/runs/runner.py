@@ -228,10 +228,8 @@ def run_experiment(
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
         if beyond:
-            alone = {
-                s: pairs for s, pairs in sweeps.items() if baseline not in dict(pairs).values()
-            }
-            conditional = analyse_conditional(method, results, baseline, beyond, alone)
+            others = {s: [(i, n) for i, n in pairs if n != baseline] for s, pairs in sweeps.items()}
+            conditional = analyse_conditional(method, results, baseline, beyond, others)
             written = write_conditional_files(conditional, run_dir, figures)
             written += export_frames({"conditional": conditional.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{conditional}"
