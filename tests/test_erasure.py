@@ -127,3 +127,12 @@ def test_features_already_white_are_erased():
     assert erased.record.rank == 1
     centred = erased.data.X_train - erased.data.X_train.mean(axis=0)
     assert np.abs(centred.T @ (data.y_train - data.y_train.mean())).max() < 1e-2
+
+
+def test_label_sets_are_erased_as_their_indicator_columns():
+    data = _planted(_linear)
+    sets = np.column_stack([data.X_train[:, 0] > 0, data.X_train[:, 3] > 0]).astype(np.float32)
+    erased = erase(data, sets, concept="sets")
+    assert (erased.record.n_columns, erased.record.rank) == (2, 2)
+    centred = erased.data.X_train - erased.data.X_train.mean(axis=0)
+    assert np.abs(centred.T @ (sets - sets.mean(axis=0))).max() < 1e-2
