@@ -182,7 +182,7 @@ def test_a_column_the_texts_file_lacks_is_refused_when_it_is_read(tmp_path, caps
     args = ["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress", "--n-jobs", "1"]
     assert main(args) == 2
     error = capsys.readouterr().err
-    assert "representations[0]" in error and "'nope'" in error
+    assert "representations[0]: erase = 'nope':" in error
 
 
 def test_a_word_label_of_a_treebank_is_erased_in_every_layer_of_a_sweep(tmp_path):

@@ -24,7 +24,7 @@ from probemeter.erasure import erase, erasure_problem
 from probemeter.runs.kinds import FILES, KINDS, Build, Report, Representation
 from probemeter.runs.tasks import OWN_LABEL, Task, TaskInputs
 
-__all__ = ["ERASED", "build_data", "erased_twins", "erasure_task_problems"]
+__all__ = ["ERASED", "build_data", "erased_source", "erased_twins", "erasure_task_problems"]
 
 #: the suffix of an erased representation's name (and of its layer sweep's)
 ERASED = "-erased"
@@ -91,14 +91,14 @@ def build_data(
         data = KINDS[source.kind].build(source, inputs, build)
     task = inputs.task
     own = task is None or concept in (OWN_LABEL, task.declared.label_name())
-    if own or KINDS[rep.kind].reads == FILES:
-        labels, n_classes = data.y_train, data.n_classes
-    else:
-        assert inputs.text is not None, "a concept other than the label is a text task's"
-        labels, n_classes = inputs.text.concept_labels(concept, build.random_state), None
     try:
+        if own or KINDS[rep.kind].reads == FILES:
+            labels, n_classes = data.y_train, data.n_classes
+        else:
+            assert inputs.text is not None, "a concept other than the label is a text task's"
+            labels, n_classes = inputs.text.concept_labels(concept, build.random_state), None
         return erase(data, labels, concept=concept, n_classes=n_classes).data
-    except ValueError as error:
+    except ValueError as error:  # a column the file lacks, sparse features, ...
         raise ValueError(f"erase = {concept!r}: {error}") from None
 
 
