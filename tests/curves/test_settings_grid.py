@@ -146,3 +146,11 @@ def test_a_grid_through_probemeter_run(tmp_path):
     assert [row["n"] for row in record["chosen"]] == [50, 200] and len(record["dev_loss"]) == 8
     specs = [json.loads(p.read_text())["spec"] for p in (run / "units").glob("*.json")]
     assert specs and all(spec["settings"] == record["grid"] for spec in specs)
+
+
+def test_kept_probes_are_the_chosen_settings():
+    """With keep_probes, the probes kept are the chosen settings' (their losses the points', bit
+    for bit)."""
+    curve = _curve(_shifted_test(), settings={"lr": [0.005, 0.02]}, keep_probes=True)
+    kept = np.array([probe.loss for probe in curve.probes])
+    np.testing.assert_array_equal(kept, curve.points["loss"].to_numpy())
