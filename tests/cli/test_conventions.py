@@ -62,7 +62,8 @@ def test_help_names_the_defaults_the_issue_found_hidden(capsys):
     text = " ".join(capsys.readouterr().out.split())
     for expected in (
         "Adam updates of every probe (default: 1000)",
-        "Adam learning rate (default: 0.0001)",
+        "Adam learning rate; a list: a grid with weight_decay, every setting trained side by "
+        "side and the one of lowest development loss chosen per size (default: 0.0001)",
         "minibatch size (default: 256)",
         "test fraction when splitting (default: 0.2)",
         "hidden widths of the MLP probe; none for a linear probe (default: 512 512)",

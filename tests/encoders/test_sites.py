@@ -158,12 +158,12 @@ def test_sites_are_refused_with_one_clear_line(decoders, tmp_path):
 
 
 def test_a_token_budget_bounds_each_batch_and_keeps_the_features(decoders):
-    """With max_tokens, no forward pass holds more tokens than the budget (padding included,
+    """With batch_tokens, no forward pass holds more tokens than the budget (padding included,
     but for a sentence longer than it), and the features are those of plain batches."""
     texts = [" ".join(["the cat sat"] * (1 + i % 5)) for i in range(12)]
     plain = TransformerEncoder(decoders["llama"], pooling="mean", batch_size=4, progress=False)
     budget = TransformerEncoder(
-        decoders["llama"], pooling="mean", batch_size=4, max_tokens=24, progress=False
+        decoders["llama"], pooling="mean", batch_size=4, batch_tokens=24, progress=False
     )
     seen = []
     hook = budget.model.register_forward_pre_hook(
@@ -178,5 +178,5 @@ def test_a_token_budget_bounds_each_batch_and_keeps_the_features(decoders):
     assert all(rows * tokens <= max(24, longest) and rows <= 4 for rows, tokens in seen)
     assert sum(rows for rows, _ in seen) == len(texts) and len(seen) > 3
     np.testing.assert_allclose(features, plain.encode(texts), atol=1e-5)
-    with pytest.raises(ValueError, match="max_tokens"):
-        TransformerEncoder(decoders["llama"], max_tokens=0, progress=False)
+    with pytest.raises(ValueError, match="batch_tokens"):
+        TransformerEncoder(decoders["llama"], batch_tokens=0, progress=False)

@@ -468,11 +468,11 @@ class TransformerEncoder:
         batch_size: sentences per forward pass (does not change the features beyond float
             rounding: padding is masked). Sentences are batched in order of length, so that a
             batch pads little, and their rows written back in input order.
-        max_tokens: with it, a batch also holds at most ``max_tokens`` tokens, padding
+        batch_tokens: with it, a batch also holds at most ``batch_tokens`` tokens, padding
             included (its sentences × its longest sentence's tokens; at most ``batch_size``
             sentences still): sentences are then ordered by their token counts, so that a
             forward pass's memory is bounded whatever the lengths (a GPU's, above all) and
-            short sentences share large batches. A sentence longer than ``max_tokens`` is a
+            short sentences share large batches. A sentence longer than ``batch_tokens`` is a
             batch of its own. None (the default): ``batch_size`` sentences per batch.
         device: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``.
         dtype: precision of the model while encoding: ``"float32"``, ``"bfloat16"`` or
@@ -523,7 +523,7 @@ class TransformerEncoder:
         word_pooling: str = "mean",
         keep_bos: bool = True,
         site: str = HIDDEN,
-        max_tokens: int | None = None,
+        batch_tokens: int | None = None,
     ) -> None:
         integer()(layer, "layer")
         problem = site_problem(site)
@@ -537,8 +537,8 @@ class TransformerEncoder:
                 f"pooling='words'; got pooling={pooling!r}"
             )
         check_scalar(batch_size, "batch_size", int, min_val=1)
-        if max_tokens is not None:
-            check_scalar(max_tokens, "max_tokens", int, min_val=1)
+        if batch_tokens is not None:
+            check_scalar(batch_tokens, "batch_tokens", int, min_val=1)
         if max_length is not None:
             check_scalar(max_length, "max_length", int, min_val=2)
         boolean()(random_init, "random_init")
@@ -619,7 +619,7 @@ class TransformerEncoder:
         self.word_pooling = word_pooling
         self.keep_bos = bool(keep_bos)
         self.batch_size = int(batch_size)
-        self.max_tokens = None if max_tokens is None else int(max_tokens)
+        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
         self.max_length = int(max_length)
         self.random_init = bool(random_init)
         self.random_state = int(random_state)
@@ -873,7 +873,7 @@ class TransformerEncoder:
             word_pooling=self.word_pooling,
             keep_bos=self.keep_bos,
             site=self.site,
-            max_tokens=self.max_tokens,
+            batch_tokens=self.batch_tokens,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -1030,9 +1030,9 @@ class TransformerEncoder:
 
     def _batch_members(self, checked: list[Any], order: np.ndarray) -> Iterator[np.ndarray]:
         """The input indices of each batch: ``batch_size`` of ``order`` at a time, or, with
-        ``max_tokens``, sentences in order of their token counts while the batch's padded size
-        (sentences × longest) stays within ``max_tokens``."""
-        if self.max_tokens is None:
+        ``batch_tokens``, sentences in order of their token counts while the batch's padded size
+        (sentences × longest) stays within ``batch_tokens``."""
+        if self.batch_tokens is None:
             for start in range(0, len(checked), self.batch_size):
                 yield order[start : start + self.batch_size]
             return
@@ -1042,7 +1042,7 @@ class TransformerEncoder:
         for index in np.argsort(tokens, kind="stable"):
             count = int(tokens[index])
             padded = (len(batch) + 1) * max(longest, count)
-            if batch and (len(batch) == self.batch_size or padded > self.max_tokens):
+            if batch and (len(batch) == self.batch_size or padded > self.batch_tokens):
                 yield np.asarray(batch)
                 batch, longest = [], 0
             batch.append(int(index))

@@ -198,7 +198,7 @@ class _ModelKind(_WordKind):
     batch_size: int = option(
         32, check=valid.integer(1), help="sentences per forward pass", keyed=False
     )
-    max_tokens: int | None = option(
+    batch_tokens: int | None = option(
         None,
         check=valid.integer(1),
         help="also at most this many tokens per forward pass, padding included (sentences "
@@ -445,7 +445,7 @@ def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
         0,
         pooling=pooling,
         batch_size=rep.options["batch_size"],
-        max_tokens=rep.options.get("max_tokens"),
+        batch_tokens=rep.options.get("batch_tokens"),
         device=build.device,
         dtype=rep.options["dtype"],
         random_init=rep.options["random_init"],
