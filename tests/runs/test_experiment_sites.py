@@ -156,3 +156,17 @@ def test_probemeter_run_on_three_sites_of_a_tiny_llama(tmp_path, llama):
     layers = json.loads((out / "sites" / "layers.json").read_text())
     assert set(json.dumps(layers)) and all(f"llama-{site}" in json.dumps(layers) for site in SITES)
     assert (out / "sites" / "layers.png").is_file()
+
+
+def test_cached_site_data_are_split_a_block_at_a_time_into_the_same_arrays(tmp_path, llama):
+    """With a feature cache, a texts task's data are split and standardised straight from the
+    layer files (FeatureCache.split_probe_data): the arrays equal those built in memory."""
+    _write_texts(tmp_path)
+    experiment = load_experiment(_experiment(tmp_path, llama))
+    in_memory = prepare_data(experiment, progress=False)
+    cached = prepare_data(experiment, cache_dir=tmp_path / "cache", progress=False)
+    assert any((tmp_path / "cache" / "probe-data").iterdir())
+    for name, data in in_memory.items():
+        np.testing.assert_array_equal(cached[name].X_train, data.X_train)
+        np.testing.assert_array_equal(cached[name].X_test, data.X_test)
+        np.testing.assert_array_equal(cached[name].y_train, data.y_train)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter import _validation as valid
 from probemeter._declared import option
@@ -117,7 +118,11 @@ class _WordKind(RepresentationKind):
         }
         if build.trees:  # only then: the keys of other data stay as they are
             key["trees"] = tree_arguments(True)
-        data = build.cache.probe_data(key, split)  # the same arrays for "concat" and "scalar-mix"
+        rows = None if sp.issparse(features) else text.row_split(build.random_state)
+        if rows is not None:  # the same files and key, built a block of rows at a time
+            data = build.cache.split_probe_data(key, features, rows, name=rep.name)
+        else:  # the same arrays for "concat" and "scalar-mix"
+            data = build.cache.probe_data(key, split)
         return replace(data, name=rep.name, mix_layers=mix_layers(rep))
 
     @classmethod
