@@ -1,12 +1,11 @@
-"""The batched family trainer against a one-probe reference (plain autograd and
-torch.optim.Adam on the same initial B and minibatches), and probes that learn an exact tree
-embedding (UUAS = 1)."""
+"""The batched family trainer against the one-probe reference (:func:`fit_one_probe`: plain
+autograd and torch.optim.Adam on the same initial B and minibatches), and probes that learn an
+exact tree embedding (UUAS = 1)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 from structural_trees import random_heads
 
 from probemeter.structural.evaluation import spearman_by_length
@@ -15,39 +14,10 @@ from probemeter.structural.scoring import predict_sentences, score
 from probemeter.structural.training import (
     ProbeSpec,
     StructuralTraining,
+    fit_one_probe,
     fit_structural_probes,
-    initial_projection,
-    minibatches,
 )
 from probemeter.structural.trees import TreeData, sentence_split
-
-
-def reference_probe(features, trees, target, spec, config):
-    """One probe, as Hewitt & Manning's code trains it: autograd through the explicit
-    differences h_i − h_j, the L1 loss per sentence over all pairs (or words) divided by |s|²
-    (or |s|), the mean over the minibatch, torch.optim.Adam."""
-    projection = torch.tensor(initial_projection(spec, features.shape[1], config.random_state))
-    projection.requires_grad_()
-    optimiser = torch.optim.Adam([projection], lr=config.lr)
-    for batch in minibatches(spec, config):
-        losses = []
-        for s in batch:
-            words = torch.from_numpy(features[trees.offsets[s] : trees.offsets[s + 1]])
-            projected = words @ projection
-            n = len(words)
-            if target == "distance":
-                difference = projected[:, None, :] - projected[None, :, :]
-                predicted = (difference**2).sum(-1)
-                gold = torch.from_numpy(trees.distances(s).astype(np.float32))
-                losses.append((predicted - gold).abs().sum() / n**2)
-            else:
-                predicted = (projected**2).sum(-1)
-                gold = torch.from_numpy(trees.depths(s).astype(np.float32))
-                losses.append((predicted - gold).abs().sum() / n)
-        optimiser.zero_grad()
-        torch.stack(losses).mean().backward()
-        optimiser.step()
-    return projection.detach().numpy()
 
 
 @pytest.mark.parametrize("target", ["distance", "depth"])
@@ -64,7 +34,7 @@ def test_the_batched_family_matches_one_probe_at_a_time(target):
     batched = fit_structural_probes(features, trees, target, specs, config)
     for spec, projection in zip(specs, batched):
         assert projection.shape == (6, spec.rank)
-        expected = reference_probe(features, trees, target, spec, config)
+        expected = fit_one_probe(features, trees, target, spec, config)
         np.testing.assert_allclose(projection, expected, rtol=1e-4, atol=1e-6)
 
 

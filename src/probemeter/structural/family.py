@@ -46,13 +46,20 @@ from probemeter.structural.training import (
     ProbeSpec,
     StructuralTraining,
     check_features,
-    fit_structural_probes,
+    fit_structural_layers,
 )
 from probemeter.structural.trees import HOLDOUT, TreeData, development_split, sentence_split
 from probemeter.training.config import config_or_default
 from probemeter.training.probe_runs import Stopwatch
 
-__all__ = ["FAMILY_SCHEMA", "HEADLINE", "POINT_COLUMNS", "StructuralFamily", "structural_probes"]
+__all__ = [
+    "FAMILY_SCHEMA",
+    "HEADLINE",
+    "POINT_COLUMNS",
+    "StructuralFamily",
+    "structural_families",
+    "structural_probes",
+]
 
 #: the schema of :meth:`StructuralFamily.to_dict`
 FAMILY_SCHEMA = "probemeter.structural-family/2"
@@ -269,7 +276,8 @@ def structural_probes(
     all at once (:func:`~probemeter.structural.training.fit_structural_probes`), and score each
     on the development and the test sentences: UUAS or root accuracy, Spearman, L1 loss, and
     the codelength of the test targets under the Laplace scale fitted on the development
-    sentences (Hewitt & Manning 2019, §3–4; module docstring).
+    sentences (Hewitt & Manning 2019, §3–4; module docstring). The one-layer, one-target case
+    of :func:`structural_families`.
 
     Args:
         features: (n_words, d) per-word features, sentence after sentence as in ``trees``.
@@ -291,8 +299,58 @@ def structural_probes(
             than 2 sentences).
     """
     one_of(*TARGETS)(target, "target")
+    [families] = structural_families(
+        [features],
+        trees,
+        (target,),
+        ranks=ranks,
+        seeds=seeds,
+        test_size=test_size,
+        split=split,
+        config=config,
+        names=[name or "features"],
+        holdout=holdout,
+    )
+    return families[target]
+
+
+def structural_families(
+    layers: Sequence[object],
+    trees: TreeData,
+    targets: Sequence[str] = TARGETS,
+    *,
+    ranks: Sequence[int] = STRUCTURAL_RANKS,
+    seeds: int = STRUCTURAL_SEEDS,
+    test_size: float = 0.2,
+    split: tuple[Sequence[int], Sequence[int]] | None = None,
+    config: StructuralTraining | None = None,
+    names: Sequence[str] | None = None,
+    holdout: float = HOLDOUT,
+) -> list[dict[str, StructuralFamily]]:
+    """Per layer, a family (:func:`structural_probes`) of each target, every probe of every
+    layer and target trained together on one split
+    (:func:`~probemeter.structural.training.fit_structural_layers`: the probes of a spec
+    share their minibatches). Each family's ``metadata["seconds"]["train"]`` is the time of
+    that joint training.
+
+    Args:
+        layers: per layer, (n_words, d) per-word features, sentence after sentence as in
+            ``trees``.
+        trees, ranks, seeds, test_size, split, config, holdout: as :func:`structural_probes`.
+        targets: distinct probe kinds, ``"distance"`` and/or ``"depth"``.
+        names: each layer's name for results (default ``"layer 0"``, ``"layer 1"``, …).
+
+    Raises:
+        ValueError: as :func:`structural_probes`; no layers, bad or repeated targets, or
+            names not one per layer.
+    """
     config = config_or_default(config, StructuralTraining())
-    array = check_features(features, trees)
+    if not layers:
+        raise ValueError("layers is empty; give at least one layer's features")
+    arrays = [check_features(features, trees) for features in layers]
+    names = [f"layer {number}" for number in range(len(arrays))] if names is None else names
+    if len(names) != len(arrays):
+        raise ValueError(f"names must name each of the {len(arrays)} layers; got {len(names)}")
     check_scalar(seeds, "seeds", int, min_val=1)
     if not ranks:
         raise ValueError("ranks is empty; give at least one rank")
@@ -300,7 +358,34 @@ def structural_probes(
     train, dev = development_split(pool, holdout, config.random_state)
     specs = [ProbeSpec(int(r), seed, train) for r in ranks for seed in range(seeds)]
     with Stopwatch() as training:
-        projections = fit_structural_probes(array, trees, target, specs, config)
+        trained = fit_structural_layers(arrays, trees, targets, specs, config)
+    setting = (pool, dev, test, config, holdout, training.seconds)
+    return [
+        {
+            target: _scored(array, trees, target, specs, layer[target], name, *setting)
+            for target in targets
+        }
+        for array, layer, name in zip(arrays, trained, names)
+    ]
+
+
+def _scored(
+    array: np.ndarray,
+    trees: TreeData,
+    target: str,
+    specs: Sequence[ProbeSpec],
+    projections: Sequence[np.ndarray],
+    name: str,
+    pool: np.ndarray,
+    dev: np.ndarray,
+    test: np.ndarray,
+    config: StructuralTraining,
+    holdout: float,
+    train_seconds: float,
+) -> StructuralFamily:
+    """The family of trained probes ``projections`` (one per spec), each scored on its
+    training, development and test sentences (:func:`structural_probes`)."""
+    train = specs[0].sentences
     rows = []
     with Stopwatch() as scoring:
         for spec, projection in zip(specs, projections):
@@ -330,9 +415,9 @@ def structural_probes(
                     "uniform_codelength": tested.uniform_codelength,
                 }
             )
-    seconds = {"train": training.seconds, "score": scoring.seconds}
+    seconds = {"train": train_seconds, "score": scoring.seconds}
     return StructuralFamily(
-        name=name or "features",
+        name=name,
         target=target,
         points=pd.DataFrame(rows, columns=list(POINT_COLUMNS)),
         n_pool=int(pool.size),

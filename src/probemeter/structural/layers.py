@@ -21,7 +21,7 @@ import pandas as pd
 
 from probemeter._io import JsonResult
 from probemeter._tables import render_table
-from probemeter.structural.family import StructuralFamily, structural_probes
+from probemeter.structural.family import StructuralFamily, structural_families
 from probemeter.structural.method import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import HOLDOUT, TreeData, sentence_split
@@ -160,8 +160,9 @@ def structural_layers(
     config: StructuralTraining | None = None,
     holdout: float = HOLDOUT,
 ) -> StructuralLayers:
-    """Distance and depth probe families (:func:`structural_probes`) on each layer's features,
-    all on one sentence split and one development share ``holdout`` of the pool. ``layers``
+    """Distance and depth probe families on each layer's features, all on one sentence split
+    and one development share ``holdout`` of the pool, every probe of every layer trained
+    together (:func:`~probemeter.structural.family.structural_families`). ``layers``
     maps a layer's name to its (n_words, d) features, or is a sequence (names ``0, 1, …``),
     e.g. a (n_layers, n_words, d) array."""
     config = config_or_default(config, StructuralTraining())
@@ -169,21 +170,18 @@ def structural_layers(
     if not named:
         raise ValueError("layers is empty; give at least one layer's features")
     split = sentence_split(trees.n_sentences, test_size, config.random_state)
-    families = []
-    for layer, features in named.items():
-        pair = [
-            structural_probes(
-                features,
-                trees,
-                target,
-                ranks=ranks,
-                seeds=seeds,
-                split=split,
-                config=config,
-                name=f"layer {layer}",
-                holdout=holdout,
-            )
-            for target in ("distance", "depth")
-        ]
-        families.append((str(layer), pair[0], pair[1]))
+    trained = structural_families(
+        list(named.values()),
+        trees,
+        ("distance", "depth"),
+        ranks=ranks,
+        seeds=seeds,
+        split=split,
+        config=config,
+        names=[f"layer {layer}" for layer in named],
+        holdout=holdout,
+    )
+    families = [
+        (str(layer), pair["distance"], pair["depth"]) for layer, pair in zip(named, trained)
+    ]
     return StructuralLayers(tuple(families))

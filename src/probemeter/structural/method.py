@@ -136,7 +136,7 @@ class StructuralMethod(Method):
     kind = "structural"
     #: its head-selection data carry each word's UPOS tag id in ``groups`` (for punctuation)
     reads_trees: ClassVar[bool] = True
-    #: the probes train in the run's process (:func:`~probemeter.structural.structural_probes`)
+    #: the probes train in the run's process (:func:`~probemeter.structural.structural_families`)
     trains_in_workers: ClassVar[bool] = False
     summary = "Hewitt & Manning: structural probes (UUAS, DSpr., root accuracy, NSpr.) by rank"
 
@@ -469,23 +469,20 @@ def structural_unit(
     chosen on the development sentences (:func:`test_correctness`), as JSON; ``random_state``
     seeds the development share, initial weights and minibatch orders; ``tags``: the
     vocabulary of the data's tag ids (:func:`probe_trees`; default UPOS)."""
-    from probemeter.structural.family import structural_probes
+    from probemeter.structural.family import structural_families
 
     features, trees, pool, test = probe_trees(data, tags)
     config = method.training(random_state)
-    families = {
-        target: structural_probes(
-            features,
-            trees,
-            target,
-            ranks=method.ranks,
-            seeds=method.seeds,
-            split=(pool, test),
-            config=config,
-            name=data.name,
-        )
-        for target in method.probes
-    }
+    [families] = structural_families(
+        [features],
+        trees,
+        method.probes,
+        ranks=method.ranks,
+        seeds=method.seeds,
+        split=(pool, test),
+        config=config,
+        names=[data.name],
+    )
     first = families[method.probes[0]]
     correctness = test_correctness(first, features, trees, test)
     return {
