@@ -162,10 +162,12 @@ _CHILD = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_pool_larger_than_the_resident_memory_ceiling_trains(tmp_path) -> None:
-    """A 600 MB pool (150,000 × 1,024 float32) split, standardised and trained on in a child
-    process whose peak resident set (VmHWM: file pages mapped included) stays under 600 MB,
-    the imports (torch, ~0.35 GB) included, and under a third of the pool above them."""
-    rows, width = 157_895, 1024  # a test set of one row in 20: a pool of 150,000 rows
+    """A 1 GB pool (250,000 × 1,024 float32) split, standardised and trained on in a child
+    process whose peak resident set (VmHWM: file pages mapped included) stays under the
+    ceiling of its imports (torch, transformers: 0.35-0.46 GB as installed) plus half the
+    pool — a ceiling smaller than the pool, asserted too (measured here: 0.38 GB imported, a
+    peak of 0.69 GB)."""
+    rows, width = 263_158, 1024  # a test set of one row in 20: a pool of 250,000 rows
     X = np.lib.format.open_memmap(
         tmp_path / "features.npy", mode="w+", dtype=np.float32, shape=(rows, width)
     )
@@ -181,12 +183,13 @@ def test_a_pool_larger_than_the_resident_memory_ceiling_trains(tmp_path) -> None
     np.save(tmp_path / "labels.npy", labels)
     child = subprocess.run(
         [sys.executable, "-c", _CHILD, str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert child.returncode == 0, child.stderr[-3000:]
     found = json.loads(child.stdout.strip().splitlines()[-1])
     pool = found["pool_bytes"]
-    assert pool == 150_000 * width * 4
-    assert found["peak"] < pool, found  # the ceiling: less than the pool
-    assert found["peak"] - found["imported"] < pool / 3, found
+    assert pool == 250_000 * width * 4
+    ceiling = found["imported"] + pool / 2
+    assert ceiling < pool, found  # the pool does not fit under the ceiling
+    assert found["peak"] < ceiling, found
     assert found["loss"][1] < found["loss"][0] < np.log(2) + 0.05  # it learnt

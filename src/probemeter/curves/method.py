@@ -96,6 +96,51 @@ def _sizes(value: Any) -> str | None:
     return valid.integer_list(distinct=True).problem(value)
 
 
+#: the options of every method that trains loss-data curves (``curve``, ``k-sparse``), declared
+#: once here: name -> keyword arguments of :func:`~probemeter._declared.option`
+_CURVE_OPTIONS: dict[str, dict[str, Any]] = {
+    "seeds": {
+        "default": CURVE_SEEDS,
+        "check": valid.integer(1),
+        "help": "probes (data orders) per size",
+    },
+    "steps": {
+        "default": CURVE_TRAINING.steps,
+        "check": valid.integer(1),
+        "help": "Adam updates of every probe",
+    },
+    "batch_size": {
+        "default": CURVE_TRAINING.batch_size,
+        "check": valid.integer(1),
+        "help": "minibatch size",
+    },
+    "precision": {
+        "default": CURVE_TRAINING.precision,
+        "check": valid.one_of("f32", "bf16"),
+        "help": "matmul precision (bf16: faster on CPU)",
+    },
+    "sizes": {
+        "default": None,
+        "check": valid.Check(_sizes),
+        "help": 'training-set sizes n ("default": log-spaced up to the pool less dev_fraction)',
+        "parse": lambda value: None if value in ("default", None) else tuple(value),
+        "show": lambda value: "default" if value is None else list(value),
+    },
+}
+
+
+def curve_option(name: str) -> Any:
+    """The declaration of the loss-data-curve option ``name`` (one of ``seeds``, ``steps``,
+    ``batch_size``, ``precision``, ``sizes``), shared by the methods that train curves.
+
+    Raises:
+        ValueError: ``name`` is not a curve option.
+    """
+    if name not in _CURVE_OPTIONS:
+        raise ValueError(f"name must be a curve option ({', '.join(_CURVE_OPTIONS)}); got {name!r}")
+    return option(**_CURVE_OPTIONS[name])
+
+
 @dataclass(frozen=True)
 class CurveMethod(Method):
     """``[method] kind = "curve"``: a loss-data curve per representation, measures at ε."""
@@ -111,10 +156,8 @@ class CurveMethod(Method):
         help="hidden widths of the MLP probe; none for a linear probe",
         flag="--hidden",
     )
-    seeds: int = option(CURVE_SEEDS, check=valid.integer(1), help="probes (data orders) per size")
-    steps: int = option(
-        CURVE_TRAINING.steps, check=valid.integer(1), help="Adam updates of every probe"
-    )
+    seeds: int = curve_option("seeds")
+    steps: int = curve_option("steps")
     lr: tuple[float, ...] | float = option(
         CURVE_TRAINING.lr,
         check=_setting("> 0"),
@@ -131,21 +174,9 @@ class CurveMethod(Method):
         "with lr, chosen per size on the development split",
         key_omits=CURVE_TRAINING.weight_decay,
     )
-    batch_size: int = option(
-        CURVE_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
-    )
-    precision: str = option(
-        CURVE_TRAINING.precision,
-        check=valid.one_of("f32", "bf16"),
-        help="matmul precision (bf16: faster on CPU)",
-    )
-    sizes: tuple[int, ...] | None = option(
-        None,
-        check=valid.Check(_sizes),
-        help='training-set sizes n ("default": log-spaced up to the pool less dev_fraction)',
-        parse=lambda value: None if value in ("default", None) else tuple(value),
-        show=lambda value: "default" if value is None else list(value),
-    )
+    batch_size: int = curve_option("batch_size")
+    precision: str = curve_option("precision")
+    sizes: tuple[int, ...] | None = curve_option("sizes")
     dev_fraction: float = option(
         CURVE_DEV_FRACTION,
         check=valid.number(0, 1, closed="left"),

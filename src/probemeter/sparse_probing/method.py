@@ -37,7 +37,7 @@ from probemeter._method import (
     write_run_files,
 )
 from probemeter._summary import Estimate, Headline, Summary
-from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_SEEDS, CURVE_TRAINING
+from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_TRAINING, curve_option
 from probemeter.data import ProbeData
 from probemeter.mdl.method import ONLINE_STOPPING_SET, PAPER_TRAINING, online_option
 from probemeter.sparse_probing.k_sparse import KNEE_TOLERANCE, SPLITS, KSparseResult
@@ -91,27 +91,12 @@ class KSparseMethod(Method):
         help="hidden widths of the MLP probe on the top k; none for a linear probe",
         flag="--hidden",
     )
-    seeds: int = option(CURVE_SEEDS, check=valid.integer(1), help="probes (data orders) per size")
-    steps: int = option(
-        CURVE_TRAINING.steps, check=valid.integer(1), help="Adam updates of every curve probe"
-    )
+    seeds: int = curve_option("seeds")
+    steps: int = curve_option("steps")
     lr: float = option(CURVE_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
-    batch_size: int = option(
-        CURVE_TRAINING.batch_size, check=valid.integer(1), help="minibatch size"
-    )
-    precision: str = option(
-        CURVE_TRAINING.precision,
-        check=valid.one_of("f32", "bf16"),
-        help="matmul precision (bf16: faster on CPU)",
-    )
-    sizes: tuple[int, ...] | None = option(
-        None,
-        check=valid.Check(_default_or_integers),
-        help='training-set sizes n of every curve ("default": log-spaced up to the pool less '
-        "dev_fraction)",
-        parse=_default_or_tuple,
-        show=_shown,
-    )
+    batch_size: int = curve_option("batch_size")
+    precision: str = curve_option("precision")
+    sizes: tuple[int, ...] | None = curve_option("sizes")
     dev_fraction: float = option(
         CURVE_DEV_FRACTION,
         check=valid.number(0, 1, closed="neither"),
