@@ -51,8 +51,9 @@ __all__ = [
     "fit_structural_probes",
     "initial_projection",
     "layers_per_chunk",
+    "loss_gradient",
+    "loss_weights",
     "minibatches",
-    "sentence_losses",
     "step_bytes",
 ]
 
@@ -105,44 +106,49 @@ def minibatches(spec: ProbeSpec, config: StructuralTraining) -> list[np.ndarray]
     return batches
 
 
-def sentence_losses(
-    projected: torch.Tensor, gold: torch.Tensor, lengths: torch.Tensor, target: str
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per sentence, the paper's normalised L1 loss (module docstring) of the projected words
-    U = HB, (..., L, r) with zero rows beyond each sentence's length, against ``gold``
-    (..., L, L) distances or (..., L) depths, entries beyond a sentence's length ignored;
-    ``lengths`` (...,) with 0 for padding sentences (loss 0). Returns the losses (...,) and
-    their sum's gradient in U, (..., L, r), in closed form (one product, where autograd would
-    pass through every (L, L) intermediate).
+def loss_weights(lengths: torch.Tensor, longest: int, target: str) -> torch.Tensor:
+    """Each target's weight in its sentence's normalised L1 loss (module docstring): for
+    sentences of ``lengths`` (...,) padded to ``longest`` words, (..., L, L) with 1/|s|² on
+    the pairs i ≠ j of the sentence (a word's distance to itself is 0 by definition, whatever
+    the rounding of the Gram form) or (..., L) with 1/|s| on its words; 0 beyond (a padding
+    sentence, length 0, weighs nothing)."""
+    positions = torch.arange(longest, device=lengths.device)
+    inside = (positions < lengths.unsqueeze(-1)).to(torch.float32)
+    scale = lengths.clamp(min=1).to(torch.float32).unsqueeze(-1)
+    if target == "depth":
+        return inside / scale
+    pairs = inside.unsqueeze(-1) * (inside / (scale * scale)).unsqueeze(-2)
+    return pairs.mul_(1 - torch.eye(longest, device=lengths.device))
+
+
+def loss_gradient(
+    projected: torch.Tensor, gold: torch.Tensor, weights: torch.Tensor, target: str
+) -> torch.Tensor:
+    """The gradient in U of Σ w·|D − d|, the weighted L1 loss of the projected words U = HB,
+    (..., L, r) with zero rows beyond each sentence's length, against ``gold`` (..., L, L)
+    distances or (..., L) depths, with ``weights`` of their shape (:func:`loss_weights`,
+    times each sentence's weight in its minibatch's mean); in closed form: one product where
+    autograd would pass through every (L, L) intermediate.
 
     Distance probe: the predictions D_ij = ‖u_i‖² + ‖u_j‖² − 2 u_i·u_j (the Gram form: no
-    (L, L, r) tensor of differences); with E_ij = sign(D_ij − d_ij)·[i, j < |s|]/|s|² and
-    S = E + Eᵀ,
+    (L, L, r) tensor of differences), symmetric, as d and w are; with
+    E_ij = w_ij·sign(D_ij − d_ij),
 
-        ∂L/∂u_i = 2 (Σ_j S_ij) u_i − 2 (S U)_i.
+        ∂L/∂u_i = 4 (Σ_j E_ij) u_i − 4 (E U)_i.
 
-    Depth probe: D_i = ‖u_i‖², ∂L/∂u_i = 2 sign(D_i − d_i)·[i < |s|]/|s|·u_i.
+    Depth probe: D_i = ‖u_i‖², ∂L/∂u_i = 2 w_i·sign(D_i − d_i)·u_i.
     """
-    positions = torch.arange(gold.shape[-1], device=gold.device)
-    inside = positions < lengths.unsqueeze(-1)
     norms = (projected * projected).sum(-1)
-    scale = lengths.clamp(min=1).to(norms.dtype)
-    if target == "distance":
-        inside = inside.unsqueeze(-1) & inside.unsqueeze(-2)
-        predicted = projected @ projected.transpose(-1, -2)
-        predicted.mul_(-2).add_(norms.unsqueeze(-1)).add_(norms.unsqueeze(-2))
-        scale = scale * scale
-    else:
-        predicted = norms
-    signs = predicted.sub_(gold).sign().mul_(inside)
-    errors = predicted.mul_(signs)  # |D − d| inside the sentence, 0 beyond
     if target == "depth":
-        losses = errors.sum(-1) / scale
-        return losses, (2 * signs / scale.unsqueeze(-1)).unsqueeze(-1) * projected
-    losses = errors.sum((-1, -2)) / scale
-    symmetric = (signs + signs.transpose(-1, -2)).div_(scale.unsqueeze(-1).unsqueeze(-1))
-    gradient = projected * symmetric.sum(-1, keepdim=True)
-    return losses, gradient.sub_(symmetric @ projected).mul_(2)
+        signs = norms.sub_(gold).sign_().mul_(weights)
+        return (2 * signs).unsqueeze(-1) * projected
+    predicted = norms.unsqueeze(-1) + norms.unsqueeze(-2)
+    shape = predicted.shape
+    flat = projected.reshape(-1, *projected.shape[-2:])
+    predicted = predicted.view(-1, *shape[-2:]).baddbmm_(flat, flat.transpose(1, 2), alpha=-2)
+    signs = predicted.view(shape).sub_(gold).sign_().mul_(weights)
+    gradient = projected * signs.sum(-1, keepdim=True)
+    return gradient.sub_(signs @ projected).mul_(4)
 
 
 @dataclass
@@ -459,27 +465,33 @@ def _train_stack(
         projected = stacked_affine(None, inputs, projection.reshape(-1, *projection.shape[2:]))
         projected = projected.reshape(*size[:3], -1)
         # each probe's loss is the mean over its minibatch's sentences
-        mean = 1 / (index >= 0).sum(1).to(projected.dtype).view(-1, 1, 1)
+        mean = 1 / (index >= 0).sum(1).to(projected.dtype)
+        longest = batch.lengths.max().clamp(min=1).item()
         gradient = torch.cat(
             [
                 batch.packed(
-                    sentence_losses(
+                    loss_gradient(
                         batch.padded(projected[..., t * rank : (t + 1) * rank]),
                         batch.gold[target],
-                        batch.lengths,
+                        _mean_weights(loss_weights(batch.lengths, longest, target), mean),
                         target,
-                    )[1]
+                    )
                 )
                 for t, target in enumerate(targets)
             ],
             -1,
-        ).mul_(mean)
+        )
         gradient = _weight_gradient(inputs, gradient.reshape(-1, size[2], gradient.shape[-1]))
         steps[rows] += 1
         _adam_step(
             weights, first, second, gradient.view_as(projection), steps[rows], rows, config.lr
         )
     return weights.numpy()
+
+
+def _mean_weights(weights: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+    """``weights`` (S, b, ...) times each row's ``mean`` (S,), 1 / its minibatch's sentences."""
+    return weights.mul_(mean.view(-1, *[1] * (weights.ndim - 1)))
 
 
 def _weight_gradient(inputs: torch.Tensor, upstream: torch.Tensor) -> torch.Tensor:
