@@ -14,12 +14,14 @@ shuffled order. A probe's initial B and minibatch order depend only on (random_s
 rank, number of training sentences), never on the other probes of the call, nor on its layer
 or target: the probes of one spec on every layer and for both targets see the same sentences.
 :func:`fit_structural_layers` therefore trains every (layer, target, spec) of one rank as one
-stacked tensor (targets, layers, specs, d, r): at every step, the specs that still have steps
-left gather their sentences' words once for all layers, padded into a batch, one batched
-matmul per target projects them, one Gram product per probe gives all pairwise distances of
-the batch, and a stacked Adam (the update of ``torch.optim.Adam``, elementwise, with a step
-count per spec) updates only them. :func:`fit_one_probe` is the plain one-probe loop they
-are tested and benchmarked against.
+stacked tensor (layers, specs, d, targets·r): at every step, the specs that still have steps
+left gather their sentences' words once for all layers, packed (no padding row is
+projected), one batched matmul projects them for every target, the projections are padded
+into (sentences, longest, r) batches whose pairwise squared distances are one Gram product
+(:func:`loss_gradient`: the loss's gradient in closed form), and a stacked Adam (the update
+of ``torch.optim.Adam``, elementwise, with a step count per spec) updates only them.
+:func:`fit_one_probe` is the plain one-probe loop they are tested and benchmarked against
+(``benchmarks/structural_speed.py``; figures in ``benchmarks/README.md``).
 
 References:
     Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
@@ -291,16 +293,17 @@ def fit_structural_layers(
     """Train every (layer, target, spec) probe together; return, per layer, each target's
     (d, r) B of every spec, in the order of ``specs``.
 
-    The probes of one rank are one stacked tensor (targets, layers, specs, d, r). A spec's
+    The probes of one rank are one stacked tensor (layers, specs, d, targets·r). A spec's
     probes of every layer and target see the same minibatches (its stream depends on the
     spec alone), so each step gathers the words of its sentences once for every layer,
-    padded into (layers, specs, b, L, d), multiplies them by every target's B in one batched
-    product per target, and computes all the pairwise squared distances of the batch in one
-    Gram product (:func:`predict`); one backward pass yields every probe's gradient, which
-    the stacked Adam applies. Each probe's sum of losses is its own, so its gradient, and its
-    trained B, are those of training it alone (bit for bit on the CPU, where the batched
-    products compute every probe's slice independently), and equal the plain one-probe loop
-    (:func:`fit_one_probe`) within float rounding.
+    packed into (layers, specs, words, d), projects them for every target in one batched
+    product, pads the projections into sentences and computes the loss's gradient in closed
+    form (:func:`loss_gradient`), one Gram product per sentence batch; Hᵀ·∂L/∂U gives every
+    probe's gradient, which the stacked Adam applies. Each probe's loss is its own, so its
+    trained B is that of training it alone within float rounding (the plain one-probe loop,
+    :func:`fit_one_probe`; the tests hold them to 1e-4 relative), and bit for bit that of
+    :func:`fit_structural_probes` on its layer and target alone in the runs measured
+    (``benchmarks/structural_speed.py``).
 
     Layers are trained together as far as the estimated memory of one step
     (:func:`layers_per_chunk`) fits ``max_memory`` GiB (default
@@ -371,8 +374,9 @@ def step_bytes(
     and a step's tensors at the worst case (every spec of the largest rank group active at
     its full batch b of the longest sentences L): the gathered features S·b·L·d, per target
     the projection, its gradient and the products around it (6·S·b·L·r) and the distance
-    probe's pairwise tensors (8·S·b·L², the Gram matrix, the sum of norms, the difference
-    to the gold values, its absolute value, the masked errors and their gradients); float32."""
+    probe's pairwise tensors (8·S·b·L²: twice the sum of norms, D computed into it, its
+    signs, the weights and the gold values gathered, with room for the products' copies);
+    float32."""
     longest = int(trees.lengths.max())
     ranks = [spec.rank for spec in specs]
     group = max(ranks.count(rank) for rank in set(ranks))
