@@ -20,6 +20,18 @@ machine (the project's performance target):
     the test set; bf16 through ``torch.autocast``; this process's torch threads unless
     ``--loop-threads``). When only k of the P probes of the loop are timed (stratified over the
     sizes), the loop time is extrapolated by the training arithmetic and the output says so.
+(c) **profile** (``--profile``, CPU only): the engine once more per case and precision, in this
+    process on ONE thread (``n_jobs=1``) for ``--profile-steps`` steps (default 100; the output
+    says the figures are of that many steps), under ``torch.profiler`` (CPU activity): the time
+    by operator group — matmuls (``bmm``/``baddbmm``/``mm``/``addmm``), Adam (``_fused_adam_``
+    and ``_foreach_*``), activation (``clamp_min``/``threshold_backward``/``relu``), copies and
+    gathers (``copy_``/``index_select``/``index``), loss (softmax, log-softmax, nll, ``sum``…),
+    other operators and time outside any operator — and by phase: training of small-n chunks
+    (minibatch rows < batch), of full-batch chunks, evaluation, the rest; the phases come from
+    ``record_function`` labels this benchmark wraps around the engine's ``_train_chunk`` and
+    ``StackedMLP.evaluate`` while it profiles (the library holds no profiling code). Also the
+    GFLOP/s of the training matmuls (actual arithmetic of the profiled steps / their seconds)
+    against the one-thread f32 peak (``f32_1thread``, measured with the other peaks).
 
 Cases: ``reference`` (digits pixels, MLP 512×512, Adam 1e-4, batch 256, 1000 steps, 10 sizes ×
 4 seeds, in f32 and bf16, with the bf16 speed-up and the largest relative change of the per-size
@@ -32,18 +44,22 @@ Usage::
     python benchmarks/curve_speed.py                  # full run: many minutes, machine quiet
     python benchmarks/curve_speed.py --quick          # reduced run, under a minute
     python benchmarks/curve_speed.py --cases reference --json results.json
+    python benchmarks/curve_speed.py --cases reference --precisions f32 --profile \
+        --loop-probes 1 --no-in-process          # where the engine's time goes
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
 import platform
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -53,13 +69,15 @@ import torch
 from _proc_tree import TreeMonitor
 from joblib import Parallel, delayed
 from torch import nn
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from probemeter._device import resolve_device
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
 from probemeter.datasets import digits_representations, fashion_mnist
 from probemeter.probes import MLP, Linear
-from probemeter.training import TrainingConfig
+from probemeter.probes.stacked_mlp import StackedMLP
+from probemeter.training import TrainingConfig, engine
 from probemeter.training.memory import estimate_memory, memory_budget, probes_per_chunk
 from probemeter.training.workers import worker_count
 
@@ -178,9 +196,12 @@ def parallel_key(precision: str) -> str:
     return f"{precision}_{worker_count(-1)}x1proc"
 
 
-def measure_peaks(device: torch.device, quick: bool, parallel: bool) -> dict[str, float | None]:
-    """Matmul peaks: f32 and (where native) bf16 at this process's threads, and on CPU the sum of
-    one single-threaded process per core."""
+def measure_peaks(
+    device: torch.device, quick: bool, parallel: bool, single_thread: bool = False
+) -> dict[str, float | None]:
+    """Matmul peaks: f32 and (where native) bf16 at this process's threads, on CPU the sum of
+    one single-threaded process per core, and with ``single_thread`` the f32 peak of one
+    thread in this process (``f32_1thread``, what the profile's matmuls are measured against)."""
     size = 8192 if device.type == "cuda" else 2048
     seconds = 0.5 if quick else 2.0
     native = bf16_is_native(device)
@@ -194,6 +215,13 @@ def measure_peaks(device: torch.device, quick: bool, parallel: bool) -> dict[str
             if name == "f32" or native:
                 rate = parallel_matmul_gflops(cores, size, dtype, seconds)
                 peaks[parallel_key(name)] = rate
+    if single_thread:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            peaks["f32_1thread"] = matmul_gflops(size, torch.float32, seconds, device)
+        finally:
+            torch.set_num_threads(threads)
     return peaks
 
 
@@ -483,6 +511,219 @@ def compare_bf16(
     )
 
 
+# ----------------------------------------------------------------------------------------------
+# (c) profile of the engine on one thread
+# ----------------------------------------------------------------------------------------------
+
+#: operator groups of the profile, by aten operator name; an operator's own time goes to the
+#: group of the first of it and its calling operators that has one (``aten::resolve_conj``
+#: inside ``aten::bmm`` counts as matmul), else to "other ops"
+OPERATOR_GROUPS: dict[str, tuple[str, ...]] = {
+    "matmuls": ("aten::bmm", "aten::baddbmm", "aten::mm", "aten::addmm", "aten::matmul"),
+    "adam": ("aten::_fused_adam", "aten::_foreach_"),
+    "activation": ("aten::clamp_min", "aten::threshold_backward", "aten::relu", "aten::threshold"),
+    "copies/gathers": ("aten::copy_", "aten::index_select", "aten::index", "aten::_to_copy"),
+    "loss": (
+        "aten::softmax",
+        "aten::_softmax",
+        "aten::log_softmax",
+        "aten::_log_softmax",
+        "aten::nll_loss",
+        "aten::gather",
+        "aten::scatter_add_",
+        "aten::sum",
+        "aten::argmax",
+    ),
+}
+#: the remaining time: operators of no group, and time inside no operator (the Python of the
+#: training loop and the engine, and the profiler's own overhead per operator)
+OTHER_GROUPS = ("other ops", "outside operators")
+PROFILE_GROUPS = (*OPERATOR_GROUPS, *OTHER_GROUPS)
+#: record_function labels the benchmark wraps around the engine's functions
+_LABEL = "curve_speed::"
+PHASES = ("train small-n", "train full-batch", "evaluation", "outside train/evaluation")
+
+
+def operator_group(name: str) -> str | None:
+    """The group of the aten operator ``name`` (an exact name, or a prefix ending in ``_``
+    such as ``aten::_foreach_``), or None."""
+    for group, names in OPERATOR_GROUPS.items():
+        for known in names:
+            exact = name == known or name.removesuffix("_") == known
+            if exact or (known.endswith("_") and name.startswith(known)):
+                return group
+    return None
+
+
+@contextmanager
+def labelled_engine(batch_size: int, chunks: list[dict[str, int]]) -> Iterator[None]:
+    """Within the block, :func:`probemeter.training.engine._train_chunk` and
+    :meth:`StackedMLP.evaluate` run inside ``torch.profiler.record_function`` labels, the
+    training one naming the chunk's minibatch rows (small-n when fewer than ``batch_size``);
+    each trained chunk's probes, rows and steps are appended to ``chunks``. The library has no
+    profiling code: the wrappers are put in place here and taken out at the end."""
+    train, evaluate = engine._train_chunk, StackedMLP.evaluate
+    signature = inspect.signature(train)
+
+    def labelled_train(*args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(*args, **kwargs).arguments
+        probes, rows = bound["row_weights"].shape
+        chunks.append({"probes": probes, "rows": rows, "steps": bound["config"].steps})
+        kind = "small-n" if rows < batch_size else "full-batch"
+        with record_function(f"{_LABEL}train {kind} rows={rows} probes={probes}"):
+            return train(*args, **kwargs)
+
+    def labelled_evaluate(self: StackedMLP, *args: Any, **kwargs: Any) -> dict[str, np.ndarray]:
+        with record_function(f"{_LABEL}evaluation"):
+            return evaluate(self, *args, **kwargs)
+
+    engine._train_chunk, StackedMLP.evaluate = labelled_train, labelled_evaluate
+    try:
+        yield
+    finally:
+        engine._train_chunk, StackedMLP.evaluate = train, evaluate
+
+
+def _phase(label: str | None) -> str:
+    """The phase of the innermost benchmark label ``label`` (None: outside all of them)."""
+    if label is None or label == f"{_LABEL}profile":
+        return PHASES[-1]
+    if label.startswith(f"{_LABEL}train "):
+        return " ".join(label.removeprefix(_LABEL).split()[:2])
+    return "evaluation"
+
+
+def attribute_times(events: Sequence[Any]) -> dict[str, dict[str, float]]:
+    """Seconds of every (phase, group) over the profiled ``events``: each event's own (self)
+    time, so that nothing is counted twice; a label's own time is "outside operators"."""
+    times = {phase: dict.fromkeys(PROFILE_GROUPS, 0.0) for phase in PHASES}
+    for event in events:
+        group, label, caller = None, None, event
+        while caller is not None:
+            if caller.is_user_annotation:
+                if label is None and caller.name.startswith(_LABEL):
+                    label = caller.name
+            elif group is None:
+                group = operator_group(caller.name)
+            caller = caller.cpu_parent
+        if event.is_user_annotation:
+            group = "outside operators"
+        times[_phase(label)][group or "other ops"] += event.self_cpu_time_total / 1e6
+    return times
+
+
+def profile_engine(
+    case: Case,
+    precision: str,
+    steps: int,
+    single_thread_peak: float,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Profile one ``loss_data_curve`` call of ``case`` at ``steps`` steps, in this process
+    (``n_jobs=1``) on one thread, under ``torch.profiler`` (CPU): the time by operator group
+    and by phase (training of small-n and of full-batch chunks, evaluation, the rest), and the
+    GFLOP/s of the training matmuls against ``single_thread_peak``."""
+    profiled = replace(case, steps=steps)
+    chunks: list[dict[str, int]] = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with (
+            labelled_engine(case.batch_size, chunks),
+            profile(activities=[ProfilerActivity.CPU]) as profiler,
+        ):
+            with record_function(f"{_LABEL}profile"):
+                start = time.perf_counter()
+                loss_data_curve(
+                    profiled.data,
+                    profiled.probe,
+                    profiled.sizes,
+                    profiled.seeds,
+                    config=TrainingConfig(steps, case.batch_size, case.lr, precision),
+                    device="cpu",
+                    n_jobs=1,
+                    progress=False,
+                    dev_fraction=0.0,
+                )
+                wall = time.perf_counter() - start
+    finally:
+        torch.set_num_threads(threads)
+    times = attribute_times(profiler.events())
+    total = sum(sum(groups.values()) for groups in times.values())
+    by_group = {g: sum(times[phase][g] for phase in PHASES) for g in PROFILE_GROUPS}
+    by_phase = {phase: sum(times[phase].values()) for phase in PHASES}
+    train_matmul = sum(times[phase]["matmuls"] for phase in PHASES[:2])
+    actual = profiled.training_flops()
+    executed = sum(
+        3.0 * case.forward_flops() * c["probes"] * c["rows"] * c["steps"] for c in chunks
+    )
+    gflops = actual / train_matmul / 1e9 if train_matmul else None
+    # training grows with the steps, evaluation and setup do not: their share of a full run
+    scale = case.steps / steps
+    full = {p: s * (scale if p in PHASES[:2] else 1.0) for p, s in by_phase.items()}
+    result = {
+        "steps": steps,
+        "threads": 1,
+        "wall_s": wall,
+        "profiled_s": total,
+        "groups_s": by_group,
+        "groups_percent": {g: 100 * s / total for g, s in by_group.items()},
+        "phases_s": by_phase,
+        "phases_percent": {p: 100 * s / total for p, s in by_phase.items()},
+        "phase_groups_s": times,
+        "phases_percent_at_full_steps": {p: 100 * s / sum(full.values()) for p, s in full.items()},
+        "chunks": chunks,
+        "actual_tflop": actual / 1e12,
+        "executed_tflop": executed / 1e12,
+        "train_matmul_s": train_matmul,
+        "matmul_gflops": gflops,
+        "matmul_executed_gflops": executed / train_matmul / 1e9 if train_matmul else None,
+        "f32_1thread_peak_gflops": single_thread_peak,
+        "matmul_percent_of_1thread_peak": 100 * gflops / single_thread_peak if gflops else None,
+    }
+    say(
+        f"   profile (torch.profiler, CPU; n_jobs=1, 1 thread; figures of {steps} of the "
+        f"{case.steps} steps): {wall:.2f} s wall, {total:.2f} s profiled, "
+        f"{len(chunks)} chunk{'s' * (len(chunks) != 1)} (rows×probes: "
+        + ", ".join(f"{c['rows']}×{c['probes']}" for c in chunks)
+        + ")"
+    )
+    say("     by operator group:")
+    for group in PROFILE_GROUPS:
+        say(
+            f"       {group:<18} {by_group[group]:>8.3f} s "
+            f"{result['groups_percent'][group]:>6.1f} %"
+        )
+    say(
+        f"     by phase (% at all {case.steps} steps: training scaled by {scale:g}, "
+        "evaluation and setup as measured):"
+    )
+    for phase in PHASES:
+        shares = [
+            f"{group} {100 * seconds / by_phase[phase]:.0f} %"
+            for group, seconds in times[phase].items()
+            if seconds and seconds >= 0.01 * by_phase[phase]
+        ]
+        say(
+            f"       {phase:<26} {by_phase[phase]:>8.3f} s "
+            f"{result['phases_percent'][phase]:>6.1f} % "
+            f"({result['phases_percent_at_full_steps'][phase]:.1f} % at {case.steps} steps)"
+            + (f"; {', '.join(shares)}" if shares else "")
+        )
+    say(
+        f"     training matmuls: {train_matmul:.3f} s for {actual / 1e12:.4f} TFLOP actual "
+        f"(Σ min(n, batch); {executed / 1e12:.4f} executed with padding rows): "
+        + (
+            f"{gflops:.1f} GFLOP/s ({result['matmul_executed_gflops']:.1f} executed), "
+            f"{result['matmul_percent_of_1thread_peak']:.1f} % of the 1-thread f32 peak "
+            f"{single_thread_peak:.1f}"
+            if gflops
+            else "no matmul time"
+        )
+    )
+    return result
+
+
 @dataclass(frozen=True)
 class Settings:
     """Run-wide choices from the command line."""
@@ -491,6 +732,7 @@ class Settings:
     in_process: bool  # also time the engine with n_jobs=1
     loop_probes: int | None  # overrides Case.loop_probes; 0 means all probes
     loop_threads: int  # torch threads of the plain loop
+    profile_steps: int | None = None  # profile the engine for this many steps (None: no profile)
 
 
 def benchmark_case(
@@ -611,6 +853,9 @@ def benchmark_case(
         "(same subsets, different random streams)"
     )
     say(f"   engine is {row['speedup_vs_loop']:.2f}× the speed of the plain loop")
+    if settings.profile_steps:
+        steps = min(settings.profile_steps, case.steps)
+        row["profile"] = profile_engine(case, precision, steps, peaks["f32_1thread"], say)
     return row, curve
 
 
@@ -694,7 +939,21 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         default=True,
         help="also measure the peak of one single-threaded process per core (CPU)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile the engine per case and precision (n_jobs=1, one thread, CPU)",
+    )
+    parser.add_argument(
+        "--profile-steps",
+        type=int,
+        default=100,
+        help="steps of the profiled engine call (default 100; at most the case's steps)",
+    )
+    args = parser.parse_args(argv)
+    if args.profile_steps < 1:
+        parser.error(f"--profile-steps must be at least 1, got {args.profile_steps}")
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -708,7 +967,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         in_process=(not args.quick) if args.in_process is None else args.in_process,
         loop_probes=args.loop_probes,
         loop_threads=args.loop_threads or torch.get_num_threads(),
+        profile_steps=args.profile_steps if args.profile else None,
     )
+    if args.profile and device.type != "cpu":
+        raise SystemExit(f"--profile profiles the engine on the CPU, not on {device}")
 
     def say(line: str) -> None:
         print(line, flush=True)
@@ -729,7 +991,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if device.type == "cpu":
         results["worker_start_s"] = start_worker_pool(-1)
         say(f"worker pool started in {results['worker_start_s']:.2f} s (not counted below)")
-    peaks = measure_peaks(device, args.quick, args.parallel_peak)
+    peaks = measure_peaks(device, args.quick, args.parallel_peak, single_thread=args.profile)
     results["peak_gflops"] = peaks
     say(
         f"matmul peak GFLOP/s (f32, bf16: best square mm, {torch.get_num_threads()} threads; "
