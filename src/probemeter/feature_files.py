@@ -22,10 +22,13 @@ of any size without loading them.
 from __future__ import annotations
 
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -582,9 +585,14 @@ def _safetensors(path: Path, read: bool) -> list:
         raise _unreadable(path, None, error) from None
 
 
-def _parquet(path: Path, read: bool) -> list:
-    """``[(shape, type) of X, (shape, type) of y]`` from the schema and the first row, or, with
-    ``read``, the arrays ``[X, y]``."""
+def _open_parquet(
+    path: Path, unreadable: Callable[[BaseException], ValueError]
+) -> tuple[ModuleType, Any, Any]:
+    """pyarrow, the ``pyarrow.parquet.ParquetFile`` at ``path`` (its footer read, no rows) and
+    its Arrow schema: a ValueError naming the file when pyarrow is not installed (an optional
+    dependency), ``unreadable(error)`` when the file is not a readable Parquet file. The
+    readers of feature files and of activation files share it; what columns each expects
+    differs (``X``/``y`` here, a column per feature and ``label`` there)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -594,7 +602,17 @@ def _parquet(path: Path, read: bool) -> list:
         ) from None
     try:
         stored = pq.ParquetFile(path)
-        names = stored.schema_arrow.names
+        return pa, stored, stored.schema_arrow
+    except (pa.ArrowException, OSError) as error:
+        raise unreadable(error) from None
+
+
+def _parquet(path: Path, read: bool) -> list:
+    """``[(shape, type) of X, (shape, type) of y]`` from the schema and the first row, or, with
+    ``read``, the arrays ``[X, y]``."""
+    pa, stored, schema = _open_parquet(path, partial(_unreadable, path, None))
+    try:
+        names = schema.names
         if "y" not in names or len(names) < 2:
             raise ValueError(
                 f"{str(path)!r} has columns {names}; it needs a label column y and features: "
@@ -612,10 +630,10 @@ def _parquet(path: Path, read: bool) -> list:
         if columns == ["X"]:
             first = stored.read_row_group(0, columns=["X"])["X"][0].as_py() if rows else []
             width = np.shape(first) if isinstance(first, list) else ()
-            x_header = ((rows, *width), stored.schema_arrow.field("X").type)
+            x_header = ((rows, *width), schema.field("X").type)
         else:
             x_header = ((rows, len(columns)), "columns")
-        return [x_header, ((rows,), stored.schema_arrow.field("y").type)]
+        return [x_header, ((rows,), schema.field("y").type)]
     except (pa.ArrowException, OSError) as error:
         raise _unreadable(path, None, error) from None
 

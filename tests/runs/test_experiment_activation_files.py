@@ -186,6 +186,9 @@ def _bad(folder, case):
         columns = {"f0": np.zeros(40), "word": ["w"] * 40, "label": np.arange(40) % 2}
         (train / f"{HOOKS[0]}.npy").unlink()
         pq.write_table(pa.table(columns), train / f"{HOOKS[0]}.parquet")
+    elif case == "unreadable-parquet":
+        (train / f"{HOOKS[0]}.npy").unlink()
+        (train / f"{HOOKS[0]}.parquet").write_bytes(b"not a Parquet file")
     elif case == "mismatched-shapes":
         np.save(test / f"{HOOKS[2]}.npy", np.zeros((20, 4, 5)))
     elif case == "labels-twice":
@@ -213,6 +216,8 @@ PROBLEMS = {
     r"'blocks\.2\.hook_resid_post' of train$",
     "non-numeric-parquet": r"\.train: '.*blocks\.0\.hook_resid_post\.parquet' has non-numeric "
     r"columns word \(string\): every column but \"label\" is a feature",
+    "unreadable-parquet": r"\.train: '.*blocks\.0\.hook_resid_post\.parquet' cannot be read as "
+    r"a Parquet table \(.+\)$",
     "mismatched-shapes": r"\.test: hook 'blocks\.2\.hook_resid_post' has shape \(20, 4, 5\) but "
     r"train \(40, 4, 3\)",
     "labels-twice": r"\.train: '.*blocks\.0\.hook_resid_post\.npz' holds labels and "

@@ -24,6 +24,7 @@ from probemeter._declared import option
 from probemeter._method import Method
 from probemeter.data import LABEL_MODES, ProbeData
 from probemeter.feature_files import _header as npy_header
+from probemeter.feature_files import _open_parquet as open_parquet
 from probemeter.runs.kinds.base import (
     Report,
     Representation,
@@ -280,18 +281,12 @@ def _npz_read(path: Path, name: str, position: int | None) -> np.ndarray:
 def _parquet(path: Path) -> tuple[_Array, _Array | None]:
     """A table of one numeric column per feature (integers or floats), and the labels in a
     column ``"label"`` when there is one, from its schema and metadata."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ValueError(
-            f"reading {str(path)!r} needs pyarrow: pip install 'probemeter[encoders]'"
-        ) from None
-    try:
-        stored = pq.ParquetFile(path)
-        schema, rows = stored.schema_arrow, stored.metadata.num_rows
-    except (pa.ArrowException, OSError) as error:
-        raise ValueError(f"{str(path)!r} cannot be read as a Parquet table ({error})") from None
+
+    def unreadable(error: BaseException) -> ValueError:
+        return ValueError(f"{str(path)!r} cannot be read as a Parquet table ({error})")
+
+    pa, stored, schema = open_parquet(path, unreadable)
+    rows = stored.metadata.num_rows
     features = [field for field in schema if field.name != "label"]
     odd = [
         f"{field.name} ({field.type})"
