@@ -31,7 +31,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -58,7 +58,7 @@ from probemeter.training.memory import (
 )
 from probemeter.training.workers import exit_with_parent, worker_count
 
-__all__ = ["ProbeEvaluation", "fit_evaluate", "warm_workers"]
+__all__ = ["EngineCall", "ProbeEvaluation", "fit_evaluate", "fit_evaluate_many", "warm_workers"]
 
 #: cost model of chunk planning (speed only), by device type: the fixed cost of one training
 #: step of a chunk (seconds) and the arithmetic rate of its small batched matmuls (FLOP/s),
@@ -230,55 +230,200 @@ def fit_evaluate(
             one learning rate and no penalty takes one fused Adam call per step
             (:class:`~probemeter.training.fused_adam.FusedAdam`), as without these arguments.
     """
+    call = EngineCall(
+        X_train, y_train, X_eval, y_eval, n_classes, subsets, keys, probe, config,
+        per_example=per_example, dev_set=dev_set, return_parameters=return_parameters,
+        pool_rows=pool_rows, lr=lr, weight_decay=weight_decay,
+    )  # fmt: skip
+    trained = _train([call], device=device, n_jobs=n_jobs, max_memory=max_memory, progress=progress)
+    return _evaluations(trained)[0]
+
+
+@dataclass(frozen=True)
+class EngineCall:
+    """The arguments of one :func:`fit_evaluate` call but those every call of
+    :func:`fit_evaluate_many` shares (``device``, ``n_jobs``, ``max_memory``, ``progress``):
+    its data, probes, training settings and what it returns, as :func:`fit_evaluate` documents
+    them."""
+
+    X_train: Any
+    y_train: np.ndarray
+    X_eval: Any
+    y_eval: np.ndarray
+    n_classes: int
+    subsets: Sequence[np.ndarray]
+    keys: Sequence[tuple[int, ...]]
+    probe: MLP | Sequence[MLP]
+    config: TrainingConfig
+    per_example: bool = False
+    dev_set: np.ndarray | None = None
+    return_parameters: bool = False
+    pool_rows: Sequence[np.ndarray | None] | None = None
+    lr: Sequence[float] | np.ndarray | None = None
+    weight_decay: Sequence[float] | np.ndarray | None = None
+
+
+def fit_evaluate_many(
+    calls: Sequence[EngineCall],
+    *,
+    device: str | torch.device = "auto",
+    n_jobs: int | None = -1,
+    max_memory: float | None = None,
+    progress: bool = False,
+) -> list[ProbeEvaluation]:
+    """:func:`fit_evaluate` for several calls at once, e.g. the same probes on every layer of
+    a sweep: each call's probes are planned into exactly the chunks :func:`fit_evaluate` would
+    make of them alone, then the chunks of all calls train through one pass of the worker
+    processes, costliest first, each on its own call's arrays (shared-memory maps travel by
+    reference, :mod:`~probemeter.training.shared_memory`). Separate calls each end with a tail
+    in which one worker finishes the last chunk while the others idle, and a small call trains
+    on one thread of this process; here the chunks of the other calls fill those gaps.
+
+    Every probe's numbers are those of its call made alone, bit for bit: the same chunks, and
+    every chunk trains on one thread whether in a worker or in this process — except a call
+    of a single chunk that is not small work, which alone trains in this process on torch's
+    threads and here in a worker on one (the same arithmetic, up to float rounding of
+    threaded reductions).
+
+    Args:
+        calls: the calls, each checked as :func:`fit_evaluate` checks its arguments.
+        device, n_jobs, max_memory, progress: as for :func:`fit_evaluate`, shared by all
+            calls (``max_memory`` bounds each chunk, whatever its call).
+
+    Returns:
+        One :class:`ProbeEvaluation` per call, in the order of ``calls``.
+
+    Raises:
+        ValueError: an entry of ``calls`` that is no :class:`EngineCall` (naming its
+            position), or what :func:`fit_evaluate` raises for its arguments.
+    """
+    trained = _train(calls, device=device, n_jobs=n_jobs, max_memory=max_memory, progress=progress)
+    return _evaluations(trained)
+
+
+def _train(
+    calls: Sequence[EngineCall],
+    *,
+    device: str | torch.device,
+    n_jobs: int | None,
+    max_memory: float | None,
+    progress: bool,
+) -> list[_Call]:
+    """The calls checked, planned and trained, their results collected
+    (:func:`fit_evaluate_many`)."""
+    calls = list(calls)
+    for position, call in enumerate(calls):
+        if not isinstance(call, EngineCall):
+            raise ValueError(f"calls[{position}] must be an EngineCall; got {type(call).__name__}")
     # check: the inputs, and that every probe fits the memory budget alone
-    _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
-    families = _families(probe, len(subsets), return_parameters)
-    pool_rows = _check_pool_rows(pool_rows, len(subsets), X_train.shape[0])
-    dev_set = _check_dev_set(dev_set, config, X_train.shape[0])
-    rates = _probe_settings(lr, weight_decay, config, len(subsets))
-    request = _Request(per_example, dev_set, return_parameters, len(y_eval))
-    row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
+    checked = [_Call.check(call) for call in calls]
     torch_device = resolve_device(device)
     max_memory = memory_budget(max_memory, torch_device)
-    dims = (X_train.shape[1], n_classes)
-    for family, members in families.items():
-        sizes = [len(subsets[i]) for i in members]
-        check_memory_budget(  # validates max_memory too
-            family, *dims, config, max_memory, sizes=sizes, row_bytes=row_bytes[family],
-            **request.memory_keywords(),
-        )  # fmt: skip
+    for call in checked:
+        call.check_memory(max_memory)  # validates max_memory too
     workers = 1 if torch_device.type != "cpu" else worker_count(n_jobs)  # validates n_jobs
-    # the settings all architectures share (mix, span) shape the results
-    results = _Results.allocate(
-        next(iter(families)), len(subsets), X_train, y_eval, n_classes, config, request,
-        pooled=pool_rows is not None,
-    )  # fmt: skip
-    if not subsets:
-        return results.evaluation()
-    # plan: chunks of probes, on one thread in this process when the work is small
-    flops = sum(
-        _training_flops([subsets[i] for i in members], family, dims, config)
-        for family, members in families.items()
-    )
-    small = flops < _SMALL_WORK_FLOPS
-    workers = 1 if small else workers
-    chunks = _plan(
-        families, subsets, keys, pool_rows, rates, dims, config, request,
-        max_memory=max_memory, workers=workers, row_bytes=row_bytes,
-        device_type=torch_device.type,
-    )  # fmt: skip
+    # plan: each call's chunks as if alone (on one thread in this process when its work is
+    # small), then the chunks of all calls together
+    for call in checked:
+        call.plan(max_memory, workers, torch_device.type)
+    work = [(call, chunk) for call in checked for chunk in call.chunks]
+    small = sum(call.flops for call in checked) < _SMALL_WORK_FLOPS
     # run
-    arrays = (X_train, y_train, X_eval, y_eval)
-    outputs = _run(
-        chunks, arrays, n_classes, config, request, torch_device, workers=workers,
-        one_thread=small and torch_device.type == "cpu", progress=progress,
-    )  # fmt: skip
+    outputs = _run(work, torch_device, workers=1 if small else workers, progress=progress)
     # collect
-    for chunk, metrics in zip(chunks, outputs):
-        results.add(chunk, metrics)
-    uniform = uniform_nats(n_classes, np.ndim(y_train) == 2)
-    _warn_if_diverged(results.fields["loss"], subsets, uniform, rates[0])
-    return results.evaluation()
+    for (call, chunk), metrics in zip(work, outputs):
+        call.results.add(chunk, metrics)
+    return checked
+
+
+def _evaluations(calls: list[_Call]) -> list[ProbeEvaluation]:
+    """Each trained call's :class:`ProbeEvaluation`; warns, at the line that called
+    :func:`fit_evaluate` or :func:`fit_evaluate_many`, of diverged probes."""
+    for call in calls:
+        if call.subsets:
+            uniform = uniform_nats(call.n_classes, np.ndim(call.arrays[1]) == 2)
+            losses = call.results.fields["loss"]
+            _warn_if_diverged(losses, call.subsets, uniform, call.rates[0], stacklevel=4)
+    return [call.results.evaluation() for call in calls]
+
+
+@dataclass
+class _Call:
+    """One :class:`EngineCall`, checked (:meth:`check`), then planned (:meth:`plan`) and
+    filled chunk by chunk (:attr:`results`)."""
+
+    arrays: tuple[Any, ...]
+    n_classes: int
+    subsets: Sequence[np.ndarray]
+    keys: Sequence[tuple[int, ...]]
+    config: TrainingConfig
+    families: dict[MLP, np.ndarray]
+    pool_rows: list[np.ndarray | None] | None
+    rates: tuple[np.ndarray, np.ndarray]
+    request: _Request
+    row_bytes: dict[MLP, float | None]
+    results: _Results | None = None
+    chunks: list[_Chunk] = field(default_factory=list)
+    #: its training arithmetic (:func:`_training_flops`)
+    flops: float = 0.0
+    #: whether its work is small enough to train on one thread in this process, alone
+    small: bool = True
+
+    @classmethod
+    def check(cls, call: EngineCall) -> _Call:
+        """``call``'s arguments checked (a ValueError naming the argument otherwise)."""
+        X_train, y_train, X_eval, y_eval, n_classes = (
+            call.X_train, call.y_train, call.X_eval, call.y_eval, call.n_classes
+        )  # fmt: skip
+        subsets, keys, config = call.subsets, call.keys, call.config
+        _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
+        families = _families(call.probe, len(subsets), call.return_parameters)
+        pool_rows = _check_pool_rows(call.pool_rows, len(subsets), X_train.shape[0])
+        dev_set = _check_dev_set(call.dev_set, config, X_train.shape[0])
+        rates = _probe_settings(call.lr, call.weight_decay, config, len(subsets))
+        request = _Request(call.per_example, dev_set, call.return_parameters, len(y_eval))
+        row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
+        return cls(
+            (X_train, y_train, X_eval, y_eval), n_classes, subsets, keys, config, families,
+            pool_rows, rates, request, row_bytes,
+        )  # fmt: skip
+
+    @property
+    def dims(self) -> tuple[int, int]:
+        """(features, classes) of its data."""
+        return self.arrays[0].shape[1], self.n_classes
+
+    def check_memory(self, max_memory: float) -> None:
+        """Refuse (ValueError) a probe that cannot fit ``max_memory`` GiB even alone."""
+        for family, members in self.families.items():
+            sizes = [len(self.subsets[i]) for i in members]
+            check_memory_budget(
+                family, *self.dims, self.config, max_memory, sizes=sizes,
+                row_bytes=self.row_bytes[family], **self.request.memory_keywords(),
+            )  # fmt: skip
+
+    def plan(self, max_memory: float, workers: int, device_type: str) -> None:
+        """Its result arrays and its chunks, as :func:`fit_evaluate` plans them for this call
+        alone: for ``workers`` processes, or one when its work is small."""
+        X_train, _, _, y_eval = self.arrays
+        # the settings all architectures share (mix, span) shape the results
+        self.results = _Results.allocate(
+            next(iter(self.families)), len(self.subsets), X_train, y_eval, self.n_classes,
+            self.config, self.request, pooled=self.pool_rows is not None,
+        )  # fmt: skip
+        if not self.subsets:
+            return
+        self.flops = sum(
+            _training_flops([self.subsets[i] for i in members], family, self.dims, self.config)
+            for family, members in self.families.items()
+        )
+        self.small = self.flops < _SMALL_WORK_FLOPS
+        self.chunks = _plan(
+            self.families, self.subsets, self.keys, self.pool_rows, self.rates, self.dims,
+            self.config, self.request, max_memory=max_memory,
+            workers=1 if self.small else workers, row_bytes=self.row_bytes,
+            device_type=device_type,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -525,7 +670,12 @@ def _sparse_row_bytes(X_train: Any, probe: MLP, n_classes: int) -> float | None:
 
 
 def _warn_if_diverged(
-    losses: np.ndarray, subsets: Sequence[np.ndarray], uniform: float, lr: np.ndarray
+    losses: np.ndarray,
+    subsets: Sequence[np.ndarray],
+    uniform: float,
+    lr: np.ndarray,
+    *,
+    stacklevel: int,
 ) -> None:
     """Warn when probes ended with a non-finite test loss, or one over ``DIVERGED_FACTOR``
     times the ``uniform`` code's nats per example (ln K; K·ln 2 for label sets): no probe
@@ -542,7 +692,7 @@ def _warn_if_diverged(
             f"{uniform:.3g} for guessing uniformly; lr={lr[first]:g} is likely too "
             "large (Adam usually needs 1e-4 to 1e-2). Their numbers are not meaningful",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=stacklevel,
         )
 
 
@@ -883,34 +1033,38 @@ class _ChunkRunner:
 
 
 def _run(
-    chunks: list[_Chunk],
-    arrays: tuple[np.ndarray, ...],
-    n_classes: int,
-    config: TrainingConfig,
-    request: _Request,
+    work: list[tuple[_Call, _Chunk]],
     device: torch.device,
     *,
     workers: int,
-    one_thread: bool,
     progress: bool,
 ) -> list[dict[str, Any]]:
-    """Every chunk's metrics, in the order of ``chunks``: in this process (on one thread with
-    ``one_thread``) when there is one worker or one chunk, else in ``workers`` processes;
-    ``progress`` shows a bar over probe-updates."""
-    n_probes = sum(chunk.members.size for chunk in chunks)
+    """Every chunk's metrics, in the order of ``work`` (each chunk with its call): in
+    ``workers`` processes when there are several and more than one chunk, costliest chunk
+    first whatever its call; else in this process, call after call, each call's chunks on one
+    thread when its work is small (:attr:`_Call.small`). ``progress`` shows a bar over
+    probe-updates."""
+    n_probes = sum(chunk.members.size for _, chunk in work)
+    stopping = any(call.config.early_stopping for call, _ in work)
     bar = tqdm(
-        total=None if config.early_stopping else n_probes * config.steps,
+        total=None if stopping else sum(c.members.size * call.config.steps for call, c in work),
         disable=not progress,
         unit="update",
         unit_scale=True,
         desc=f"training {n_probes} probes",
     )
     with bar:
-        if workers > 1 and len(chunks) > 1:
-            return _run_in_workers(arrays, n_classes, config, request, chunks, workers, bar)
-        runner = _ChunkRunner.build(arrays, n_classes, config, request, device, bar.update)
-        with single_threaded(one_thread):
-            return [runner.run(chunk) for chunk in chunks]
+        if workers > 1 and len(work) > 1:
+            return _run_in_workers(work, workers, bar)
+        outputs, runners = [], {}
+        for call, chunk in work:
+            if id(call) not in runners:
+                runners[id(call)] = _ChunkRunner.build(
+                    call.arrays, call.n_classes, call.config, call.request, device, bar.update
+                )
+            with single_threaded(call.small and device.type == "cpu"):
+                outputs.append(runners[id(call)].run(chunk))
+        return outputs
 
 
 def _run_task(
@@ -933,23 +1087,22 @@ def _ignore(_: int) -> None:
 
 
 def _run_in_workers(
-    arrays: tuple[np.ndarray, ...],
-    n_classes: int,
-    config: TrainingConfig,
-    request: _Request,
-    chunks: list[_Chunk],
-    workers: int,
-    bar: tqdm,
+    work: list[tuple[_Call, _Chunk]], workers: int, bar: tqdm
 ) -> list[dict[str, Any]]:
-    """Run chunks in ``workers`` processes of joblib's reusable loky pool. Large arrays travel
-    as shared memory maps, not copies; scripts need no ``__main__`` guard."""
+    """Run the chunks of ``work`` in ``workers`` processes of joblib's reusable loky pool,
+    costliest first (longest-processing-time order over every call's chunks); metrics in the
+    order of ``work``. Large arrays travel as shared memory maps, not copies; scripts need no
+    ``__main__`` guard."""
+    order = sorted(range(len(work)), key=lambda i: -work[i][1].work)
     jobs = Parallel(n_jobs=workers, backend="loky", return_as="generator")(
-        delayed(_run_task)(arrays, n_classes, config, request, chunk) for chunk in chunks
+        delayed(_run_task)(call.arrays, call.n_classes, call.config, call.request, chunk)
+        for call, chunk in (work[i] for i in order)
     )
-    outputs = []
-    for chunk, output in zip(chunks, jobs):
-        outputs.append(output)
-        bar.update(chunk.members.size * config.steps)
+    outputs: list[dict[str, Any]] = [{} for _ in work]
+    for i, output in zip(order, jobs):
+        outputs[i] = output
+        call, chunk = work[i]
+        bar.update(chunk.members.size * call.config.steps)
     return outputs
 
 
