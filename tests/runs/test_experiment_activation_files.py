@@ -5,38 +5,25 @@ tensors written in every format give exactly the arrays of the ``torch.save``'d 
 ``{i}`` pattern over a folder is a layer sweep; each bad folder is one clear problem; the
 checks read headers only; and a folder of safetensors runs end to end."""
 
-import json
-import re
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from activation_fixtures import (
+    ENTRY,
+    HOOKS,
+    assert_one_clear_problem,
+    assert_sweep_of_hooks,
+    run_curve_names,
+)
 from safetensors.torch import save_file
 
 from probemeter.cli.main import main
-from probemeter.runs.config import ExperimentError, layer_sweeps, load_experiment
+from probemeter.runs.config import load_experiment
 from probemeter.runs.kinds import activations
 from probemeter.runs.runner import prepare_data
 
-ENTRY = """
-[[representations]]
-name = "resid"
-kind = "activations"
-train = "{train}"
-test = "{test}"
-hooks = "{hooks}"
-{extra}
-[method]
-epsilon = 0.5
-probe = []
-seeds = 1
-steps = 20
-sizes = [10, 30]
-"""
-
-HOOKS = [f"blocks.{i}.hook_resid_post" for i in range(3)]
 PATTERN = "blocks.{i}.hook_resid_post"
 
 
@@ -101,10 +88,7 @@ def test_each_format_reads_exactly_the_arrays_of_the_torch_dict(tmp_path, fmt):
     )
     experiment = load_experiment(_experiment(tmp_path / fmt, fmt, extra="position = 1"))
     reps = experiment.representations
-    assert [(rep.name, rep.options["layer"], rep.options["hook"]) for rep in reps] == [
-        (f"resid-{i}", i, hook) for i, hook in enumerate(HOOKS)
-    ]
-    assert layer_sweeps(reps) == {"resid": [(i, f"resid-{i}") for i in range(3)]}
+    assert_sweep_of_hooks(reps)
     data = prepare_data(experiment)
     for name, expected in reference.items():
         for field in ("X_train", "y_train", "X_test", "y_test"):
@@ -234,18 +218,11 @@ PROBLEMS = {
 @pytest.mark.parametrize("case", list(PROBLEMS))
 def test_each_bad_folder_is_one_clear_problem(tmp_path, capsys, case):
     path = _bad(tmp_path, case)
-    with pytest.raises(ExperimentError) as caught:
-        load_experiment(path)
-    assert len(caught.value.problems) == 1, caught.value.problems
-    assert re.search(r"^representations\[0\]" + PROBLEMS[case], caught.value.problems[0])
-    assert main(["run", str(path), "--check"]) == 2
-    assert capsys.readouterr().err == f"probemeter: error: {path}: {caught.value.problems[0]}\n"
+    assert_one_clear_problem(path, PROBLEMS[case], capsys)
 
 
 def test_a_folder_of_safetensors_runs_end_to_end(tmp_path):
     path = _experiment(tmp_path, "safetensors")
     out = tmp_path / "runs"
     assert main(["run", str(path), "--check"]) == 0
-    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
-    payload = json.loads((out / "safetensors" / "results.json").read_text())
-    assert [curve["name"] for curve in payload["curves"]] == ["resid-0", "resid-1", "resid-2"]
+    assert run_curve_names(path, out) == ["resid-0", "resid-1", "resid-2"]

@@ -4,35 +4,22 @@ values), one representation per hook, a layer sweep from a ``{i}`` pattern, the 
 (the chosen position), one clear problem per bad input, and a small run end to end."""
 
 import json
-import re
 
 import numpy as np
 import pytest
 import torch
+from activation_fixtures import (
+    ENTRY,
+    HOOKS,
+    assert_one_clear_problem,
+    assert_sweep_of_hooks,
+    run_curve_names,
+)
 
-from probemeter.cli.main import main
 from probemeter.data import ProbeData
 from probemeter.runs.check import check_data
-from probemeter.runs.config import ExperimentError, layer_sweeps, load_experiment
+from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
-
-ENTRY = """
-[[representations]]
-name = "resid"
-kind = "activations"
-train = "{train}"
-test = "{test}"
-hooks = "{hooks}"
-{extra}
-[method]
-epsilon = 0.5
-probe = []
-seeds = 1
-steps = 20
-sizes = [10, 30]
-"""
-
-HOOKS = [f"blocks.{i}.hook_resid_post" for i in range(3)]
 
 
 def _cache(rows: int, seed: int, positions: int = 4, features: int = 3) -> dict:
@@ -64,10 +51,7 @@ def test_a_hook_pattern_is_a_layer_sweep_of_exactly_the_saved_arrays(tmp_path):
     path = _experiment(tmp_path, extra="position = 1")
     experiment = load_experiment(path)
     reps = experiment.representations
-    assert [(rep.name, rep.options["layer"], rep.options["hook"]) for rep in reps] == [
-        (f"resid-{i}", i, hook) for i, hook in enumerate(HOOKS)
-    ]
-    assert layer_sweeps(reps) == {"resid": [(i, f"resid-{i}") for i in range(3)]}
+    assert_sweep_of_hooks(reps)
     keys = [json.dumps(rep.key_dict(), sort_keys=True) for rep in reps]
     assert len(set(keys)) == 3  # one stored unit per hook
     check_data(experiment)
@@ -161,12 +145,7 @@ def test_each_bad_input_is_one_clear_problem(tmp_path, capsys, case):
     if train is ProbeData:  # a pickled object, as torch.save(cache, path) would write
         train = ProbeData.from_arrays(np.zeros((4, 2)), [0, 1, 0, 1], np.zeros((2, 2)), [0, 1])
     path = _experiment(tmp_path, hooks=hooks, extra=extra, train=train, test=test)
-    with pytest.raises(ExperimentError) as caught:
-        load_experiment(path)
-    assert len(caught.value.problems) == 1, caught.value.problems
-    assert re.search(r"^representations\[0\]" + PROBLEMS[case], caught.value.problems[0])
-    assert main(["run", str(path), "--check"]) == 2
-    assert capsys.readouterr().err == f"probemeter: error: {path}: {caught.value.problems[0]}\n"
+    assert_one_clear_problem(path, PROBLEMS[case], capsys)
 
 
 def test_labels_in_the_dict_and_beside_it_are_refused_as_ambiguous(tmp_path):
@@ -180,9 +159,7 @@ def test_labels_in_the_dict_and_beside_it_are_refused_as_ambiguous(tmp_path):
 def test_a_sweep_of_saved_activations_runs_end_to_end(tmp_path, capsys):
     path = _experiment(tmp_path)
     out = tmp_path / "runs"
-    assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress"]) == 0
-    payload = json.loads((out / "acts" / "results.json").read_text())
-    assert [curve["name"] for curve in payload["curves"]] == ["resid-0", "resid-1", "resid-2"]
+    assert run_curve_names(path, out) == ["resid-0", "resid-1", "resid-2"]
 
 
 def test_a_real_transformer_lens_cache_saved_as_a_dict(tmp_path):
