@@ -6,10 +6,13 @@ families of a joint run against one family at a time."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from structural_trees import random_heads
 
+from probemeter.structural import training
 from probemeter.structural.family import structural_families, structural_probes
 from probemeter.structural.training import (
     ProbeSpec,
@@ -17,6 +20,7 @@ from probemeter.structural.training import (
     fit_one_probe,
     fit_structural_layers,
     layers_per_chunk,
+    length_buckets,
     step_bytes,
 )
 from probemeter.structural.trees import TreeData
@@ -127,3 +131,101 @@ def test_bad_inputs_of_the_joint_trainer_are_named():
         fit_structural_layers([good, good[:3]], trees, ("depth",), [spec])
     with pytest.raises(ValueError, match="names must name each of the 1 layers"):
         structural_families([good], trees, names=["a", "b"])
+
+
+def _padded_pairs(lengths: np.ndarray, buckets: list[np.ndarray], per_bucket: float) -> float:
+    return sum(b.size * float(lengths[b].max()) ** 2 + per_bucket for b in buckets)
+
+
+def test_length_buckets_cut_where_the_padded_pairs_are_fewest():
+    per_bucket = training._BUCKET_PAIRS
+    rng = np.random.default_rng(0)
+    for _trial in range(30):
+        lengths = np.minimum(rng.geometric(1 / 12, size=int(rng.integers(1, 41))), 75)
+        lengths[rng.random(lengths.size) < 0.1] = 0  # padding sentences: in no bucket
+        buckets = length_buckets(lengths)
+        kept = lengths > 0
+        # every sentence once, the shortest first, consecutive lengths per bucket
+        joined = np.concatenate(buckets) if buckets else np.empty(0, dtype=np.int64)
+        assert sorted(joined.tolist()) == np.flatnonzero(kept).tolist()
+        assert np.all(np.diff(lengths[joined]) >= 0)
+        assert len(buckets) <= 3
+        if not kept.any():
+            assert buckets == []
+            continue
+        # the least padded pairs of every cut into 1-3 buckets, by enumeration
+        order = np.sort(lengths[kept])
+        n = order.size
+        best = min(
+            sum(
+                (end - begin) * float(order[end - 1]) ** 2 + per_bucket
+                for begin, end in itertools.pairwise(edges)
+                if end > begin
+            )
+            for a in range(n + 1)
+            for c in range(a, n + 1)
+            for edges in [(0, a, c, n)]
+        )
+        assert _padded_pairs(lengths, buckets, per_bucket) == pytest.approx(best)
+
+
+def test_length_buckets_of_a_hand_example():
+    # lengths 2, 2, 3 and 40: one bucket pads 4 sentences to 40 words (6,400 pairs); cutting
+    # the 40 off costs 3·9 + 1,600 pairs and a bucket's fixed cost
+    lengths = np.array([40, 2, 0, 3, 2])
+    buckets = length_buckets(lengths)
+    assert [b.tolist() for b in buckets] == [[1, 4, 3], [0]]
+
+
+def test_padded_targets_of_chosen_sentences_are_those_of_all_trimmed():
+    trees, _ = _ewt_like(5, 12, 4)
+    chosen = np.array([7, 2, 9])
+    longest = int(trees.lengths[chosen].max())
+    for target in ("distance", "depth"):
+        every = trees.padded(target)
+        some = trees.padded(target, chosen)
+        expected = (
+            every[chosen][:, :longest, :longest]
+            if target == "distance"
+            else every[chosen][:, :longest]
+        )
+        np.testing.assert_array_equal(some, expected)
+
+
+def test_sentences_no_probe_trains_on_do_not_change_the_probes():
+    trees, layers = _ewt_like(2, 30, 10)
+    specs = [ProbeSpec(4, seed, np.arange(0, 30, 2)) for seed in range(2)]
+    config = StructuralTraining(epochs=2, batch_size=5)
+    before = fit_structural_layers(layers, trees, ("distance", "depth"), specs, config)
+    # every odd sentence's words changed: no probe trains on them
+    changed = [layer.copy() for layer in layers]
+    for s in range(1, 30, 2):
+        for layer in changed:
+            layer[trees.offsets[s] : trees.offsets[s + 1]] *= 1000
+    after = fit_structural_layers(changed, trees, ("distance", "depth"), specs, config)
+    for a, b in zip(before, after):
+        for target in ("distance", "depth"):
+            for x, y in zip(a[target], b[target]):
+                np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.slow
+def test_worker_processes_train_the_same_probes_bit_for_bit(monkeypatch):
+    trees, layers = _ewt_like(3, 40, 12)
+    layers = [*layers, layers[0] * 2.0]
+    specs = [ProbeSpec(rank, seed, np.arange(40)) for rank in (3, 8) for seed in range(2)]
+    config = StructuralTraining(epochs=2, batch_size=8)
+    alone = fit_structural_layers(layers, trees, ("distance", "depth"), specs, config)
+    # however small the work, two workers train the (chunk of layers, rank) stacks
+    monkeypatch.setattr(training, "_SMALL_WORK_FLOPS", 0)
+    shared = fit_structural_layers(layers, trees, ("distance", "depth"), specs, config, n_jobs=2)
+    for a, b in zip(alone, shared):
+        for target in ("distance", "depth"):
+            for x, y in zip(a[target], b[target]):
+                np.testing.assert_array_equal(x, y)
+
+
+def test_a_bad_n_jobs_is_refused_before_training():
+    trees, layers = _ewt_like(4, 6, 4)
+    with pytest.raises(ValueError, match="n_jobs"):
+        fit_structural_layers(layers, trees, ("depth",), [ProbeSpec(2, 0, np.arange(6))], n_jobs=0)

@@ -16,10 +16,13 @@ or target: the probes of one spec on every layer and for both targets see the sa
 :func:`fit_structural_layers` therefore trains every (layer, target, spec) of one rank as one
 stacked tensor (layers, specs, d, targets·r): at every step, the specs that still have steps
 left gather their sentences' words once for all layers, packed (no padding row is
-projected), one batched matmul projects them for every target, the projections are padded
-into (sentences, longest, r) batches whose pairwise squared distances are one Gram product
-(:func:`loss_gradient`: the loss's gradient in closed form), and a stacked Adam (the update
-of ``torch.optim.Adam``, elementwise, with a step count per spec) updates only them.
+projected), one batched matmul projects them for every target, the minibatch's sentences
+are cut into at most three buckets of similar length (:func:`length_buckets`: padding
+every sentence to the longest of the minibatch would hold 7.5 times its pairs on EWT), each
+bucket's projections padded into (sentences, longest, r) whose pairwise squared distances
+are one Gram product (:func:`loss_gradient`: the loss's gradient in closed form), and Adam
+(``torch.optim.Adam``'s fused kernel, elementwise) updates only them. The (chunk of layers,
+rank) stacks are independent, so worker processes may share them (``n_jobs``).
 :func:`fit_one_probe` is the plain one-probe loop they are tested and benchmarked against
 (``benchmarks/structural_speed.py``; figures in ``benchmarks/README.md``).
 
@@ -30,18 +33,24 @@ References:
 
 from __future__ import annotations
 
+import itertools
+import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
 
 from probemeter._device import single_threaded
 from probemeter._validation import check_scalar, one_of
 from probemeter.probes.stacked_mlp import stacked_affine, transposed_layer
 from probemeter.structural.trees import TreeData
 from probemeter.training.config import StructuralTraining, config_or_default
+from probemeter.training.engine import _SMALL_WORK_FLOPS
 from probemeter.training.memory import memory_budget
+from probemeter.training.workers import exit_with_parent, worker_count
 
 __all__ = [
     "TARGETS",
@@ -53,6 +62,7 @@ __all__ = [
     "fit_structural_probes",
     "initial_projection",
     "layers_per_chunk",
+    "length_buckets",
     "loss_gradient",
     "loss_weights",
     "minibatches",
@@ -62,6 +72,9 @@ __all__ = [
 TARGETS = ("distance", "depth")
 #: the range of Hewitt & Manning's uniform initialisation of B
 INIT_RANGE = 0.05
+#: the fixed cost of one more bucket of sentences in a step, in padded pairs of words (about
+#: the time of a dozen small kernel calls on a CPU: :func:`length_buckets`)
+_BUCKET_PAIRS = 2048
 
 
 @dataclass(frozen=True)
@@ -155,91 +168,173 @@ def loss_gradient(
 
 @dataclass
 class _Corpus:
-    """Every layer's words (one flat row per word, a zero row last for padding) and the trees'
-    padded targets: a minibatch gathers its words by position, so no layer is stored padded
-    to the longest sentence."""
+    """Every layer's words as the caller holds them (one flat row per word, never copied
+    whole) and the trained sentences' padded targets: a minibatch gathers its words by
+    position, so no layer is stored padded to the longest sentence, and sentences no probe
+    trains on (a run's development and test sentences) take no room."""
 
-    features: torch.Tensor  # (n_layers, n_words + 1, d)
-    gold: dict[str, torch.Tensor]  # per target (S, L, L) or (S, L)
-    lengths: torch.Tensor  # (S,)
-    offsets: torch.Tensor  # (S,): each sentence's first word
+    layers: list[torch.Tensor]  # per layer (n_words, d), the caller's arrays
+    gold: dict[str, torch.Tensor]  # per target (S, L, L) or (S, L), S trained sentences
+    lengths: np.ndarray  # (n_sentences,)
+    offsets: np.ndarray  # (n_sentences,): each sentence's first word
+    places: np.ndarray  # (n_sentences,): each sentence's row of ``gold``, −1 if untrained
+    buffer: torch.Tensor = field(default_factory=lambda: torch.empty(0))
 
     @classmethod
     def build(
-        cls, layers: Sequence[np.ndarray], trees: TreeData, targets: Sequence[str]
+        cls,
+        layers: Sequence[np.ndarray],
+        trees: TreeData,
+        gold: dict[str, np.ndarray],
+        sentences: np.ndarray,
     ) -> _Corpus:
-        n_words, dimension = layers[0].shape
-        features = torch.zeros(len(layers), n_words + 1, dimension)
-        for layer, array in enumerate(layers):
-            features[layer, :n_words] = torch.from_numpy(array)
+        """The corpus of ``layers`` over the (sorted, distinct) ``sentences`` the probes
+        train on, whose padded targets are ``gold`` (:meth:`TreeData.padded`)."""
+        places = np.full(trees.n_sentences, -1, dtype=np.int64)
+        places[sentences] = np.arange(sentences.size)
+        with warnings.catch_warnings():  # a worker's shared maps are read-only: only read
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+            tensors = [torch.from_numpy(array) for array in layers]
         return cls(
-            features,
-            {target: torch.from_numpy(trees.padded(target)) for target in targets},
-            torch.from_numpy(trees.lengths.copy()),
-            torch.from_numpy(trees.offsets[:-1].copy()),
+            tensors,
+            {target: torch.from_numpy(values) for target, values in gold.items()},
+            trees.lengths,
+            trees.offsets[:-1],
+            places,
         )
 
-    def batch(self, index: torch.Tensor) -> _Batch:
-        """The minibatch of sentences ``index`` (S, b) (−1 = padding: length 0): every
-        layer's words of each row packed, trimmed to the row with most words, each target's
-        gold values trimmed to the longest sentence."""
+    def batch(self, index: np.ndarray, targets: Sequence[str]) -> _Batch:
+        """The minibatch of sentences ``index`` (S, b) (−1 = padding: no sentence): every
+        layer's words of each row packed, the rows padded to the one with most words, and
+        its sentences in buckets of similar length (:func:`length_buckets`), each with its
+        gold values of ``targets``."""
         real = index >= 0
-        safe = index.clamp(min=0)
-        lengths = torch.where(real, self.lengths[safe], 0)
-        longest = max(int(lengths.max()), 1)
-        positions = torch.arange(longest)
-        inside = positions < lengths.unsqueeze(-1)  # (S, b, L)
-        # a word's place among its row's words: the words of the row's earlier sentences first
-        packed = (lengths.cumsum(1) - lengths).unsqueeze(-1) + positions
+        safe = np.where(real, index, 0)
+        lengths = np.where(real, self.lengths[safe], 0)  # (S, b)
         width = max(int(lengths.sum(1).max()), 1)
-        rows = torch.arange(index.shape[0]).view(-1, 1, 1).expand_as(packed)
-        words = torch.full((index.shape[0], width), self.features.shape[1] - 1)
-        words[rows[inside], packed[inside]] = (self.offsets[safe].unsqueeze(-1) + positions)[inside]
-        gold = {
-            target: values[safe, :longest, :longest] if values.ndim == 3 else values[safe, :longest]
-            for target, values in self.gold.items()
-        }
-        # every (sentence, word) slot's packed word among all rows' (S·(W + 1), a zero last in
-        # each row), and the inverse: each packed word's slot among all (S·b·L); words past
-        # a row's end (zero features) take its first slot
-        n_rows, n_slots = index.shape[0], index.shape[1] * longest
-        slots = torch.where(inside, packed, width) + rows * (width + 1)
-        places = torch.arange(n_rows).unsqueeze(-1).mul(n_slots).repeat(1, width)
-        flat = (torch.arange(index.shape[1]).unsqueeze(-1) * longest + positions).expand_as(rows)
-        places[rows[inside], packed[inside]] += flat[inside]
-        features = self.features.index_select(1, words.reshape(-1))
+        # each sentence's first word among the packed words of all rows (row after row, each
+        # row's sentences one after another, W = width places a row)
+        first = (lengths.cumsum(1) - lengths + np.arange(index.shape[0])[:, None] * width).ravel()
+        flat_lengths, starts = lengths.ravel(), self.offsets[safe].ravel()
+        # every word of the batch: its sentence, its position there, its place among the rows
+        sentence = np.repeat(np.arange(flat_lengths.size), flat_lengths)
+        position = np.arange(sentence.size) - np.repeat(
+            flat_lengths.cumsum() - flat_lengths, flat_lengths
+        )
+        words = np.zeros(index.shape[0] * width, dtype=np.int64)  # places past a row: word 0
+        words[first[sentence] + position] = starts[sentence] + position
+        words_t = torch.from_numpy(words)
+        shape = (len(self.layers), words.size, self.layers[0].shape[1])
+        if self.buffer.numel() < math.prod(shape):
+            self.buffer = torch.empty(math.prod(shape))
+        features = self.buffer[: math.prod(shape)].view(shape)
+        for layer, values in enumerate(self.layers):
+            torch.index_select(values, 0, words_t, out=features[layer])
+        gold_rows = np.where(real, self.places[safe], 0).ravel()
+        # each packed word's place among the buckets' slots laid end to end; a place past a
+        # row's words takes the zero slot appended after them
+        places = np.full(words.size, -1, dtype=np.int64)
+        buckets, start = [], 0
+        for members in length_buckets(flat_lengths):
+            size = int(flat_lengths[members].max())
+            inside = np.arange(size) < flat_lengths[members, None]  # (n, L)
+            slots = first[members, None] + np.arange(size)
+            places[slots[inside]] = start + np.flatnonzero(inside)
+            start += inside.size
+            rows_of_gold = torch.from_numpy(gold_rows[members])
+            buckets.append(
+                _Bucket(
+                    # slots past a sentence's end read any word: their weights are 0
+                    torch.from_numpy(np.where(inside, slots, 0).ravel()),
+                    torch.from_numpy(flat_lengths[members]),
+                    torch.from_numpy(members // index.shape[1]),
+                    {
+                        target: self.gold[target][rows_of_gold, :size, :size]
+                        if target == "distance"
+                        else self.gold[target][rows_of_gold, :size]
+                        for target in targets
+                    },
+                )
+            )
+        places[places < 0] = start
         return _Batch(
-            features.view(-1, n_rows, width, features.shape[-1]),
-            slots.reshape(-1),
-            places.reshape(-1),
-            gold,
-            lengths,
+            features.view(-1, index.shape[0], width, features.shape[-1]),
+            buckets,
+            torch.from_numpy(places),
         )
 
 
 @dataclass
+class _Bucket:
+    """Sentences of a minibatch padded to the longest of them, with their targets."""
+
+    slots: torch.Tensor  # (n·L,): each (sentence, word) slot's packed word
+    lengths: torch.Tensor  # (n,)
+    rows: torch.Tensor  # (n,): each sentence's row of the step (its spec)
+    gold: dict[str, torch.Tensor]  # per target (n, L, L) or (n, L)
+
+
+def length_buckets(lengths: np.ndarray, most: int = 3) -> list[np.ndarray]:
+    """The positions of the nonzero ``lengths`` in at most ``most`` (1 to 3) buckets of
+    consecutive lengths, the shortest first, cut where the padded pairs
+    Σ_buckets n_j·L_j² are fewest (n_j sentences padded to the longest, L_j, of their
+    bucket), each bucket beyond the first counted as ``_BUCKET_PAIRS`` more pairs (its fixed
+    cost): a minibatch's pairwise tensors then hold a few times its sentences' pairs Σ n²,
+    not |batch|·(max n)² (7.5 times Σ n² on EWT's minibatches of 2 × 20 sentences)."""
+    order = np.argsort(lengths, kind="stable")
+    order = order[lengths[order] > 0]
+    n = order.size
+    if n == 0:
+        return []
+    squares = lengths[order].astype(np.float64) ** 2
+    # buckets [0, a), [a, c), [c, n), an empty one where a = 0 or a = c
+    a, c = np.triu_indices(n + 1)
+    first = np.where(a > 0, squares[a - 1] * a, 0.0)
+    middle = np.where(c > a, squares[c - 1] * (c - a), 0.0)
+    count = (a > 0).astype(int) + (c > a) + (c < n)
+    cost = first + middle + np.where(c < n, squares[-1] * (n - c), 0.0) + _BUCKET_PAIRS * count
+    best = int(np.argmin(np.where(count <= most, cost, np.inf)))
+    edges = sorted({0, int(a[best]), int(c[best]), n})
+    return [order[begin:end] for begin, end in itertools.pairwise(edges)]
+
+
+@dataclass
 class _Batch:
-    """A minibatch of every layer: packed words, where each sentence's word sits, targets."""
+    """A minibatch of every layer: packed words, its sentences in buckets of similar length,
+    and where each packed word sits among the buckets."""
 
-    features: torch.Tensor  # (n_layers, S, W, d): each row's words, zero rows after them
-    slots: torch.Tensor  # (S·b·L,): the packed place of every (sentence, word)
-    places: torch.Tensor  # (S·W,): the inverse, each packed word's slot
-    gold: dict[str, torch.Tensor]  # per target (S, b, L, L) or (S, b, L)
-    lengths: torch.Tensor  # (S, b)
+    features: torch.Tensor  # (n_layers, S, W, d): each row's words, then any words
+    buckets: list[_Bucket]
+    places: torch.Tensor  # (S·W,): each packed word's place among the buckets' slots
 
-    def padded(self, packed: torch.Tensor) -> torch.Tensor:
-        """(n_layers, S, b, L, k) padded sentences of the packed (n_layers, S, W, k) values,
-        with zeros beyond each sentence's words."""
-        n_layers, n_rows, _, k = packed.shape
-        extended = torch.cat([packed, packed.new_zeros(n_layers, n_rows, 1, k)], 2)
-        spread = extended.view(n_layers, -1, k).index_select(1, self.slots)
-        return spread.view(n_layers, *self.lengths.shape, -1, k)
-
-    def packed(self, padded: torch.Tensor) -> torch.Tensor:
-        """(n_layers, S, W, k) packed words of the padded (n_layers, S, b, L, k) values."""
-        n_layers, n_rows, k = padded.shape[0], padded.shape[1], padded.shape[-1]
-        packed = padded.reshape(n_layers, -1, k).index_select(1, self.places)
-        return packed.view(n_layers, n_rows, -1, k)
+    def gradient(
+        self, projected: torch.Tensor, targets: Sequence[str], rank: int, mean: torch.Tensor
+    ) -> torch.Tensor:
+        """∂L/∂U (n_layers, S, W, targets·r) of the packed projections ``projected`` of the
+        same shape (target t in columns t·r…(t+1)·r): each bucket's sentences padded, the
+        loss's gradient in closed form (:func:`loss_gradient`), each sentence weighted by
+        its row's ``mean`` (S,), 1 / its minibatch's sentences; 0 at the places past a
+        row's words."""
+        n_layers, n_rows, _, k = projected.shape
+        flat = projected.reshape(n_layers, -1, k)
+        parts = []
+        for bucket in self.buckets:
+            size = bucket.slots.numel() // bucket.lengths.numel()
+            padded = flat.index_select(1, bucket.slots).view(n_layers, -1, size, k)
+            sentence_mean = mean[bucket.rows]
+            gradients = [
+                loss_gradient(
+                    padded[..., t * rank : (t + 1) * rank],
+                    bucket.gold[target],
+                    _mean_weights(loss_weights(bucket.lengths, size, target), sentence_mean),
+                    target,
+                )
+                for t, target in enumerate(targets)
+            ]
+            parts.append(torch.cat(gradients, -1).view(n_layers, -1, k))
+        parts.append(projected.new_zeros(n_layers, 1, k))
+        gradient = torch.cat(parts, 1).index_select(1, self.places)
+        return gradient.view(n_layers, n_rows, -1, k)
 
 
 def check_features(features: object, trees: TreeData) -> np.ndarray:
@@ -289,6 +384,7 @@ def fit_structural_layers(
     config: StructuralTraining | None = None,
     *,
     max_memory: float | None = None,
+    n_jobs: int | None = 1,
 ) -> list[dict[str, list[np.ndarray]]]:
     """Train every (layer, target, spec) probe together; return, per layer, each target's
     (d, r) B of every spec, in the order of ``specs``.
@@ -321,11 +417,16 @@ def fit_structural_layers(
         config: the training protocol (default :class:`StructuralTraining`).
         max_memory: GiB one chunk of layers may take (default: the CPU budget of one chunk
             of the stacked engine).
+        n_jobs: worker processes (joblib's loky pool, as the stacked engine's: each
+            single-threaded, ``-1`` one per usable CPU, ``None`` or ``1`` none) sharing the
+            (chunk of layers, rank) stacks, the costliest first; with several, the layers
+            are chunked at most a worker's share at a time. Work under 2e10 FLOPs (a second
+            or two) trains in this process. The results do not depend on it.
 
     Raises:
         ValueError: no layers, features of the wrong shape, bad or repeated targets, no
-            probes, a training sentence index outside the trees, or a max_memory that is not
-            positive.
+            probes, a training sentence index outside the trees, a max_memory that is not
+            positive, or a bad n_jobs.
     """
     config = config_or_default(config, StructuralTraining())
     if isinstance(targets, str) or not targets or len(set(targets)) != len(targets):
@@ -347,19 +448,77 @@ def fit_structural_layers(
     if max_memory is not None:
         check_scalar(max_memory, "max_memory", (int, float), min_val=0, include_boundaries="right")
     budget = memory_budget(max_memory, torch.device("cpu"))
+    workers = worker_count(n_jobs)  # validates n_jobs
+    chunks = _layer_chunks(arrays, trees, targets, specs, config, budget, workers)
+    ranks = sorted({spec.rank for spec in specs})
+    # one task per (chunk of layers, rank), the costliest first (longest-processing-time)
+    tasks = sorted(
+        ((chunk, rank) for chunk in chunks for rank in ranks),
+        key=lambda task: -len(task[0]) * arrays[task[0][0]].shape[1] * task[1],
+    )
+    sentences = np.unique(np.concatenate([spec.sentences for spec in specs]))
+    gold = {target: trees.padded(target, sentences) for target in targets}
+    work = [
+        ([arrays[layer] for layer in chunk], trees, gold, sentences, _rank_specs(specs, rank))
+        for chunk, rank in tasks
+    ]
+    if (
+        workers > 1
+        and len(tasks) > 1
+        and _training_flops(arrays, trees, specs, config) >= (_SMALL_WORK_FLOPS)
+    ):
+        stacks = Parallel(n_jobs=workers, backend="loky")(
+            delayed(_train_in_worker)(*arguments, config) for arguments in work
+        )
+    else:
+        with single_threaded(True):
+            stacks = [_train_stack(*arguments, config) for arguments in work]
     trained = [{target: [np.empty(0)] * len(specs) for target in targets} for _ in arrays]
-    with single_threaded(True):
-        for chunk in _layer_chunks(arrays, trees, targets, specs, config, budget):
-            corpus = _Corpus.build([arrays[layer] for layer in chunk], trees, targets)
-            for rank in sorted({spec.rank for spec in specs}):
-                members = [i for i, spec in enumerate(specs) if spec.rank == rank]
-                stack = _train_stack(corpus, targets, [specs[i] for i in members], config)
-                for t, target in enumerate(targets):
-                    own = stack[..., t * rank : (t + 1) * rank]
-                    for position, layer in enumerate(chunk):
-                        for column, i in enumerate(members):
-                            trained[layer][target][i] = own[position, column].copy()
+    for (chunk, rank), stack in zip(tasks, stacks):
+        members = [i for i, spec in enumerate(specs) if spec.rank == rank]
+        for t, target in enumerate(targets):
+            own = stack[..., t * rank : (t + 1) * rank]
+            for position, layer in enumerate(chunk):
+                for column, i in enumerate(members):
+                    trained[layer][target][i] = own[position, column].copy()
     return trained
+
+
+def _rank_specs(specs: Sequence[ProbeSpec], rank: int) -> list[ProbeSpec]:
+    """The specs of one rank, in their order."""
+    return [spec for spec in specs if spec.rank == rank]
+
+
+def _training_flops(
+    arrays: Sequence[np.ndarray],
+    trees: TreeData,
+    specs: Sequence[ProbeSpec],
+    config: StructuralTraining,
+) -> float:
+    """The training arithmetic of every probe of every layer and both targets, all epochs:
+    per probe, epoch and training word 4·d·r (U = HB and Hᵀ·∂L/∂U), and per sentence of n
+    words 6·r·n² (the distance probe's Gram product and its gradient's)."""
+    lengths = trees.lengths.astype(np.float64)
+    width = sum(array.shape[1] for array in arrays)
+    per_epoch = 0.0
+    for spec in specs:
+        trained = lengths[spec.sentences]
+        per_epoch += spec.rank * (4 * width * trained.sum() + 6 * len(arrays) * trained @ trained)
+    return 2 * config.epochs * per_epoch
+
+
+def _train_in_worker(
+    layers: list[np.ndarray],
+    trees: TreeData,
+    gold: dict[str, np.ndarray],
+    sentences: np.ndarray,
+    specs: list[ProbeSpec],
+    config: StructuralTraining,
+) -> np.ndarray:
+    """:func:`_train_stack` in a worker process, single-threaded, ended with its parent."""
+    exit_with_parent()
+    torch.set_num_threads(1)
+    return _train_stack(layers, trees, gold, sentences, specs, config)
 
 
 def step_bytes(
@@ -369,9 +528,9 @@ def step_bytes(
     config: StructuralTraining,
     dimension: int,
 ) -> int:
-    """An upper bound on the bytes one layer adds to a step of :func:`fit_structural_layers`:
-    its words (n_words + 1) × d, every probe's B with its gradient and Adam's two moments,
-    and a step's tensors at the worst case (every spec of the largest rank group active at
+    """An upper bound on the bytes one layer adds to a step of :func:`fit_structural_layers`
+    (its features are the caller's, read in place): every probe's B with its gradient and
+    Adam's two moments, and a step's tensors at the worst case (every spec of the largest rank group active at
     its full batch b of the longest sentences L): the gathered features S·b·L·d, per target
     the projection, its gradient and the products around it (6·S·b·L·r) and the distance
     probe's pairwise tensors (8·S·b·L²: twice the sum of norms, D computed into it, its
@@ -388,8 +547,7 @@ def step_bytes(
         "depth": 6 * rows * rank + 8 * rows,
     }
     elements = (
-        (trees.n_words + 1) * dimension
-        + 4 * len(targets) * len(specs) * dimension * rank
+        4 * len(targets) * len(specs) * dimension * rank
         + rows * dimension
         + sum(per_target[target] for target in targets)
     )
@@ -424,12 +582,16 @@ def _layer_chunks(
     specs: Sequence[ProbeSpec],
     config: StructuralTraining,
     budget: float,
+    workers: int = 1,
 ) -> list[list[int]]:
-    """Consecutive layers of one width, as many per chunk as :func:`layers_per_chunk` allows."""
+    """Consecutive layers of one width, as many per chunk as :func:`layers_per_chunk` allows
+    and, for several ``workers``, at most a worker's share of the layers (a chunk's probes
+    are the same whatever its companions, so this changes the speed only)."""
+    share = -(-len(arrays) // workers)
     chunks: list[list[int]] = []
     for layer, array in enumerate(arrays):
         width = array.shape[1]
-        size = layers_per_chunk(trees, targets, specs, config, width, budget)
+        size = min(share, layers_per_chunk(trees, targets, specs, config, width, budget))
         last = chunks[-1] if chunks else []
         if last and arrays[last[0]].shape[1] == width and len(last) < size:
             last.append(layer)
@@ -439,27 +601,34 @@ def _layer_chunks(
 
 
 def _train_stack(
-    corpus: _Corpus, targets: Sequence[str], specs: list[ProbeSpec], config: StructuralTraining
+    layers: list[np.ndarray],
+    trees: TreeData,
+    gold: dict[str, np.ndarray],
+    sentences: np.ndarray,
+    specs: list[ProbeSpec],
+    config: StructuralTraining,
 ) -> np.ndarray:
-    """Train the probes of one rank as one (layers, specs, d, targets·r) stack (each target's
-    B side by side: one product projects the words for all targets) with a stacked Adam; a
-    spec's probes share its minibatches and its step count. Returns the stack."""
-    n_layers, dimension = corpus.features.shape[0], corpus.features.shape[-1]
+    """Train the probes ``specs`` of one rank on ``layers`` as one (layers, specs, d,
+    targets·r) stack (each target of ``gold`` (:class:`_Corpus`) side by side: one product
+    projects the words for all targets) with a stacked Adam; a spec's probes share its
+    minibatches and its step count. Returns the stack."""
+    corpus = _Corpus.build(layers, trees, gold, sentences)
+    targets = list(gold)
+    n_layers, dimension = len(corpus.layers), corpus.layers[0].shape[1]
     initial = np.stack([initial_projection(s, dimension, config.random_state) for s in specs])
     rank = initial.shape[-1]
     initial = np.concatenate([initial] * len(targets), axis=-1)
     weights = torch.from_numpy(np.broadcast_to(initial, (n_layers, *initial.shape)).copy())
     schedules = [minibatches(spec, config) for spec in specs]
     first, second = torch.zeros_like(weights), torch.zeros_like(weights)
-    steps = torch.zeros(len(specs), dtype=torch.float64)
     for step in range(max(len(schedule) for schedule in schedules)):
         active = [p for p, schedule in enumerate(schedules) if step < len(schedule)]
         width = max(len(schedules[p][step]) for p in active)
-        index = torch.full((len(active), width), -1, dtype=torch.int64)
+        index = np.full((len(active), width), -1, dtype=np.int64)
         for row, p in enumerate(active):
             batch = schedules[p][step]
-            index[row, : len(batch)] = torch.from_numpy(batch)
-        batch = corpus.batch(index)
+            index[row, : len(batch)] = batch
+        batch = corpus.batch(index, targets)
         # every spec active (a run's probes share their sentences): the whole stack, no copies
         rows = slice(None) if len(active) == len(specs) else torch.tensor(active)
         projection = weights[:, rows]
@@ -467,29 +636,11 @@ def _train_stack(
         inputs = batch.features.reshape(-1, size[2], size[3])
         # only the batch's words are projected: padding would multiply zeros
         projected = stacked_affine(None, inputs, projection.reshape(-1, *projection.shape[2:]))
-        projected = projected.reshape(*size[:3], -1)
         # each probe's loss is the mean over its minibatch's sentences
-        mean = 1 / (index >= 0).sum(1).to(projected.dtype)
-        longest = batch.lengths.max().clamp(min=1).item()
-        gradient = torch.cat(
-            [
-                batch.packed(
-                    loss_gradient(
-                        batch.padded(projected[..., t * rank : (t + 1) * rank]),
-                        batch.gold[target],
-                        _mean_weights(loss_weights(batch.lengths, longest, target), mean),
-                        target,
-                    )
-                )
-                for t, target in enumerate(targets)
-            ],
-            -1,
-        )
+        mean = torch.from_numpy(1 / (index >= 0).sum(1).astype(np.float32))
+        gradient = batch.gradient(projected.reshape(*size[:3], -1), targets, rank, mean)
         gradient = _weight_gradient(inputs, gradient.reshape(-1, size[2], gradient.shape[-1]))
-        steps[rows] += 1
-        _adam_step(
-            weights, first, second, gradient.view_as(projection), steps[rows], rows, config.lr
-        )
+        _adam_step(weights, first, second, gradient.view_as(projection), step + 1, rows, config.lr)
     return weights.numpy()
 
 
@@ -512,24 +663,34 @@ def _adam_step(
     first: torch.Tensor,
     second: torch.Tensor,
     gradient: torch.Tensor,
-    steps: torch.Tensor,
+    step: int,
     rows: slice | torch.Tensor,
     lr: float,
 ) -> None:
-    """torch.optim.Adam's update (β = (0.9, 0.999), ε = 1e-8) of the specs ``rows`` of the
-    (layers, specs, d, targets·r) stacks, each spec with its own step count ``steps``."""
-    beta1, beta2, eps = 0.9, 0.999, 1e-8
+    """Adam's update (``torch.optim.Adam``'s fused kernel, β = (0.9, 0.999), ε = 1e-8) of the
+    specs ``rows`` of the (layers, specs, d, targets·r) stacks at their ``step``-th update:
+    the specs still training at a step have trained at every step before it, so they share
+    their step count. The kernel is elementwise, so a probe's update does not depend on the
+    others in the call; the specs of a partial step are gathered and written back."""
     whole = isinstance(rows, slice)
-    m = first[:, rows].mul_(beta1).add_(gradient, alpha=1 - beta1)
-    v = second[:, rows].mul_(beta2).addcmul_(gradient, gradient, value=1 - beta2)
-    step_size = (lr / (1 - beta1**steps)).to(weights.dtype).view(-1, 1, 1)
-    correction = torch.sqrt(1 - beta2**steps).to(weights.dtype).view(-1, 1, 1)
-    update = step_size * m / (v.sqrt() / correction + eps)
-    if whole:
-        weights.sub_(update)
-        return
-    first[:, rows], second[:, rows] = m, v
-    weights[:, rows] = weights[:, rows] - update
+    parameters = [weights if whole else weights[:, rows]]
+    moments = ([first], [second]) if whole else ([first[:, rows]], [second[:, rows]])
+    torch._fused_adam_(
+        parameters,
+        [gradient.contiguous()],
+        *moments,
+        [],
+        [torch.tensor(float(step))],
+        lr=lr,
+        beta1=0.9,
+        beta2=0.999,
+        weight_decay=0.0,
+        eps=1e-8,
+        amsgrad=False,
+        maximize=False,
+    )
+    if not whole:
+        weights[:, rows], first[:, rows], second[:, rows] = parameters[0], *moments[0], *moments[1]
 
 
 def fit_one_probe(

@@ -247,19 +247,22 @@ class TreeData:
         root."""
         return self._distances[sentence][self.heads[sentence].index(0)]
 
-    def padded(self, target: str) -> np.ndarray:
-        """Every sentence's target, padded with zeros to the longest sentence: ``"distance"``
-        gives (n_sentences, L, L), ``"depth"`` (n_sentences, L); float32."""
-        longest = int(self.lengths.max())
+    def padded(self, target: str, sentences: np.ndarray | None = None) -> np.ndarray:
+        """The target of every sentence (or of ``sentences``, indices in that order), padded
+        with zeros to the longest of them: ``"distance"`` gives (n, L, L), ``"depth"``
+        (n, L); float32."""
+        index = np.arange(self.n_sentences) if sentences is None else np.asarray(sentences)
+        lengths = self.lengths[index]
+        longest = int(lengths.max())
         if target == "distance":
-            out = np.zeros((self.n_sentences, longest, longest), dtype=np.float32)
-            for s, n in enumerate(self.lengths):
-                out[s, :n, :n] = self.distances(s)
+            out = np.zeros((index.size, longest, longest), dtype=np.float32)
+            for row, (s, n) in enumerate(zip(index, lengths)):
+                out[row, :n, :n] = self.distances(s)
             return out
         if target == "depth":
-            out = np.zeros((self.n_sentences, longest), dtype=np.float32)
-            for s, n in enumerate(self.lengths):
-                out[s, :n] = self.depths(s)
+            out = np.zeros((index.size, longest), dtype=np.float32)
+            for row, (s, n) in enumerate(zip(index, lengths)):
+                out[row, :n] = self.depths(s)
             return out
         raise ValueError(f'target must be "distance" or "depth"; got {target!r}')
 
