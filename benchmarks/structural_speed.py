@@ -8,6 +8,9 @@ development share (the ``structural`` method's 10 %):
 
 (a) **joint**: :func:`~probemeter.structural.training.fit_structural_layers`, every (layer,
     probe kind, rank, seed) trained together, as ``structural_layers`` trains them;
+(a') **joint in workers**: the same with ``n_jobs=-1`` (one single-threaded worker process
+    per usable CPU sharing the (chunk of layers, rank) stacks, the layers in shared memory
+    as a run holds them), whose B must be those of (a) bit for bit;
 (b) **per family**: :func:`~probemeter.structural.training.fit_structural_probes` once per
     (layer, probe kind), each family's probes of one rank stacked: the call pattern of
     ``structural_layers`` and of the ``structural`` method before the joint trainer (with
@@ -18,6 +21,7 @@ development share (the ``structural`` method's 10 %):
     probe and epoch by the training arithmetic (the output says so); its B are compared with
     the joint trainer's on the same probes.
 
+Every sentence's tree distances are computed before any of them (the treebank's, once).
 Each is timed in wall and CPU seconds of the process tree (:class:`_proc_tree.TreeMonitor`),
 with GFLOP/s of the training arithmetic: per probe, epoch and training word, 4·d·r (U = HB and
 the weight gradient Hᵀ·∂L/∂U), and per distance probe and training sentence of n words, 6·r·n²
@@ -67,6 +71,9 @@ from probemeter.structural.training import (
     fit_structural_probes,
 )
 from probemeter.structural.trees import TreeData, development_split
+from probemeter.training.engine import warm_workers
+from probemeter.training.shared_memory import share_array
+from probemeter.training.workers import worker_count
 
 UD = Path(__file__).resolve().parents[1] / ".." / "shared" / "ud"
 TARGETS = ("distance", "depth")
@@ -212,10 +219,18 @@ def trained_scores(
     return found
 
 
-def run_joint(case: Case) -> tuple[dict[str, float], list[dict[str, list[np.ndarray]]]]:
-    """Every probe of the run trained together."""
+def run_joint(
+    case: Case, n_jobs: int = 1
+) -> tuple[dict[str, float], list[dict[str, list[np.ndarray]]]]:
+    """Every probe of the run trained together, in this process or in ``n_jobs`` workers
+    (the layers then in shared memory, as a run holds them, and the workers started first)."""
+    layers = case.layers if n_jobs == 1 else [share_array(layer) for layer in case.layers]
+    if n_jobs != 1:
+        warm_workers(n_jobs).join()
     with TreeMonitor() as monitor:
-        trained = fit_structural_layers(case.layers, case.trees, TARGETS, case.specs(), case.config)
+        trained = fit_structural_layers(
+            layers, case.trees, TARGETS, case.specs(), case.config, n_jobs=n_jobs
+        )
     return monitor.figures(), trained
 
 
@@ -304,14 +319,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"arithmetic {arithmetic / 1e9:.1f} GFLOP",
         flush=True,
     )
+    # every sentence's tree distances, computed once per treebank before any training
+    case.trees.distances(0)
     rows: dict[str, Any] = {}
     rows["joint"], joint = run_joint(case)
+    workers = worker_count(-1)
+    if workers > 1:
+        rows[f"joint_{workers}_workers"], in_workers = run_joint(case, -1)
+        same = all(
+            np.array_equal(a, b)
+            for x, y in zip(joint, in_workers)
+            for target in TARGETS
+            for a, b in zip(x[target], y[target])
+        )
     rows["per_family"], per_family = run_per_family(case)
     rows["loop"] = run_loop(case, args.loop_sentences)
     for name, row in rows.items():
         row["gflops"] = arithmetic / row["wall_s"] / 1e9
         print(
-            f"   {name:<10}: {row['wall_s']:8.1f} s wall, {row['cpu_s']:8.1f} s CPU (process "
+            f"   {name:<16}: {row['wall_s']:8.1f} s wall, {row['cpu_s']:8.1f} s CPU (process "
             f"tree), {row['gflops']:6.2f} GFLOP/s; load {row['load_before']:.2f} → "
             f"{row['load_after']:.2f}",
             flush=True,
@@ -323,6 +349,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{loop['loop_measured_cpu_s']:.1f} s CPU measured); its B within "
         f"{loop['max_abs_deviation_of_b']:.2e} of the joint trainer's on the same probes"
     )
+    if workers > 1:
+        parallel = rows[f"joint_{workers}_workers"]
+        print(
+            f"   joint in {workers} workers vs one process: "
+            f"{rows['joint']['wall_s'] / parallel['wall_s']:.2f}× less wall, "
+            f"{rows['joint']['cpu_s'] / parallel['cpu_s']:.2f}× less CPU"
+        )
     for base in ("per_family", "loop"):
         print(
             f"   joint vs {base}: {rows[base]['wall_s'] / rows['joint']['wall_s']:.2f}× less "
@@ -335,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for a, b in zip(x[target], y[target])
     )
     print(f"   largest |ΔB|, joint vs per family: {deviation:.2e}")
+    if workers > 1:
+        print(f"   joint in {workers} workers: B bit for bit those of one process: {same}")
     specs = case.specs()
     joint_scores = trained_scores(case, joint, specs)
     family_scores = trained_scores(case, per_family, specs)

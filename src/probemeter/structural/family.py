@@ -326,6 +326,7 @@ def structural_families(
     config: StructuralTraining | None = None,
     names: Sequence[str] | None = None,
     holdout: float = HOLDOUT,
+    n_jobs: int | None = 1,
 ) -> list[dict[str, StructuralFamily]]:
     """Per layer, a family (:func:`structural_probes`) of each target, every probe of every
     layer and target trained together on one split
@@ -339,6 +340,9 @@ def structural_families(
         trees, ranks, seeds, test_size, split, config, holdout: as :func:`structural_probes`.
         targets: distinct probe kinds, ``"distance"`` and/or ``"depth"``.
         names: each layer's name for results (default ``"layer 0"``, ``"layer 1"``, …).
+        n_jobs: worker processes sharing the training
+            (:func:`~probemeter.structural.training.fit_structural_layers`); the results do
+            not depend on it.
 
     Raises:
         ValueError: as :func:`structural_probes`; no layers, bad or repeated targets, or
@@ -358,7 +362,7 @@ def structural_families(
     train, dev = development_split(pool, holdout, config.random_state)
     specs = [ProbeSpec(int(r), seed, train) for r in ranks for seed in range(seeds)]
     with Stopwatch() as training:
-        trained = fit_structural_layers(arrays, trees, targets, specs, config)
+        trained = fit_structural_layers(arrays, trees, targets, specs, config, n_jobs=n_jobs)
     setting = (pool, dev, test, config, holdout, training.seconds)
     return [
         {

@@ -159,12 +159,13 @@ def structural_layers(
     test_size: float = 0.2,
     config: StructuralTraining | None = None,
     holdout: float = HOLDOUT,
+    n_jobs: int | None = 1,
 ) -> StructuralLayers:
     """Distance and depth probe families on each layer's features, all on one sentence split
     and one development share ``holdout`` of the pool, every probe of every layer trained
     together (:func:`~probemeter.structural.family.structural_families`). ``layers``
     maps a layer's name to its (n_words, d) features, or is a sequence (names ``0, 1, …``),
-    e.g. a (n_layers, n_words, d) array."""
+    e.g. a (n_layers, n_words, d) array; ``n_jobs`` worker processes share the training."""
     config = config_or_default(config, StructuralTraining())
     named = dict(layers) if isinstance(layers, Mapping) else dict(enumerate(layers))
     if not named:
@@ -180,6 +181,7 @@ def structural_layers(
         config=config,
         names=[f"layer {layer}" for layer in named],
         holdout=holdout,
+        n_jobs=n_jobs,
     )
     families = [
         (str(layer), pair["distance"], pair["depth"]) for layer, pair in zip(named, trained)

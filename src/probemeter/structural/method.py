@@ -136,8 +136,6 @@ class StructuralMethod(Method):
     kind = "structural"
     #: its head-selection data carry each word's UPOS tag id in ``groups`` (for punctuation)
     reads_trees: ClassVar[bool] = True
-    #: the probes train in the run's process (:func:`~probemeter.structural.structural_families`)
-    trains_in_workers: ClassVar[bool] = False
     summary = "Hewitt & Manning: structural probes (UUAS, DSpr., root accuracy, NSpr.) by rank"
 
     def training(self, random_state: int) -> StructuralTraining:
@@ -173,7 +171,9 @@ class StructuralMethod(Method):
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         """One unit per representation, keyed by the settings and :data:`UNIT_SCHEMA`."""
-        plans = self.per_representation(datasets, structural_unit, context.keywords("random_state"))
+        plans = self.per_representation(
+            datasets, structural_unit, context.keywords("random_state", "n_jobs")
+        )
         return [replace(plan, spec={**plan.spec, "unit": UNIT_SCHEMA}) for plan in plans]
 
     def headlines(self) -> tuple[Headline, ...]:
@@ -461,13 +461,15 @@ def structural_unit(
     *,
     method: StructuralMethod,
     random_state: int,
+    n_jobs: int | None = 1,
     tags: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Every probe kind's :class:`~probemeter.structural.family.StructuralFamily` of ``data``
     (trained on the task's pool sentences less a seeded development share, scored on those
     and on its test sentences) and the first kind's per-seed test correctness at the rank
     chosen on the development sentences (:func:`test_correctness`), as JSON; ``random_state``
-    seeds the development share, initial weights and minibatch orders; ``tags``: the
+    seeds the development share, initial weights and minibatch orders; ``n_jobs`` worker
+    processes share the training (the results do not depend on it); ``tags``: the
     vocabulary of the data's tag ids (:func:`probe_trees`; default UPOS)."""
     from probemeter.structural.family import structural_families
 
@@ -482,6 +484,7 @@ def structural_unit(
         split=(pool, test),
         config=config,
         names=[data.name],
+        n_jobs=n_jobs,
     )
     first = families[method.probes[0]]
     correctness = test_correctness(first, features, trees, test)
