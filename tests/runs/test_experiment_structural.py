@@ -5,6 +5,7 @@ root accuracy and NSpr. equal to the API's on the same features."""
 
 import json
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from experiment_files import conllu_sentences
 from tiny_models import make_tiny_bert
 
 from probemeter._figures import FigureOptions
+from probemeter._method import RunContext
 from probemeter.datasets import read_conllu
 from probemeter.datasets.conll import UPOS_TAGS
 from probemeter.runs.config import ExperimentError, load_experiment
@@ -297,3 +299,33 @@ def test_the_layer_table_shows_uuas_once():
     )
     header = analysis.table("markdown").splitlines()[0]
     assert [cell.strip() for cell in header.strip("|").split("|")].count("UUAS") == 1
+
+
+def _without_seconds(value):
+    """``value`` with every ``seconds`` entry left out (the time of training differs)."""
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def test_a_layer_sweep_trained_together_gives_each_unit_its_own_results(folder):
+    experiment = load_experiment(_write(folder, CONLLU, layer="[0, 1, 2]"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        datasets = prepare_data(experiment)
+    method = experiment.method
+    context = RunContext(0, "cpu", n_jobs=1, max_memory=None, progress=False, task="conllu")
+    plans = method.units(datasets, context)
+    assert len(plans) == 3
+    together = method.compute_together(plans)
+    assert together is not None and len(together) == 3
+    for plan, result in zip(plans, together):
+        alone = plan.function(plan.payload, **plan.options)
+        assert _without_seconds(json.loads(json.dumps(result))) == _without_seconds(
+            json.loads(json.dumps(alone))
+        )
+    # units of different settings are not trained together
+    other = replace(plans[1], options={**plans[1].options, "random_state": 1})
+    assert method.compute_together([plans[0], other]) is None

@@ -73,6 +73,7 @@ __all__ = [
     "best_rank",
     "probe_trees",
     "structural_unit",
+    "structural_units",
     "test_correctness",
 ]
 
@@ -175,6 +176,17 @@ class StructuralMethod(Method):
             datasets, structural_unit, context.keywords("random_state", "n_jobs")
         )
         return [replace(plan, spec={**plan.spec, "unit": UNIT_SCHEMA}) for plan in plans]
+
+    def compute_together(self, plans: Sequence[UnitPlan]) -> list[Mapping[str, Any]] | None:
+        """The units of a layer sweep (the same trees and split) trained together
+        (:func:`structural_units`): bit for bit each unit's own results, in a fraction of
+        the time (``benchmarks/structural_speed.py``: joint against per family)."""
+        options = [{k: v for k, v in plan.options.items() if k != "method"} for plan in plans]
+        if any(plan.function is not structural_unit for plan in plans) or any(
+            option != options[0] for option in options
+        ):
+            return None
+        return structural_units([plan.payload for plan in plans], method=self, **options[0])
 
     def headlines(self) -> tuple[Headline, ...]:
         """UUAS and DSpr. (distance probes), root accuracy and NSpr. (depth probes), all
@@ -471,29 +483,68 @@ def structural_unit(
     seeds the development share, initial weights and minibatch orders; ``n_jobs`` worker
     processes share the training (the results do not depend on it); ``tags``: the
     vocabulary of the data's tag ids (:func:`probe_trees`; default UPOS)."""
+    [result] = structural_units(
+        [data], method=method, random_state=random_state, n_jobs=n_jobs, tags=tags
+    )
+    return result
+
+
+def _with_source(metadata: dict[str, Any], source: str) -> dict[str, Any]:
+    """A family's ``metadata`` with its trees' source ``source``."""
+    return {**metadata, "trees": {**metadata["trees"], "source": source}}
+
+
+def structural_units(
+    datasets: Sequence[ProbeData],
+    *,
+    method: StructuralMethod,
+    random_state: int,
+    n_jobs: int | None = 1,
+    tags: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`structural_unit` of each of ``datasets``, the probes of those over the same
+    trees and sentence split (a layer sweep's) trained together
+    (:func:`~probemeter.structural.family.structural_families`: every layer's probes of a
+    spec share its minibatches): each result is its unit's alone but for the seconds of
+    training, which are the joint training's."""
     from probemeter.structural.family import structural_families
 
-    features, trees, pool, test = probe_trees(data, tags)
     config = method.training(random_state)
-    [families] = structural_families(
-        [features],
-        trees,
-        method.probes,
-        ranks=method.ranks,
-        seeds=method.seeds,
-        split=(pool, test),
-        config=config,
-        names=[data.name],
-        n_jobs=n_jobs,
-    )
-    first = families[method.probes[0]]
-    correctness = test_correctness(first, features, trees, test)
-    return {
-        "name": data.name,
-        "rank_chosen_on": first.rank_chosen_on,
-        "punctuation": trees.punctuation_rule,
-        "families": {target: _family_json(family) for target, family in families.items()},
-        "correctness": correctness.to_dict(),
-        "n_words": trees.n_words,
-        "n_features": int(features.shape[1]),
-    }
+    inputs = [probe_trees(data, tags) for data in datasets]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for position, (_, trees, pool, test) in enumerate(inputs):
+        same = (trees.heads, trees.punctuation, pool.tobytes(), test.tobytes())
+        groups.setdefault(same, []).append(position)
+    results: list[dict[str, Any]] = [{} for _ in datasets]
+    for members in groups.values():
+        _, trees, pool, test = inputs[members[0]]
+        trained = structural_families(
+            [inputs[i][0] for i in members],
+            trees,
+            method.probes,
+            ranks=method.ranks,
+            seeds=method.seeds,
+            split=(pool, test),
+            config=config,
+            names=[datasets[i].name for i in members],
+            n_jobs=n_jobs,
+        )
+        for i, families in zip(members, trained):
+            features, own = inputs[i][0], inputs[i][1]
+            # the same trees, but the source names each unit's own data
+            families = {
+                target: replace(family, metadata=_with_source(family.metadata, own.source))
+                for target, family in families.items()
+            }
+            first = families[method.probes[0]]
+            correctness = test_correctness(first, features, trees, test)
+            results[i] = {
+                "name": datasets[i].name,
+                "rank_chosen_on": first.rank_chosen_on,
+                "punctuation": trees.punctuation_rule,
+                "families": {target: _family_json(family) for target, family in families.items()},
+                "correctness": correctness.to_dict(),
+                "n_words": trees.n_words,
+                "n_features": int(features.shape[1]),
+            }
+    return results
