@@ -567,7 +567,14 @@ def _load_pt(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return as_numpy(payload["X"]), as_numpy(payload["y"])
 
 
-def _safetensors(path: Path, read: bool) -> list:
+def _with_safetensors(
+    path: Path, use: Callable[[Any], Any], unreadable: Callable[[BaseException], ValueError]
+) -> Any:
+    """``use(stored)`` of the ``.safetensors`` file at ``path`` opened for torch (its header
+    read; tensors and slices read when ``use`` asks): a ValueError naming the file when
+    safetensors is not installed (an optional dependency), ``unreadable(error)`` when the file
+    is not a readable safetensors file. The readers of feature files and of activation files
+    share it; what tensors each expects differs (``X``/``y`` here, hook-named ones there)."""
     try:
         from safetensors import SafetensorError, safe_open
     except ImportError:
@@ -576,13 +583,20 @@ def _safetensors(path: Path, read: bool) -> list:
         ) from None
     try:
         with safe_open(str(path), framework="pt") as stored:
-            _require(path, list(stored.keys()))
-            if read:
-                return [as_numpy(stored.get_tensor(k)) for k in ("X", "y")]
-            slices = [stored.get_slice(k) for k in ("X", "y")]
-            return [(tuple(part.get_shape()), part.get_dtype()) for part in slices]
+            return use(stored)
     except (SafetensorError, OSError) as error:
-        raise _unreadable(path, None, error) from None
+        raise unreadable(error) from None
+
+
+def _safetensors(path: Path, read: bool) -> list:
+    def use(stored: Any) -> list:
+        _require(path, list(stored.keys()))
+        if read:
+            return [as_numpy(stored.get_tensor(k)) for k in ("X", "y")]
+        slices = [stored.get_slice(k) for k in ("X", "y")]
+        return [(tuple(part.get_shape()), part.get_dtype()) for part in slices]
+
+    return _with_safetensors(path, use, partial(_unreadable, path, None))
 
 
 def _open_parquet(

@@ -25,6 +25,7 @@ from probemeter._method import Method
 from probemeter.data import LABEL_MODES, ProbeData
 from probemeter.feature_files import _header as npy_header
 from probemeter.feature_files import _open_parquet as open_parquet
+from probemeter.feature_files import _with_safetensors as with_safetensors
 from probemeter.runs.kinds.base import (
     Report,
     Representation,
@@ -221,17 +222,15 @@ def _torch_dict(path: Path) -> dict[str, _Array]:
 
 def _safetensors(path: Path) -> dict[str, _Array]:
     """The tensors of a ``.safetensors`` file, from its header; each read when wanted."""
-    try:
-        from safetensors import SafetensorError, safe_open
-    except ImportError:
-        raise ValueError(
-            f"reading {str(path)!r} needs safetensors: pip install 'probemeter[encoders]'"
-        ) from None
-    try:
-        with safe_open(str(path), framework="pt") as stored:
-            shapes = {key: tuple(stored.get_slice(key).get_shape()) for key in stored.keys()}
-    except (SafetensorError, OSError) as error:
-        raise ValueError(f"{str(path)!r} cannot be read as safetensors ({error})") from None
+
+    def unreadable(error: BaseException) -> ValueError:
+        return ValueError(f"{str(path)!r} cannot be read as safetensors ({error})")
+
+    shapes = with_safetensors(
+        path,
+        lambda stored: {key: tuple(stored.get_slice(key).get_shape()) for key in stored.keys()},
+        unreadable,
+    )
     return {
         key: _Array(shape, partial(_safetensors_read, path, key)) for key, shape in shapes.items()
     }
