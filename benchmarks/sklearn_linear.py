@@ -40,7 +40,7 @@ seed, in well under a minute. Without the Fashion-MNIST files the full run says 
 
 Usage::
 
-    python benchmarks/sklearn_linear.py               # Fashion-MNIST, 10 sizes × 2 seeds: long
+    python benchmarks/sklearn_linear.py --max-memory 6  # Fashion-MNIST, 10 sizes × 2 seeds: long
     python benchmarks/sklearn_linear.py --max-size 10000 --seeds 1
     python benchmarks/sklearn_linear.py --quick       # digits, under a minute
 """
@@ -150,15 +150,17 @@ def fit_probemeter(
     C: float,
     config: TrainingConfig,
     n_jobs: int,
+    max_memory: float | None,
 ) -> list[Fit]:
     """probemeter's Linear probes, every (size, seed) in one fit_evaluate call, each at its own
-    λ = 1/(C n); the test metrics are recomputed in float64 like scikit-learn's."""
+    λ = 1/(C n), within ``max_memory`` GiB a chunk (None: the engine's default); the test
+    metrics are recomputed in float64 like scikit-learn's."""
     lams = [1.0 / (C * n) for _, n, _ in grid]
     trained = fit_evaluate(
         data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes,
         [rows for _, _, rows in grid], [(RANDOM_STATE, seed, n) for seed, n, _ in grid],
         Linear(), config, device="cpu", n_jobs=n_jobs, return_parameters=True,
-        weight_decay=lams,
+        weight_decay=lams, max_memory=max_memory,
     )  # fmt: skip
     [(weights, biases)] = trained.parameters
     fits = [
@@ -185,6 +187,7 @@ def compare(
     config: TrainingConfig,
     tol: float,
     n_jobs: int,
+    max_memory: float | None = None,
 ) -> dict[str, Any]:
     """Fit both on the same subsets, back to back in this process, and print the table."""
     grid = subsets(data.pool_size, sizes, seeds)
@@ -197,7 +200,7 @@ def compare(
     )
     if n_jobs != 1:
         start_worker_pool(n_jobs)
-    ours, ours_time = timed(fit_probemeter, data, grid, C, config, n_jobs)
+    ours, ours_time = timed(fit_probemeter, data, grid, C, config, n_jobs, max_memory)
     (theirs, iterations), their_time = timed(fit_sklearn, data, grid, C, tol)
     print(
         f"{'n':>6} {'seed':>4} | {'test loss sk':>12} {'pm':>7} | {'objective sk':>12} "
@@ -244,6 +247,11 @@ def main() -> None:
     parser.add_argument("--smallest", type=int, default=250, help="smallest size (full run)")
     parser.add_argument("--max-size", type=int, default=None, help="largest size (full run)")
     parser.add_argument("--n-jobs", type=int, default=-1, help="engine CPU workers (-1: all)")
+    parser.add_argument(
+        "--max-memory",
+        type=float,
+        help="GiB of one chunk of probes (full-batch probes at n = 60,000 need about 4)",
+    )
     args = parser.parse_args()
     if args.quick:
         data = digits_pixels()
@@ -258,7 +266,7 @@ def main() -> None:
         steps=args.steps, batch_size=int(max(sizes)), lr=args.lr, weight_decay=0.0
     )
     start = time.perf_counter()
-    compare(data, sizes, seeds, args.C, config, args.tol, args.n_jobs)
+    compare(data, sizes, seeds, args.C, config, args.tol, args.n_jobs, args.max_memory)
     print(f"total {time.perf_counter() - start:.1f} s")
 
 
