@@ -178,6 +178,7 @@ class _Corpus:
     lengths: np.ndarray  # (n_sentences,)
     offsets: np.ndarray  # (n_sentences,): each sentence's first word
     places: np.ndarray  # (n_sentences,): each sentence's row of ``gold``, −1 if untrained
+    #: the gathered features of a step, reused: a fresh block every step costs its page faults
     buffer: torch.Tensor = field(default_factory=lambda: torch.empty(0))
 
     @classmethod
@@ -194,14 +195,13 @@ class _Corpus:
         places[sentences] = np.arange(sentences.size)
         with warnings.catch_warnings():  # a worker's shared maps are read-only: only read
             warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-            tensors = [torch.from_numpy(array) for array in layers]
-        return cls(
-            tensors,
-            {target: torch.from_numpy(values) for target, values in gold.items()},
-            trees.lengths,
-            trees.offsets[:-1],
-            places,
-        )
+            return cls(
+                [torch.from_numpy(array) for array in layers],
+                {target: torch.from_numpy(values) for target, values in gold.items()},
+                trees.lengths,
+                trees.offsets[:-1],
+                places,
+            )
 
     def batch(self, index: np.ndarray, targets: Sequence[str]) -> _Batch:
         """The minibatch of sentences ``index`` (S, b) (−1 = padding: no sentence): every
@@ -530,12 +530,12 @@ def step_bytes(
 ) -> int:
     """An upper bound on the bytes one layer adds to a step of :func:`fit_structural_layers`
     (its features are the caller's, read in place): every probe's B with its gradient and
-    Adam's two moments, and a step's tensors at the worst case (every spec of the largest rank group active at
-    its full batch b of the longest sentences L): the gathered features S·b·L·d, per target
-    the projection, its gradient and the products around it (6·S·b·L·r) and the distance
-    probe's pairwise tensors (8·S·b·L²: twice the sum of norms, D computed into it, its
-    signs, the weights and the gold values gathered, with room for the products' copies);
-    float32."""
+    Adam's two moments, and a step's tensors at the worst case (every spec of the largest
+    rank group active at its full batch b of the longest sentences L): the gathered features
+    S·b·L·d, per target the projection, its gradient and the products around it (6·S·b·L·r)
+    and the distance probe's pairwise tensors (8·S·b·L²: twice the sum of norms, D computed
+    into it, its signs, the weights and the gold values gathered, with room for the
+    products' copies); float32. Bucketing the sentences by length only lowers the pairs."""
     longest = int(trees.lengths.max())
     ranks = [spec.rank for spec in specs]
     group = max(ranks.count(rank) for rank in set(ranks))
