@@ -285,6 +285,10 @@ def fit_evaluate_many(
     threads and here in a worker on one (the same arithmetic, up to float rounding of
     threaded reductions).
 
+    The runner does not use it for the units of a layer sweep: on gold EWT's UPOS sweep (14
+    representations, ``benchmarks/sweep_planning.py``) each curve's plan already balances its
+    chunks over the workers, and one plan saved no wall time beyond the machine's noise.
+
     Args:
         calls: the calls, each checked as :func:`fit_evaluate` checks its arguments.
         device, n_jobs, max_memory, progress: as for :func:`fit_evaluate`, shared by all
