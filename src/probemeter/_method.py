@@ -235,6 +235,15 @@ class Method(Declared, ABC):
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         """The stored units of a run over ``datasets`` (by representation name, in order)."""
 
+    def compute_together(self, plans: Sequence[UnitPlan]) -> list[Mapping[str, Any]] | None:
+        """The results of the units ``plans`` (some of :meth:`units`, not stored yet), computed
+        together where that is faster than one after another (the structural method trains a
+        layer sweep's probes together), each exactly what its own ``function`` returns but for
+        the seconds it records; or None, the default: the runner computes them one after
+        another. (The curve method does not: one engine plan for a sweep's curves saved no time,
+        ``benchmarks/sweep_planning.py``.)"""
+        return None
+
     @abstractmethod
     def finish(
         self,

@@ -329,3 +329,31 @@ def test_a_layer_sweep_trained_together_gives_each_unit_its_own_results(folder):
     # units of different settings are not trained together
     other = replace(plans[1], options={**plans[1].options, "random_state": 1})
     assert method.compute_together([plans[0], other]) is None
+
+
+def test_a_run_trains_its_pending_layers_together_and_resumes_one_unit(folder, tmp_path):
+    experiment = load_experiment(_write(folder, CONLLU, layer="[0, 1, 2]"))
+    calls = []
+    original = StructuralMethod.compute_together
+
+    def spy(self, plans):
+        calls.append([plan.label for plan in plans])
+        return original(self, plans)
+
+    with warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        warnings.simplefilter("ignore")
+        patch.setattr(StructuralMethod, "compute_together", spy)
+        run = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
+        assert calls == [["bert-0", "bert-1", "bert-2"]]
+        # one unit lost: the rerun computes it alone, loads the others, the same results
+        unit = run.timings["bert-1"]["key"]
+        [lost] = (tmp_path / "structural").rglob(f"{unit}*.json")
+        lost.unlink()
+        again = run_experiment(experiment, tmp_path, progress=False, figures=FIGURES)
+    assert calls == [["bert-0", "bert-1", "bert-2"]]
+    assert {name: t["loaded"] for name, t in again.timings.items()} == {
+        "bert-0": True,
+        "bert-1": False,
+        "bert-2": True,
+    }
+    assert again.table == run.table

@@ -220,6 +220,42 @@ def test_run_units_loads_stored_units_and_fresh_recomputes(tmp_path):
     assert not store.has(fresh[0].key)
 
 
+def test_pending_units_are_offered_together_and_stored_one_by_one(tmp_path):
+    store = ResultStore(tmp_path)
+    alone, together = [], []
+
+    def unit(seed: int) -> tuple[dict, object]:
+        def compute() -> dict:
+            alone.append(seed)
+            return {"seed": seed, "how": "alone"}
+
+        return {**SPEC, "seeds": [seed]}, compute
+
+    def joint(positions: list[int]) -> list[dict]:
+        together.append(positions)
+        return [{"seed": p, "how": "together"} for p in positions]
+
+    run_units([unit(1)], store, progress=False)
+    outcomes = run_units([unit(0), unit(1), unit(2)], store, progress=False, together=joint)
+    # only the units not stored are offered, in order; the stored one is loaded
+    assert together == [[0, 2]] and alone == [1]
+    assert [o.result["how"] for o in outcomes] == ["together", "alone", "together"]
+    assert [o.loaded for o in outcomes] == [False, True, False]
+    assert store.has(outcomes[0].key) and store.has(outcomes[2].key)
+    # declined (None): each computes alone; one pending unit is never offered
+    run_units([unit(3), unit(4)], store, progress=False, together=lambda positions: None)
+    run_units([unit(5)], store, progress=False, together=joint)
+    assert alone == [1, 3, 4, 5] and together == [[0, 2]]
+
+    # a failure while computing together stores none of them
+    def broken(positions: list[int]) -> list[dict]:
+        raise RuntimeError("killed")
+
+    with pytest.raises(RuntimeError):
+        run_units([unit(6), unit(7)], store, progress=False, together=broken)
+    assert not any(store.has(unit_key(unit(seed)[0])) for seed in (6, 7))
+
+
 def test_run_units_rejects_duplicates_and_non_mapping_results(tmp_path):
     store = ResultStore(tmp_path)
     with pytest.raises(ValueError, match=r"units\[1\] has the same spec as units\[0\]"):

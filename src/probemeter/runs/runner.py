@@ -197,7 +197,10 @@ def run_experiment(
         store = ResultStore(run_dir)
         if ray is None:
             pairs = [(unit.spec, unit.compute) for unit in units]
-            outcomes = run_units(pairs, store, fresh=fresh, progress=progress, probes=save_probes)
+            outcomes = run_units(
+                pairs, store, fresh=fresh, progress=progress, probes=save_probes,
+                together=lambda pending: method.compute_together([plans[i] for i in pending]),
+            )  # fmt: skip
         else:
             from probemeter.runs.ray_backend import run_units_on_ray
 

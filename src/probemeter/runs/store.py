@@ -340,6 +340,7 @@ def run_units(
     fresh: bool = False,
     progress: bool = True,
     probes: bool = False,
+    together: Callable[[list[int]], Sequence[Mapping[str, Any]] | None] | None = None,
 ) -> list[UnitOutcome]:
     """Run ``units`` — pairs (spec, compute) — resuming from ``store``; outcomes in order.
 
@@ -351,19 +352,37 @@ def run_units(
     run's ``save_probes``), every result must hold its probes, and a stored unit without its
     probes file counts as not stored: it is computed again.
 
+    With ``together``, the units not stored (when there are several) are first offered to
+    ``together(positions)``, which computes them at once and returns their results in that
+    order (a structural layer sweep trained together), or None to leave them to their own
+    compute functions; each result is then stored as above, with an equal share of the joint
+    seconds. A run killed while they are computed together stores none of them, and its
+    rerun computes them again.
+
     Raises:
         ValueError: a spec is not JSON (see :func:`unit_key`), two units have the same spec,
             a compute function returns a non-mapping (or, with ``probes``, keeps no probes),
             or a stored unit file is corrupt.
     """
     keys = prepare_units([spec for spec, _ in units], store, fresh=fresh)
+    joint: dict[int, tuple[Mapping[str, Any], float]] = {}
+    pending = [i for i, key in enumerate(keys) if not store.has(key, probes)]
+    if together is not None and len(pending) > 1:
+        started = time.perf_counter()
+        results = together(pending)
+        if results is not None:
+            share = (time.perf_counter() - started) / len(pending)
+            joint = {i: (result, share) for i, result in zip(pending, results, strict=True)}
     outcomes = []
     bar = tqdm(total=len(units), desc="units", unit="unit", disable=not progress)
     with bar:
-        for key, (spec, compute) in zip(keys, units):
-            loaded = store.has(key, probes)
+        for index, (key, (spec, compute)) in enumerate(zip(keys, units)):
+            loaded = index not in joint and store.has(key, probes)
             if loaded:
                 record = store.load(key)
+            elif index in joint:
+                result, seconds = joint[index]
+                record = store.save(key, spec, check_result(key, result, probes), seconds)
             else:
                 started = time.perf_counter()
                 result = check_result(key, compute(), probes)
