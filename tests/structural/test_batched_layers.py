@@ -46,6 +46,14 @@ def _ewt_like(seed: int, sentences: int, dimension: int) -> tuple[TreeData, list
     ]
 
 
+def _assert_same_probes(a: list[dict], b: list[dict]) -> None:
+    """Every layer's probes of both kinds equal bit for bit."""
+    for x, y in zip(a, b, strict=True):
+        for target in ("distance", "depth"):
+            for first, second in zip(x[target], y[target], strict=True):
+                np.testing.assert_array_equal(first, second)
+
+
 def test_every_probe_of_the_joint_run_matches_the_one_probe_loop():
     trees, layers = _ewt_like(0, 36, 20)
     rng = np.random.default_rng(1)
@@ -85,10 +93,7 @@ def test_chunks_of_layers_train_the_same_probes_bit_for_bit():
     one_each = fit_structural_layers(
         layers, trees, ("distance", "depth"), specs, config, max_memory=1e-9
     )
-    for a, b in zip(whole, one_each):
-        for target in ("distance", "depth"):
-            for x, y in zip(a[target], b[target]):
-                np.testing.assert_array_equal(x, y)
+    _assert_same_probes(whole, one_each)
 
 
 def test_the_joint_families_score_as_one_family_at_a_time():
@@ -203,10 +208,7 @@ def test_sentences_no_probe_trains_on_do_not_change_the_probes():
         for layer in changed:
             layer[trees.offsets[s] : trees.offsets[s + 1]] *= 1000
     after = fit_structural_layers(changed, trees, ("distance", "depth"), specs, config)
-    for a, b in zip(before, after):
-        for target in ("distance", "depth"):
-            for x, y in zip(a[target], b[target]):
-                np.testing.assert_array_equal(x, y)
+    _assert_same_probes(before, after)
 
 
 @pytest.mark.slow
@@ -219,10 +221,7 @@ def test_worker_processes_train_the_same_probes_bit_for_bit(monkeypatch):
     # however small the work, two workers train the (chunk of layers, rank) stacks
     monkeypatch.setattr(training, "_SMALL_WORK_FLOPS", 0)
     shared = fit_structural_layers(layers, trees, ("distance", "depth"), specs, config, n_jobs=2)
-    for a, b in zip(alone, shared):
-        for target in ("distance", "depth"):
-            for x, y in zip(a[target], b[target]):
-                np.testing.assert_array_equal(x, y)
+    _assert_same_probes(alone, shared)
 
 
 def test_a_bad_n_jobs_is_refused_before_training():

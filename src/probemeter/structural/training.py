@@ -461,7 +461,14 @@ def fit_structural_layers(
     sentences = np.unique(np.concatenate([spec.sentences for spec in specs]))
     gold = {target: trees.padded(target, sentences) for target in targets}
     work = [
-        ([arrays[layer] for layer in chunk], trees, gold, sentences, _rank_specs(specs, rank))
+        _StackTask(
+            [arrays[layer] for layer in chunk],
+            trees,
+            gold,
+            sentences,
+            [spec for spec in specs if spec.rank == rank],
+            config,
+        )
         for chunk, rank in tasks
     ]
     if (
@@ -470,11 +477,11 @@ def fit_structural_layers(
         and _training_flops(arrays, trees, specs, config) >= (_SMALL_WORK_FLOPS)
     ):
         stacks = Parallel(n_jobs=workers, backend="loky")(
-            delayed(_train_in_worker)(*arguments, config) for arguments in work
+            delayed(_train_in_worker)(task) for task in work
         )
     else:
         with single_threaded(True):
-            stacks = [_train_stack(*arguments, config) for arguments in work]
+            stacks = [_train_stack(task) for task in work]
     trained = [{target: [np.empty(0)] * len(specs) for target in targets} for _ in arrays]
     for (chunk, rank), stack in zip(tasks, stacks):
         members = [i for i, spec in enumerate(specs) if spec.rank == rank]
@@ -484,11 +491,6 @@ def fit_structural_layers(
                 for column, i in enumerate(members):
                     trained[layer][target][i] = own[position, column].copy()
     return trained
-
-
-def _rank_specs(specs: Sequence[ProbeSpec], rank: int) -> list[ProbeSpec]:
-    """The specs of one rank, in their order."""
-    return [spec for spec in specs if spec.rank == rank]
 
 
 def _training_flops(
@@ -509,18 +511,12 @@ def _training_flops(
     return 2 * config.epochs * per_epoch
 
 
-def _train_in_worker(
-    layers: list[np.ndarray],
-    trees: TreeData,
-    gold: dict[str, np.ndarray],
-    sentences: np.ndarray,
-    specs: list[ProbeSpec],
-    config: StructuralTraining,
-) -> np.ndarray:
-    """:func:`_train_stack` in a worker process, single-threaded, ended with its parent."""
+def _train_in_worker(task: _StackTask) -> np.ndarray:
+    """:func:`_train_stack` of ``task`` in a worker process, single-threaded, ended with its
+    parent."""
     exit_with_parent()
     torch.set_num_threads(1)
-    return _train_stack(layers, trees, gold, sentences, specs, config)
+    return _train_stack(task)
 
 
 def step_bytes(
@@ -598,20 +594,26 @@ def _layer_chunks(
     return chunks
 
 
-def _train_stack(
-    layers: list[np.ndarray],
-    trees: TreeData,
-    gold: dict[str, np.ndarray],
-    sentences: np.ndarray,
-    specs: list[ProbeSpec],
-    config: StructuralTraining,
-) -> np.ndarray:
-    """Train the probes ``specs`` of one rank on ``layers`` as one (layers, specs, d,
-    targets·r) stack (each target of ``gold`` (:class:`_Corpus`) side by side: one product
+@dataclass(frozen=True)
+class _StackTask:
+    """The probes ``specs`` of one rank on ``layers``: the targets of ``gold`` (padded over
+    the trained ``sentences``, :class:`_Corpus`) side by side."""
+
+    layers: list[np.ndarray]
+    trees: TreeData
+    gold: dict[str, np.ndarray]
+    sentences: np.ndarray
+    specs: list[ProbeSpec]
+    config: StructuralTraining
+
+
+def _train_stack(task: _StackTask) -> np.ndarray:
+    """Train the task's probes as one (layers, specs, d, targets·r) stack (one product
     projects the words for all targets) with a stacked Adam; a spec's probes share its
     minibatches and its step count. Returns the stack."""
-    corpus = _Corpus.build(layers, trees, gold, sentences)
-    targets = list(gold)
+    specs, config = task.specs, task.config
+    corpus = _Corpus.build(task.layers, task.trees, task.gold, task.sentences)
+    targets = list(task.gold)
     n_layers, dimension = len(corpus.layers), corpus.layers[0].shape[1]
     initial = np.stack([initial_projection(s, dimension, config.random_state) for s in specs])
     rank = initial.shape[-1]
