@@ -17,9 +17,10 @@ development share (the ``structural`` method's 10 %):
     its step, so (a) against (b) is what training everything together adds);
 (c) **plain loop**: :func:`~probemeter.structural.training.fit_one_probe` (sentence by
     sentence, autograd, ``torch.optim.Adam``: Hewitt & Manning's code) on one probe per
-    (probe kind, rank) for one epoch over ``--loop-sentences`` sentences, extrapolated to every
-    probe and epoch by the training arithmetic (the output says so); its B are compared with
-    the joint trainer's on the same probes.
+    (probe kind, rank) for one epoch over ``--loop-sentences`` sentences, on one thread as
+    the others, after an untimed first probe (torch's first optimiser step imports
+    ``torch._dynamo``), extrapolated to every probe and epoch by the training arithmetic (the
+    output says so); its B are compared with the joint trainer's on the same probes.
 
 Every sentence's tree distances are computed before any of them (the treebank's, once).
 Each is timed in wall and CPU seconds of the process tree (:class:`_proc_tree.TreeMonitor`),
@@ -62,6 +63,7 @@ import numpy as np
 import torch
 from _proc_tree import TreeMonitor
 
+from probemeter._device import single_threaded
 from probemeter.structural.scoring import predict_sentences, score
 from probemeter.structural.training import (
     ProbeSpec,
@@ -261,7 +263,11 @@ def run_loop(case: Case, sentences: int) -> dict[str, Any]:
         [features], case.trees, TARGETS, [spec for _, spec in probes], one_epoch
     )
     deviation, timed_flops = 0.0, 0.0
-    with TreeMonitor() as monitor:
+    # untimed: autograd's and torch.optim.Adam's first use in a process (its first step
+    # imports torch._dynamo: about 2 s) belongs to no probe
+    warm_up = ProbeSpec(case.ranks[0], 0, subset[: case.config.batch_size])
+    fit_one_probe(features, case.trees, TARGETS[0], warm_up, one_epoch)
+    with TreeMonitor() as monitor, single_threaded(True):
         for number, (target, spec) in enumerate(probes):
             projection = fit_one_probe(features, case.trees, target, spec, one_epoch)
             deviation = max(deviation, float(np.abs(projection - joint[0][target][number]).max()))
