@@ -150,7 +150,7 @@ def fit_probemeter(
     C: float,
     config: TrainingConfig,
     n_jobs: int,
-    max_memory: float | None,
+    max_memory: float | None = None,
 ) -> list[Fit]:
     """probemeter's Linear probes, every (size, seed) in one fit_evaluate call, each at its own
     λ = 1/(C n), within ``max_memory`` GiB a chunk (None: the engine's default); the test
