@@ -274,13 +274,13 @@ class _Bucket:
     gold: dict[str, torch.Tensor]  # per target (n, L, L) or (n, L)
 
 
-def length_buckets(lengths: np.ndarray, most: int = 3) -> list[np.ndarray]:
-    """The positions of the nonzero ``lengths`` in at most ``most`` (1 to 3) buckets of
-    consecutive lengths, the shortest first, cut where the padded pairs
-    Σ_buckets n_j·L_j² are fewest (n_j sentences padded to the longest, L_j, of their
-    bucket), each bucket beyond the first counted as ``_BUCKET_PAIRS`` more pairs (its fixed
-    cost): a minibatch's pairwise tensors then hold a few times its sentences' pairs Σ n²,
-    not |batch|·(max n)² (7.5 times Σ n² on EWT's minibatches of 2 × 20 sentences)."""
+def length_buckets(lengths: np.ndarray) -> list[np.ndarray]:
+    """The positions of the nonzero ``lengths`` in at most three buckets of consecutive
+    lengths, the shortest first, cut where the padded pairs Σ_buckets n_j·L_j² are fewest
+    (n_j sentences padded to the longest, L_j, of their bucket), each bucket counted as
+    ``_BUCKET_PAIRS`` more pairs (its fixed cost): a minibatch's pairwise tensors then hold a
+    few times its sentences' pairs Σ n², not |batch|·(max n)² (7.5 times Σ n² on EWT's
+    minibatches of 2 × 20 sentences)."""
     order = np.argsort(lengths, kind="stable")
     order = order[lengths[order] > 0]
     n = order.size
@@ -293,7 +293,7 @@ def length_buckets(lengths: np.ndarray, most: int = 3) -> list[np.ndarray]:
     middle = np.where(c > a, squares[c - 1] * (c - a), 0.0)
     count = (a > 0).astype(int) + (c > a) + (c < n)
     cost = first + middle + np.where(c < n, squares[-1] * (n - c), 0.0) + _BUCKET_PAIRS * count
-    best = int(np.argmin(np.where(count <= most, cost, np.inf)))
+    best = int(np.argmin(cost))
     edges = sorted({0, int(a[best]), int(c[best]), n})
     return [order[begin:end] for begin, end in itertools.pairwise(edges)]
 
@@ -474,7 +474,7 @@ def fit_structural_layers(
     if (
         workers > 1
         and len(tasks) > 1
-        and _training_flops(arrays, trees, specs, config) >= (_SMALL_WORK_FLOPS)
+        and _training_flops(arrays, trees, targets, specs, config) >= (_SMALL_WORK_FLOPS)
     ):
         stacks = Parallel(n_jobs=workers, backend="loky")(
             delayed(_train_in_worker)(task) for task in work
@@ -496,19 +496,23 @@ def fit_structural_layers(
 def _training_flops(
     arrays: Sequence[np.ndarray],
     trees: TreeData,
+    targets: Sequence[str],
     specs: Sequence[ProbeSpec],
     config: StructuralTraining,
 ) -> float:
-    """The training arithmetic of every probe of every layer and both targets, all epochs:
-    per probe, epoch and training word 4·d·r (U = HB and Hᵀ·∂L/∂U), and per sentence of n
-    words 6·r·n² (the distance probe's Gram product and its gradient's)."""
+    """The training arithmetic of every probe of every layer and target, all epochs: per
+    probe, epoch and training word 4·d·r (U = HB and Hᵀ·∂L/∂U), and per distance probe and
+    sentence of n words 6·r·n² (its Gram product and its gradient's)."""
     lengths = trees.lengths.astype(np.float64)
     width = sum(array.shape[1] for array in arrays)
+    pairs = len(arrays) * ("distance" in targets)
     per_epoch = 0.0
     for spec in specs:
         trained = lengths[spec.sentences]
-        per_epoch += spec.rank * (4 * width * trained.sum() + 6 * len(arrays) * trained @ trained)
-    return 2 * config.epochs * per_epoch
+        per_epoch += spec.rank * (
+            4 * width * len(targets) * trained.sum() + 6 * pairs * trained @ trained
+        )
+    return config.epochs * per_epoch
 
 
 def _train_in_worker(task: _StackTask) -> np.ndarray:
