@@ -331,6 +331,36 @@ def test_a_layer_sweep_trained_together_gives_each_unit_its_own_results(folder):
     assert method.compute_together([plans[0], other]) is None
 
 
+def test_a_sweep_trains_as_many_layers_together_as_their_features_fit(folder, monkeypatch):
+    from probemeter.structural import family
+    from probemeter.structural import method as structural_method
+
+    experiment = load_experiment(_write(folder, CONLLU, layer="[0, 1, 2]"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        datasets = list(prepare_data(experiment).values())
+    method = experiment.method
+    whole = structural_method.structural_units(datasets, method=method, random_state=0)
+    groups = []
+    original = family.structural_families
+
+    def spy(layers, *args, **kwargs):
+        groups.append(len(layers))
+        return original(layers, *args, **kwargs)
+
+    monkeypatch.setattr(family, "structural_families", spy)
+    # room for two layers' features (each a float32 copy of the data's), not three
+    layer_bytes = (
+        4 * datasets[0].X_train.shape[1] * (len(datasets[0].y_train) + len(datasets[0].y_test))
+    )
+    monkeypatch.setattr(structural_method, "MAX_MEMORY_GIB", 2.5 * layer_bytes / 2**30)
+    capped = structural_method.structural_units(datasets, method=method, random_state=0)
+    assert groups == [2, 1]
+    assert _without_seconds(json.loads(json.dumps(capped))) == _without_seconds(
+        json.loads(json.dumps(whole))
+    )
+
+
 def test_a_run_trains_its_pending_layers_together_and_resumes_one_unit(folder, tmp_path):
     experiment = load_experiment(_write(folder, CONLLU, layer="[0, 1, 2]"))
     calls = []

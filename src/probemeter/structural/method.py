@@ -51,6 +51,7 @@ import numpy as np
 from probemeter import _validation as valid
 from probemeter._figures import FigureOptions
 from probemeter._method import (
+    MAX_MEMORY_GIB,
     Method,
     MethodRun,
     RunContext,
@@ -179,8 +180,8 @@ class StructuralMethod(Method):
 
     def compute_together(self, plans: Sequence[UnitPlan]) -> list[Mapping[str, Any]] | None:
         """The units of a layer sweep (the same trees and split) trained together
-        (:func:`structural_units`): bit for bit each unit's own results, in a fraction of
-        the time (``benchmarks/structural_speed.py``: joint against per family)."""
+        (:func:`structural_units`): bit for bit each unit's own results but for the seconds,
+        in about half the CPU time (gold EWT's 7 MiniLM layers: benchmarks/README.md)."""
         options = [{k: v for k, v in plan.options.items() if k != "method"} for plan in plans]
         if any(plan.function is not structural_unit for plan in plans) or any(
             option != options[0] for option in options
@@ -505,32 +506,29 @@ def structural_units(
     """:func:`structural_unit` of each of ``datasets``, the probes of those over the same
     trees and sentence split (a layer sweep's) trained together
     (:func:`~probemeter.structural.family.structural_families`: every layer's probes of a
-    spec share its minibatches): each result is its unit's alone but for the seconds of
-    training, which are the joint training's."""
+    spec share its minibatches), as many at a time as their features fit
+    :data:`~probemeter._method.MAX_MEMORY_GIB`: each result is its unit's alone but for the
+    seconds of training, which are the joint training's."""
     from probemeter.structural.family import structural_families
 
     config = method.training(random_state)
-    inputs = [probe_trees(data, tags) for data in datasets]
-    groups: dict[tuple[Any, ...], list[int]] = {}
-    for position, (_, trees, pool, test) in enumerate(inputs):
-        same = (trees.heads, trees.punctuation, pool.tobytes(), test.tobytes())
-        groups.setdefault(same, []).append(position)
     results: list[dict[str, Any]] = [{} for _ in datasets]
-    for members in groups.values():
-        _, trees, pool, test = inputs[members[0]]
+
+    def train(group: list[tuple[int, np.ndarray, TreeData, np.ndarray, np.ndarray]]) -> None:
+        """Train ``group``'s units together and put their results in place."""
+        _, _, trees, pool, test = group[0]
         trained = structural_families(
-            [inputs[i][0] for i in members],
+            [features for _, features, *_ in group],
             trees,
             method.probes,
             ranks=method.ranks,
             seeds=method.seeds,
             split=(pool, test),
             config=config,
-            names=[datasets[i].name for i in members],
+            names=[datasets[i].name for i, *_ in group],
             n_jobs=n_jobs,
         )
-        for i, families in zip(members, trained):
-            features, own = inputs[i][0], inputs[i][1]
+        for (i, features, own, _, _), families in zip(group, trained):
             # the same trees, but the source names each unit's own data
             families = {
                 target: replace(family, metadata=_with_source(family.metadata, own.source))
@@ -547,4 +545,19 @@ def structural_units(
                 "n_words": trees.n_words,
                 "n_features": int(features.shape[1]),
             }
+
+    # consecutive units of the same trees and split, their features (each a reordered copy of
+    # the data's) within one chunk's memory budget: a long sweep of wide layers is trained a
+    # few layers at a time, not all copied at once
+    group: list[tuple[int, np.ndarray, TreeData, np.ndarray, np.ndarray]] = []
+    key, held = None, 0
+    for i, data in enumerate(datasets):
+        features, trees, pool, test = probe_trees(data, tags)
+        same = (trees.heads, trees.punctuation, pool.tobytes(), test.tobytes())
+        if group and (same != key or held + features.nbytes > MAX_MEMORY_GIB * 2**30):
+            train(group)
+            group, held = [], 0
+        group.append((i, features, trees, pool, test))
+        key, held = same, held + features.nbytes
+    train(group)
     return results
