@@ -10,7 +10,7 @@ import pytest
 
 from probemeter._summary import Estimate
 from probemeter.cli.main import main
-from probemeter.runs.conditional import ConditionalAnalysis, beyond
+from probemeter.runs.conditional import Beyond, ConditionalAnalysis, beyond
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
 
@@ -109,6 +109,35 @@ def test_differences_carry_bounds_honestly():
     assert ranged.format() == "3 [1.5, 4.5]"
     gained = beyond(Estimate(0.6, 0.55, 0.65), Estimate(0.9, 0.85, 0.95), "higher")
     assert gained.value == pytest.approx(0.3) and gained.low == pytest.approx(0.2)
+
+
+def test_each_end_of_a_seed_range_carries_its_seeds_bound_flags():
+    """``80 [70, > 120]`` minus ``11 [10, 12]``: the high end subtracts 10 from a seed that is
+    only a lower bound (≥ 120), so it is ≥ 110, never the value 110; a bound subtracted from an
+    end makes it an upper bound, two make it unknown; the value's own status is unchanged."""
+    given_b = Estimate(80.0, 70.0, 120.0, high_bound=True)
+    saved = beyond(given_b, Estimate(11.0, 10.0, 12.0), "lower")
+    assert (saved.value, saved.low, saved.high) == (69.0, 58.0, 110.0)
+    assert (saved.status, saved.low_status, saved.high_status) == (
+        "exact",
+        "exact",
+        "lower bound",
+    )
+    assert saved.format() == "69 [58, ≥ 110]"
+    # the seed of both's lowest value a bound: B's highest minus it is at most 110
+    lowered = beyond(
+        Estimate(80.0, 70.0, 120.0), Estimate(11.0, 10.0, 12.0, low_bound=True), "lower"
+    )
+    assert lowered.format() == "69 [58, ≤ 110]"
+    nothing = beyond(given_b, Estimate(11.0, 10.0, 12.0, low_bound=True), "lower")
+    assert nothing.high_status == "unknown" and nothing.format() == "69 [58, unknown]"
+    # accuracy (higher is better): both minus B; a seed bound on either side marks its ends
+    gained = beyond(Estimate(0.6, 0.5, 0.7, low_bound=True), Estimate(0.9, 0.8, 0.95), "higher")
+    assert (gained.low_status, gained.high_status) == ("exact", "upper bound")
+    # files written before each end had its status read as their tables showed them
+    old = {"value": 3.0, "low": 1.0, "high": 4.0, "status": "lower bound"}
+    assert Beyond.from_dict(old).format() == "≥ 3 [≥ 1, ≥ 4]"
+    assert Beyond.from_dict(saved.to_dict()) == saved
 
 
 def test_a_baseline_is_checked_up_front(tmp_path):

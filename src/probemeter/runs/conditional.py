@@ -23,7 +23,10 @@ d = m(B) − m(B, X) is then
 
 **Seed ranges.** The range of the difference over seeds is the interval difference of the two
 ranges, [low_B − high_BX, high_B − low_BX]: it contains every seed's difference whichever seeds
-pair, so it is conservative.
+pair, so it is conservative. Each end carries its own status by the same rule, from the two
+seed values it subtracts: ``80 [70, > 120]`` minus ``11 [10, 12]`` is ``69 [58, ≥ 110]``, since
+the seed of 120 is only a lower bound (an end is taken as a bound wherever its measure's
+value is, the conservative reading when seeds carry no flags of their own).
 
 References:
     Hewitt, J., Ethayarajh, K., Liang, P. & Manning, C. D. (2021). Conditional probing:
@@ -142,37 +145,57 @@ class Beyond:
             or an unknown value.
         status: ``"exact"``, ``"lower bound"`` (the true difference is at least ``value``),
             ``"upper bound"`` (at most ``value``) or ``"unknown"``.
+        low_status, high_status: the same for each end of the range, from the two seed values
+            that end subtracts (an end ``"unknown"`` when both are lower bounds).
     """
 
     value: float
     low: float | None = None
     high: float | None = None
     status: str = "exact"
+    low_status: str = "exact"
+    high_status: str = "exact"
 
     def format(self) -> str:
-        """``"v [low, high]"``; ``"≥ v [≥ low, ≥ high]"`` or with ``"≤"`` for bounds;
-        ``"unknown (both bounds)"``."""
+        """``"v [low, high]"``, each number written ``"≥ x"`` or ``"≤ x"`` when it is a bound
+        and ``"unknown"`` when nothing is known of it; ``"unknown (both bounds)"``.
+
+        Examples:
+            >>> Beyond(69.0, 58.0, 110.0, high_status="lower bound").format()
+            '69 [58, ≥ 110]'
+        """
         if self.status == "unknown":
             return "unknown (both bounds)"
-        # a bound's seed range is made of the same kind of bound (conservatively, all of it)
-        mark = {"exact": "", "lower bound": "≥ ", "upper bound": "≤ "}[self.status]
-        shown = f"{mark}{_number(self.value)}"
+        shown = _bounded(self.value, self.status)
         if self.low is None or self.high is None:
             return shown
-        return f"{shown} [{mark}{_number(self.low)}, {mark}{_number(self.high)}]"
+        low, high = _bounded(self.low, self.low_status), _bounded(self.high, self.high_status)
+        return f"{shown} [{low}, {high}]"
 
     def to_dict(self) -> dict[str, Any]:
         value = None if math.isnan(self.value) else self.value
-        return {"value": value, "low": self.low, "high": self.high, "status": self.status}
+        return {
+            "value": value,
+            "low": self.low,
+            "high": self.high,
+            "status": self.status,
+            "low_status": self.low_status,
+            "high_status": self.high_status,
+        }
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> Beyond:
+        """Also reads files written before each end had its status: their ends take the
+        value's status, as those files' tables showed them."""
         value = payload["value"]
+        status = payload["status"]
         return cls(
             math.nan if value is None else float(value),
             payload["low"],
             payload["high"],
-            payload["status"],
+            status,
+            payload.get("low_status", status),
+            payload.get("high_status", status),
         )
 
 
@@ -180,31 +203,59 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
+def _bounded(value: float, status: str) -> str:
+    if status == "unknown":
+        return "unknown"
+    return {"exact": "", "lower bound": "≥ ", "upper bound": "≤ "}[status] + _number(value)
+
+
+def _difference_status(first_bound: bool, second_bound: bool) -> str:
+    """The status of ``first − second`` when each may be only a lower bound of its true value:
+    a lower bound when only ``first`` is, an upper bound when only ``second`` is, unknown
+    when both are."""
+    if first_bound and second_bound:
+        return "unknown"
+    return "lower bound" if first_bound else "upper bound" if second_bound else "exact"
+
+
 def beyond(given_baseline: Estimate, given_both: Estimate, better: str) -> Beyond:
     """The difference of a measure given B and given [B; X] (module docstring): its value,
     conservative seed range and bound status.
 
     Examples:
-        >>> beyond(Estimate(10.0), Estimate(7.0), "lower")
-        Beyond(value=3.0, low=None, high=None, status='exact')
+        >>> beyond(Estimate(10.0), Estimate(7.0), "lower").format()
+        '3'
         >>> beyond(Estimate(10.0, lower_bound=True), Estimate(7.0), "lower").status
         'lower bound'
         >>> round(beyond(Estimate(0.8), Estimate(0.9), "higher").value, 6)
         0.1
+        >>> given_b = Estimate(80.0, 70.0, 120.0, high_bound=True)  # 80 [70, > 120]
+        >>> beyond(given_b, Estimate(11.0, 10.0, 12.0), "lower").format()
+        '69 [58, ≥ 110]'
     """
     first, second = (
         (given_baseline, given_both) if better == "lower" else (given_both, given_baseline)
     )
-    first_bound, second_bound = first.lower_bound, second.lower_bound
-    if first_bound and second_bound:
+    status = _difference_status(first.lower_bound, second.lower_bound)
+    if status == "unknown":
         return Beyond(math.nan, status="unknown")
-    status = "lower bound" if first_bound else "upper bound" if second_bound else "exact"
     value = first.value - second.value
     if None in (first.low, first.high, second.low, second.high):
         return Beyond(value, status=status)
     low = first.low - second.high  # type: ignore[operator]
     high = first.high - second.low  # type: ignore[operator]
-    return Beyond(value, low, high, status)
+    return Beyond(
+        value,
+        low,
+        high,
+        status,
+        _difference_status(
+            first.lower_bound or first.low_bound, second.lower_bound or second.high_bound
+        ),
+        _difference_status(
+            first.lower_bound or first.high_bound, second.lower_bound or second.low_bound
+        ),
+    )
 
 
 @dataclass(frozen=True)
@@ -290,7 +341,8 @@ class ConditionalAnalysis(JsonResult):
             "the baseline alone (lower-is-better measures: baseline minus both, i.e. what the "
             "representation saves; accuracy: both minus baseline). Ranges [low, high] are the "
             "interval difference of the two seed ranges (conservative). ≥ / ≤: a bound, where "
-            "one of the two values is a lower bound; unknown: both are.",
+            "one of the two values it subtracts (a seed's, for an end of the range) is a lower "
+            "bound; unknown: both are.",
         ]
 
     def __str__(self) -> str:
