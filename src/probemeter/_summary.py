@@ -173,7 +173,7 @@ class SeedCorrectness:
             sentence of a word or of a tree edge); None when every example is its own unit
             (a sentence, an image). Words of one sentence are not independent draws, so a
             paired test of two representations resamples and compares whole clusters
-            (:func:`probemeter.power.clustered.clustered_mcnemar`).
+            (:func:`probemeter.power.clustered.sign_flip_test`).
     """
 
     seeds: tuple[int, ...]

@@ -204,7 +204,7 @@ def test_a_conllu_arcs_run_reports_uas_with_its_control(folder, tmp_path):
     # leader but tests no choice made on those scores; adjacent layers are compared at the
     # sentence level (each test word's head, clustered in its sentence)
     assert "no confirmatory test" in run.table and "test accuracy" not in run.table
-    assert "clustered McNemar (Obuchowski 1998)" in layers
+    assert "sign-flip randomisation test of the sentences' discordance differences" in layers
     assert "conllu arcs, control" in (run_dir / "table.md").read_text()
     assert (run_dir / "frontiers.png").is_file() and (run_dir / "layers.png").is_file()
     again = LayerAnalysis.load(run_dir / "layers.json")

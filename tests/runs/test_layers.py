@@ -18,10 +18,11 @@ from probemeter._figures import FigureOptions
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.method import CurveMethod
-from probemeter.power.clustered import clustered_mcnemar, format_p
+from probemeter.power.clustered import format_p, sign_flip_test
 from probemeter.runs.layers import (
     CLUSTERED,
     LayerAnalysis,
+    PairTest,
     analyse_layers,
     pair_test,
     write_layer_files,
@@ -44,18 +45,22 @@ def _curve(
     wrong: range,
     dev: dict[int, list[float]] | None = None,
     clusters: np.ndarray | None = None,
+    correct: np.ndarray | None = None,
 ) -> dict:
     """A curve over sizes 10 and 100 with two seeds; the probes of n = 100 get every test
-    example right but ``wrong``. The probes' losses on the development split held out of the
-    pool are ``dev`` (default: the test losses); ``dev=False`` measures none."""
+    example right but ``wrong`` (or as ``correct`` says, on a test set of its length). The
+    probes' losses on the development split held out of the pool are ``dev`` (default: the
+    test losses); ``dev=False`` measures none."""
     dev = losses if dev is None else dev
+    correct = _correct(wrong) if correct is None else np.asarray(correct, bool)
+    labels = np.arange(correct.size) % 2
     rows = [
         {"n": n, "seed": seed, "loss": loss, "loss_truncated": min(loss, 1.0), "accuracy": 0.5}
         for n, values in losses.items()
         for seed, loss in enumerate(values)
     ]
     points = pd.DataFrame(rows)
-    points.loc[points["n"] == 100, "accuracy"] = _correct(wrong).mean()
+    points.loc[points["n"] == 100, "accuracy"] = correct.mean()
     metadata = {"n_features": 4}
     if dev:
         points["dev_loss"] = [loss for values in dev.values() for loss in values]
@@ -64,8 +69,8 @@ def _curve(
         metadata["development"] = {
             "fraction": 0.1, "n_dev": 11, "groups": "examples", "random_state": 0,
         }  # fmt: skip
-    final = SeedCorrectness((0, 1), (_correct(wrong),) * 2, labels_digest(LABELS), 100, clusters)
-    curve = LossDataCurve(name, points, 2, 100, N_TEST, metadata, final)
+    final = SeedCorrectness((0, 1), (correct,) * 2, labels_digest(labels), 100, clusters)
+    curve = LossDataCurve(name, points, 2, 100, correct.size, metadata, final)
     return curve.to_dict()
 
 
@@ -154,22 +159,96 @@ def test_words_clustered_in_sentences_get_the_clustered_test():
         METHOD, results, {"m": [(0, "m-0"), (1, "m-1")]}, n_simulations=200
     ).verdicts
     test = verdict.test
-    expected = clustered_mcnemar(_correct(range(10)), _correct(range(60)), clusters).p_value
+    # the 50 words layer 0 alone gets wrong fill 10 whole sentences, d_j = 5 each: of the
+    # 2^10 sign patterns only all-plus and all-minus reach |T| = 50, p = 2/1024
+    expected = 2 / 2**10
+    assert sign_flip_test(_correct(range(10)), _correct(range(60)), clusters).p_value == expected
     assert test.test == CLUSTERED and test.n_clusters == 40
-    assert test.p_values == pytest.approx((expected, expected))
-    # the 50 words layer 0 gets wrong fill 10 whole sentences: far fewer independent units
-    # than 50 words, so the evidence is weaker than McNemar's χ² = 50 says
+    assert test.p_values == (expected, expected)
+    # far fewer independent units than 50 words: weaker evidence than McNemar's χ² = 50 says
     assert expected > stats.chi2.sf(50.0, df=1) * 1e3
-    assert "clustered McNemar (Obuchowski 1998)" in verdict.describe()
-    assert "in 40 sentences" in verdict.describe()
+    # decision power: a bootstrap test set holds X ~ Bin(40, ¼) such sentences, p = 2^(1 − X)
+    # below α = 0.05 iff X ≥ 6 (one comparison in the sweep; both seeds alike)
+    assert test.comparisons == 1 and test.power_level == 0.05
+    assert test.power == pytest.approx(stats.binom.sf(5, 40, 0.25), abs=0.05)
+    text = verdict.describe()
+    assert "sign-flip randomisation test of the sentences' discordance differences" in text
+    assert "(exact over all 2^10 sign patterns of the 10 sentences with a difference)" in text
+    assert "p = 0.002" in text and "in 40 sentences" in text
+    assert "power of the decision 0.9" in text and "all 2 seeds reject at α = 0.05" in text
+
+
+@pytest.mark.parametrize(
+    ("better", "worse", "clusters", "exact"),
+    [
+        # two one-word sentences, A right on both, B wrong on both: exact McNemar p = 0.5
+        ([1, 1], [0, 0], [0, 1], 0.5),
+        # three 4-word sentences, B wrong on exactly one word of each: exact p = 0.25
+        ([1] * 12, [0, 1, 1, 1] * 3, [0] * 4 + [1] * 4 + [2] * 4, 0.25),
+    ],
+)
+def test_sentences_that_differ_alike_are_no_established_difference(better, worse, clusters, exact):
+    # every sentence has the same share of discordant words: Obuchowski's variance estimate
+    # is 0, which made χ² infinite, p "< 1e-300", power 1.00 and the verdict "established"
+    ids = np.array(clusters)
+    results = [
+        _curve("m-0", {10: [0.6, 0.6], 100: [0.3, 0.3]}, (), clusters=ids, correct=better),
+        _curve("m-1", {10: [0.9, 1.1], 100: [0.45, 0.55]}, (), clusters=ids, correct=worse),
+    ]
+    analysis = analyse_layers(METHOD, results, {"m": [(0, "m-0"), (1, "m-1")]})
+    (verdict,) = analysis.verdicts
+    test = verdict.test
+    assert verdict.best == (0, "m-0") and test.test == CLUSTERED
+    assert test.p_values == (exact, exact) and test.p_adjusted == exact >= 0.25
+    assert test.power == 0.0 and not test.established
+    text = verdict.describe()
+    assert "not an established difference" in text and "is more accurate" not in text
+    assert f"p = {exact:g}" in text and "< 1e-300" not in text
+    assert analysis.rows[1].previous.cell() == f"p = {exact:g}, power 0.00"
+    # the test sentences this comparison would need: the same differences, more sentences
+    assert test.sentences_needed is not None and test.sentences_needed > len(set(clusters))
+    assert f"about {test.sentences_needed:,} test sentences" in text
+
+
+def test_the_power_is_that_of_the_decision_at_holms_level():
+    # three layers, two comparisons (0-1, which is also the verdict's pair, and 1-2): the
+    # power asks both seeds to reject at α/2 = 0.025. 40 sentences of 5 words; layer 1 alone
+    # right on all words of sentences 2..5 (d = 5, four sentences): a bootstrap test set
+    # holds X ~ Bin(40, 1/10) of them, p = 2^(1 − X) < 0.025 iff X ≥ 7, < 0.05 iff X ≥ 6
+    clusters = np.arange(N_TEST) // 5
+    results = [
+        _curve("m-0", {10: [0.9, 1.1], 100: [0.45, 0.55]}, range(30), clusters=clusters),
+        _curve("m-1", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10), clusters=clusters),
+        _curve("m-2", {10: [0.7, 0.7], 100: [0.6, 0.6]}, range(12), clusters=clusters),
+    ]
+    analysis = analyse_layers(METHOD, results, SWEEPS, n_simulations=2000)
+    test = analysis.verdicts[0].test
+    assert (test.first, test.second) == ("m-1", "m-0") and test.p_values == (2 / 16,) * 2
+    assert test.comparisons == 2 and test.power_level == 0.025
+    expected = stats.binom.sf(6, 40, 0.1)
+    assert test.power == pytest.approx(expected, abs=0.03)
+    # the per-seed power at the unadjusted α, pooled, was larger: P(X ≥ 6)
+    assert stats.binom.sf(5, 40, 0.1) > expected + 0.05
+    assert "α/m = 0.05/2 = 0.025, Holm's first step over the sweep's m = 2" in test.describe()
+
+
+def test_a_version_2_power_is_read_as_pooled_per_seed():
+    old = {"first": "a", "second": "b", "accuracy_first": 0.9, "accuracy_second": 0.8,
+           "p_values": [0.01], "power": 0.7, "alpha": 0.05, "n_test": 100,
+           "recommended_n_train": 5000, "problem": None, "test": "McNemar", "n_clusters": None,
+           "p_adjusted": 0.01, "recommended_sentences": 300, "p_value": 0.01}  # fmt: skip
+    test = PairTest.from_dict(old)
+    assert test.power_level is None and test.sentences_needed is None
+    assert "pooled over seeds: a result of an older version" in test.describe()
 
 
 def test_underflowed_p_values_are_written_as_a_bound():
     assert format_p(0.0) == "< 1e-300" and format_p(3e-301) == "< 1e-300"
     assert format_p(0.0123) == "0.012"
     assert format_p(0.0, "p") == "p < 1e-300" and format_p(0.0123, "p") == "p = 0.012"
-    # a layer table's cell and a verdict write an underflowed p as a bound, never "p = 0"
-    (a, b), ids = ([np.ones(400, bool)] * 2, [np.zeros(400, bool)] * 2), np.arange(400) // 4
+    # a layer table's cell and a verdict write an underflowed p as a bound, never "p = 0":
+    # 1,200 sentences, A right and B wrong on each, p = 2^-1199 below the smallest double
+    (a, b), ids = ([np.ones(1200, bool)] * 2, [np.zeros(1200, bool)] * 2), np.arange(1200)
     certain = [Summary({}, Estimate(1.0), SeedCorrectness((0, 1), x, "d", 9, ids), (), 4, 2)
                for x in (a, b)]  # fmt: skip
     test = pair_test("x", certain[0], "y", certain[1], n_simulations=20)
@@ -270,7 +349,7 @@ def test_files_round_trip_and_tables(tmp_path):
     assert "best layer 1 by SDL at ε = 0.5 (nats)" in markdown
     frame = analysis.to_frame()
     assert set(frame["measure"]) == {"SDL", "SC", "accuracy"} and len(frame) == 9
-    with pytest.raises(ValueError, match=r"probemeter\.layers/2"):
+    with pytest.raises(ValueError, match=r"probemeter\.layers/3"):
         LayerAnalysis.from_dict({"schema": "other"})
 
 

@@ -1,6 +1,8 @@
 """Data requirements and statistical power of probing comparisons (Zhu et al., *On the data
-requirements of probing*): paired runs on stratified splits (§4.1), McNemar's test (§3.5), power by
-simulation, the generalisation bound and recommended training-set size (§3.4), collapse
+requirements of probing*): paired runs on stratified splits (§4.1), McNemar's test (§3.5) and,
+for words clustered in sentences, the exact sign-flip test of sentences (Obuchowski's clustered
+χ² for reference), power by simulation (of the decision a verdict takes: every seed rejecting at
+Holm's level), the generalisation bound and recommended training-set size (§3.4), collapse
 detection (§3.6) and the Table-2 report.
 
 References:
@@ -9,6 +11,11 @@ References:
 
     Card, D., Henderson, P., Khandelwal, U., Jia, R., Mahowald, K. & Jurafsky, D. (2020).
     With little power comes great responsibility. *EMNLP 2020*. arXiv:2010.06595
+
+    Fisher, R. A. (1935). *The Design of Experiments*. Oliver & Boyd. §21 (no identifier).
+
+    Good, P. I. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.
+    Springer. doi:10.1007/b138696
 
     Obuchowski, N. A. (1998). On the comparison of correlated proportions for clustered data.
     *Statistics in Medicine* 17(13), 1495–1507.
@@ -35,7 +42,12 @@ _EXPORTS = {
     "ClusteredMcNemarResult": ".clustered",
     "cluster_sums": ".clustered",
     "clustered_mcnemar": ".clustered",
-    "clustered_power": ".clustered",
+    "decision_power": ".clustered",
+    "sentences_needed": ".clustered",
+    "sign_flip_test": ".clustered",
+    "DecisionPower": ".clustered",
+    "SentencesNeeded": ".clustered",
+    "SignFlipResult": ".clustered",
     "format_p": ".clustered",
     "holm": ".clustered",
     "CollapseVerdict": ".collapse",

@@ -20,19 +20,28 @@ A run over the layers of a model (``layer = "all"`` or a list in an experiment f
 
 The paired test runs at the unit the test set was sampled in. Examples that are their own
 units (sentences, images) get McNemar's test (Zhu et al., §3.5, Table 1); words and tree edges
-clustered in sentences (:attr:`~probemeter._summary.SeedCorrectness.clusters`) get Obuchowski's
-clustered McNemar test (:mod:`probemeter.power.clustered`), whose variance comes from whole
-sentences. Each test runs per seed on the two representations' test predictions (paired: the
-same test examples, checked by a digest of the test labels); the comparison's p-value is the
-largest over the seeds (every seed must reject: a valid, conservative level-α test). Its power
-is simulated by resampling the test set — examples, or whole sentences — with replacement,
-pooled over seeds (§3.5, after Card et al. 2020). A sweep makes several comparisons (each layer
-against the previous, the verdict's pair), so their p-values are Holm-adjusted (Holm 1979) over
-the sweep; a difference is *established* when the adjusted p-value is below α and the power is
-at least 0.8 (§3.5). When it is not, the verdict gives the training-set size that the
-generalisation bound recommends for the observed accuracy gap (§3.2–3.4,
-:func:`probemeter.power.bounds.recommend_train_size`: bound = gap / 2); for clustered test sets
-it is inflated by the design effect of the sentences (Kish 1965) and given in sentences too.
+clustered in sentences (:attr:`~probemeter._summary.SeedCorrectness.clusters`) get the
+sign-flip randomisation test of the sentences' discordance differences
+(:func:`probemeter.power.clustered.sign_flip_test`: T = Σ_j d_j, d_j the words of sentence j
+only the first probe gets right minus those only the second does, against all 2^m sign
+patterns), exact at any number of sentences — Obuchowski's asymptotic clustered χ² rejected a
+true null up to three times too often with few sentences and gave p = 0 where every sentence
+differed alike. Each test runs per seed on the two representations' test predictions (paired:
+the same test examples, checked by a digest of the test labels); the comparison's p-value is
+the largest over the seeds (every seed must reject: a valid, conservative level-α test). A
+sweep makes several comparisons (each layer against the previous, the verdict's pair), so
+their p-values are Holm-adjusted (Holm 1979) over the sweep's m distinct comparisons; a
+difference is *established* when the adjusted p-value is below α and the power is at least 0.8
+(§3.5). The power is that of this decision
+(:func:`probemeter.power.clustered.decision_power`): the chance, over bootstrap test sets (of
+examples, or of whole sentences; the same draw for every seed), that every seed's test rejects
+at α/m, Holm's first step — not a per-seed share pooled over seeds at the unadjusted α. When
+the difference is not established, the verdict gives two figures, each labelled: the
+training-set size that the generalisation bound recommends for the observed accuracy gap
+(§3.2–3.4, :func:`probemeter.power.bounds.recommend_train_size`: bound = gap / 2, in i.i.d.
+examples, as the bound counts them, unadjusted), and for a clustered test set the number of
+test sentences at which the decision's power reaches 0.8 at the observed per-sentence
+differences (:func:`probemeter.power.clustered.sentences_needed`).
 
 :func:`analyse_layers` computes it all; :func:`write_layer_files` writes the files, and
 ``layers.json`` (schema ``probemeter.layers/2``) keeps every number, with which split chose the
@@ -48,14 +57,17 @@ References:
     Holm, S. (1979). A simple sequentially rejective multiple test procedure. *Scandinavian
     Journal of Statistics* 6(2), 65–70.
 
-    Kish, L. (1965). *Survey Sampling*. Wiley. (The design effect.)
+    Fisher, R. A. (1935). *The Design of Experiments*. Oliver & Boyd. §21 (the randomisation
+    test of paired differences; no identifier).
+
+    Good, P. I. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.
+    Springer. doi:10.1007/b138696
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +80,15 @@ from probemeter._method import Method
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter._tables import render_table
 from probemeter.power.bounds import probe_parameter_count, recommend_train_size
-from probemeter.power.clustered import clustered_mcnemar, clustered_power, format_p, holm
+from probemeter.power.clustered import (
+    decision_power,
+    format_p,
+    holm,
+    sentences_needed,
+    sign_flip_test,
+)
 from probemeter.power.mcnemar import mcnemar
-from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha, simulate_power
+from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
 __all__ = [
     "SCHEMA",
@@ -83,15 +101,17 @@ __all__ = [
     "write_layer_files",
 ]
 
-SCHEMA = "probemeter.layers/2"
+SCHEMA = "probemeter.layers/3"
 #: the schemas :meth:`LayerAnalysis.from_dict` reads: version 1 (before the verdicts recorded
-#: which split chose and tested, the test's name and Holm's adjustment) reads with those empty
-READABLE = ("probemeter.layers/1", SCHEMA)
-#: bootstrap resamples of the test set per seed for the power of McNemar's test
+#: which split chose and tested, the test's name and Holm's adjustment) reads with those empty;
+#: version 2 (Obuchowski's asymptotic test, a power pooled over seeds at the unadjusted α)
+#: reads with that power marked as such and no decision level
+READABLE = ("probemeter.layers/1", "probemeter.layers/2", SCHEMA)
+#: bootstrap test sets for the power of the decision
 SIMULATIONS = 1000
 #: the paired tests, by whether the test examples are clustered in sentences
 MCNEMAR = "McNemar"
-CLUSTERED = "clustered McNemar (Obuchowski 1998), sentences as clusters"
+CLUSTERED = "sign-flip randomisation test of the sentences' discordance differences"
 
 
 @dataclass(frozen=True)
@@ -103,22 +123,31 @@ class PairTest:
         accuracy_first, accuracy_second: mean test accuracy over the seeds (all seeds when no
             test could be made, else the paired ones).
         p_values: the test's two-sided p-value per paired seed; empty when no test was made.
-        power: probability that the test rejects at ``alpha`` on a test set of this size, by
-            bootstrap (of examples, or of whole sentences), pooled over seeds (None when no
-            test was made).
+        power: the power of the decision (:func:`~probemeter.power.clustered.decision_power`):
+            the chance that every seed's test rejects at ``power_level`` on a bootstrap test
+            set of this size (of examples, or of whole sentences); None when no test was made.
+            In a result of schema version 2 or older (``power_level`` None): the per-seed
+            power pooled over seeds at the unadjusted α.
         alpha: the significance level.
         n_test: test examples of each probe.
         recommended_n_train: with power below 0.8 and unequal accuracies, the training-set size
-            the bound recommends to separate the two, in examples (for clustered test sets
-            inflated by the design effect; None otherwise, or when the probes' size is not
-            recorded).
+            the bound recommends to separate the two (Zhu et al. §3.4), in examples as the bound
+            counts them (i.i.d., unadjusted for sentences); None otherwise, or when the probes'
+            size is not recorded.
         problem: why no test could be made; None when it was.
         test: which test ran (:data:`MCNEMAR` or :data:`CLUSTERED`).
         n_clusters: the sentences of a clustered test set (None when not clustered).
         p_adjusted: the comparison's p-value (:attr:`p_value`) Holm-adjusted over the sweep's
             comparisons; equal to it when the comparison is the only one.
-        recommended_sentences: ``recommended_n_train`` in sentences at the test set's mean
-            sentence length (clustered test sets only).
+        detail: how the p-values were computed (for the sign-flip test: exact over all 2^m
+            sign patterns, or Monte Carlo over R, with m by seed).
+        comparisons: m, the sweep's distinct comparisons Holm adjusts over.
+        power_level: α/m, the level at which :attr:`power` asks every seed to reject.
+        sentences_needed: for a clustered test set without an established difference, the
+            smallest number of test sentences at which the decision's power reaches 0.8 at the
+            observed per-sentence differences (None: not computed, or not reached by
+            ``sentences_searched``).
+        sentences_searched: the most test sentences that search would try (its limit).
     """
 
     first: str
@@ -134,7 +163,11 @@ class PairTest:
     test: str = MCNEMAR
     n_clusters: int | None = None
     p_adjusted: float | None = None
-    recommended_sentences: int | None = None
+    detail: str = ""
+    comparisons: int = 1
+    power_level: float | None = None
+    sentences_needed: int | None = None
+    sentences_searched: int | None = None
 
     @property
     def p_value(self) -> float | None:
@@ -159,8 +192,8 @@ class PairTest:
         return sum(p < self.alpha for p in self.p_values)
 
     def cell(self) -> str:
-        """A table cell: the p-value, its Holm adjustment, the power and a mark when
-        established."""
+        """A table cell: the p-value, its Holm adjustment, the decision's power and a mark
+        when established."""
         if self.problem is not None:
             return "no test"
         mark = " (established)" if self.established else ""
@@ -170,6 +203,27 @@ class PairTest:
             else f" (Holm {format_p(self.p_adjusted)})"
         )
         return f"{format_p(self.p_value, 'p')}{adjusted}, power {self.power:.2f}{mark}"
+
+    def power_text(self) -> str:
+        """Which power :attr:`power` is, in words."""
+        if self.power_level is None:
+            return (
+                f"power {self.power:.2f} (per seed at α = {self.alpha:g}, pooled over seeds: a "
+                "result of an older version, not the power of the decision)"
+            )
+        seeds = len(self.p_values)
+        every = f"all {seeds} seeds reject" if seeds > 1 else "the test rejects"
+        level = (
+            f"α = {self.alpha:g}"
+            if self.comparisons == 1
+            else f"α/m = {self.alpha:g}/{self.comparisons} = {self.power_level:.2g}, Holm's "
+            f"first step over the sweep's m = {self.comparisons} comparisons"
+        )
+        resampled = "test examples" if self.n_clusters is None else "whole sentences"
+        return (
+            f"power of the decision {self.power:.2f} (the chance that {every} at {level}, on "
+            f"bootstrap test sets of {resampled})"
+        )
 
     def describe(self) -> str:
         """The test in words: accuracies, which test, p-values, power and what it means."""
@@ -190,16 +244,17 @@ class PairTest:
             if self.p_adjusted is None
             else f", Holm-adjusted over the sweep's comparisons {format_p(self.p_adjusted)}"
         )
+        name = f"{self.test} ({self.detail})" if self.detail else self.test
         text = (
-            f"{accuracies}; {self.test}: {format_p(self.p_value, 'p')} (the largest of {seeds} "
+            f"{accuracies}; {name}: {format_p(self.p_value, 'p')} (the largest of {seeds} "
             f"seed{'s' if seeds > 1 else ''}, {self.rejections} rejecting at α = "
-            f"{self.alpha:g}){adjusted}, power {self.power:.2f} at {units}"
+            f"{self.alpha:g}){adjusted}; {self.power_text()} at {units}"
         )
         if self.established:
             better = self.first if self.accuracy_first >= self.accuracy_second else self.second
             return (
                 f"{text}: {better} is more accurate, an established difference (adjusted "
-                "p < α, power ≥ 0.8)"
+                "p < α, power of the decision ≥ 0.8)"
             )
         if self.accuracy_first == self.accuracy_second:
             return (
@@ -207,27 +262,38 @@ class PairTest:
                 "more data would not separate them"
             )
         gap = abs(self.accuracy_first - self.accuracy_second)
-        sentences = (
-            f" (about {self.recommended_sentences:,} sentences)"
-            if self.recommended_sentences is not None
-            else ""
+        advice = []
+        if self.recommended_n_train is not None:
+            advice.append(
+                f"the bound recommends about {self.recommended_n_train:,} training examples "
+                f"(Zhu et al. §3.4: bound = gap / 2, i.i.d. examples)"
+            )
+        if self.sentences_needed is not None:
+            advice.append(
+                f"the decision's power reaches 0.8 at about {self.sentences_needed:,} test "
+                "sentences (cluster bootstrap at the observed per-sentence differences)"
+            )
+        elif self.sentences_searched is not None:
+            advice.append(
+                f"the decision's power stays below 0.8 up to {self.sentences_searched:,} test "
+                "sentences (cluster bootstrap at the observed per-sentence differences)"
+            )
+        advice_text = f"; for an accuracy gap of {gap:.4f}, " + "; ".join(advice) if advice else ""
+        return (
+            f"{text}: not an established difference (adjusted p ≥ α or power of the decision "
+            f"< 0.8){advice_text}"
         )
-        advice = (
-            f"; for an accuracy gap of {gap:.4f} the bound recommends about "
-            f"{self.recommended_n_train:,} training examples{sentences} to separate them (Zhu et "
-            "al. §3.4)"
-            if self.recommended_n_train is not None
-            else ""
-        )
-        return f"{text}: not an established difference (adjusted p ≥ α or power < 0.8){advice}"
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "p_values": list(self.p_values), "p_value": self.p_value}
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> PairTest:
-        fields = {key: value for key, value in payload.items() if key != "p_value"}
-        return cls(**{**fields, "p_values": tuple(payload["p_values"])})
+        """A test from :meth:`to_dict`, or from an older ``layers.json`` (keys it no longer
+        holds, such as version 2's ``recommended_sentences``, are dropped)."""
+        names = {field.name for field in fields(cls)}
+        known = {key: value for key, value in payload.items() if key in names}
+        return cls(**{**known, "p_values": tuple(payload["p_values"])})
 
 
 @dataclass(frozen=True)
@@ -432,11 +498,11 @@ class LayerAnalysis(JsonResult):
             "Values [min, max over seeds]; > x: a lower bound (the data ran out first). "
             f"{self.accuracy[0].upper()}{self.accuracy[1:]}: the test {self.accuracy} of the "
             f"method's best probes. Paired test ({named}) on their test predictions per seed, "
-            "p the largest over seeds, Holm-adjusted over each sweep's comparisons, power by "
-            "bootstrap of the test set (of whole sentences when clustered) pooled over seeds "
-            f"at α = {self.alpha:g}; a difference is established at adjusted p < α and power "
-            "≥ 0.8 (Zhu et al. 2022, §3.5). The best layer is chosen on held-out data and "
-            "tested on the test set.",
+            "p the largest over seeds, Holm-adjusted over each sweep's m comparisons; power: "
+            "that of the decision, the share of bootstrap test sets (of whole sentences when "
+            f"clustered) on which every seed's test rejects at α/m (α = {self.alpha:g}); a "
+            "difference is established at adjusted p < α and power ≥ 0.8 (Zhu et al. 2022, "
+            "§3.5). The best layer is chosen on held-out data and tested on the test set.",
             *(
                 verdict.describe().replace("test accuracy", f"test {self.accuracy}")
                 for verdict in self.verdicts
@@ -503,6 +569,43 @@ class LayerAnalysis(JsonResult):
                 )  # fmt: skip
 
 
+def _problem(first_summary: Summary, second_summary: Summary) -> str | None:
+    """Why the two summaries' best probes cannot be tested against each other; None when they
+    can."""
+    a, b = first_summary.correctness, second_summary.correctness
+    if a is None or b is None:
+        return "no per-example test predictions stored (a result of an older version)"
+    if a.labels_digest != b.labels_digest or a.n_test != b.n_test:
+        return "the two were evaluated on different test sets, so predictions are not paired"
+    if (a.clusters is None) != (b.clusters is None) or (
+        a.clusters is not None and not np.array_equal(a.clusters, b.clusters)
+    ):
+        return "the two test sets group their examples into different sentences"
+    if not set(a.seeds) & set(b.seeds):
+        return "the two share no seed"
+    if a.clusters is not None and a.n_clusters < 2:
+        return "the test set holds one sentence: a paired test of sentences needs at least two"
+    return None
+
+
+def _detail(results: Sequence[Any]) -> str:
+    """How the seeds' sign-flip p-values were computed, in words."""
+    counts = sorted({result.n_discordant for result in results})
+    monte_carlo = [result for result in results if result.method != "exact"]
+    if not monte_carlo and len(counts) == 1:
+        m = counts[0]
+        return f"exact over all 2^{m} sign patterns of the {m:,} sentences with a difference"
+    span = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,} by seed"
+    if not monte_carlo:
+        return f"exact over all 2^k sign patterns of the k = {span} sentences with a difference"
+    patterns = monte_carlo[0].n_patterns
+    return (
+        f"{len(monte_carlo)} of {len(results)} seeds by Monte Carlo over {patterns:,} random "
+        f"sign patterns (resolution 1/{patterns + 1:,}), the others exact; {span} sentences "
+        "with a difference"
+    )
+
+
 def pair_test(
     first: str,
     first_summary: Summary,
@@ -512,85 +615,72 @@ def pair_test(
     alpha: float = 0.05,
     n_simulations: int = SIMULATIONS,
     random_state: int = 0,
+    comparisons: int = 1,
+    sentences: bool = True,
 ) -> PairTest:
     """The paired test between the best probes of two representations, per paired seed —
-    McNemar's, or Obuchowski's clustered test when the test examples are words of sentences —
-    with its bootstrap power and, when the power is below 0.8, the bound's recommended
-    N_train (see the module docstring). No test is made (``problem`` says why) when either
-    summary holds no per-example predictions, the test sets differ, or no seed is shared."""
+    McNemar's, or the sign-flip test of sentences when the test examples are words of
+    sentences — with the power of the decision at α/``comparisons`` and, when the difference
+    is not established, the bound's recommended N_train and (``sentences``: for a clustered
+    test set) the test sentences the decision needs (see the module docstring). No test is
+    made (``problem`` says why) when either summary holds no per-example predictions, the
+    test sets differ, or no seed is shared."""
     alpha = check_alpha(alpha)
     a, b = first_summary.correctness, second_summary.correctness
     means = first_summary.accuracy.value, second_summary.accuracy.value
-    if a is None or b is None:
-        problem = "no per-example test predictions stored (a result of an older version)"
-    elif a.labels_digest != b.labels_digest or a.n_test != b.n_test:
-        problem = "the two were evaluated on different test sets, so predictions are not paired"
-    elif (a.clusters is None) != (b.clusters is None) or (
-        a.clusters is not None and not np.array_equal(a.clusters, b.clusters)
-    ):
-        problem = "the two test sets group their examples into different sentences"
-    elif not set(a.seeds) & set(b.seeds):
-        problem = "the two share no seed"
-    elif a.clusters is not None and a.n_clusters < 2:
-        problem = "the test set holds one sentence: no variance between sentences to test with"
-    else:
-        problem = None
+    problem = _problem(first_summary, second_summary)
     if problem is not None:
         return PairTest(first, second, *means, alpha=alpha, problem=problem)
     seeds = [seed for seed in a.seeds if seed in set(b.seeds)]
     correct_a = [a.correct[a.seeds.index(seed)] for seed in seeds]
     correct_b = [b.correct[b.seeds.index(seed)] for seed in seeds]
     clusters = a.clusters
-    design_effect = 1.0
     if clusters is None:
         p_values = tuple(mcnemar(x, y).p_value for x, y in zip(correct_a, correct_b))
-        power = float(
-            simulate_power(
-                correct_a,
-                correct_b,
-                [a.n_test],
-                alpha=alpha,
-                n_simulations=n_simulations,
-                random_state=random_state,
-            )
-            .table["power"]
-            .iloc[0]
-        )
+        detail = ""
     else:
-        results = [clustered_mcnemar(x, y, clusters) for x, y in zip(correct_a, correct_b)]
+        results = [
+            sign_flip_test(x, y, clusters, random_state=random_state)
+            for x, y in zip(correct_a, correct_b)
+        ]
         p_values = tuple(result.p_value for result in results)
-        effects = [r.design_effect for r in results if np.isfinite(r.design_effect)]
-        design_effect = max(1.0, float(np.mean(effects))) if effects else 1.0
-        power = clustered_power(
-            correct_a,
-            correct_b,
-            clusters,
-            alpha=alpha,
-            n_simulations=n_simulations,
-            random_state=random_state,
-        )
+        detail = _detail(results)
+    options = {
+        "alpha": alpha,
+        "comparisons": comparisons,
+        "random_state": random_state,
+    }
+    decision = decision_power(
+        correct_a, correct_b, clusters, n_simulations=n_simulations, **options
+    )
     accuracy_a = float(np.mean([values.mean() for values in correct_a]))
     accuracy_b = float(np.mean([values.mean() for values in correct_b]))
-    recommended = sentences = None
+    recommended = needed = searched = None
     gap = abs(accuracy_a - accuracy_b)
     parameters = [_parameter_count(summary) for summary in (first_summary, second_summary)]
-    if power < SUFFICIENT_POWER and gap > 0 and None not in parameters:
-        recommended = math.ceil(recommend_train_size(gap, max(parameters)).n_train * design_effect)
-        if clusters is not None:
-            sentences = math.ceil(recommended * a.n_clusters / a.n_test)
+    if decision.power < SUFFICIENT_POWER and gap > 0:
+        if None not in parameters:
+            recommended = recommend_train_size(gap, max(parameters)).n_train
+        if clusters is not None and sentences:
+            found = sentences_needed(correct_a, correct_b, clusters, **options)
+            needed, searched = found.n_sentences, found.most
     return PairTest(
         first,
         second,
         accuracy_a,
         accuracy_b,
         p_values,
-        power,
+        decision.power,
         alpha,
         a.n_test,
         recommended,
         test=MCNEMAR if clusters is None else CLUSTERED,
         n_clusters=None if clusters is None else a.n_clusters,
-        recommended_sentences=sentences,
+        detail=detail,
+        comparisons=int(comparisons),
+        power_level=decision.level,
+        sentences_needed=needed,
+        sentences_searched=searched,
     )
 
 
@@ -627,17 +717,33 @@ def analyse_layers(
         missing = [name for _, name in members if name not in summaries]
         if missing:
             raise ValueError(f"sweep {sweep!r}: no result for {missing}")
+        verdict, tested = _verdict(sweep, members, summaries, headlines[0])
+        pairs = [(members[i - 1][1], members[i][1]) for i in range(1, len(members))]
+        testable = {
+            frozenset(pair)
+            for pair in [*pairs, *([tested] if tested else [])]
+            if _problem(summaries[pair[0]], summaries[pair[1]]) is None
+        }
+        sweep_options = {**options, "comparisons": max(1, len(testable))}
         sweep_rows = []
         for index, (layer, name) in enumerate(members):
             previous = None
             if index:
                 before = members[index - 1][1]
-                previous = pair_test(before, summaries[before], name, summaries[name], **options)
+                previous = pair_test(
+                    before, summaries[before], name, summaries[name], sentences=False,
+                    **sweep_options,
+                )  # fmt: skip
             summary = summaries[name]
             sweep_rows.append(
                 LayerRow(sweep, layer, name, summary.estimates, summary.accuracy, previous)
             )
-        verdict = _verdict(sweep, members, summaries, headlines[0], options)
+        if tested is not None:
+            best, runner_up = tested
+            test = pair_test(
+                best, summaries[best], runner_up, summaries[runner_up], **sweep_options
+            )
+            verdict = replace(verdict, test=test, tested_on="test")
         sweep_rows, verdict = _adjusted(sweep_rows, verdict)
         rows += sweep_rows
         verdicts.append(verdict)
@@ -675,10 +781,10 @@ def _verdict(
     members: Sequence[tuple[int, str]],
     summaries: Mapping[str, Summary],
     ranking: Headline,
-    options: Mapping[str, Any],
-) -> SweepVerdict:
-    """The best layer of a sweep by ``ranking`` on held-out data, the runner-up, and their
-    paired test on the test set (see the module docstring)."""
+) -> tuple[SweepVerdict, tuple[str, str] | None]:
+    """The best layer of a sweep by ``ranking`` on held-out data and the runner-up (see the
+    module docstring), with the pair of representations to test on the test set (None when
+    no confirmatory test is made; the verdict then says why)."""
     chosen = [summaries[name] for _, name in members]
     held_out = all(
         summary.selection is not None and ranking.name in summary.selection for summary in chosen
@@ -698,11 +804,12 @@ def _verdict(
             "every layer's value is only a lower bound: the data ran out before the measure was "
             "reached (Whitney et al. §4), so the layers cannot be ordered"
         )
-        return SweepVerdict(sweep, ranking.label, None, None, None, reason, **common)
+        return SweepVerdict(sweep, ranking.label, None, None, None, reason, **common), None
     shown = estimates[order[0]].format()
     if len(members) < 2:
         reason = "the sweep has one layer only"
-        return SweepVerdict(sweep, ranking.label, best, None, None, reason, shown, **common)
+        verdict = SweepVerdict(sweep, ranking.label, best, None, None, reason, shown, **common)
+        return verdict, None
     runner_up = members[order[1]]
     runner_up_value = estimates[order[1]].format()
     if not held_out:
@@ -711,21 +818,21 @@ def _verdict(
             "a layer chosen on its test scores, tested on the same scores, would look better "
             "than it is"
         )
-        return SweepVerdict(
+        verdict = SweepVerdict(
             sweep, ranking.label, best, runner_up, None, reason, shown, runner_up_value, **common
         )
-    test = pair_test(best[1], summaries[best[1]], runner_up[1], summaries[runner_up[1]], **options)
-    return SweepVerdict(
+        return verdict, None
+    verdict = SweepVerdict(
         sweep,
         ranking.label,
         best,
         runner_up,
-        test,
+        None,
         best_value=shown,
         runner_up_value=runner_up_value,
-        tested_on="test",
         **common,
     )
+    return verdict, (best[1], runner_up[1])
 
 
 def write_layer_files(
