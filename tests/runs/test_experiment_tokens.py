@@ -323,7 +323,7 @@ def test_errors_of_markers_chat_and_all(tmp_path, models):
     for task, message in cases.items():
         with pytest.raises(ExperimentError, match=message):
             load_experiment(_experiment(tmp_path, models["llama"], task))
-    # chat with a tokenizer that has no chat template: named when encoding
+    # chat with a tokenizer that has no chat template: named when the file is read
     path = _experiment(tmp_path, models["llama"], "chat = true\n")
     with pytest.raises(ValueError, match=r"chat: the tokenizer of '.*llama' has no chat template"):
         prepare_data(load_experiment(path), progress=False)

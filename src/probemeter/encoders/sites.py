@@ -57,6 +57,7 @@ __all__ = [
     "hook_name",
     "plan_site",
     "site_problem",
+    "site_width",
 ]
 
 #: the hidden states the model returns (today's layers): not a hook point
@@ -291,12 +292,23 @@ def plan_site(model: torch.nn.Module, config: Any, site: str) -> SitePlan:
             "its family keeps it (a different transformers version?); give a module path "
             "instead"
         )
-    width = config.hidden_size
+    return SitePlan(site, modules, read, site_width(config, site))
+
+
+def site_width(config: Any, site: str) -> int | None:
+    """The features per token of ``site`` in a model with ``config`` (a Hugging Face config,
+    read without the weights): the hidden size for ``"hidden"`` and the block sites,
+    ``n_heads × d_head`` for ``"heads"`` (``head_dim`` where the config gives it, else the
+    hidden size over the heads); None for a ``module:`` site, whose width only a forward pass
+    shows."""
+    if site.startswith(MODULE_PREFIX):
+        return None
+    width = int(config.hidden_size)
     if site == "heads":
         n_heads = int(config.num_attention_heads)
-        head_dim = getattr(config, "head_dim", None) or config.hidden_size // n_heads
+        head_dim = getattr(config, "head_dim", None) or width // n_heads
         width = n_heads * int(head_dim)
-    return SitePlan(site, modules, read, int(width))
+    return width
 
 
 def _module_path(model: torch.nn.Module, path: str) -> torch.nn.Module | None:

@@ -40,7 +40,11 @@ def check_data(experiment: Experiment, *, max_memory: float | None = None) -> No
 
     The datasets the package makes itself (digits, parity, fashion-mnist, ptb) and the
     features of encoders and of VAE/CNN are not built here: their sizes are checked from the
-    file by ``load_experiment``, the rest when the run builds them.
+    file by ``load_experiment``, the rest when the run builds them. A transformer's or an
+    SAE's options are checked by ``load_experiment`` too, against the model's config and
+    tokenizer read without its weights
+    (:func:`~probemeter.encoders.model_files.model_files`: heads, ``pooling = "cls"`` on a
+    decoder, ``chat``, the SAE's block and ``d_in``), so the run refuses them as early.
 
     Args:
         max_memory: the run's GiB budget of one chunk of stacked probes (None: the device's

@@ -306,7 +306,10 @@ def prepare_data(
         try:
             data = build_data(rep, inputs, build, datasets)
         except ValueError as error:
-            problems.append(f"{where}: {error}")
+            # once: the representations of one entry (an SAE's latents and its dense site)
+            # share what fails of what they read
+            if f"{where}: {error}" not in problems:
+                problems.append(f"{where}: {error}")
             continue
         for location, message in experiment.method.check_pool(data.pool_size, data.n_classes):
             problems.append(f"{location}: {message} ({rep.described})")

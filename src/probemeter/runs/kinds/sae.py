@@ -27,6 +27,7 @@ import numpy as np
 from probemeter import _validation as valid
 from probemeter._declared import option
 from probemeter._device import resolve_device
+from probemeter.encoders.model_files import model_files
 from probemeter.encoders.sae import saved_sae_header
 from probemeter.runs.kinds.base import Build, Report, Representation
 from probemeter.runs.kinds.words import TransformerKind, _ModelKind, _transformer_model
@@ -71,6 +72,7 @@ class SAEKind(_ModelKind):
         except ValueError as error:
             report(f"{where}.sae", str(error).replace("source ", "", 1))
             return [Representation(name, self.kind, WORDS, options=options)]
+        _check_sae(header, options["model"], f"{where}.sae", report)
         located = {**options, "site": header["site"], "layer": header["layer"]}
         found = [Representation(name, self.kind, WORDS, options=located)]
         if options["baseline"]:
@@ -112,6 +114,31 @@ class SAEKind(_ModelKind):
         sae = inputs.encoders[loaded]
         latents = sae.encode_sparse(np.asarray(dense, dtype=np.float32))
         return {"site": dense_key, **sae.cache_key}, latents
+
+
+def _check_sae(header: dict[str, Any], model: str | None, where: str, report: Report) -> None:
+    """The SAE's hook against the model's config (read without the weights,
+    :func:`~probemeter.encoders.model_files.model_files`) when it is at hand: a block the model
+    has, and ``d_in`` the width of the site there, so that an SAE trained on another model is
+    refused before anything is encoded."""
+    files = None if model is None else model_files(model)
+    if files is None:
+        return
+    hook, blocks = header["hook_name"], files.n_blocks
+    if blocks is not None and header["layer"] >= blocks:
+        report(
+            where,
+            f"the SAE reads {hook}, but {model!r} has {blocks} blocks (0..{blocks - 1}): an SAE "
+            "of another model?",
+        )
+        return
+    width = files.site_width(header["site"])
+    if width is not None and header["d_in"] != width:
+        report(
+            where,
+            f"the SAE takes d_in = {header['d_in']} features at {hook}, but site "
+            f"{header['site']!r} of {model!r} has {width}: an SAE of another model?",
+        )
 
 
 def _dense(options: dict[str, Any]) -> dict[str, Any]:

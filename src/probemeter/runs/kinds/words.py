@@ -27,6 +27,7 @@ from probemeter.encoders.hf import (
     inputs_key,
     is_hub_id,
 )
+from probemeter.encoders.model_files import model_files
 from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
 from probemeter.runs.kinds.base import (
     COMBINATIONS,
@@ -248,6 +249,7 @@ class _ModelKind(_WordKind):
         """Its ``pooling`` (the task's default when not given) checked against the task, and
         ``bos`` (the task's default when not given)."""
         rep = super().check_task(rep, task, where, report)
+        _check_model(rep, task, where, report)
         allowed = task.declared.poolings
         if not allowed:  # not a text task: reported above
             return rep
@@ -316,6 +318,8 @@ class TransformerKind(_ModelKind):
             return [Representation(name, self.kind, WORDS, options=options)]
         if options["heads"] != "all" and options["site"] != "heads":
             report(f"{where}.heads", f'selects heads of site "heads"; the site is {self.site!r}')
+        elif options["heads"] != "all":
+            _check_heads(options["model"], options["heads"], f"{where}.heads", report)
         controls = [options]
         if options["random_init"] == "also":
             controls = [{**options, "random_init": False}, {**options, "random_init": True}]
@@ -406,6 +410,43 @@ def _chosen_heads(features: np.ndarray, heads: list[int], config: Any) -> np.nda
         raise ValueError(f"heads: {max(heads)} does not exist; the model has {n_heads} heads")
     d_head = features.shape[1] // n_heads
     return np.concatenate([features[:, h * d_head : (h + 1) * d_head] for h in heads], axis=1)
+
+
+def _check_heads(model: str, heads: list[int], where: str, report: Report) -> None:
+    """``heads`` beyond the model's heads, refused from its config (read without the weights,
+    :func:`~probemeter.encoders.model_files.model_files`) when it is at hand."""
+    files = model_files(model)
+    n_heads = None if files is None else files.n_heads
+    beyond = [head for head in heads if n_heads is not None and head >= n_heads]
+    if beyond:
+        shown = ", ".join(map(str, beyond))
+        report(where, f"{shown} beyond the heads of {model!r}: it has {n_heads} (0..{n_heads - 1})")
+
+
+def _check_model(rep: Representation, task: Task, where: str, report: Report) -> None:
+    """A model entry against its model's config and tokenizer, read without the weights
+    (:func:`~probemeter.encoders.model_files.model_files`) when they are at hand:
+    ``pooling = "cls"`` on a decoder-only model, and the task's ``chat = true`` on a tokenizer
+    without a chat template. Nothing is read when neither is asked for."""
+    pooling, chat = rep.options.get("pooling"), task.options.get("chat", False)
+    if pooling != "cls" and not chat:
+        return
+    model = rep.options.get("model")
+    files = None if model is None else model_files(model)
+    if files is None:
+        return
+    if pooling == "cls" and files.decoder_only:
+        report(
+            f"{where}.pooling",
+            f"'cls' reads the first token, which sees only itself in the decoder-only model "
+            f"{model!r} ({files.model_type}); use 'last' or 'mean'",
+        )
+    if chat and files.has_chat_template() is False:
+        report(
+            "task.chat",
+            f"the tokenizer of {model!r} has no chat template; give a model whose tokenizer "
+            "holds one (an instruct/chat model), or leave chat out",
+        )
 
 
 def _transformer_layers(rep: Representation, where: str, report: Report) -> list[Representation]:
