@@ -595,14 +595,14 @@ def _detail(results: Sequence[Any]) -> str:
     if not monte_carlo and len(counts) == 1:
         m = counts[0]
         return f"exact over all 2^{m} sign patterns of the {m:,} sentences with a difference"
-    span = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,} by seed"
+    span = f"{counts[0]:,}" if len(counts) == 1 else f"{counts[0]:,}–{counts[-1]:,}"
     if not monte_carlo:
-        return f"exact over all 2^k sign patterns of the k = {span} sentences with a difference"
+        return f"exact over all 2^k sign patterns, k = {span} sentences with a difference by seed"
     patterns = monte_carlo[0].n_patterns
     return (
         f"{len(monte_carlo)} of {len(results)} seeds by Monte Carlo over {patterns:,} random "
         f"sign patterns (resolution 1/{patterns + 1:,}), the others exact; {span} sentences "
-        "with a difference"
+        "with a difference by seed"
     )
 
 
