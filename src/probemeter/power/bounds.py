@@ -23,6 +23,14 @@ of the best risk in the class F, for n i.i.d. training examples and a risk bound
 
 then the total data with train/dev/test sizes η:1:1 is ⌈(1 + 2/η) · N_train⌉.
 
+N_train counts i.i.d. training examples, as the bound does, and is reported as it is. Where
+test examples are words clustered in sentences, no design effect is applied to it: Kish's
+design effect is the ratio of an estimate's variance under cluster sampling to its variance
+under simple random sampling, a property of the test set's estimate, and neither Kish nor Zhu
+et al. relate it to the training size at which the bound holds. The test-set question — how
+many test sentences a clustered comparison needs — is answered apart, by the power of the
+decision (:func:`probemeter.power.clustered.sentences_needed`).
+
 **How |F| is counted** (``counting``). The paper (§3.4) stores each of the D + 1 parameters of
 a logistic regression in 32 bits, "so each weight parameter takes 2^32 possible values", and
 writes |F| = 2^32 × (D + 1):
