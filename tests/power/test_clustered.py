@@ -254,7 +254,8 @@ def test_decision_power_is_every_seed_rejecting_at_the_holm_level() -> None:
     assert expected == pytest.approx(0.8880, abs=1e-4)
     assert rule.power == pytest.approx(expected, abs=3 * np.sqrt(expected * (1 - expected) / 4000))
     assert (rule.level, rule.seeds, rule.comparisons) == (pytest.approx(0.05 / 3), 2, 3)
-    assert "all 2 seeds' sign-flip tests all reject at α/m = 0.05/3" in rule.describe()
+    assert "all 2 seeds' sign-flip tests reject at α/m = 0.05/3" in rule.describe()
+    assert "the sign-flip test rejects at α = 0.05, by 4,000" in single.describe()
     # less than one seed alone at α (0.9793), the figure pooled per seed used to report
     assert rule.power < stats.binom.sf(5, 20, 0.5) - 0.05
 

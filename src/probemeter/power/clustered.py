@@ -456,7 +456,11 @@ class DecisionPower:
 
     def describe(self) -> str:
         """What this power is the power of, in words."""
-        seeds = f"all {self.seeds} seeds'" if self.seeds > 1 else "the seed's"
+        rejects = (
+            f"all {self.seeds} seeds' {self.test} tests reject"
+            if self.seeds > 1
+            else f"the {self.test} test rejects"
+        )
         level = (
             f"α = {self.alpha:g}"
             if self.comparisons == 1
@@ -465,9 +469,8 @@ class DecisionPower:
         )
         units = "sentences" if self.test == "sign-flip" else "examples"
         return (
-            f"power of the decision: the chance that {seeds} {self.test} tests all reject at "
-            f"{level}, by {self.n_simulations:,} bootstrap test sets of {self.n_units:,} "
-            f"{units}"
+            f"power of the decision: the chance that {rejects} at {level}, by "
+            f"{self.n_simulations:,} bootstrap test sets of {self.n_units:,} {units}"
         )
 
     def to_dict(self) -> dict[str, Any]:
