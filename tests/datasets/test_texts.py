@@ -158,3 +158,28 @@ def test_parquet_without_pyarrow_names_the_package(tmp_path, monkeypatch):
     with pytest.raises(ImportError, match=r"needs the package pyarrow: pip install"):
         read_texts(path)
     assert "pyarrow" in texts_format_problem(path)
+
+
+def test_a_class_label_column_gives_its_names(tmp_path):
+    """A saved dataset's ``ClassLabel`` column: its labels are the feature's names, not the
+    integers ``datasets`` stores (they printed as 0, 1), in a ``Dataset`` and a
+    ``DatasetDict`` alike; its missing label (-1) is refused as missing."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])}
+    )
+    rows = {"text": ["good film", "bad film", "fine", "awful"], "label": [1, 0, 1, 0]}
+    saved = datasets.Dataset.from_dict(rows, features=features)
+    saved.save_to_disk(tmp_path / "one")
+    texts = read_texts(tmp_path / "one")
+    assert texts.labels == ("pos", "neg", "pos", "neg")
+    pool, _ = texts.split(test_size=0.5)
+    assert texts.classes(pool) == ("neg", "pos")
+
+    datasets.DatasetDict({"train": saved, "test": saved}).save_to_disk(tmp_path / "dict")
+    assert read_texts(tmp_path / "dict").labels == ("pos", "neg", "pos", "neg") * 2
+
+    missing = datasets.Dataset.from_dict({**rows, "label": [1, -1, 1, 0]}, features=features)
+    missing.save_to_disk(tmp_path / "missing")
+    with pytest.raises(ValueError, match=r"row 2: missing label in column 'label'"):
+        read_texts(tmp_path / "missing")

@@ -3,7 +3,8 @@ column and an optional split column — the shape of most probing sets of langua
 (sentiment, truthfulness, deception) — or a folder a Hugging Face ``datasets`` ``Dataset`` or
 ``DatasetDict`` was saved to (``save_to_disk``; read with ``load_from_disk``, nothing
 downloaded): a ``DatasetDict``'s ``train``, ``validation`` and ``test`` splits are the split
-column's ``train``, ``dev`` and ``test``.
+column's ``train``, ``dev`` and ``test``, and a ``ClassLabel`` column's labels are its class
+names (``names``), not the integers ``datasets`` stores.
 
 :func:`read_texts` reads a file (its format from its suffix: ``.csv``, ``.jsonl``,
 ``.parquet``) into :class:`TextsData`, checking every row: a missing column is named with the
@@ -402,7 +403,7 @@ def _read_dataset(
     except (OSError, ValueError, FileNotFoundError) as error:
         raise ValueError(f"{where} is no readable saved dataset: {error}") from None
     if not isinstance(loaded, datasets.DatasetDict):
-        return list(loaded.column_names), loaded.to_list(), False
+        return list(loaded.column_names), _named_rows(loaded), False
     unknown = [name for name in loaded if name not in DATASET_SPLITS]
     if unknown:
         raise ValueError(
@@ -419,8 +420,24 @@ def _read_dataset(
     for name, split in DATASET_SPLITS.items():
         if name in loaded:
             columns.update(dict.fromkeys(loaded[name].column_names))
-            records += [{**row, _DATASET_SPLIT: split} for row in loaded[name].to_list()]
+            records += [{**row, _DATASET_SPLIT: split} for row in _named_rows(loaded[name])]
     return [*columns, _DATASET_SPLIT], records, True
+
+
+def _named_rows(dataset: Any) -> list[dict[str, Any]]:
+    """A ``datasets.Dataset``'s rows, a ``ClassLabel`` column's integers as its class names
+    (``-1``, the feature's missing label, as None): the names are the labels, not the
+    indices ``datasets`` stores."""
+    import datasets
+
+    rows = dataset.to_list()
+    for column, feature in dataset.features.items():
+        if isinstance(feature, datasets.ClassLabel):
+            for row in rows:
+                value = row.get(column)
+                if isinstance(value, int):
+                    row[column] = None if value < 0 else feature.int2str(value)
+    return rows
 
 
 def _read_jsonl(file: Path, where: str) -> tuple[list[str], list[dict[str, Any]]]:
