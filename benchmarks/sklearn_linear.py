@@ -5,17 +5,21 @@ scikit-learn's ``LogisticRegression(C=C)`` (multinomial, ``lbfgs``) on n trainin
 minimises ``C Σ_i ℓ_i + ½‖w‖²`` with the intercept unpenalised; divided by C·n that is the
 objective
 
-    J(W, b) = (1/n) Σ_i ℓ(x_i, y_i) + (λ/2) ‖W‖²,    λ = 1 / (C n),
+    J(W, b) = (1/n) Σ_i ℓ(x_i, y_i) + (λ/2) ‖W‖²,    λ = 1 / (C n) for K ≥ 3 classes,
 
 which probemeter's ``Linear`` probe minimises with ``weight_decay = λ`` (the L2 penalty on the
-weights only; docs/probe-settings.md). λ depends on n, so every (size, seed) probe gets its own
-λ through :func:`probemeter.training.engine.fit_evaluate`'s per-probe ``weight_decay``, all
-probes in ONE engine call (the loss-data curve's single ``weight_decay`` would need a call per
-size). Each probe trains **full-batch** (``batch_size`` ≥ the largest n: the minibatch noise
-of Adam would keep it off the optimum) for ``--steps`` Adam updates at ``--lr``: 2,000 at
-3·10⁻³ by default (at 10⁻² Adam hovers around the optimum instead of settling: on Fashion-MNIST
-at n = 2,364 its objective after 2,000 steps was further from scikit-learn's than after 1,000,
-1.1 % off in one run; at 3·10⁻³, 2,000 steps came within 0.04 % at n = 2,364 and 5,000).
+weights only; docs/probe-settings.md). For K = 2 the probe's two softmax columns pay half
+scikit-learn's penalty for the same log-odds, so λ = 2 / (C n); both come from
+:func:`probemeter.training.config.weight_decay_for_c`, which derives them, and a binary fit of
+scikit-learn enters J as the columns ∓coef/2 (:func:`softmax_columns`). λ depends on n, so every
+(size, seed) probe gets its own λ through :func:`probemeter.training.engine.fit_evaluate`'s
+per-probe ``weight_decay``, all probes in ONE engine call (the loss-data curve's single
+``weight_decay`` would need a call per size). Each probe trains **full-batch** (``batch_size`` ≥
+the largest n: the minibatch noise of Adam would keep it off the optimum) for ``--steps`` Adam
+updates at ``--lr``: 2,000 at 3·10⁻³ by default (at 10⁻² Adam hovers around the optimum instead
+of settling: on Fashion-MNIST at n = 2,364 its objective after 2,000 steps was further from
+scikit-learn's than after 1,000, 1.1 % off in one run; at 3·10⁻³, 2,000 steps came within 0.04 %
+at n = 2,364 and 5,000).
 
 For each size and seed both fit the same training subset (the loss-data curve's nested subset
 of the pool, ``probemeter.data.nested_subset``); the script prints both test losses (nats),
@@ -62,7 +66,7 @@ from curve_speed import digits_pixels, fashion_mnist_pixels, start_worker_pool
 from probemeter.curves.curve import default_sizes
 from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import Linear
-from probemeter.training import TrainingConfig
+from probemeter.training import TrainingConfig, weight_decay_for_c
 from probemeter.training.engine import fit_evaluate
 
 #: the inverse regularisation strength of both (see the module docstring for how it was chosen)
@@ -116,6 +120,16 @@ def assess(
     return Fit(weight, bias, J, loss, accuracy)
 
 
+def softmax_columns(coef: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's fitted ``coef_`` (K or 1, d) and ``intercept_`` as the probe's softmax
+    weights (d, K) and biases (K,): a binary model's log-odds v, c as the two columns −v/2,
+    v/2 and biases −c/2, c/2 (the same probabilities, and the minimiser of J at λ = 2/(C n),
+    whose columns sum to zero)."""
+    if coef.shape[0] == 1:
+        return np.hstack([-coef.T / 2, coef.T / 2]), np.array([-0.5, 0.5]) * intercept[0]
+    return coef.T, intercept
+
+
 def subsets(pool_size: int, sizes: Sequence[int], seeds: int) -> list[tuple[int, int, np.ndarray]]:
     """(seed, n, pool rows) of every probe, seed-major: the loss-data curve's nested subsets."""
     return [
@@ -140,7 +154,9 @@ def fit_sklearn(
             warnings.simplefilter("error", ConvergenceWarning)  # never report a stopped fit
             model.fit(data.X_train[rows], data.y_train[rows])
         iterations.append(int(model.n_iter_[0]))
-        fits.append(assess(data, rows, model.coef_.T, model.intercept_, 1.0 / (C * n)))
+        weight, bias = softmax_columns(model.coef_, model.intercept_)
+        lam = weight_decay_for_c(C, n, data.n_classes)
+        fits.append(assess(data, rows, weight, bias, lam))
     return fits, iterations
 
 
@@ -153,9 +169,10 @@ def fit_probemeter(
     max_memory: float | None = None,
 ) -> list[Fit]:
     """probemeter's Linear probes, every (size, seed) in one fit_evaluate call, each at its own
-    λ = 1/(C n), within ``max_memory`` GiB a chunk (None: the engine's default); the test
-    metrics are recomputed in float64 like scikit-learn's."""
-    lams = [1.0 / (C * n) for _, n, _ in grid]
+    λ = weight_decay_for_c(C, n, K) (1/(C n), or 2/(C n) for two classes), within
+    ``max_memory`` GiB a chunk (None: the engine's default); the test metrics are recomputed
+    in float64 like scikit-learn's."""
+    lams = [weight_decay_for_c(C, n, data.n_classes) for _, n, _ in grid]
     trained = fit_evaluate(
         data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes,
         [rows for _, _, rows in grid], [(RANDOM_STATE, seed, n) for seed, n, _ in grid],
@@ -194,7 +211,8 @@ def compare(
     print(
         f"{data.name}: pool {data.pool_size} × {data.X_train.shape[1]}, test "
         f"{len(data.y_test)}, sizes {list(map(int, sizes))} × {seeds} seed(s), C = {C:g} "
-        f"(λ = 1/(C n)); probemeter: full-batch Adam, {config.steps} steps, lr {config.lr:g}; "
+        f"(λ = {2 if data.n_classes == 2 else 1}/(C n)); probemeter: full-batch Adam, "
+        f"{config.steps} steps, lr {config.lr:g}; "
         f"scikit-learn: lbfgs, tol {tol:g}",
         flush=True,
     )

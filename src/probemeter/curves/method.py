@@ -170,7 +170,8 @@ class CurveMethod(Method):
         check=_setting(">= 0"),
         parse=_parse_setting,
         help="L2 penalty λ on the probes' weight matrices, (λ/2)·‖W‖² added to the mean loss "
-        "(scikit-learn's LogisticRegression(C) on n examples: λ = 1/(C·n)); a list: a grid "
+        "(scikit-learn's LogisticRegression(C) on n examples: λ = 1/(C·n) for 3 or more "
+        "classes, 2/(C·n) for two: probemeter.training.weight_decay_for_c); a list: a grid "
         "with lr, chosen per size on the development split",
         key_omits=CURVE_TRAINING.weight_decay,
     )

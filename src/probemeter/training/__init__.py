@@ -15,6 +15,8 @@ _EXPORTS = {
     "ParserTraining": ".config",
     "StructuralTraining": ".config",
     "grid_settings": ".config",
+    "weight_decay_for_c": ".config",
+    "c_for_weight_decay": ".config",
     "ProbeEvaluation": ".engine",
     "fit_evaluate": ".engine",
     "warm_workers": ".engine",
