@@ -144,6 +144,7 @@ def test_mean_leaves_out_the_bos_token_on_texts_unless_kept(tmp_path, models):
     import transformers
 
     from probemeter.encoders import TransformerEncoder
+    from probemeter.encoders.hf import Prompt
 
     folder = models / "gpt2-bos"
     texts = ["dogs bark", "the cat sat on the mat near the river bank", "night falls"]
@@ -180,7 +181,11 @@ def test_mean_leaves_out_the_bos_token_on_texts_unless_kept(tmp_path, models):
     data = prepare_data(experiment, progress=False)
     texts = read_texts(tmp_path / "reviews.csv", text_column="review", label_column="stars")
     pool, _ = texts.split(test_size=0.2, random_state=experiment.run.random_state)
-    templated = [f"Review: {text}\nSentiment:" for text in texts.texts]
+    start = len("Review: ")  # with a template, "mean" averages the text's tokens only
+    templated = [
+        Prompt(f"Review: {text}\nSentiment:", span=(start, start + len(text)))
+        for text in texts.texts
+    ]
     for keep_bos, agrees in ((False, True), (True, False)):
         encoder = TransformerEncoder(folder, 2, pooling="mean", keep_bos=keep_bos, progress=False)
         raw = encoder.encode(templated)[pool]

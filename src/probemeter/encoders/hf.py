@@ -7,6 +7,8 @@ pools the hidden states of one layer (0 is the embedding output, ``n_layers - 1`
 * ``"mean"`` — average over the non-padding tokens of each sentence, the special tokens the
   tokenizer adds included (``[CLS]``/``[SEP]`` of BERT-like models), but for the
   beginning-of-sequence token of tokenizers that add one (Llama-like) with ``keep_bos=False``;
+  of a :class:`Prompt` with a ``span`` (or a chat prompt), the tokens ``"all"`` gives as rows
+  (the text's, not its template's), averaged;
 * ``"cls"`` — the hidden state of the first token (``[CLS]`` of BERT-like models; refused for
   decoder-only models, whose first token sees nothing but itself);
 * ``"last"`` — the hidden state of the last non-padding token (the one that has seen the whole
@@ -124,8 +126,8 @@ class Prompt:
     Attributes:
         text: what is tokenized.
         span: ``(start, stop)`` characters of ``text`` whose tokens are the rows of pooling
-            ``"all"`` (a token is one of them when its characters overlap the span); None: every
-            token of the text.
+            ``"all"`` and what pooling ``"mean"`` averages (a token is one of them when its
+            characters overlap the span); None: every token of the text.
         end: for pooling ``"last"``: the row is the last token ending at or before this
             character (a marker's position); None: the last token.
         chat: wrap ``text`` with the tokenizer's chat template as a user message with the
@@ -1074,7 +1076,9 @@ class TransformerEncoder:
             [item.text for item in batch],
             truncation=True,
             max_length=self.max_length,
-            return_special_tokens_mask=not self.keep_bos or self.pooling == "all",
+            return_special_tokens_mask=not self.keep_bos
+            or self.pooling == "all"
+            or any(item.span is not None for item in batch),
             **padding,
             **extra,
         )
@@ -1168,6 +1172,12 @@ class TransformerEncoder:
                 if any(isinstance(item, _Prepared) and item.chat for item in batch):
                     added[:, 0] = True  # a chat template writes its BOS first
                 mask = mask * ~(added & (ids == bos))
+            mask = mask.clone()
+            for sentence, item in enumerate(batch):  # a span: the text's tokens, as "all"
+                if isinstance(item, _Prepared) and item.span is not None:
+                    found = self._token_rows(encoding, sentence, item, members[sentence])
+                    mask[sentence] = 0
+                    mask[sentence, torch.from_numpy(found).to(mask.device)] = 1
             weights = mask.to(hidden.dtype)[None, :, :, None]
             return (hidden * weights).sum(dim=2) / weights.sum(dim=2).clamp(min=1)
         rows, tokens, word_index = [], [], []

@@ -849,12 +849,13 @@ class _TextsText(TaskText):
     def encoder_inputs(self, pooling: str) -> list[Any]:
         """The templated texts as they were encoded before rows could be tokens, markers or
         chat prompts (the same keys); prompts where a marker or the chat template moves the
-        row, or pooling ``"all"`` reads the text's tokens out of a template's."""
+        row, or pooling ``"all"`` or ``"mean"`` reads the text's tokens out of a template's."""
         from probemeter.encoders.hf import Prompt
 
         task = self.task
         marked = task.marker is not None and pooling == "last"
-        spans = pooling == ALL_TOKENS and (task.template is not None or task.chat)
+        text_tokens = pooling in (ALL_TOKENS, "mean")
+        spans = text_tokens and (task.template is not None or task.chat)
         if not (marked or spans or task.chat):
             return self.sentences
         return [
@@ -958,7 +959,7 @@ class TextsTask(TaskType):
         check=valid.Check(_template),
         help='each text put into this string at "{text}" before encoding, e.g. '
         '"Review: {text}\\nSentiment:" (pooling "last" then reads the template\'s last token, '
-        'pooling "all" the tokens of the text only)',
+        'pooling "mean" and "all" the tokens of the text only)',
     )
     marker: str | None = option(
         None,
