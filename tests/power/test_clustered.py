@@ -138,6 +138,30 @@ def test_sign_flip_p_values_against_brute_force_enumeration() -> None:
         assert result.method == "exact" and result.n_patterns == 0
 
 
+def test_the_bootstraps_p_values_are_the_tests_own() -> None:
+    # the decision power's p-values (characteristic function, FFT) against the test itself
+    # (convolution) on random test sets, large sums included
+    from probemeter.power.clustered import _sign_flip_tails
+
+    rng = np.random.default_rng(8)
+    for _ in range(30):
+        d = rng.integers(-6, 7, size=rng.integers(1, 300))
+        values = np.unique(np.abs(d[d != 0]))
+        counts = np.array([[np.count_nonzero(np.abs(d) == v) for v in values]])
+        fft = _sign_flip_tails(counts, values, np.array([d.sum()]))[0]
+        exact = sign_flip_test(*_sentences_of(d.tolist())).p_value
+        assert fft == pytest.approx(exact, abs=1e-10)
+
+
+def _sentences_of(differences: list[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Like :func:`_sentences`, with sentences of 6 words (|d| ≤ 6)."""
+    a, b = [], []
+    for d in differences:
+        a += [1] * max(d, 0) + [0] * max(-d, 0) + [1] * (6 - abs(d))
+        b += [0] * max(d, 0) + [1] * max(-d, 0) + [1] * (6 - abs(d))
+    return np.array(a, bool), np.array(b, bool), np.arange(len(differences)).repeat(6)
+
+
 def test_sentences_without_a_difference_are_neutral() -> None:
     base = sign_flip_test(*_sentences([2, -1, 1, 3])).p_value
     assert sign_flip_test(*_sentences([2, 0, -1, 0, 1, 0, 3])).p_value == base
