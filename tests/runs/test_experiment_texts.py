@@ -14,6 +14,7 @@ from tokenizers import processors
 
 from probemeter.cli.main import main
 from probemeter.datasets.texts import read_texts
+from probemeter.encoders.hf import Prompt
 from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
@@ -118,6 +119,48 @@ def test_the_last_token_of_the_templated_text_whatever_the_padding_side(tmp_path
     )
 
 
+def test_the_default_pooling_suits_the_model(tmp_path, models):
+    """On texts, a decoder's default pooling is "last"; an encoder's (BERT-like) is "mean":
+    its last real token is [SEP], the same token closing every text, which "last" used to
+    read. An explicit pooling is kept; a Hub model whose config is not at hand must name one."""
+    from tiny_models import make_tiny_bert
+
+    from probemeter.encoders import TransformerEncoder
+
+    bert = make_tiny_bert(tmp_path / "bert")
+    _write_texts(tmp_path)
+    path = _experiment(tmp_path, models)
+    text = path.read_text().replace(str(models / "gpt2-left"), str(bert))
+    path.write_text(text)
+    decoder, encoder = load_experiment(path).representations
+    assert decoder.key_dict()["pooling"] == "last" and encoder.key_dict()["pooling"] == "mean"
+    data = prepare_data(load_experiment(path), progress=False)["left"]
+    texts = read_texts(tmp_path / "reviews.csv", text_column="review", label_column="stars")
+    pool, test = texts.split(test_size=0.2, random_state=0)
+    templated = [f"Review: {t}\nSentiment:" for t in texts.texts]
+    start = len("Review: ")
+    prompts = [Prompt(t, span=(start, start + len(o))) for t, o in zip(templated, texts.texts)]
+    raw = TransformerEncoder(bert, 2, pooling="mean", progress=False).encode(prompts)
+    mean, std = raw[pool].mean(0), raw[pool].std(0)
+    np.testing.assert_allclose(data.X_train, (raw[pool] - mean) / std, atol=1e-3)
+    np.testing.assert_allclose(data.X_test, (raw[test] - mean) / std, atol=1e-3)
+    # what "last" read on the encoder: [SEP], whatever the text
+    last = TransformerEncoder(bert, 2, pooling="last", progress=False)
+    ids = last.tokenizer(templated[:3])["input_ids"]
+    assert {row[-1] for row in ids} == {last.tokenizer.sep_token_id}
+
+    path.write_text(text.replace("batch_size = 8", 'batch_size = 8\npooling = "last"'))
+    assert [r.options["pooling"] for r in load_experiment(path).representations] == ["last"] * 2
+    path.write_text(text.replace(str(bert), "nobody-here/no-such-model"))
+    with pytest.raises(
+        ExperimentError,
+        match=r"representations\[1\].pooling: the default "
+        r'depends on the model \(decoders "last", encoders "mean"\), and the '
+        r"config of 'nobody-here/no-such-model' is not at hand: give pooling",
+    ):
+        load_experiment(path)
+
+
 def test_last_and_mean_pool_the_real_tokens_of_a_left_padded_batch(models):
     """The attention mask says which tokens are padding on either side: "last" takes a
     sentence's last real token, "mean" averages its real tokens only."""
@@ -144,7 +187,6 @@ def test_mean_leaves_out_the_bos_token_on_texts_unless_kept(tmp_path, models):
     import transformers
 
     from probemeter.encoders import TransformerEncoder
-    from probemeter.encoders.hf import Prompt
 
     folder = models / "gpt2-bos"
     texts = ["dogs bark", "the cat sat on the mat near the river bank", "night falls"]

@@ -21,6 +21,7 @@ from probemeter.encoders.hf import (
     MINILM_PACKAGE,
     WORD_POOLINGS,
     hidden_state_count,
+    hub_download_command,
     hub_model_cached,
     hub_offline,
     hub_unavailable,
@@ -221,9 +222,10 @@ class _ModelKind(_WordKind):
         None,
         check=valid.one_of(*_POOLINGS),
         help='"words" on word tasks (their only choice); on a task whose rows are sentences '
-        '"mean", "cls" (first token) or "last" (last token, or the texts task\'s marked one); '
-        'texts also "all" (every token of the text a row, labelled with the text\'s label and '
-        'clustered by text); the default: the task\'s first (senteval "mean", texts "last")',
+        '"mean" (the text\'s tokens), "cls" (first token) or "last" (last token, or the texts '
+        'task\'s marked one); texts also "all" (every token of the text a row, labelled with '
+        "the text's label and clustered by text); the default: the task's first (senteval "
+        '"mean"; texts "last" for decoders, "mean" for encoders, whose last token is [SEP])',
         key_omits=WORDS,
     )
     bos: str | None = option(
@@ -257,7 +259,8 @@ class _ModelKind(_WordKind):
             rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
         pooling = rep.options["pooling"]
         if pooling is None:
-            return replace(rep, options={**rep.options, "pooling": allowed[0]})
+            chosen = _default_pooling(rep, allowed, f"{where}.pooling", report)
+            return replace(rep, options={**rep.options, "pooling": chosen})
         if pooling not in allowed:
             report(
                 f"{where}.pooling",
@@ -421,6 +424,36 @@ def _check_heads(model: str, heads: list[int], where: str, report: Report) -> No
     if beyond:
         shown = ", ".join(map(str, beyond))
         report(where, f"{shown} beyond the heads of {model!r}: it has {n_heads} (0..{n_heads - 1})")
+
+
+def _default_pooling(
+    rep: Representation, allowed: tuple[str, ...], where: str, report: Report
+) -> str:
+    """The pooling of an entry that gives none: the task's first, but where that is
+    ``"last"`` (texts) it suits decoders only — an encoder-only (BERT-like) model's last real
+    token is ``[SEP]``, the same token closing every text — so an encoder gets ``"mean"``, the
+    average of the text's tokens: what sentence encoders such as all-MiniLM-L6-v2 are trained
+    to give, and better than the untuned ``[CLS]`` of BERT (Reimers & Gurevych 2019,
+    arXiv:1908.10084, Table 1). Which one the model is comes from its config, read without the
+    weights; a config not at hand (a Hub model not yet downloaded) is a problem naming the
+    fix."""
+    default = allowed[0]
+    model = rep.options.get("model")
+    if default != "last" or "mean" not in allowed or model is None:
+        return default
+    files = model_files(model)
+    if files is not None:
+        return default if files.decoder_only else "mean"
+    if model == "minilm":  # not installed: the encoder says so; MiniLM is an encoder
+        return "mean"
+    if not Path(model).is_absolute():  # a Hub id (a folder's problems are reported apart)
+        report(
+            where,
+            f'the default depends on the model (decoders "last", encoders "mean"), and the '
+            f"config of {model!r} is not at hand: give pooling, or download the model first "
+            f"(`{hub_download_command(model)}`)",
+        )
+    return default
 
 
 def _check_model(rep: Representation, task: Task, where: str, report: Report) -> None:
