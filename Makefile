@@ -21,11 +21,15 @@ venv: $(BIN)/probemeter
 demo: venv
 	$(BIN)/probemeter demo --out demo-results
 
+# The tests marked `numerics` run a second time on ATen's portable kernels
+# (ATEN_CPU_CAPABILITY=default), so that a tolerance at the edge of one CPU's vector kernels
+# fails on every machine (about a minute on 2 cores).
 test: venv
 	$(BIN)/ruff check src tests benchmarks examples docs
 	$(BIN)/ruff format --check src tests benchmarks examples docs
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest -q -m numerics -n 2
 
 # The documentation site into site/: generates the references from the code and runs every
 # tutorial's small experiment for its figures (about 2 minutes on 2 cores).

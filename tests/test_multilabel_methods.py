@@ -149,6 +149,7 @@ def test_curve_of_label_sets(data):
     assert code.value == pytest.approx(expected)
 
 
+@pytest.mark.numerics
 def test_online_code_of_label_sets_is_a_sum_of_bernoulli_codes(data):
     config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)
     code = online_codelength(

@@ -70,6 +70,7 @@ def test_hand_computation_on_three_classes():
     assert means.loc["c", "seed_min"] == pytest.approx(expected[:, 2:].mean(axis=1).min())
 
 
+@pytest.mark.numerics
 def test_curve_pvi_equals_the_kept_probes_log_probabilities():
     """The curve's PVI of each test example is the kept final probes' log2-probability of its
     label (their logits recomputed by torch) less the null code of the labels they trained

@@ -87,6 +87,7 @@ def test_small_n_loss_is_reported_not_hidden(curve):
     assert np.all(smallest["loss_truncated"] <= 1.0)
 
 
+@pytest.mark.numerics
 def test_curve_points_are_the_engine_results_for_nested_subsets(curve, digits):
     """Point (n, seed) is the probe trained on the first n points of seed's permutation with
     the stream keyed by (random_state, seed, n)."""
@@ -104,6 +105,7 @@ def test_curve_points_are_the_engine_results_for_nested_subsets(curve, digits):
         np.testing.assert_allclose(row["accuracy"].iloc[0], result.accuracy[i], rtol=1e-6)
 
 
+@pytest.mark.numerics
 def test_points_do_not_depend_on_the_other_sizes_or_seeds(curve, digits):
     partial = loss_data_curve(
         digits, Linear(), sizes=[40, 640], seeds=[1], random_state=3, **SETTINGS
@@ -330,6 +332,7 @@ def test_merge_adds_points_and_prefers_the_other_curve():
         a.merge(_toy_curve({"n": [10], "seed": [0], "loss": [1.0]}, pool_size=99))
 
 
+@pytest.mark.numerics
 def test_merge_of_real_curves_equals_joint_curve(digits, curve):
     seed0 = loss_data_curve(digits, Linear(), sizes=[10, 40], seeds=[0], random_state=3, **SETTINGS)
     seed1 = loss_data_curve(digits, Linear(), sizes=[10, 40], seeds=[1], random_state=3, **SETTINGS)
@@ -485,6 +488,7 @@ def test_curves_written_before_class_labels_were_recorded_still_load(curve):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.numerics
 def test_kept_probes_reproduce_the_curve_exactly_and_change_nothing(digits, tmp_path):
     settings = {**SETTINGS, "config": replace(CONFIG, steps=40)}
     plain = loss_data_curve(digits, MLP((16,)), sizes=[10, 40, 160], seeds=2, **settings)

@@ -38,6 +38,7 @@ def test_held_out_split_keeps_whole_groups_and_is_seeded() -> None:
         held_out_split(4, 0.5, 0, np.zeros(4, np.int64))
 
 
+@pytest.mark.numerics
 def test_curve_with_a_development_split() -> None:
     data = _data(clustered=True)
     curve = loss_data_curve(

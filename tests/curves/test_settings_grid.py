@@ -53,6 +53,7 @@ def _curve(data: ProbeData, **keywords) -> LossDataCurve:
     )
 
 
+@pytest.mark.numerics
 def test_the_development_split_chooses_not_the_test_set():
     data = _shifted_test()
     chosen = _curve(data, settings=GRID)

@@ -31,6 +31,7 @@ def _data(n=400, d=4, k=3, noise=0.0, seed=0, random_labels=False):
     return ProbeData.from_arrays(x, y, test_size=0.2, random_state=seed, n_classes=k)
 
 
+@pytest.mark.numerics
 def test_online_codelength_equals_hand_computation(monkeypatch):
     """Fake engine: probe p gives every example cross-entropy 0.1·(p+1) nats. Probes stop on
     their own prefix here, so the whole pool is sent (the held-out development set of the
@@ -72,6 +73,7 @@ def test_online_codelength_equals_hand_computation(monkeypatch):
         np.testing.assert_array_equal(subset, subset_permutation(40, 3, key[1])[: key[2]])
 
 
+@pytest.mark.numerics
 def test_online_codelength_matches_direct_engine_computation():
     data = _data(n=250, noise=1.0)
     config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
@@ -171,6 +173,7 @@ def test_first_block_of_one_example_is_named():
     assert block_ends(100, (0.02, 1.0)).tolist() == [2, 100]
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("stopping_set", ["dev", "prefix"])
 def test_kept_probes_are_the_block_and_full_probes_on_the_test_set(stopping_set, tmp_path):
     data = _data(n=301, d=5, k=3, noise=0.5)  # 61 test rows: stack rows off 16-byte lines

@@ -21,6 +21,7 @@ def _data(n: int = 300, seed: int = 0) -> ProbeData:
     return ProbeData.from_arrays(x, y, test_size=0.2, random_state=seed)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     "config",
     [

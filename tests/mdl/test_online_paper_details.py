@@ -177,6 +177,7 @@ def _fake_engine(monkeypatch: pytest.MonkeyPatch, seen: dict) -> None:
     )
 
 
+@pytest.mark.numerics
 def test_default_holds_out_a_development_set_that_is_never_transmitted(monkeypatch):
     """Pool of 40: 4 examples (dev_fraction 0.1) are the development set of every probe of
     every seed; the other 36 are transmitted (blocks 9, 18, 36) and only they are coded."""

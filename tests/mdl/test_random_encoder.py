@@ -16,6 +16,7 @@ from probemeter.mdl.controls import OrthonormalRandomEncoder
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.numerics
 def test_weights_above_embeddings_are_orthonormal_and_embeddings_kept():
     kwargs = dict(pooling="words", device="cpu", progress=False)
     trained = TransformerEncoder(minilm_path(), 0, **kwargs)

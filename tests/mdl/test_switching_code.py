@@ -110,6 +110,7 @@ def test_block_granularity_and_the_mixture(monkeypatch):
         assert mixture.hindsight["switches"].tolist() == [0]
 
 
+@pytest.mark.numerics
 def test_real_probes_match_their_online_codes_and_round_trip(tmp_path):
     data = _data(n=300)
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)

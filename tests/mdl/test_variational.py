@@ -22,6 +22,7 @@ def _irrelevant_inputs(n=600, d=20, seed=0):
     return ProbeData.from_arrays(x, y, test_size=0.2)
 
 
+@pytest.mark.numerics
 def test_kl_is_non_negative_and_its_gaussian_part_is_exact():
     rngs = [np.random.default_rng(i) for i in range(3)]
     model = BayesianMLP((5,)).stack(rngs, 4, 3, torch.device("cpu"))

@@ -116,6 +116,7 @@ def _reference_code(data, epochs, batch_size, lr):
     return model_nats.item() / math.log(2), data_nats.item() / math.log(2), accuracy
 
 
+@pytest.mark.numerics
 def test_span_pooling_is_part_of_the_variational_model_and_its_kl(data):
     model = PROBE.stack([np.random.default_rng(1)], data.n_features, CLASSES, torch.device("cpu"))
     pooling = 2 * (WIDTH + 2) * PROJECTION  # per span W (d x q), b and w
@@ -134,6 +135,7 @@ def test_span_pooling_is_part_of_the_variational_model_and_its_kl(data):
     assert stage.item() > 0  # the poolings cost bits
 
 
+@pytest.mark.numerics
 def test_variational_span_code_matches_the_one_probe_reference(data):
     # on the CPU, as the reference: the weight noise comes from the device's generator
     config = VariationalTraining(epochs=3, batch_size=20, lr=1e-2)

@@ -33,6 +33,7 @@ def problem():
     return X[:400], y[:400], X[400:], y[400:]
 
 
+@pytest.mark.numerics
 def test_nuclear_norm_is_the_sum_of_singular_values():
     stack = np.random.default_rng(1).normal(size=(3, 7, 4))
     expected = [np.linalg.svd(m, compute_uv=False).sum() for m in stack]
@@ -70,6 +71,7 @@ def test_penalty_lowers_the_nuclear_norm_monotonically(problem):
     assert result.to_frame().shape[0] == 5
 
 
+@pytest.mark.numerics
 def test_probes_of_a_sweep_do_not_depend_on_their_companions(problem):
     X, y, X_test, y_test = problem
     both = fit_nuclear_norm_probes(X, y, X_test, y_test, 5, [0.0, 1e-2], config=_steps(50))

@@ -46,6 +46,7 @@ def test_mlp_spec_round_trips_dropout():
     assert MLP.from_dict(MLP((8,)).to_dict()) == MLP((8,))
 
 
+@pytest.mark.numerics
 def test_dropout_gradients_match_autograd_with_the_same_masks():
     probe = MLP((6, 5), dropout=0.4)
     rngs = [np.random.default_rng([0, i]) for i in range(3)]
@@ -70,6 +71,7 @@ def test_dropout_gradients_match_autograd_with_the_same_masks():
         torch.testing.assert_close(ours.grad, reference.grad, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.numerics
 def test_dropout_probe_does_not_depend_on_its_companions(digits):
     """Masks are drawn per probe for its own batch rows: training a dropout probe alone, or
     padded in one chunk beside a wider probe, gives the same numbers."""

@@ -33,6 +33,7 @@ def task():
     return (*_span_rows(200, rng), *_span_rows(100, rng))
 
 
+@pytest.mark.numerics
 def test_lee_pooling_then_a_linear_map_is_a_linear_map_of_attention_pooled_tokens(task):
     """[z_1, z_2] W + c with z_s = Σ a_t (h_t W_s + b_s), a = softmax(u · w_s), equals
     Σ_s h̄_s (W_s W⁽ˢ⁾) + Σ_s b_s W⁽ˢ⁾ + c with h̄_s pooled by attention vectors v_s = W_s w_s."""

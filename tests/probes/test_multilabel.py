@@ -51,6 +51,7 @@ def _bce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_sigmoid_backward_matches_autograd(precision):
     rows, n_probes = 5, 3
@@ -76,6 +77,7 @@ def test_sigmoid_backward_matches_autograd(precision):
         assert want.grad.abs().max() > 1e-3  # not trivially zero
 
 
+@pytest.mark.numerics
 def test_span_attention_stage_backward_with_label_sets():
     """The edge-probing span stage (Lee et al. 2017 pooling) under the multi-label loss: every
     gradient, the stage's included, equals autograd's through the same forward."""
@@ -111,6 +113,7 @@ def test_span_attention_stage_backward_with_label_sets():
         torch.testing.assert_close(got.grad, want.grad, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.numerics
 def test_development_losses_are_the_binary_code():
     probe = Linear()
     stack = probe.stack([np.random.default_rng(0)], D, K, 4, "f32", torch.device("cpu"))
@@ -155,6 +158,7 @@ def _reference(task, subset, key, probe, config):
     return nll.mean().item(), nll.clamp(max=1).mean().item(), exact, predicted
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [Linear(), MLP((16,))], ids=["linear", "mlp-16"])
 def test_engine_matches_one_probe_reference(task, probe):
     config = TrainingConfig(steps=80, batch_size=32, lr=1e-2)
@@ -246,6 +250,7 @@ def test_uniform_code_and_binary_nll():
     assert got.item() == pytest.approx(math.log1p(math.exp(-2)) + math.log1p(math.exp(2)))
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_label_sets_train_alike_in_worker_processes(task, monkeypatch):
     """Label sets travel to worker processes (as shared memory maps) and train there to the

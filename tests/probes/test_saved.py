@@ -111,6 +111,7 @@ def test_file_layout_is_a_state_dict_per_probe(trained, tmp_path):
     assert json.loads(header["probes"])[3]["info"] == {"n": 300, "seed": 1}
 
 
+@pytest.mark.numerics
 def test_module_gives_the_probes_logits_and_predictions(trained, digits):
     _, probes = trained
     features = torch.from_numpy(digits.X_test)

@@ -90,6 +90,7 @@ def test_reloaded_span_probes_predict_exactly_what_the_trained_ones_did(trained,
     assert sorted(state) == sorted(loaded[2].module().state_dict())
 
 
+@pytest.mark.numerics
 def test_module_pools_like_the_autograd_reference(trained, task):
     _, probes = trained
     x_test = torch.from_numpy(task[2])
@@ -110,6 +111,7 @@ def test_module_pools_like_the_autograd_reference(trained, task):
         assert loss == pytest.approx(probe.loss, rel=1e-5)
 
 
+@pytest.mark.numerics
 def test_a_kept_curve_of_span_probes_stores_the_curves_losses(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
     config = TrainingConfig(steps=20)

@@ -27,6 +27,7 @@ def _reference_mix(features: torch.Tensor, logits: torch.Tensor, scale: torch.Te
     return scale * (blocks * weights.unsqueeze(-1)).sum(dim=-2)
 
 
+@pytest.mark.numerics
 def test_mix_forward_and_backward_match_autograd():
     torch.manual_seed(0)
     features = torch.randn(2, 5, LAYERS * WIDTH)
@@ -46,6 +47,7 @@ def test_mix_forward_and_backward_match_autograd():
     assert center_of_gravity(uniform).item() == pytest.approx(1.0)  # layers 0, 1, 2
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("precision", ["f32", "bf16"])
 def test_stacked_gradients_match_autograd(precision):
     probe = MLP((5,), mix=LAYERS)
@@ -112,6 +114,7 @@ def _reference_train(task, subset, key, probe, config):
     return eval_loss.item(), torch.softmax(logits.detach(), dim=0).numpy()
 
 
+@pytest.mark.numerics
 def test_engine_with_a_mix_trains_like_the_reference_and_finds_the_informative_layer(task):
     probe = MLP((8,), mix=LAYERS)
     config = TrainingConfig(steps=150, batch_size=32, lr=1e-2)

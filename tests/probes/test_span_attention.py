@@ -101,6 +101,7 @@ def _reference_train(task, subset, key, probe, config):
     return eval_loss, (logits.argmax(dim=1).numpy() == y_eval).mean()
 
 
+@pytest.mark.numerics
 def test_backward_matches_autograd():
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -130,6 +131,7 @@ def test_backward_matches_autograd():
             )
 
 
+@pytest.mark.numerics
 def test_engine_trains_span_probes_like_the_one_probe_reference(task):
     probe = MLP((8,), span=TOKENS, projection=PROJECTION)
     config = TrainingConfig(steps=120, batch_size=32, lr=1e-2)

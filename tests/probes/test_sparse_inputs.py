@@ -63,6 +63,7 @@ def _stack(weight_shape, seed):
     return torch.randn(*weight_shape, generator=generator)
 
 
+@pytest.mark.numerics
 def test_per_probe_groups_affine_and_weight_gradient_equal_dense_bmm(matrix):
     """P = 3 groups of m = 4 rows: Z_p = b_p + X_p W_p and X_pᵀ U_p, as dense torch does."""
     rows, dense = SparseRows.from_scipy(matrix, CPU), torch.from_numpy(matrix.toarray())
@@ -83,6 +84,7 @@ def test_per_probe_groups_affine_and_weight_gradient_equal_dense_bmm(matrix):
     assert torch.all(gradient[:, 4] == 0)  # the empty column gets no gradient
 
 
+@pytest.mark.numerics
 def test_shared_rows_and_probe_selection_equal_dense(matrix):
     rows, dense = SparseRows.from_scipy(matrix, CPU), torch.from_numpy(matrix.toarray())
     weight, bias = _stack((4, 9, 3), 3), _stack((4, 1, 3), 4)

@@ -25,6 +25,7 @@ from probemeter.probes.stacked_mlp import (
 CPU = torch.device("cpu")
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("with_bias", [True, False])
 @pytest.mark.parametrize(("rows", "fan_out"), [(40, 10), (40, 3), (8, 10), (40, 16)])
 def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out, with_bias):
@@ -52,6 +53,7 @@ def test_stacked_affine_equals_baddbmm_with_its_gradients(rows, fan_out, with_bi
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     ("probe", "k", "rows", "precision", "transposed"),
     [
@@ -91,6 +93,7 @@ def test_gradients_match_autograd(probe, k, rows, precision, transposed):
         assert want.grad.abs().max() > 1e-3  # not trivially zero
 
 
+@pytest.mark.numerics
 def test_linear_probe_on_sparse_rows_matches_dense():
     """A linear probe's only layer reads sparse rows as they are (never transposed, and no
     transposed buffers are made): its gradients equal those from the same rows made dense,

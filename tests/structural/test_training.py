@@ -20,6 +20,7 @@ from probemeter.structural.training import (
 from probemeter.structural.trees import TreeData, sentence_split
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("target", ["distance", "depth"])
 def test_the_batched_family_matches_one_probe_at_a_time(target):
     rng = np.random.default_rng(0)
@@ -38,6 +39,7 @@ def test_the_batched_family_matches_one_probe_at_a_time(target):
         np.testing.assert_allclose(projection, expected, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.numerics
 def test_a_probe_does_not_depend_on_the_others_trained_with_it():
     rng = np.random.default_rng(1)
     trees = TreeData(tuple(random_heads(rng, 6) for _ in range(10)))

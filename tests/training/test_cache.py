@@ -104,6 +104,7 @@ def test_the_engine_passes_the_cache_budget_on_the_cpu_only(monkeypatch, device)
     assert seen == [cache_budget() if device == "cpu" else None]
 
 
+@pytest.mark.numerics
 def test_capped_chunks_train_the_same_probes(monkeypatch):
     rng = np.random.default_rng(1)
     x = rng.normal(size=(300, 64)).astype(np.float32)

@@ -76,6 +76,7 @@ def _reference(x, y, subset, key, probe, config):
     return model, epochs
 
 
+@pytest.mark.numerics
 def test_probes_stop_at_different_epochs_and_match_one_probe_reference(task):
     x, y, x_eval, y_eval = task
     probe = MLP((8,))
@@ -108,6 +109,7 @@ def test_probes_stop_at_different_epochs_and_match_one_probe_reference(task):
         np.testing.assert_allclose(result.nll[i], nll, rtol=2e-4, atol=2e-5)
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [MLP((8,)), MLP((8,), dropout=0.3)], ids=["plain", "dropout"])
 def test_stopped_probe_is_independent_of_companions(task, probe):
     """Also when companions stop first and the stack is compacted around the probe (its
@@ -135,6 +137,7 @@ def test_stopped_probe_is_independent_of_companions(task, probe):
     np.testing.assert_allclose(together.loss[3], alone.loss[0], rtol=1e-5)
 
 
+@pytest.mark.numerics
 def test_batched_adam_matches_torch_adam_per_probe():
     torch.manual_seed(0)
     stacked = torch.randn(3, 4, 2)

@@ -131,6 +131,7 @@ def test_same_seeds_give_same_subsets_and_different_seeds_differ():
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
 def test_engine_matches_one_probe_at_a_time_reference(task, probe):
     config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)
@@ -193,6 +194,7 @@ def test_probe_depends_on_the_pool_only_through_its_subset(task):
 # ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
 def test_results_do_not_depend_on_companion_probes(task, probe):
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
@@ -206,6 +208,7 @@ def test_results_do_not_depend_on_companion_probes(task, probe):
         )
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
 def test_results_do_not_depend_on_chunking(task, probe):
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
@@ -226,6 +229,7 @@ def test_results_do_not_depend_on_chunking(task, probe):
         )
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_results_do_not_depend_on_worker_processes(task, monkeypatch):
     """Chunks trained in worker processes give the same numbers as in this process."""
@@ -241,6 +245,7 @@ def test_results_do_not_depend_on_worker_processes(task, monkeypatch):
         )
 
 
+@pytest.mark.numerics
 def test_probe_order_permutes_results(task):
     config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
     forward = _run(task, SIZES_SEEDS, Linear(), config)
@@ -335,6 +340,7 @@ def test_narrow_batches_are_padded_with_zero_weight_rows():
     np.testing.assert_array_equal(weights[1], [0.125] * 8)
 
 
+@pytest.mark.numerics
 def test_merged_chunks_match_separate_training(task, monkeypatch):
     """Padding narrow probes into a wider chunk does not change their results."""
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
@@ -419,6 +425,7 @@ def test_metrics_are_in_range_and_consistent(task):
     assert np.all(result.loss_truncated[result.loss > 1.0] < result.loss[result.loss > 1.0])
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_per_example_outputs_agree_with_the_aggregates(task, monkeypatch):
     """Per-example cross-entropies average to the loss, predictions reproduce the accuracy and
@@ -474,6 +481,7 @@ def _assert_reproduced(result, task):
         assert np.array_equal(recomputed[name], getattr(result, name)), name
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [Linear(), MLP((16, 12))], ids=["linear", "mlp-16x12"])
 def test_returned_parameters_are_the_trained_weights_and_change_nothing(task, probe):
     config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)

@@ -28,6 +28,7 @@ def _probes():
     return subsets, [(1, 0, n) for n in sizes]
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     "config",
     [

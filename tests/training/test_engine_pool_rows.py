@@ -75,6 +75,7 @@ def test_pool_rows_with_label_sets():
     assert result.pool_predictions[0].shape == (250, 3)
 
 
+@pytest.mark.numerics
 def test_pool_rows_stream_in_blocks():
     """Rows gathered in blocks of 7: the same numbers as one block."""
     x, y = _task()

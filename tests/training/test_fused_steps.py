@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from probemeter.probes import MLP
@@ -18,6 +19,7 @@ def _stacked(seed: int) -> list[torch.Tensor]:
     return [torch.randn(3, 7, 5, generator=generator), torch.randn(3, 1, 5, generator=generator)]
 
 
+@pytest.mark.numerics
 def test_fused_adam_is_torch_adam_fused_bit_for_bit():
     ours, theirs = _stacked(0), _stacked(0)
     for tensor in ours + theirs:
@@ -35,6 +37,7 @@ def test_fused_adam_is_torch_adam_fused_bit_for_bit():
         assert torch.equal(mine, other)
 
 
+@pytest.mark.numerics
 def test_batched_adam_runs_of_equal_rates_match_one_adam_per_probe():
     """Probes 0-1 and 3-4 share a rate (one fused call per run), probe 2 has its own and probe 5
     is stopped (rate 0: it must not move); each matches torch.optim.Adam on its own slice."""

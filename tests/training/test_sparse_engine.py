@@ -38,6 +38,7 @@ def _pair(rows=500, features=120, density=0.08, classes=3, seed=0):
     return sparse, dense
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("probe", [MLP(()), MLP((16,)), MLP((8, 8), dropout=0.2)])
 def test_curve_on_sparse_features_equals_the_dense_curve(probe):
     sparse, dense = _pair()
@@ -55,6 +56,7 @@ def test_curve_on_sparse_features_equals_the_dense_curve(probe):
     assert not np.allclose(a.points.loss, a.points.loss[0])  # the probes did learn
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize(
     ("stopping_set", "config"),
     [
@@ -83,6 +85,7 @@ def _engine_inputs(data, n_probes=4):
     return (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes, subsets, keys)
 
 
+@pytest.mark.numerics
 def test_sparse_training_equals_dense_and_a_bf16_request_trains_in_f32():
     sparse, dense = _pair()
     config = TrainingConfig(steps=30, batch_size=64, lr=1e-2)
@@ -96,6 +99,7 @@ def test_sparse_training_equals_dense_and_a_bf16_request_trains_in_f32():
     np.testing.assert_array_equal(asked.loss, reference.loss)
 
 
+@pytest.mark.numerics
 @pytest.mark.slow
 def test_sparse_training_in_worker_processes_equals_training_in_process(monkeypatch):
     """The CSR arrays travel to loky workers (as memory maps when large)."""

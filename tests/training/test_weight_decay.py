@@ -62,6 +62,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=1, keepdims=True)
 
 
+@pytest.mark.numerics
 def test_the_penalty_gradient_by_hand():
     """Three full-batch Adam steps of a linear probe at λ = 0.7, computed by hand in float64:
     the weights' gradient is Xᵀ(softmax(XW + b) − Y)/n + λW, the biases' has no λ term."""
@@ -97,6 +98,7 @@ def test_the_penalty_gradient_by_hand():
     assert np.abs(free.parameters[0][0][0] - W).max() > 1e-3
 
 
+@pytest.mark.numerics
 def test_batched_adam_per_probe_decay_matches_torch_adam():
     """Runs of probes with their own (lr, λ): each probe's weight follows torch.optim.Adam with
     weight_decay=λ (coupled L2), its bias Adam without; a probe at lr 0 does not move."""
@@ -132,6 +134,7 @@ def test_batched_adam_per_probe_decay_matches_torch_adam():
     assert torch.equal(weight[4], start[4])
 
 
+@pytest.mark.numerics
 def test_a_grid_trains_in_one_plan_and_each_setting_as_alone():
     """Four settings × three probes in one call: one chunk plan, one chunk on a CPU worker;
     each setting's probes have the numbers they have trained alone, up to float rounding."""
