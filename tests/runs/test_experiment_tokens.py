@@ -173,6 +173,70 @@ def test_mean_with_a_template_averages_the_texts_tokens_only(tmp_path, models, d
     assert np.abs(before - X_train).max() > 1.0
 
 
+def test_texts_longer_than_the_model_are_refused_unless_a_side_is_cut(tmp_path, models):
+    """A text of 197 tokens for a model of 64 positions: refused by ``--check`` (from the
+    tokenizer) and by the run, naming how many and the longest; ``truncate = "left"`` keeps
+    its end, so "last" reads the template's closing ":" (a direct forward pass of the BOS and
+    the last 63 tokens), where cutting the right read a word from the middle. The option is in
+    the unit and cache keys only when set."""
+    import torch
+    import transformers
+
+    frame = pd.read_csv(_write_texts(tmp_path))
+    long_text = (
+        " ".join(["the cat sat on the mat near the river bank"] * 14) + " dogs bark night falls"
+    )
+    frame.loc[3, "text"] = long_text
+    frame.to_csv(tmp_path / "reviews.csv", index=False)
+    template = "Review: {text} Sentiment:"
+    path = _experiment(tmp_path, models["llama"], f'template = "{template}"\n')
+    experiment = load_experiment(path)
+    assert "truncate" not in experiment.representations[0].key_dict()
+    message = (
+        r"representations\[0\].truncate: 1 of 24 texts are longer than the 64 tokens '.*llama' "
+        r"reads \(the longest, text 4, has 197 tokens\): they would be cut without a word; "
+        r'give truncate = "left"'
+    )
+    with pytest.raises(ExperimentError, match=message):
+        check_data(experiment)
+    with pytest.raises(ValueError, match=r"1 of 24 texts are longer than the 64 tokens"):
+        prepare_data(experiment, progress=False)
+
+    path.write_text(
+        path.read_text().replace("batch_size = 5\n", 'batch_size = 5\ntruncate = "left"\n')
+    )
+    experiment = load_experiment(path)
+    assert experiment.representations[0].key_dict()["truncate"] == "left"
+    check_data(experiment)
+    data = prepare_data(experiment, progress=False)["llama"]
+    texts = read_texts(tmp_path / "reviews.csv")
+    pool, test = texts.split(random_state=experiment.run.random_state)
+    net = transformers.AutoModel.from_pretrained(models["llama"]).eval()
+    tokenizer = transformers.AutoTokenizer.from_pretrained(models["llama"])
+    last = []
+    for text in texts.texts:
+        ids = tokenizer(template.replace("{text}", text)).input_ids
+        kept = ids if len(ids) <= 64 else ids[:1] + ids[-63:]  # the BOS, then the end
+        with torch.no_grad():
+            states = net(torch.tensor([kept]), output_hidden_states=True).hidden_states
+        last.append(states[LAYER][0, -1].numpy())
+    X_train, X_test = _standardized(np.stack(last), pool, test)
+    np.testing.assert_allclose(data.X_train, X_train, atol=1e-3)
+    np.testing.assert_allclose(data.X_test, X_test, atol=1e-3)
+    ids = tokenizer(template.replace("{text}", long_text)).input_ids
+    assert len(ids) == 197 and tokenizer.decode(ids[-1]) == ":"
+    assert tokenizer.decode(ids[63]) != ":"  # what the right cut's last token was
+
+    def encoder(**options: str) -> TransformerEncoder:
+        return TransformerEncoder(models["llama"], LAYER, pooling="last", progress=False, **options)
+
+    assert "truncate" not in encoder().cache_key
+    assert encoder(truncate="left").cache_key["truncate"] == "left"
+    assert encoder(truncate="left").cache_key != encoder(truncate="right").cache_key
+    with pytest.raises(ValueError, match=r"truncate must be one of"):
+        encoder(truncate="middle")
+
+
 def test_all_without_a_template_keeps_the_bos_only_when_asked(models, direct):
     """Without a template every token of the text is a row; the BOS the tokenizer adds is one
     with ``keep_bos`` (the encoder's default), not without; counts from one tokenization."""

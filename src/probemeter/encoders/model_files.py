@@ -71,6 +71,11 @@ class ModelFiles:
         except (AttributeError, TypeError, ValueError):
             return None
 
+    def tokenizer(self) -> Any | None:
+        """The model's tokenizer, read by ``AutoTokenizer`` offline (kept: read once per
+        unchanged folder); None when it cannot be read here."""
+        return _tokenizer(str(self.source), _stamp(self.source, _TOKENIZER_FILES))
+
     def has_chat_template(self) -> bool | None:
         """Whether the model's tokenizer has a chat template (the tokenizer is read by
         ``AutoTokenizer``, offline); None when it cannot be read here."""
@@ -129,17 +134,23 @@ def _config(source: str, stamp: tuple[Any, ...]) -> Any | None:
             return None
 
 
-@functools.lru_cache(maxsize=16)
 def _has_chat_template(source: str, stamp: tuple[Any, ...]) -> bool | None:
     """Whether ``AutoTokenizer`` of ``source`` has a chat template (``stamp``: see
     :func:`_stamp`), None when the tokenizer cannot be read offline."""
+    tokenizer = _tokenizer(source, stamp)
+    return None if tokenizer is None else bool(getattr(tokenizer, "chat_template", None))
+
+
+@functools.lru_cache(maxsize=16)
+def _tokenizer(source: str, stamp: tuple[Any, ...]) -> Any | None:
+    """``AutoTokenizer`` of ``source`` (``stamp``: see :func:`_stamp`), None when it cannot be
+    read offline."""
     import transformers
 
     with _quiet(True):
         try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(
+            return transformers.AutoTokenizer.from_pretrained(
                 **_local(source), local_files_only=True
             )
         except Exception:  # unreadable here: the encoder reports it when it loads
             return None
-    return bool(getattr(tokenizer, "chat_template", None))

@@ -11,6 +11,7 @@ from probemeter._device import resolve_device
 from probemeter.data import ProbeData
 from probemeter.runs.config import Experiment, ExperimentError
 from probemeter.runs.kinds import KINDS, Build, FileKind
+from probemeter.runs.kinds.words import length_problems
 from probemeter.runs.runner import task_inputs
 from probemeter.runs.tasks import WORDS, TaskInputs
 
@@ -32,6 +33,9 @@ def check_data(experiment: Experiment, *, max_memory: float | None = None) -> No
       lines, a pool of one class, a ``feats:<Name>`` label no word carries, a tree the
       labels cannot be read from are refused, and the method's sizes and blocks are checked
       against that pool (:meth:`~probemeter._method.Method.check_pool`);
+    * texts longer than a model reads, of a model entry that does not say how to cut them
+      (``truncate``), counted by the model's tokenizer alone
+      (:func:`~probemeter.runs.kinds.words.length_problems`), as the encoder refuses them;
     * each representation read from files (``npz``) is read and validated as the run does
       (features finite, labels class indices unless ``labels = "encode"``, two classes or
       more, sparse arrays consistent; not standardised), then checked against the method's
@@ -69,6 +73,7 @@ def check_data(experiment: Experiment, *, max_memory: float | None = None) -> No
         else:
             if any(KINDS[rep.kind].reads == WORDS for rep in experiment.representations):
                 problems.extend(_text_task_problems(inputs, method, build))
+                problems.extend(length_problems(experiment.representations, inputs))
     budget = memory_budget(max_memory, resolve_device(experiment.run.device))
     failed = set()  # entries with a problem: the other layers of a sweep are not checked
     for rep in experiment.representations:

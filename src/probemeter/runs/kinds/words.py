@@ -19,6 +19,7 @@ from probemeter.encoders.cache import STORAGES
 from probemeter.encoders.hf import (
     DTYPES,
     MINILM_PACKAGE,
+    TRUNCATIONS,
     WORD_POOLINGS,
     hidden_state_count,
     hub_download_command,
@@ -27,6 +28,9 @@ from probemeter.encoders.hf import (
     hub_unavailable,
     inputs_key,
     is_hub_id,
+    length_problem,
+    position_limit,
+    token_counts,
 )
 from probemeter.encoders.model_files import model_files
 from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
@@ -236,6 +240,14 @@ class _ModelKind(_WordKind):
         'the others "keep")',
         key_omits="keep",
     )
+    truncate: str | None = option(
+        None,
+        check=valid.one_of(*TRUNCATIONS),
+        help="texts longer than the model's positions are refused (how many, the longest); "
+        '"left" cuts their beginning (keeps the end: a template\'s closing tokens, which pooling '
+        '"last" reads), "right" their end; not with pooling "words"',
+        key_omits=None,
+    )
     storage: str = option(
         "float32",
         check=valid.one_of(*STORAGES),
@@ -258,6 +270,8 @@ class _ModelKind(_WordKind):
         if rep.options.get("bos") is None:
             rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
         pooling = rep.options["pooling"]
+        if rep.options.get("truncate") is not None and WORDS in (pooling, allowed[0]):
+            report(f"{where}.truncate", "would drop words of pooling 'words': leave it out")
         if pooling is None:
             chosen = _default_pooling(rep, allowed, f"{where}.pooling", report)
             return replace(rep, options={**rep.options, "pooling": chosen})
@@ -384,7 +398,7 @@ def _encoder_group(options: dict[str, Any]) -> tuple[Any, ...]:
     # an SAE entry's site is read by the model itself: not randomly initialised
     loading = (options["model"], options.get("random_init", False), options["dtype"])
     pooling = options.get("pooling") or WORDS
-    return (*loading, options["word_pooling"], pooling, options.get("bos"))
+    return (*loading, options["word_pooling"], pooling, options.get("bos"), options.get("truncate"))
 
 
 def _transformer_model(model: str, where: str, folder: Path, report: Report) -> str:
@@ -532,7 +546,42 @@ def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
         progress=build.progress,
         word_pooling=rep.options["word_pooling"],
         keep_bos=rep.options.get("bos") != "drop",
+        truncate=rep.options.get("truncate"),
     )
+
+
+def length_problems(representations: list[Representation], inputs: TaskInputs) -> list[str]:
+    """``probemeter run --check``'s problems of texts longer than a model reads, of every
+    model entry that does not say how to cut them (``truncate``), from each model's tokenizer
+    alone (:func:`~probemeter.encoders.hf.token_counts`; no weights loaded, nothing encoded):
+    how many are too long and the longest, as the encoder refuses them. Entries whose
+    tokenizer is not at hand here are left to the encoder."""
+    found, seen = [], set()
+    for rep in representations:
+        options = rep.options
+        pooling = options.get("pooling") or WORDS
+        if (
+            not issubclass(rep.kind_class, _ModelKind)
+            or pooling == WORDS
+            or options.get("truncate") is not None
+            or options.get("model") is None
+            or rep.entry in seen
+        ):
+            continue
+        seen.add(rep.entry)
+        files = model_files(options["model"])
+        tokenizer = None if files is None else files.tokenizer()
+        if tokenizer is None:
+            continue
+        try:
+            counts = token_counts(tokenizer, inputs.text.encoder_inputs(pooling))
+        except ValueError:  # a chat template the tokenizer lacks: reported apart
+            continue
+        limit = position_limit(tokenizer, files.config)
+        problem = length_problem(counts, limit, repr(options["model"]))
+        if problem is not None:
+            found.append(f"representations[{rep.entry}].truncate: {problem}")
+    return found
 
 
 def _layer_features(
