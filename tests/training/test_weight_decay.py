@@ -197,28 +197,43 @@ def _classes(n: int, d: int, K: int, seed: int) -> tuple[np.ndarray, np.ndarray]
     return (rng.normal(size=(n, d)) + centres[labels]).astype(np.float32), labels
 
 
-def _probabilities(X: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return _softmax(X.astype(np.float64) @ W + b)
+def _multilabel(y: np.ndarray) -> bool:
+    """Label sets: a float 0/1 matrix (n, K), K sigmoids; else class indices, a softmax."""
+    return y.ndim == 2
+
+
+def _probabilities(X: np.ndarray, y: np.ndarray, W: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """softmax(XW + b), or σ(XW + b) for label sets, float64."""
+    logits = X.astype(np.float64) @ W + b
+    return 1 / (1 + np.exp(-logits)) if _multilabel(y) else _softmax(logits)
 
 
 def _gradient(X: np.ndarray, y: np.ndarray, W: np.ndarray, b: np.ndarray, lam: float):
-    """∇J of J(W, b) = (1/n) Σ_i ℓ_i + (λ/2)‖W‖² (softmax cross-entropy), float64, as one
-    vector (W row-major, then b)."""
-    residual = _probabilities(X, W, b) - np.eye(W.shape[1])[y]
+    """∇J of J(W, b) = (1/n) Σ_i ℓ_i + (λ/2)‖W‖² (softmax cross-entropy, or binary
+    cross-entropy summed over labels), float64, as one vector (W row-major, then b): the
+    residual P − Y is the same expression for both."""
+    targets = y if _multilabel(y) else np.eye(W.shape[1])[y]
+    residual = _probabilities(X, y, W, b) - targets
     return np.concatenate([(X.T @ residual / len(y) + lam * W).ravel(), residual.mean(axis=0)])
 
 
-def _smallest_curvature(X: np.ndarray, W: np.ndarray, b: np.ndarray, lam: float) -> float:
-    """The smallest eigenvalue of J's Hessian at (W, b), float64, on the directions other than
-    a common shift of the intercepts (along which J is constant). With x̃ = (x, 1) and
-    S_i = diag(p_i) − p_i p_iᵀ, the Hessian is (1/n) Σ_i (x̃_i x̃_iᵀ) ⊗ S_i + λ on W."""
+def _smallest_curvature(X: np.ndarray, y: np.ndarray, W: np.ndarray, b: np.ndarray, lam: float):
+    """The smallest eigenvalue of J's Hessian at (W, b), float64 — for a softmax on the
+    directions other than a common shift of the intercepts (along which J is constant). With
+    x̃ = (x, 1), the Hessian is (1/n) Σ_i (x̃_i x̃_iᵀ) ⊗ S_i + λ on W, where S_i is
+    diag(p_i) − p_i p_iᵀ for a softmax and diag(σ_i(1 − σ_i)) for label sets."""
     n, d = X.shape
     K = W.shape[1]
-    p = _probabilities(X, W, b)
-    S = np.einsum("ik,km->ikm", p, np.eye(K)) - np.einsum("ik,im->ikm", p, p)
+    p = _probabilities(X, y, W, b)
+    if _multilabel(y):
+        S = np.einsum("ik,km->ikm", p * (1 - p), np.eye(K))
+    else:
+        S = np.einsum("ik,km->ikm", p, np.eye(K)) - np.einsum("ik,im->ikm", p, p)
     Xt = np.hstack([X.astype(np.float64), np.ones((n, 1))])
     H = np.einsum("ij,il,ikm->jklm", Xt, Xt, S).reshape((d + 1) * K, (d + 1) * K) / n
     H[np.arange(d * K), np.arange(d * K)] += lam
+    if _multilabel(y):
+        return float(np.linalg.eigvalsh(H)[0])
     shift = np.zeros((d + 1) * K)
     shift[d * K :] = 1 / np.sqrt(K)
     basis = np.linalg.svd(np.eye((d + 1) * K) - np.outer(shift, shift))[0][:, :-1]
@@ -227,22 +242,28 @@ def _smallest_curvature(X: np.ndarray, W: np.ndarray, b: np.ndarray, lam: float)
 
 def _certified_distance(X, y, ours, theirs, lam) -> tuple[float, float, dict]:
     """(‖θ_ours − θ_theirs‖, its bound, figures): the distance of two parameter points (W, b)
-    with centred intercepts and the bound that J's gradients at them prove.
+    (a softmax's intercepts centred) and the bound that J's gradients at them prove.
 
-    J is strongly convex off the intercept shift: for θ on the segment between the points,
-    the softmax probabilities at each example change by at most a factor e^{±R}, R the
-    largest spread max_k − min_k of an example's change of logits between the two points, so
-    S_i(θ) ⪰ e^{−R} S_i(θ_theirs) and J's Hessian ⪰ e^{−R}·μ, μ its smallest curvature at
-    θ_theirs (:func:`_smallest_curvature`). Then ⟨∇J(a) − ∇J(b), a − b⟩ ≥ e^{−R} μ ‖a − b‖²,
-    and by Cauchy–Schwarz ‖a − b‖ ≤ (‖∇J(a)‖ + ‖∇J(b)‖) / (e^{−R} μ). Every quantity is
-    computed in float64, so the bound follows from the computation, not from a CPU's rounding
-    (it is rigorous up to float64's own, ~1e-16 relative)."""
-    (Wa, ba), (Wb, bb) = ((W, b - b.mean()) for W, b in (ours, theirs))
+    J is strongly convex (a softmax's off the intercept shift): for θ on the segment between
+    the points, each example's S_i changes by at most a factor e^{±R} — R the largest spread
+    max_k − min_k of an example's change of logits between the two points for a softmax
+    (each p_k changes by at most that factor, and uᵀS_iu is p's variance of u), the largest
+    |change| of a logit for sigmoids (log σ(1 − σ) is 1-Lipschitz) — so J's Hessian
+    ⪰ e^{−R}·μ, μ its smallest curvature at θ_theirs (:func:`_smallest_curvature`). Then
+    ⟨∇J(a) − ∇J(b), a − b⟩ ≥ e^{−R} μ ‖a − b‖², and by Cauchy–Schwarz
+    ‖a − b‖ ≤ (‖∇J(a)‖ + ‖∇J(b)‖) / (e^{−R} μ). Every quantity is computed in float64, so the
+    bound follows from the computation, not from a CPU's rounding (it is rigorous up to
+    float64's own, ~1e-16 relative)."""
+    centred = (lambda b: b) if _multilabel(y) else (lambda b: b - b.mean())
+    (Wa, ba), (Wb, bb) = ((W, centred(b)) for W, b in (ours, theirs))
     ga = float(np.linalg.norm(_gradient(X, y, Wa, ba, lam)))
     gb = float(np.linalg.norm(_gradient(X, y, Wb, bb, lam)))
     logits = X.astype(np.float64) @ (Wa - Wb) + (ba - bb)
-    spread = float((logits.max(axis=1) - logits.min(axis=1)).max())
-    mu = _smallest_curvature(X, Wb, bb, lam)
+    if _multilabel(y):
+        spread = float(np.abs(logits).max())
+    else:
+        spread = float((logits.max(axis=1) - logits.min(axis=1)).max())
+    mu = _smallest_curvature(X, y, Wb, bb, lam)
     distance = float(np.sqrt(np.sum((Wa - Wb) ** 2) + np.sum((ba - bb) ** 2)))
     figures = {"grad_ours": ga, "grad_theirs": gb, "mu": mu, "spread": spread}
     return distance, (ga + gb) / (np.exp(-spread) * mu), figures
@@ -320,6 +341,35 @@ def test_linear_probes_at_the_documented_lambda_are_scikit_learns(K):
         assert difference <= tolerance, where
         # the criterion proves scikit-learn's coefficients within 1e-4 of their norm
         assert tolerance <= 1e-4 * np.linalg.norm(coef), where
+
+
+@pytest.mark.numerics
+def test_label_set_probes_at_the_documented_lambda_are_scikit_learns_per_label():
+    """Multi-label probes (K = 2 sigmoids, binary cross-entropy summed over labels) at
+    λ = weight_decay_for_c(C, n, 2, multilabel=True) = 1/(C·n) — not the two-class softmax's
+    2/(C·n) — have, label by label, scikit-learn's binary LogisticRegression(C) coefficients
+    within the distance their gradient norms prove, itself within 1e-4 of their norm."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(2)
+    n, d, K, Cs = 200, 5, 2, (0.01, 0.1, 1.0)
+    X = rng.normal(size=(n, d)).astype(np.float32)
+    directions = rng.normal(size=(d, K))
+    Y = (X @ directions + rng.normal(size=(n, K)) > 0).astype(np.float32)
+    lams = [weight_decay_for_c(C, n, K, multilabel=True) for C in Cs]
+    probes, steps = _train_to_the_criterion(X, Y, K, lams)
+    for C, lam, (W, b), taken in zip(Cs, lams, probes, steps):
+        fits = [
+            LogisticRegression(C=C, tol=1e-10, max_iter=100_000).fit(X.astype(np.float64), y)
+            for y in Y.T.astype(np.int64)
+        ]
+        coef = np.hstack([fit.coef_.T for fit in fits])
+        intercept = np.concatenate([fit.intercept_ for fit in fits])
+        distance, bound, figures = _certified_distance(X, Y, (W, b), (coef, intercept), lam)
+        where = f"C = {C}, λ = {lam:g}, {taken} steps: {figures}"
+        assert figures["grad_theirs"] <= GRADIENT_NORM, where
+        assert distance <= bound, where
+        assert bound <= 1e-4 * np.linalg.norm(coef), where
 
 
 def test_weight_decay_for_c_by_classes():
