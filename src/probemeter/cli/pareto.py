@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from probemeter._validation import check_scalar
 from probemeter.cli._options import (
     add_export_option,
     add_figure_options,
@@ -70,7 +72,7 @@ def add_pareto_parser(commands: argparse._SubParsersAction) -> None:
     family.add_argument("--mlps", type=int, default=50, help="family size")
     family.add_argument("--mlp-steps", type=int, default=2000, help="Adam updates per MLP")
     family.add_argument("--mlp-lr", type=float, default=1e-3, help="Adam learning rate of the MLPs")
-    add_run_options(sweep, progress=False)
+    add_run_options(sweep)
     add_figure_options(sweep)
     sweep.add_argument(
         "--out", type=Path, default=Path("probemeter-results"), help="folder of the results"
@@ -106,6 +108,15 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise ValueError(f"got {len(names)} --name for {len(args.train)} --train")
     method = method_from_args(ParetoMethod, args)
     measures = {_MEASURES[m] for m in args.measures}
+    penalties = method.penalty_values() if NUCLEAR_NORM in measures else ()
+    ranks = RANK in measures and method.ranks
+    if not (penalties or ranks or LABEL_SHUFFLED in measures):
+        raise ValueError(
+            f"--penalties {method.penalties} leaves no nuclear-norm probe and --measures "
+            f"{' '.join(args.measures)} asks for no other family: nothing to train (add rank "
+            "or label-shuffled to --measures)"
+        )
+    check_scalar(args.mlps, "--mlps", int, min_val=1)
     family = random_mlp_family(args.mlps, random_state=args.random_state)
     config = TrainingConfig(steps=args.mlp_steps, lr=args.mlp_lr)
     # every file is read and the output folder proven writable before any probe is trained
@@ -119,27 +130,37 @@ def _run_sweep(args: argparse.Namespace) -> int:
     figures = figure_options(args)
     formats = export_option(args)
     writable_folder(args.out, "--out")
+    mlps = len(family) if LABEL_SHUFFLED in measures else 0
+    plan = {
+        name: _SweepPlan(len(penalties), min(data.n_classes, data.n_features) if ranks else 0, mlps)
+        for name, data in datasets.items()
+    }
+    for line in _plan_lines(plan, method, args):
+        _log.info("%s", line)
     frames = []
     for name, data in datasets.items():
         started = time.perf_counter()
-        if measures & {NUCLEAR_NORM, RANK}:
+        if plan[name].linear:
             frames.append(
                 linear_points(
-                    data, args.task, name,
-                    penalties=method.penalty_values() if NUCLEAR_NORM in measures else (),
-                    ranks=None if RANK in measures and method.ranks else (),
+                    data, args.task, name, penalties=penalties, ranks=None if ranks else (),
                     config=method.training(), random_state=args.random_state,
                     # "auto" stays on the CPU (see pareto.method.pareto_unit)
                     device="cpu" if args.device == "auto" else args.device,
                 )
             )  # fmt: skip
-        if LABEL_SHUFFLED in measures:
+            seconds = time.perf_counter() - started
+            _log.info("%s: %d linear probes in %.1f s", name, plan[name].linear, seconds)
+        if mlps:
+            trained = time.perf_counter()
             frames.append(
                 mlp_family_points(
                     data, args.task, name, family, config, random_state=args.random_state,
-                    n_jobs=args.n_jobs, device=args.device,
+                    n_jobs=args.n_jobs, device=args.device, progress=not args.no_progress,
                 )
             )  # fmt: skip
+            seconds = time.perf_counter() - trained
+            _log.info("%s: %d random MLPs, each trained twice, in %.1f s", name, mlps, seconds)
         _log.info("%s: %.1f s", name, time.perf_counter() - started)
     import pandas as pd
 
@@ -153,6 +174,53 @@ def _run_sweep(args: argparse.Namespace) -> int:
     names = ", ".join(path.name for path in written)
     _log.info("wrote %s, %s, %s", args.out / "points.csv", args.out / "pareto.json", names)
     return 0
+
+
+@dataclass(frozen=True)
+class _SweepPlan:
+    """The probes ``pareto sweep`` trains on one representation: nuclear-norm probes (one per
+    λ), rank probes (one per rank 1 … min(K, d)) and random MLPs (each trained twice, on the
+    real and on the shuffled labels)."""
+
+    penalties: int
+    ranks: int
+    mlps: int
+
+    @property
+    def linear(self) -> int:
+        """The linear probes: nuclear-norm and rank."""
+        return self.penalties + self.ranks
+
+
+def _plan_lines(plan: dict[str, _SweepPlan], method: ParetoMethod, args: Any) -> list[str]:
+    """What the sweep will train, said before it trains: the probes of each family per
+    representation with their Adam updates and the flags that set them, and where most of
+    the time goes (the MLPs, which ``--mlps`` and ``--measures`` reduce or leave out)."""
+    nuclear = "nuclear-norm" in args.measures
+    lines = []
+    for name, probes in plan.items():
+        penalties = (
+            f"{probes.penalties} nuclear-norm probes (--penalties {method.penalties})"
+            if probes.penalties
+            else f"no nuclear-norm probe ({'--penalties 0' if nuclear else '--measures'})"
+        )
+        ranks = f"{probes.ranks} rank probes (ranks 1..{probes.ranks})" if probes.ranks else ""
+        linear = f"{penalties}{', ' + ranks if ranks else ''}"
+        if probes.linear:
+            linear += f", {method.steps} Adam updates each (--steps)"
+        mlps = (
+            f"; {probes.mlps} random MLPs (--mlps), each trained twice (real and shuffled "
+            f"labels), {args.mlp_steps} Adam updates each (--mlp-steps)"
+            if probes.mlps
+            else "; no random MLP (--measures)"
+        )
+        lines.append(f"{name}: will train {linear}{mlps}")
+    if any(probes.mlps for probes in plan.values()):
+        lines.append(
+            "the random MLPs take most of the time: fewer with --mlps N, none with --measures "
+            "nuclear-norm rank"
+        )
+    return lines
 
 
 def _run_table(args: argparse.Namespace) -> int:

@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from probemeter._device import resolve_device
+from probemeter._device import resolve_device, single_threaded
 from probemeter._validation import check_scalar, is_integer
 from probemeter.pareto.method import LINEAR_TRAINING, PARETO_PENALTIES
 from probemeter.pareto.span_pooling import attention_pool
@@ -60,6 +60,11 @@ __all__ = [
 #: singular values at or below this count as zero in :func:`matrix_rank` (the authors' 1e-3)
 RANK_TOLERANCE = 1e-3
 _LN2 = math.log(2.0)
+#: a training step of less arithmetic than this (its three products over the minibatch) runs on
+#: one thread: intra-op threads gain little on steps of a few milliseconds, and on a busy
+#: machine their synchronisation made them many times slower (10 rank probes of 400 digits,
+#: 1000 steps: 0.7-2.1 s on one thread, 10-15 s on two, 2 cores shared with 4 busy processes)
+_ONE_THREAD_STEP_FLOPS = 1e9
 
 
 def nuclear_norm(weights: torch.Tensor | np.ndarray) -> np.ndarray:
@@ -387,23 +392,26 @@ def _fit(
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     order = _minibatches(len(y_train), config.batch_size, steps, random_state)
     use_penalty = bool((penalty > 0).any())
-    for batch in order:
-        idx = torch.from_numpy(batch).to(torch_device)
-        logits = model(pool_x[idx])
-        labels = pool_y[idx].expand(logits.shape[0], -1)
-        # per-probe mean CE in bits, summed over probes: each probe's gradient is its own
-        ce = torch.nn.functional.cross_entropy(
-            logits.transpose(1, 2), labels, reduction="none"
-        ).mean(dim=1)
-        loss = ce.sum() / _LN2
-        if use_penalty:
-            matrix = model.matrix()
-            subgradient = nuclear_norm_subgradient(matrix.detach())
-            # d/dW of λ·⟨W, G⟩ with G fixed is λ·G, the subgradient of λ‖W‖*
-            loss = loss + (penalty[:, None, None] * matrix * subgradient).sum()
-        optimizer.zero_grad(set_to_none=False)
-        loss.backward()
-        optimizer.step()
+    rows = min(len(y_train), config.batch_size)
+    step_flops = 6 * len(settings) * rows * (X_train.shape[1] + 1) * int(n_classes)
+    with single_threaded(torch_device.type == "cpu" and step_flops < _ONE_THREAD_STEP_FLOPS):
+        for batch in order:
+            idx = torch.from_numpy(batch).to(torch_device)
+            logits = model(pool_x[idx])
+            labels = pool_y[idx].expand(logits.shape[0], -1)
+            # per-probe mean CE in bits, summed over probes: each probe's gradient is its own
+            ce = torch.nn.functional.cross_entropy(
+                logits.transpose(1, 2), labels, reduction="none"
+            ).mean(dim=1)
+            loss = ce.sum() / _LN2
+            if use_penalty:
+                matrix = model.matrix()
+                subgradient = nuclear_norm_subgradient(matrix.detach())
+                # d/dW of λ·⟨W, G⟩ with G fixed is λ·G, the subgradient of λ‖W‖*
+                loss = loss + (penalty[:, None, None] * matrix * subgradient).sum()
+            optimizer.zero_grad(set_to_none=False)
+            loss.backward()
+            optimizer.step()
     with torch.no_grad():
         matrix = model.matrix().cpu()
         norms = nuclear_norm(matrix)

@@ -12,8 +12,10 @@ Pimentel et al. (2020), §5. For each architecture of a probe family,
   meaningful for contextual representations, footnote 10). Pass those features as
   ``shuffled_inputs``.
 
-Architectures are grouped so that repeated ones train together in the batched engine
-(:func:`probemeter.training.engine.fit_evaluate`); each probe is keyed by (random_state, its draw).
+The whole family trains in one pass of the batched engine
+(:func:`probemeter.training.engine.fit_evaluate_many`: on the real and on the shuffled labels,
+repeated architectures stacked together, every chunk sharing the workers); each probe is keyed
+by (random_state, its draw).
 Memorisation complexity needs nothing of the architecture, so on edge-probing span rows
 (``data.span_tokens``) each probe of the family learns a self-attentive pooling of the spans
 first (:func:`span_probe`), whose parameters are part of what it memorises with.
@@ -36,7 +38,7 @@ from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.probes import MLP
 from probemeter.probes.mlp import SPAN_PROJECTION
 from probemeter.training.config import TrainingConfig, config_or_default
-from probemeter.training.engine import fit_evaluate
+from probemeter.training.engine import EngineCall, fit_evaluate_many
 
 __all__ = [
     "MemorisationResult",
@@ -88,6 +90,7 @@ def memorisation_complexity(
     random_state: int = 0,
     n_jobs: int | None = 1,
     device: str | torch.device = "auto",
+    progress: bool = False,
 ) -> MemorisationResult:
     """Label-shuffled (or, with ``shuffled_inputs``, fully-shuffled) complexity of each probe.
 
@@ -103,6 +106,8 @@ def memorisation_complexity(
             words, row-aligned with ``data.X_train`` (fully-shuffled); None: label-shuffled.
         random_state: seeds the label permutation and every probe's stream.
         n_jobs, device: as in :func:`probemeter.training.engine.fit_evaluate`.
+        progress: show a progress bar over the probe-updates of the whole family (its
+            training on the real and on the shuffled labels).
 
     On span rows, ``probes`` without span pooling are given the data's
     (:func:`span_probe`); ``MemorisationResult.probes`` holds the architectures trained.
@@ -126,24 +131,18 @@ def memorisation_complexity(
             )
     permutation = np.random.default_rng([random_state, 0x5AFF1E]).permutation(data.pool_size)
     y_shuffled = data.y_train[permutation]
-    pool = np.arange(data.pool_size)
-    complexity = np.empty(len(probes))
-    accuracy = np.empty(len(probes))
-    for architecture in dict.fromkeys(probes):
-        members = [i for i, probe in enumerate(probes) if probe == architecture]
-        subsets = [pool] * len(members)
-        keys = [(random_state, i) for i in members]
-        common = dict(n_classes=data.n_classes, subsets=subsets, keys=keys, probe=architecture)
-        real = fit_evaluate(
-            data.X_train, data.y_train, data.X_test, data.y_test, config=config,
-            n_jobs=n_jobs, device=device, **common,
-        )  # fmt: skip
-        shuffled = fit_evaluate(
-            X_shuffled, y_shuffled, X_shuffled, y_shuffled, config=config,
-            n_jobs=n_jobs, device=device, **common,
-        )  # fmt: skip
-        accuracy[members] = real.accuracy
-        complexity[members] = shuffled.accuracy
+    subsets = [np.arange(data.pool_size)] * len(probes)
+    keys = [(random_state, i) for i in range(len(probes))]
+    common = dict(
+        n_classes=data.n_classes, subsets=subsets, keys=keys, probe=list(probes), config=config
+    )
+    calls = [
+        EngineCall(data.X_train, data.y_train, data.X_test, data.y_test, **common),
+        EngineCall(X_shuffled, y_shuffled, X_shuffled, y_shuffled, **common),
+    ]
+    real, shuffled = fit_evaluate_many(calls, n_jobs=n_jobs, device=device, progress=progress)
+    accuracy = np.asarray(real.accuracy, dtype=float)
+    complexity = np.asarray(shuffled.accuracy, dtype=float)
     return MemorisationResult(
         kind="label_shuffled" if shuffled_inputs is None else "fully_shuffled",
         probes=probes,

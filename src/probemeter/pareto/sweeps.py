@@ -180,9 +180,11 @@ def mlp_family_points(
     random_state: int = 0,
     n_jobs: int | None = 1,
     device: str | torch.device = "cpu",
+    progress: bool = False,
 ) -> pd.DataFrame:
     """Label-shuffled (or, with ``shuffled_inputs``, fully-shuffled) points of a probe family
-    (§5, §6.2); see :func:`probemeter.pareto.memorisation.memorisation_complexity`."""
+    (§5, §6.2); see :func:`probemeter.pareto.memorisation.memorisation_complexity` (``progress``:
+    a bar over the family's probe-updates)."""
     result = memorisation_complexity(
         data,
         probes,
@@ -191,6 +193,7 @@ def mlp_family_points(
         random_state=random_state,
         n_jobs=n_jobs,
         device=device,
+        progress=progress,
     )
     table = result.to_frame()
     return _frame(
