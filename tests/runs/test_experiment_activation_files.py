@@ -71,9 +71,13 @@ def _write(fmt: str, tensors: dict[str, torch.Tensor], base) -> str:
 
 
 def _experiment(folder, fmt: str, hooks: str = PATTERN, extra: str = "", positions=4):
-    """Train (40 rows) and test (20 rows) in format ``fmt``, and the entry reading them."""
+    """Train (40 rows) and test (20 rows) in format ``fmt``, and the entry reading them
+    (``attention_mask = "unpadded"`` where they have positions: every one a real token)."""
     train = _write(fmt, _tensors(40, 0, positions), folder / "train")
     test = _write(fmt, _tensors(20, 1, positions), folder / "test")
+    if positions is not None:
+        extra = f'attention_mask = "unpadded"\n{extra}'
+
     path = folder / f"{fmt}.toml"
     path.write_text(ENTRY.format(train=train, test=test, hooks=hooks, extra=extra))
     return path
@@ -119,8 +123,11 @@ def test_string_labels_from_the_folders_labels_npy(tmp_path):
 
 
 def test_the_unit_key_of_a_torch_dict_is_unchanged_and_a_folders_names_it(tmp_path):
+    """The key of (n, positions, d) activations declared ``"unpadded"`` is the key they had
+    before an attention mask could be named (the same features); a named mask enters it."""
     path = _experiment(tmp_path, "pt", hooks=HOOKS[0])
     (rep,) = load_experiment(path).representations
+    assert rep.options["attention_mask"] == "unpadded"
     assert rep.key_dict() == {
         "name": "resid", "kind": "activations", "view": None, "n_components": None,
         "train": str(tmp_path / "train.pt"), "test": str(tmp_path / "test.pt"),

@@ -19,6 +19,7 @@ from activation_fixtures import (
 from probemeter.data import ProbeData
 from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.kinds.activations import UNPADDED
 from probemeter.runs.runner import prepare_data
 
 
@@ -38,10 +39,15 @@ def _cache(rows: int, seed: int, positions: int = 4, features: int = 3) -> dict:
     return cache
 
 
-def _experiment(folder, hooks="blocks.{i}.hook_resid_post", extra="", train=None, test=None):
-    """``acts.pt`` (40 rows) and ``acts_test.pt`` (20 rows) unless given, and the entry."""
+def _experiment(
+    folder, hooks="blocks.{i}.hook_resid_post", extra="", train=None, test=None, mask=UNPADDED
+):
+    """``acts.pt`` (40 rows) and ``acts_test.pt`` (20 rows) unless given, and the entry, its
+    ``attention_mask`` ``mask`` (none where None; the caches fill every position)."""
     for name, rows, seed, given in (("acts.pt", 40, 0, train), ("acts_test.pt", 20, 1, test)):
         torch.save(_cache(rows, seed) if given is None else given, folder / name)
+    if mask is not None:
+        extra = f'attention_mask = "{mask}"\n{extra}'
     path = folder / "acts.toml"
     path.write_text(ENTRY.format(train="acts.pt", test="acts_test.pt", hooks=hooks, extra=extra))
     return path
@@ -73,7 +79,7 @@ def test_one_hook_2d_tensors_and_labels_beside_the_file(tmp_path):
         f"layer{i}": torch.tensor(rng.normal(size=(40, 5)), dtype=torch.float64) for i in (0, 1)
     }
     flat_test = {key: value[:20] for key, value in flat.items()}
-    path = _experiment(tmp_path, hooks="layer1", train=flat, test=flat_test)
+    path = _experiment(tmp_path, hooks="layer1", train=flat, test=flat_test, mask=None)
     for name, rows in (("acts", 40), ("acts_test", 20)):
         np.save(tmp_path / f"{name}.labels.npy", np.array(["no", "yes"])[np.arange(rows) % 2])
     text = path.read_text().replace("\n[method]", 'labels = "encode"\n[method]')
@@ -118,6 +124,20 @@ def _bad(folder, case):
         "2-d-with-position": ("h", "position = 0", flat, {**flat}),
         "position-beyond": ("blocks.{i}.hook_resid_post", "position = 4", cache, None),
         "no-labels": ("blocks.{i}.hook_resid_post", "", _without(cache, "labels"), None),
+        "3-d-without-a-mask": ("blocks.{i}.hook_resid_post", None, None, None),
+        "mask-not-saved": ("blocks.{i}.hook_resid_post", "mask", None, None),
+        "mask-of-2-d": (
+            "h",
+            "mask",
+            {**flat, "mask": torch.ones(40)},
+            {**flat, "mask": torch.ones(40)},
+        ),
+        "mask-of-other-rows": (
+            HOOKS[0],
+            "mask",
+            {**cache, "mask": torch.ones(40, 4)},
+            {**cache_test, "mask": torch.ones(20, 5)},
+        ),
     }[case]
 
 
@@ -136,6 +156,15 @@ PROBLEMS = {
     "position-beyond": r"\.position: 4 does not exist: hook 'blocks\.0\.hook_resid_post' has 4 "
     "positions$",
     "no-labels": r"\.train: '.*acts\.pt' has no labels: save them under \"labels\"",
+    "3-d-without-a-mask": r"\.attention_mask: hook 'blocks\.0\.hook_resid_post' is \(n, "
+    r"positions, d\): rows padded to one length would read padding at a position, silently; "
+    r"save the attention mask \(n, positions\) or each row's token count \(n,\) with the "
+    r'activations and name it here, or write "unpadded" where every row fills every position$',
+    "mask-not-saved": r"\.attention_mask: 'mask' is not in '.*acts\.pt'; it holds blocks",
+    "mask-of-2-d": r"\.attention_mask: hook 'h' is 2-D \(n, d\): no positions to mask; remove "
+    "attention_mask$",
+    "mask-of-other-rows": r"\.attention_mask: 'mask' of test has shape \(20, 5\); hook "
+    r"'blocks\.0\.hook_resid_post' needs \(20, 4\), a mask, or \(20,\), token counts$",
 }
 
 
@@ -144,7 +173,9 @@ def test_each_bad_input_is_one_clear_problem(tmp_path, capsys, case):
     hooks, extra, train, test = _bad(tmp_path, case)
     if train is ProbeData:  # a pickled object, as torch.save(cache, path) would write
         train = ProbeData.from_arrays(np.zeros((4, 2)), [0, 1, 0, 1], np.zeros((2, 2)), [0, 1])
-    path = _experiment(tmp_path, hooks=hooks, extra=extra, train=train, test=test)
+    mask = {None: None, "mask": "mask"}.get(extra, UNPADDED)  # the mask cases' own
+    extra = "" if extra in (None, "mask") else extra
+    path = _experiment(tmp_path, hooks=hooks, extra=extra, train=train, test=test, mask=mask)
     assert_one_clear_problem(path, PROBLEMS[case], capsys)
 
 
@@ -174,7 +205,8 @@ def test_a_real_transformer_lens_cache_saved_as_a_dict(tmp_path):
         torch.save({**dict(cache.items()), "labels": torch.arange(rows) % 2}, tmp_path / name)
     path = tmp_path / "acts.toml"
     hooks = "blocks.{i}.hook_resid_post"
-    path.write_text(ENTRY.format(train="acts.pt", test="acts_test.pt", hooks=hooks, extra=""))
+    extra = f'attention_mask = "{UNPADDED}"'  # random tokens: every position a real one
+    path.write_text(ENTRY.format(train="acts.pt", test="acts_test.pt", hooks=hooks, extra=extra))
     data = prepare_data(load_experiment(path))
     assert sorted(data) == ["resid-0", "resid-1"]
     assert data["resid-1"].X_train.shape == (40, 8)
@@ -185,3 +217,86 @@ def test_sizes_are_checked_against_the_rows_of_the_training_file(tmp_path):
     path.write_text(path.read_text().replace("sizes = [10, 30]", "sizes = [10, 300]"))
     with pytest.raises(ExperimentError, match=r"sizes: 300 exceeds .*\(pool of 'resid': 40 rows\)"):
         load_experiment(path)
+
+
+def test_position_counts_each_rows_real_tokens_given_token_counts_or_a_mask(tmp_path):
+    """Rows padded to one length: with their token counts (padding on the right) or their
+    attention mask (padding on either side), ``position`` counts each row's real tokens, so
+    -1 is each row's last real token, never padding; too few real tokens are refused."""
+    generator = torch.Generator().manual_seed(0)
+    caches, expected = {}, {}
+    for name, rows in (("acts.pt", 40), ("acts_test.pt", 20)):
+        tensor = torch.randn(rows, 6, 3, generator=generator)
+        lengths = torch.randint(2, 7, (rows,), generator=generator)
+        left = torch.arange(6)[None, :] >= 6 - lengths[:, None]  # padded on the left
+        caches[name] = (tensor, lengths, left.long(), torch.arange(rows) % 2)
+        index = torch.arange(rows)
+        expected[name] = {
+            ("lengths", -1): tensor[index, lengths - 1],
+            ("lengths", 1): tensor[index, 1],
+            ("mask", -1): tensor[:, -1],
+            ("mask", 0): tensor[index, 6 - lengths],
+        }
+    for (mask, position), _ in expected["acts.pt"].items():
+        for name, (tensor, lengths, left, labels) in caches.items():
+            saved = {HOOKS[0]: tensor, "labels": labels, "lengths": lengths, "mask": left}
+            torch.save(saved, tmp_path / name)
+        path = tmp_path / "acts.toml"
+        extra = f'attention_mask = "{mask}"\nposition = {position}'
+        path.write_text(
+            ENTRY.format(train="acts.pt", test="acts_test.pt", hooks=HOOKS[0], extra=extra)
+        )
+        experiment = load_experiment(path)
+        assert experiment.representations[0].key_dict()["attention_mask"] == mask
+        data = prepare_data(experiment)["resid"]
+        reference = ProbeData.from_arrays(
+            expected["acts.pt"][mask, position].numpy(), caches["acts.pt"][3].numpy(),
+            expected["acts_test.pt"][mask, position].numpy(), caches["acts_test.pt"][3].numpy(),
+        )  # fmt: skip
+        np.testing.assert_array_equal(data.X_train, reference.X_train)
+        np.testing.assert_array_equal(data.X_test, reference.X_test)
+    path.write_text(path.read_text().replace("position = 0", "position = -3"))
+    with pytest.raises(
+        ExperimentError, match=r"rows have fewer than 3 real tokens for position -3"
+    ):
+        check_data(load_experiment(path))
+
+
+def test_the_docs_transformer_lens_snippet_reads_each_texts_last_token(tmp_path):
+    """docs/representations.md: a padded batch of texts run with its attention mask and saved
+    with it reads, at position -1, each text's last token as the text alone gives it, padded
+    on either side; without the mask, left padding was attended to (1.6 off on this model)
+    and right padding read at position -1 (2.2 off)."""
+    lens = pytest.importorskip("transformer_lens", reason="transformer_lens is not installed")
+    import transformers
+    from tiny_models import make_tiny_gpt2
+    from transformer_lens import utils
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(make_tiny_gpt2(tmp_path / "gpt2"))
+    config = lens.HookedTransformerConfig(
+        n_layers=2, d_model=16, n_ctx=32, d_head=4, n_heads=4, d_vocab=tokenizer.vocab_size + 1,
+        act_fn="gelu", normalization_type="LN", seed=0,
+    )  # fmt: skip
+    texts = ["dogs bark", "the cat sat on the mat near the river bank", "night falls"] * 14
+    labels = torch.arange(len(texts)) % 2
+    hook = "blocks.1.hook_resid_post"
+    for side in ("left", "right"):
+        model = lens.HookedTransformer(config, tokenizer=tokenizer, default_padding_side=side)
+        # the snippet of docs/representations.md
+        tokens = model.to_tokens(texts)  # one batch, padded to the longest text
+        mask = utils.get_attention_mask(model.tokenizer, tokens, model.cfg.default_prepend_bos)
+        _, cache = model.run_with_cache(tokens, attention_mask=mask)
+        torch.save(
+            {**dict(cache.items()), "attention_mask": mask, "labels": labels}, tmp_path / "acts.pt"
+        )
+        alone = np.stack(
+            [model.run_with_cache(model.to_tokens(text))[1][hook][0, -1].numpy() for text in texts]
+        )
+        path = tmp_path / "acts.toml"
+        extra = 'attention_mask = "attention_mask"'
+        path.write_text(ENTRY.format(train="acts.pt", test="acts.pt", hooks=hook, extra=extra))
+        data = prepare_data(load_experiment(path))["resid"]
+        reference = ProbeData.from_arrays(alone, labels.numpy(), alone, labels.numpy())
+        np.testing.assert_allclose(data.X_train, reference.X_train, atol=1e-4)
+        if side == "right":  # position -1 of the padded batch is padding for short texts
+            assert np.abs(cache[hook][:, -1].numpy() - alone).max() > 1.0

@@ -41,6 +41,8 @@ _HOOK_SUFFIXES = (".safetensors", ".npy", ".npz", ".parquet")
 _FOLDER_LABELS = "labels.npy"
 #: how to save a TransformerLens cache as a file read here
 _HOW = "save a dict of tensors: torch.save(dict(cache.items()), path)"
+#: ``attention_mask`` of (n, positions, d) activations whose every position is a real token
+UNPADDED = "unpadded"
 
 
 def _hook_pattern(hooks: str) -> re.Pattern[str] | None:
@@ -364,7 +366,18 @@ class ActivationsKind(FileKind):
     position: int = option(
         -1,
         check=valid.integer(),
-        help="the position of (n, positions, d) tensors probed (-1: the last); only for 3-D",
+        help="the position of (n, positions, d) tensors probed (-1: the last); only for 3-D; "
+        "with an attention_mask, counted in each row's real tokens (-1: its last real token)",
+    )
+    attention_mask: str | None = option(
+        None,
+        check=valid.text(),
+        help="required for (n, positions, d) tensors, whose rows are padded to one length: the "
+        "name of an array saved with them (a key of the dict or .safetensors file, a file "
+        "<name>.npy, .safetensors, ... in a folder) holding the attention mask (n, positions): "
+        "1 a real token, 0 padding, on either side, or each row's token count (n,) of rows "
+        f'padded on the right; "{UNPADDED}": every row fills every position',
+        key_omits=UNPADDED,  # the features read before masks could be named: keys unchanged
     )
     labels: str = option(
         "indices",
@@ -391,6 +404,8 @@ class ActivationsKind(FileKind):
         }
         values = self.usable_values(bad)
         options = {key: values[key] for key in _ACTIVATION_KEYS}
+        if options["attention_mask"] is None:  # 2-D: its records and keys as they were
+            del options["attention_mask"]
         rep = Representation(name, self.kind, **paths, options=options)
         stores = {}
         for key, path in paths.items():
@@ -399,10 +414,15 @@ class ActivationsKind(FileKind):
                     stores[key] = _open(path)
                 except ValueError as error:
                     report(f"{where}.{key}", str(error))
-        if len(stores) < 2 or {"hooks", "position"} & bad:
+        if len(stores) < 2 or {"hooks", "position", "attention_mask"} & bad:
+            return [rep]
+        masks = self._masks(where, rep, stores, report)
+        if masks is None:
             return [rep]
         matched = self._matched(where, stores["train"].hooks, report)
         if matched is None or not self._agree(where, rep, stores, matched, report):
+            return [rep]
+        if not self._padding_agrees(where, stores, masks, matched, report):
             return [rep]
         if len(matched) == 1 and matched[0][0] is None:
             return [replace(rep, options={**options, "hook": matched[0][1]})]
@@ -415,6 +435,64 @@ class ActivationsKind(FileKind):
             )
             for index, hook in matched
         ]
+
+    def _masks(
+        self, where: str, rep: Representation, stores: dict[str, _Store], report: Report
+    ) -> dict[str, _Array] | None:
+        """The ``attention_mask`` array of each store, taken out of its hooks (empty where
+        none is named or the rows are unpadded); None after a problem."""
+        name = self.attention_mask
+        if name is None or name == UNPADDED:
+            return {}
+        masks = {}
+        for key, store in stores.items():
+            if name not in store.hooks:
+                held = valid.listed(sorted(store.hooks))
+                shown = repr(str(getattr(rep, key)))
+                report(f"{where}.attention_mask", f"{name!r} is not in {shown}; it holds {held}")
+                return None
+            masks[key] = store.hooks.pop(name)
+            store.labels.pop(name, None)
+        return masks
+
+    def _padding_agrees(
+        self,
+        where: str,
+        stores: dict[str, _Store],
+        masks: dict[str, _Array],
+        matched: list[tuple[int | None, str]],
+        report: Report,
+    ) -> bool:
+        """An ``attention_mask`` for 3-D hooks only, and always for them, of the rows (and
+        positions) of each store's hooks."""
+        for _, hook in matched:
+            shape = stores["train"].hooks[hook].shape
+            if len(shape) == 2 and self.attention_mask is not None:
+                report(
+                    f"{where}.attention_mask",
+                    f"hook {hook!r} is 2-D (n, d): no positions to mask; remove attention_mask",
+                )
+                return False
+            if len(shape) == 3 and self.attention_mask is None:
+                report(
+                    f"{where}.attention_mask",
+                    f"hook {hook!r} is (n, positions, d): rows padded to one length would read "
+                    "padding at a position, silently; save the attention mask (n, positions) "
+                    "or each row's token count (n,) with the activations and name it here, or "
+                    f'write "{UNPADDED}" where every row fills every position',
+                )
+                return False
+            for key, mask in masks.items():
+                rows, positions = stores[key].hooks[hook].shape[:2]
+                if mask.shape not in ((rows,), (rows, positions)):
+                    report(
+                        f"{where}.attention_mask",
+                        f"{self.attention_mask!r} of {key} has shape {mask.shape}; hook "
+                        f"{hook!r} needs ({rows}, {positions}), a mask, or ({rows},), token "
+                        "counts",
+                    )
+                    return False
+        return True
 
     def _matched(
         self, where: str, train: dict[str, _Array], report: Report
@@ -511,18 +589,62 @@ class ActivationsKind(FileKind):
     @classmethod
     def read(cls, rep: Representation, inputs: TaskInputs, *, standardize: bool) -> ProbeData:
         """The hook's array of each store as float32 (of a 3-D one, only the chosen position
-        is read) and its labels."""
+        is read: with an attention mask, each row's own, :func:`_real_position`) and its
+        labels."""
         hook, position = rep.options["hook"], rep.options["position"]
+        masked = rep.options.get("attention_mask") not in (None, UNPADDED)
         arrays = []
         for path in (rep.train, rep.test):
             store = _open(path)
             array = store.hooks[hook]
-            features = array.read(position if len(array.shape) == 3 else None)
-            arrays += [_float32(features), _labels(store.labels[hook].read(None))]
+            if len(array.shape) == 2:
+                features = _float32(array.read(None))
+            elif masked:
+                mask = _labels(store.hooks[rep.options["attention_mask"]].read(None))
+                at = _real_position(mask, array.shape[1], position, str(path))
+                features = np.empty((array.shape[0], array.shape[2]), dtype=np.float32)
+                for index in np.unique(at):  # each position read once, as a slice
+                    rows = at == index
+                    features[rows] = _float32(array.read(int(index)))[rows]
+            else:
+                features = _float32(array.read(position))
+            arrays += [features, _labels(store.labels[hook].read(None))]
         return ProbeData.from_arrays(
             *arrays, name=rep.name, labels=rep.options["labels"], standardize=standardize
         )
 
 
+def _real_position(mask: np.ndarray, positions: int, position: int, where: str) -> np.ndarray:
+    """Each row's index of its ``position``-th real token (negative: counted back from its
+    last real token), from an attention mask (n, positions) of 0/1, padding on either side,
+    or token counts (n,) of rows padded on the right.
+
+    Raises:
+        ValueError: a mask of other values, counts outside 1..positions, rows with too few
+            real tokens (how many, the first), each naming ``where``.
+    """
+    if mask.ndim == 1:
+        if not np.issubdtype(mask.dtype, np.integer) or mask.min() < 1 or mask.max() > positions:
+            raise ValueError(
+                f"{where}: attention_mask of token counts must be integers in 1..{positions}"
+            )
+        real = np.arange(positions)[None, :] < mask[:, None]
+    else:
+        if not np.isin(mask, (0, 1)).all():
+            raise ValueError(f"{where}: attention_mask must hold 0 (padding) and 1 (real tokens)")
+        real = mask.astype(bool)
+    counts = real.sum(axis=1)
+    need = position + 1 if position >= 0 else -position
+    short = np.flatnonzero(counts < need)
+    if len(short):
+        raise ValueError(
+            f"{where}: {len(short)} rows have fewer than {need} real tokens for position "
+            f"{position} (the first: row {short[0]}, {counts[short[0]]} tokens)"
+        )
+    rank = np.full(len(real), position) if position >= 0 else counts + position
+    # the real token whose rank among its row's real tokens is ``rank`` (from 0)
+    return np.argmax(real & (np.cumsum(real, axis=1) == (rank + 1)[:, None]), axis=1)
+
+
 #: the ``activations`` entry's own options kept in its records (hence in unit keys)
-_ACTIVATION_KEYS = ("hooks", "position", "labels")
+_ACTIVATION_KEYS = ("hooks", "position", "labels", "attention_mask")
