@@ -98,6 +98,16 @@ def _standardized(raw: np.ndarray, pool: np.ndarray, test: np.ndarray):
     return (raw[pool] - mean) / std, (raw[test] - mean) / std
 
 
+def _text_tokens(direct, template: str, text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The tiny Llama's hidden states of ``text`` in ``template`` (a direct forward pass) and
+    which of its tokens overlap the text's characters (not the template's, not the BOS)."""
+    templated = template.replace("{text}", text)
+    states, _, offsets = direct("llama", templated)
+    start = templated.index(text)
+    inside = (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 0] < start + len(text))
+    return states, inside & (offsets[:, 1] > start)
+
+
 def test_all_gives_every_token_of_each_text_a_row_clustered_by_text(tmp_path, models, direct):
     """Pooling "all" with a template: the rows are the tokens of each text (not of the
     template, not the BOS), equal to a direct forward pass of the templated text alone,
@@ -116,11 +126,7 @@ def test_all_gives_every_token_of_each_text_a_row_clustered_by_text(tmp_path, mo
     pool, test = texts.split(random_state=experiment.run.random_state)
     rows, counts = [], []
     for text in texts.texts:
-        templated = template.replace("{text}", text)
-        states, _, offsets = direct("llama", templated)
-        start = templated.index(text)
-        inside = (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 0] < start + len(text))
-        inside &= offsets[:, 1] > start
+        states, inside = _text_tokens(direct, template, text)
         assert not inside[0]  # the BOS is no token of the text
         rows.append(states[inside])
         counts.append(int(inside.sum()))
@@ -158,11 +164,7 @@ def test_mean_with_a_template_averages_the_texts_tokens_only(tmp_path, models, d
     pool, test = texts.split(random_state=experiment.run.random_state)
     means, whole = [], []
     for text in texts.texts:
-        templated = template.replace("{text}", text)
-        states, _, offsets = direct("llama", templated)
-        start = templated.index(text)
-        inside = (offsets[:, 1] > offsets[:, 0]) & (offsets[:, 0] < start + len(text))
-        inside &= offsets[:, 1] > start
+        states, inside = _text_tokens(direct, template, text)
         means.append(states[inside].mean(0))
         whole.append(states[1:].mean(0))  # every token but the BOS: the template's too
     raw = np.stack(means)
