@@ -11,7 +11,7 @@ import pytest
 from tiny_models import make_tiny_bert, make_tiny_decoder
 
 from probemeter.datasets.texts import read_texts
-from probemeter.encoders.hf import Prompt, TransformerEncoder
+from probemeter.encoders.hf import Prompt, TransformerEncoder, token_counts
 from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.runner import prepare_data
@@ -318,6 +318,11 @@ def test_chat_wraps_each_text_once_with_one_bos(models, direct):
         states, ids, offsets = direct("chat", wrapped, special=False)
         assert ids.count(tokenizer.bos_token_id) == 1 and ids[0] == tokenizer.bos_token_id
         assert direct("chat", wrapped)[1][:2] == [tokenizer.bos_token_id] * 2  # added again
+        # the tokens the model reads, as the length checks count them: one BOS
+        assert token_counts(tokenizer, [Prompt(text, chat=True), text]).tolist() == [
+            len(ids),
+            len(direct("chat", text)[1]),
+        ]
         expected_last.append(states[-1])
         start = wrapped.index(f"|>{text}") + 2
         inside = (offsets[:, 0] < start + len(text)) & (offsets[:, 1] > start)

@@ -475,18 +475,17 @@ def token_counts(tokenizer: Any, inputs: Sequence[str | Prompt]) -> np.ndarray:
     """Each sentence's tokens as :class:`TransformerEncoder` gives them to the model before
     any truncation: special tokens included, a chat prompt wrapped by the chat template (and
     then no special tokens added). From the tokenizer alone: no model is loaded."""
-    plain = [item for item in inputs if not (isinstance(item, Prompt) and item.chat)]
-    chats = [item for item in inputs if isinstance(item, Prompt) and item.chat]
-    counts: dict[int, int] = {}
-    if plain:
-        texts = [getattr(item, "text", item) for item in plain]
-        ids = tokenizer(texts, truncation=False)["input_ids"]
-        counts |= {id(item): len(row) for item, row in zip(plain, ids)}
-    if chats:
-        texts = [_chat_text(tokenizer, item.text) for item in chats]
-        ids = tokenizer(texts, truncation=False, add_special_tokens=False)["input_ids"]
-        counts |= {id(item): len(row) for item, row in zip(chats, ids)}
-    return np.array([counts[id(item)] for item in inputs], dtype=np.int64)
+    counts = np.zeros(len(inputs), dtype=np.int64)
+    chat = np.array([isinstance(item, Prompt) and item.chat for item in inputs], dtype=bool)
+    for wrapped, where in ((False, np.flatnonzero(~chat)), (True, np.flatnonzero(chat))):
+        if not len(where):
+            continue
+        texts = [getattr(inputs[i], "text", inputs[i]) for i in where]
+        if wrapped:  # the template writes its own special tokens
+            texts = [_chat_text(tokenizer, text) for text in texts]
+        ids = tokenizer(texts, truncation=False, add_special_tokens=not wrapped)["input_ids"]
+        counts[where] = [len(row) for row in ids]
+    return counts
 
 
 def length_problem(counts: np.ndarray, limit: int, name: str = "the model") -> str | None:
