@@ -3,12 +3,16 @@ kind defined here, in the test file alone, runs end to end through ``probemeter 
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import probemeter
 from probemeter import _validation as valid
 from probemeter._declared import option
 from probemeter.cli.main import main
@@ -154,24 +158,69 @@ def test_keys_follow_the_declarations(registered, tmp_path):
     assert odd.key_dict()["exponent"] == 3 and even.key_dict()["exponent"] == 2
 
 
+def _sources() -> list[tuple[str, str]]:
+    """Every module of the runs and the command line, subpackages included (``runs/kinds/``),
+    as (path relative to the package, source)."""
+    root = Path(probemeter.__file__).parent
+    return [
+        (str(path.relative_to(root)), path.read_text())
+        for folder in ("runs", "cli")
+        for path in sorted((root / folder).rglob("*.py"))
+    ]
+
+
 def test_no_task_dataset_or_kind_string_is_compared_outside_the_registries():
     """The runs and the command line ask declarations, never names: no ``dataset == "..."``
     or ``kind in (...)`` comparison is left in their source."""
-    import re
-    from pathlib import Path
-
-    import probemeter
-
-    root = Path(probemeter.__file__).parent
     pattern = re.compile(r"""\b(dataset|kind) *(==|!=|\bin\b|\bnot in\b) *[("']""")
     found = [
-        f"{path.relative_to(root)}:{number}: {line.strip()}"
-        for folder in ("runs", "cli")
-        for path in sorted((root / folder).glob("*.py"))
-        for number, line in enumerate(path.read_text().splitlines(), 1)
+        f"{path}:{number}: {line.strip()}"
+        for path, source in _sources()
+        for number, line in enumerate(source.splitlines(), 1)
         if pattern.search(line)
     ]
     assert found == []
+
+
+def test_no_registered_name_is_written_outside_its_declaration():
+    """A task's dataset, a representation kind's and a method's name is written once, in its
+    declaration (``dataset = "..."``, ``kind = "..."`` in the class body); the runs and the
+    command line take it from there (``TransformerKind.kind``) or from the registry, so that
+    neither compares with nor builds a name the registries could lose. The names come from
+    ``TASKS``, ``KINDS`` and ``METHODS``, so a new entry is covered with no edit here. Strings
+    spelled like a name that name something else are not names: an option read by subscript
+    (``options["sae"]``, though not a registry's ``KINDS["sae"]``), a subcommand
+    (``add_parser("curve")``) and a file (``out / "power"``)."""
+    names = {*TASKS, *KINDS, *METHODS}
+    found = [
+        f"{path}:{node.lineno}: {source.splitlines()[node.lineno - 1].strip()}"
+        for path, source in _sources()
+        for node, parent in _constants(ast.parse(source))
+        if node.value in names and not _names_something_else(node, parent)
+    ]
+    assert found == []
+
+
+def _constants(tree: ast.AST) -> list[tuple[ast.Constant, ast.AST]]:
+    """Every string constant of ``tree`` with the node that holds it."""
+    return [
+        (child, node)
+        for node in ast.walk(tree)
+        for child in ast.iter_child_nodes(node)
+        if isinstance(child, ast.Constant) and isinstance(child.value, str)
+    ]
+
+
+def _names_something_else(node: ast.Constant, parent: ast.AST) -> bool:
+    """Whether ``node`` is a declaration's own name or a string that only shares a name's
+    spelling (see the test above)."""
+    if isinstance(parent, ast.Assign):  # kind = "transformer" in the declaring class
+        return [getattr(target, "id", None) for target in parent.targets] in (["kind"], ["dataset"])
+    if isinstance(parent, ast.Subscript):
+        return getattr(parent.value, "id", None) not in ("TASKS", "KINDS", "METHODS")
+    if isinstance(parent, ast.Call):
+        return getattr(parent.func, "attr", None) == "add_parser" and parent.args[:1] == [node]
+    return isinstance(parent, ast.BinOp) and isinstance(parent.op, ast.Div)
 
 
 @pytest.mark.parametrize("registry", [TASKS, KINDS, METHODS], ids=["tasks", "kinds", "methods"])

@@ -355,7 +355,7 @@ def _curve_results(target: Path, command: str) -> Path:
     if target.is_dir() or target.name == "results.json":
         run = read_json(folder / RUN_NAME, "run file") if (folder / RUN_NAME).is_file() else {}
         method = run.get("method") if isinstance(run, dict) else None
-        if method is not None and method != "curve":
+        if method is not None and method != CurveMethod.kind:
             raise ValueError(
                 f"{str(folder)!r} is the folder of a run of method {method!r} (its {RUN_NAME} "
                 f"says so), not of loss-data curves: `probemeter {command}` reads the curves of "

@@ -31,7 +31,7 @@ from probemeter._method import Method
 from probemeter.runs.compatibility import setup_problems
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
 from probemeter.runs.kinds import FILES, KINDS, Representation
-from probemeter.runs.methods import METHODS
+from probemeter.runs.methods import DEFAULT_METHOD, METHODS
 from probemeter.runs.tasks import TASKS, Task
 from probemeter.runs.toml_text import read_toml
 
@@ -427,7 +427,7 @@ def _read_entry(
 
 def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
     """The ``[method]`` table; None when its kind or any option is unusable."""
-    kind = reader.get("method", table, "kind", _one_of(*METHODS), "curve")
+    kind = reader.get("method", table, "kind", _one_of(*METHODS), DEFAULT_METHOD)
     if kind is None:
         return None
     cls = METHODS[kind]

@@ -16,7 +16,7 @@ from probemeter.power.method import PowerMethod
 from probemeter.sparse_probing.method import KSparseMethod
 from probemeter.structural.method import StructuralMethod
 
-__all__ = ["METHODS", "method_class"]
+__all__ = ["DEFAULT_METHOD", "METHODS", "method_class"]
 
 #: every method, by kind, in the order the docs list them
 METHODS: dict[str, type[Method]] = {
@@ -31,6 +31,9 @@ METHODS: dict[str, type[Method]] = {
         KSparseMethod,
     )
 }
+
+#: the method of an experiment file whose ``[method]`` table names no kind
+DEFAULT_METHOD: str = CurveMethod.kind
 
 
 def method_class(kind: str) -> type[Method]:

@@ -77,7 +77,9 @@ class SAEKind(_ModelKind):
         found = [Representation(name, self.kind, WORDS, options=located)]
         if options["baseline"]:
             found.append(
-                Representation(f"{name}-dense", "transformer", WORDS, options=_dense(located))
+                Representation(
+                    f"{name}-dense", TransformerKind.kind, WORDS, options=_dense(located)
+                )
             )
         return found
 
@@ -105,9 +107,9 @@ class SAEKind(_ModelKind):
         from probemeter.encoders.sae import load_sae
 
         dense_key, dense = TransformerKind.features(
-            replace(rep, kind="transformer", options=_dense(rep.options)), inputs, build
+            replace(rep, kind=TransformerKind.kind, options=_dense(rep.options)), inputs, build
         )
-        loaded = ("sae", rep.options["sae"])
+        loaded = (cls.kind, rep.options["sae"])
         if loaded not in inputs.encoders:
             device = str(resolve_device(build.device))
             inputs.encoders[loaded] = load_sae(rep.options["sae"], device=device)
