@@ -16,7 +16,7 @@ from probemeter.power.method import PowerMethod
 from probemeter.sparse_probing.method import KSparseMethod
 from probemeter.structural.method import StructuralMethod
 
-__all__ = ["DEFAULT_METHOD", "METHODS", "method_class"]
+__all__ = ["DEFAULT_METHOD", "METHODS"]
 
 #: every method, by kind, in the order the docs list them
 METHODS: dict[str, type[Method]] = {
@@ -34,11 +34,3 @@ METHODS: dict[str, type[Method]] = {
 
 #: the method of an experiment file whose ``[method]`` table names no kind
 DEFAULT_METHOD: str = CurveMethod.kind
-
-
-def method_class(kind: str) -> type[Method]:
-    """The method class of ``kind``; a ValueError naming the known kinds otherwise."""
-    try:
-        return METHODS[kind]
-    except KeyError:
-        raise ValueError(f"unknown method kind {kind!r} (known: {', '.join(METHODS)})") from None
