@@ -36,7 +36,7 @@ from _proc_tree import load_average
 from curve_speed import digits_pixels, start_worker_pool
 
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
-from probemeter.curves.method import CURVE_DEV_FRACTION
+from probemeter.curves.defaults import CURVE_DEV_FRACTION
 from probemeter.data import ProbeData
 from probemeter.probes import MLP
 from probemeter.training import TrainingConfig

@@ -26,7 +26,7 @@ import pandas as pd
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
-from probemeter.curves.method import (
+from probemeter.curves.defaults import (
     CURVE_DEV_FRACTION,
     CURVE_PROBE,
     CURVE_SEEDS,
@@ -502,12 +502,12 @@ def loss_data_curve(
     Args:
         data: the representation's features and labels.
         probe: probe architecture; default ``MLP((512, 512))`` (Whitney et al., App. C.1; the
-            ``curve`` method's, :data:`~probemeter.curves.method.CURVE_PROBE`).
+            ``curve`` method's, :data:`~probemeter.curves.defaults.CURVE_PROBE`).
         sizes: training-set sizes n; default :func:`default_sizes` of the pool.
         seeds: a count (seeds 0..seeds-1) or explicit seed ids; default 4, the ``curve``
-            method's (:data:`~probemeter.curves.method.CURVE_SEEDS`).
+            method's (:data:`~probemeter.curves.defaults.CURVE_SEEDS`).
         config: how every probe trains (:class:`~probemeter.training.config.TrainingConfig`);
-            default :data:`~probemeter.curves.method.CURVE_TRAINING`, Whitney et al.'s
+            default :data:`~probemeter.curves.defaults.CURVE_TRAINING`, Whitney et al.'s
             protocol and the ``curve`` method's (1000 Adam updates at lr 1e-4 on minibatches
             of 256, f32).
         random_state: global seed; results are a deterministic function of it.
@@ -524,7 +524,7 @@ def loss_data_curve(
             either way.
         dev_fraction: hold this share of the pool out of training as a development split
             (default 0.1, the ``curve`` method's,
-            :data:`~probemeter.curves.method.CURVE_DEV_FRACTION`; 0: none, the papers'
+            :data:`~probemeter.curves.defaults.CURVE_DEV_FRACTION`; 0: none, the papers'
             protocol) on which every probe is also evaluated: the
             points gain ``dev_loss``, ``dev_loss_truncated`` and ``dev_accuracy``, and
             :meth:`LossDataCurve.development_curve` is the curve measured there, from which a

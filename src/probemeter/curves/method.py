@@ -33,6 +33,12 @@ from probemeter._method import (
     option,
 )
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
+from probemeter.curves.defaults import (
+    CURVE_DEV_FRACTION,
+    CURVE_PROBE,
+    CURVE_SEEDS,
+    CURVE_TRAINING,
+)
 from probemeter.data import ProbeData
 from probemeter.training.config import TrainingConfig
 
@@ -45,19 +51,6 @@ __all__ = [
     "curve_unit",
     "write_pvi",
 ]
-
-#: how every probe of a loss-data curve trains by default, in experiment files and
-#: :func:`~probemeter.curves.curve.loss_data_curve` alike: :class:`TrainingConfig`'s defaults,
-#: Whitney et al.'s protocol (App. C.1: Adam at lr 1e-4, the same number of updates at every n)
-CURVE_TRAINING = TrainingConfig()
-#: the defaults of the other options :func:`~probemeter.curves.curve.loss_data_curve` shares
-#: with the ``curve`` method, one value each for both: the probe's hidden widths (two layers of
-#: 512 ReLU units, Whitney et al., App. C.1), the data orders (seeds) per size, and the share of
-#: the pool held out as a development split on which comparisons choose a representation before
-#: testing it (Whitney et al. hold none out: ``dev_fraction=0``)
-CURVE_PROBE: tuple[int, ...] = (512, 512)
-CURVE_SEEDS = 4
-CURVE_DEV_FRACTION = 0.1
 
 
 def _setting(low: str) -> valid.Check:
