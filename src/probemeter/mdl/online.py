@@ -74,7 +74,7 @@ from probemeter._multilabel import f1_scores, label_counts
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data, subset_permutation
-from probemeter.mdl.method import (
+from probemeter.mdl.defaults import (
     MDL_PROBE,
     ONLINE_SEEDS,
     ONLINE_STOPPING_SET,
@@ -139,7 +139,7 @@ def uniform_codelength(n: int, n_classes: int, multilabel: bool = False) -> floa
 
 
 def paper_training(**overrides: Any) -> TrainingConfig:
-    """The training protocol of §3.1, :data:`~probemeter.mdl.method.PAPER_TRAINING` (Adam with
+    """The training protocol of §3.1, :data:`~probemeter.mdl.defaults.PAPER_TRAINING` (Adam with
     lr 1e-3, per-probe early stopping on a dev split, lr ×0.5 after an epoch without a new dev
     minimum, stop after 4 such epochs in a row or 100 epochs; minibatches of 64), the online
     codes' default. Keyword arguments override settings (e.g. ``batch_size``, ``max_epochs``)."""
@@ -466,14 +466,14 @@ def online_codelength(
             (less the development set with ``stopping_set="dev"``); the test set gives the
             accuracy of the probe trained on all data.
         probe: the probe; default MLP-2 with h = 64, the ``mdl`` method's
-            (:data:`~probemeter.mdl.method.MDL_PROBE`); the paper's MLP-2 with h = 1000 (§3.1,
+            (:data:`~probemeter.mdl.defaults.MDL_PROBE`); the paper's MLP-2 with h = 1000 (§3.1,
             Hewitt & Liang's default) is ``MLP(PAPER_PROBE)``
-            (:data:`~probemeter.mdl.method.PAPER_PROBE`).
+            (:data:`~probemeter.mdl.defaults.PAPER_PROBE`).
         timesteps: block ends as fractions of the transmitted data, strictly increasing in
             (0, 1], ending at 1 (default: the paper's, footnote 4).
         seeds: a count or explicit seed ids; each seed is one data order (and probe seeds);
-            default 2, the ``mdl`` method's (:data:`~probemeter.mdl.method.ONLINE_SEEDS`).
-        config: how probes train; default :data:`~probemeter.mdl.method.PAPER_TRAINING`
+            default 2, the ``mdl`` method's (:data:`~probemeter.mdl.defaults.ONLINE_SEEDS`).
+        config: how probes train; default :data:`~probemeter.mdl.defaults.PAPER_TRAINING`
             (§3.1 early stopping; the ``mdl`` method's).
         stopping_set: with early stopping, where probes stop (§3.1): ``"dev"`` (default, the
             paper's protocol): ``config.dev_fraction`` of the pool is held out once

@@ -54,7 +54,14 @@ import pandas as pd
 
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data
-from probemeter.mdl.method import ONLINE_SEEDS, ONLINE_STOPPING_SET, PAPER_TIMESTEPS
+from probemeter.mdl.defaults import (
+    MAX_SWITCHES,
+    ONLINE_SEEDS,
+    ONLINE_STOPPING_SET,
+    PAPER_TIMESTEPS,
+    SWITCHING_GRANULARITY,
+    SWITCHING_RATE,
+)
 from probemeter.mdl.online import (
     BITS_PER_KBIT,
     OnlineCode,
@@ -67,7 +74,6 @@ from probemeter.mdl.switching import (
     switch_forward,
     switching_rates,
 )
-from probemeter.mdl.switching_method import MAX_SWITCHES, SWITCHING_GRANULARITY, SWITCHING_RATE
 from probemeter.probes import MLP
 from probemeter.training.config import TrainingConfig
 

@@ -39,6 +39,7 @@ from probemeter._method import (
 )
 from probemeter._summary import POOL_SELECTION, Estimate, Headline, Summary
 from probemeter.data import ProbeData
+from probemeter.mdl.defaults import MAX_SWITCHES, SWITCHING_GRANULARITY, SWITCHING_RATE
 from probemeter.mdl.method import OnlineCodeMethod, online_option
 
 __all__ = [
@@ -54,13 +55,6 @@ __all__ = [
 #: the schema of a switching run's ``results.json``
 SCHEMA = "probemeter.switching/1"
 
-#: the switching code's settings by default, in experiment files and the API alike
-#: (:func:`~probemeter.mdl.switching_code.switching_codelength`,
-#: :func:`~probemeter.mdl.switching_code.switching_code`): the rate α_t = 1/t, a round per
-#: transmitted label, and the best sequences in hindsight with up to 3 switches
-SWITCHING_RATE = "harmonic"
-SWITCHING_GRANULARITY = "example"
-MAX_SWITCHES = 3
 #: kbits of the tables, as the MDL tables (Voita & Titov's unit)
 _KBIT = 1024
 

@@ -47,7 +47,7 @@ from probemeter._io import classes_from_json, classes_to_json
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
 from probemeter.mdl.bayesian import BayesianMLP, StackedBayesianMLP
-from probemeter.mdl.method import MDL_PROBE, VARIATIONAL_TRAINING
+from probemeter.mdl.defaults import MDL_PROBE, VARIATIONAL_TRAINING
 from probemeter.mdl.online import BITS_PER_KBIT, BITS_PER_NAT, SeedResults, uniform_codelength
 from probemeter.training.config import VariationalTraining, config_or_default
 from probemeter.training.probe_runs import Stopwatch, run_metadata
@@ -148,14 +148,14 @@ def variational_codelength(
     Args:
         data: the pool is transmitted; the test set gives the pruned probe's accuracy.
         probe: default ``BayesianMLP.for_data(data, MDL_PROBE)``: MLP-2 with h = 64, the
-            ``mdl`` method's (:data:`~probemeter.mdl.method.MDL_PROBE`), with span pooling on
+            ``mdl`` method's (:data:`~probemeter.mdl.defaults.MDL_PROBE`), with span pooling on
             span rows; the paper's MLP-2 with h = 1000 (§3.1) is
             ``BayesianMLP.for_data(data, PAPER_PROBE)``
-            (:data:`~probemeter.mdl.method.PAPER_PROBE`).
+            (:data:`~probemeter.mdl.defaults.PAPER_PROBE`).
         seeds: a count or explicit seed ids (initialisation, minibatch order and noise).
         config: epochs over the pool, minibatch size and Adam's learning rate
             (:class:`~probemeter.training.config.VariationalTraining`); default
-            :data:`~probemeter.mdl.method.VARIATIONAL_TRAINING`, the ``mdl`` method's: 30 epochs
+            :data:`~probemeter.mdl.defaults.VARIATIONAL_TRAINING`, the ``mdl`` method's: 30 epochs
             at lr 1e-2 on minibatches of 256 (§3.1 trains 200 epochs at lr 1e-3).
         random_state: global seed; probe s draws from ``default_rng([random_state, s])``.
         device: ``"auto"``, ``"cpu"``, ``"cuda"``.

@@ -35,10 +35,10 @@ import pandas as pd
 
 from probemeter._validation import check_scalar, integer_list, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
+from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.curves.measures import check_epsilon, sample_complexity, sdl
-from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.data import ProbeData, check_probe_data, check_single_label
-from probemeter.mdl.method import PAPER_TIMESTEPS
+from probemeter.mdl.defaults import PAPER_TIMESTEPS
 from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.pareto.frontiers import pareto_frontier
 from probemeter.probes import MLP, Linear

@@ -37,9 +37,11 @@ from probemeter._method import (
     write_run_files,
 )
 from probemeter._summary import Estimate, Headline, Summary
-from probemeter.curves.method import CURVE_DEV_FRACTION, CURVE_TRAINING, curve_option
+from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_TRAINING
+from probemeter.curves.method import curve_option
 from probemeter.data import ProbeData
-from probemeter.mdl.method import ONLINE_STOPPING_SET, PAPER_TRAINING, online_option
+from probemeter.mdl.defaults import ONLINE_STOPPING_SET, PAPER_TRAINING
+from probemeter.mdl.method import online_option
 from probemeter.sparse_probing.k_sparse import KNEE_TOLERANCE, SPLITS, KSparseResult
 from probemeter.sparse_probing.ranking import L1_GRID, RANKINGS
 from probemeter.training.config import TrainingConfig
@@ -164,7 +166,7 @@ class KSparseMethod(Method):
 
     def online_training(self) -> TrainingConfig:
         """How the online codes' probes train: the ``mdl`` method's protocol
-        (:data:`~probemeter.mdl.method.PAPER_TRAINING`) with this method's ``max_epochs``."""
+        (:data:`~probemeter.mdl.defaults.PAPER_TRAINING`) with this method's ``max_epochs``."""
         return replace(PAPER_TRAINING, max_epochs=self.max_epochs)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
