@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from probemeter.pareto.defaults import LINEAR_TRAINING
 from probemeter.pareto.linear_probes import (
     fit_nuclear_norm_probes,
     fit_rank_probes,
@@ -14,7 +15,6 @@ from probemeter.pareto.linear_probes import (
     nuclear_norm_penalties,
     nuclear_norm_subgradient,
 )
-from probemeter.pareto.method import LINEAR_TRAINING
 from probemeter.training.config import TrainingConfig
 
 

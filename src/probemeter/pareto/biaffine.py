@@ -45,7 +45,7 @@ import torch
 
 from probemeter._device import resolve_device
 from probemeter._validation import one_of
-from probemeter.pareto.method import PARSER_DECODE, PARSER_TRAINING
+from probemeter.pareto.defaults import PARSER_DECODE, PARSER_TRAINING
 from probemeter.pareto.parsing import check_parse, mst_heads, sentence_offsets
 from probemeter.probes.mlp import MLP
 from probemeter.training.config import ParserTraining, config_or_default
@@ -203,7 +203,7 @@ def fit_biaffine_parsers(
         probe: the MLP architecture of both views (its dropout applies during training).
         keys: one integer tuple per parser, seeding its initial weights.
         config: Adam updates on minibatches of whole sentences (:class:`ParserTraining`);
-            default :data:`~probemeter.pareto.method.PARSER_TRAINING`, the ``pareto``
+            default :data:`~probemeter.pareto.defaults.PARSER_TRAINING`, the ``pareto``
             method's (1000 updates at lr 1e-3 on minibatches of 32 sentences).
         decode: ``"argmax"`` (App. B) or ``"mst"`` (Edmonds' maximum spanning tree).
         random_state: seeds the minibatch order, shared by the stacked parsers.

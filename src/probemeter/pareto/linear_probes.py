@@ -42,7 +42,7 @@ import torch
 
 from probemeter._device import resolve_device, single_threaded
 from probemeter._validation import check_scalar, is_integer
-from probemeter.pareto.method import LINEAR_TRAINING, PARETO_PENALTIES
+from probemeter.pareto.defaults import LINEAR_TRAINING, PARETO_PENALTIES
 from probemeter.pareto.span_pooling import attention_pool
 from probemeter.probes.stacked_mlp import stacked_affine
 from probemeter.training.config import TrainingConfig, config_or_default
@@ -101,7 +101,7 @@ def nuclear_norm_penalties(
     """λ = 0 followed by ``n_probes - 1`` values evenly spaced in log between ``low`` and
     ``high`` (Pimentel et al., footnote 8: "log-uniform intervals from 2⁻¹⁰ and 8.0 while also
     including ... λ = 0"); ``n_probes`` by default the ``pareto`` method's ``penalties``
-    (:data:`~probemeter.pareto.method.PARETO_PENALTIES`, 20).
+    (:data:`~probemeter.pareto.defaults.PARETO_PENALTIES`, 20).
 
     Raises:
         ValueError: ``n_probes`` < 2 or not 0 < low < high.
@@ -186,7 +186,7 @@ def fit_nuclear_norm_probes(
             (:mod:`probemeter.pareto.span_pooling`), and ‖W‖* is that of its map of the
             pooled spans; None for rows read as they are.
         config: Adam updates, minibatch size and learning rate (fixed steps in f32); default
-            :data:`~probemeter.pareto.method.LINEAR_TRAINING`, the ``pareto`` method's (1000
+            :data:`~probemeter.pareto.defaults.LINEAR_TRAINING`, the ``pareto`` method's (1000
             updates at lr 1e-2 on minibatches of 256).
         random_state: seeds the shared minibatch order; probe initial weights are keyed by
             (random_state, λ).

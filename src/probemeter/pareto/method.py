@@ -41,6 +41,12 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
+from probemeter.pareto.defaults import (
+    LINEAR_TRAINING,
+    PARETO_PENALTIES,
+    PARSER_DECODE,
+    PARSER_TRAINING,
+)
 from probemeter.training.config import ParserTraining, TrainingConfig
 
 if TYPE_CHECKING:
@@ -60,21 +66,6 @@ __all__ = [
 
 #: the probe families of the method: linear probes (§4.1), or biaffine parsers (§7.2)
 FAMILIES = ("linear", "biaffine")
-#: how the nuclear-norm and rank probes train by default, in experiment files and the API alike
-#: (:func:`~probemeter.pareto.sweeps.linear_sweep`): 1000 Adam updates at lr 1e-2 on minibatches
-#: of 256 (the paper gives no numbers); the biaffine parsers take as many updates
-LINEAR_TRAINING = TrainingConfig(steps=1000, batch_size=256, lr=1e-2)
-#: how the biaffine parsers train by default, in experiment files and the API alike
-#: (:func:`~probemeter.pareto.sweeps.parser_sweep`): the linear probes' updates, at lr 1e-3, on
-#: minibatches of 32 sentences
-PARSER_TRAINING = ParserTraining(steps=LINEAR_TRAINING.steps, batch_sentences=32, lr=1e-3)
-#: the nuclear-norm weights λ by default, in experiment files and the API alike: 0 and 19
-#: log-spaced in [2⁻¹⁰, 8] (:func:`~probemeter.pareto.linear_probes.nuclear_norm_penalties`, the
-#: default of :func:`~probemeter.pareto.sweeps.linear_sweep`; Pimentel et al., footnote 8)
-PARETO_PENALTIES = 20
-#: how the biaffine parsers decode by default, in experiment files and the API alike
-#: (:func:`~probemeter.pareto.sweeps.parser_sweep`): each word's arg-max head (App. B)
-PARSER_DECODE = "argmax"
 
 
 @dataclass(frozen=True)

@@ -35,10 +35,10 @@ import torch
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.datasets.conll import Treebank, task_labels
 from probemeter.pareto.biaffine import fit_biaffine_parsers
+from probemeter.pareto.defaults import PARSER_DECODE
 from probemeter.pareto.frontiers import FULLY_SHUFFLED, LABEL_SHUFFLED, NUCLEAR_NORM, RANK
 from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, fit_rank_probes
 from probemeter.pareto.memorisation import memorisation_complexity
-from probemeter.pareto.method import PARSER_DECODE
 from probemeter.pareto.parsing import arc_pairs, check_parse, shuffle_heads
 from probemeter.probes import MLP
 from probemeter.training.config import ParserTraining, TrainingConfig
@@ -117,10 +117,10 @@ def linear_sweep(
         penalties: λ values; ``()`` skips them. Default
             :func:`~probemeter.pareto.linear_probes.nuclear_norm_penalties`: 0 and 19
             log-spaced in [2⁻¹⁰, 8], the ``pareto`` method's
-            (:data:`~probemeter.pareto.method.PARETO_PENALTIES`).
+            (:data:`~probemeter.pareto.defaults.PARETO_PENALTIES`).
         ranks: maximum ranks (default: 1 … min(K, d)); ``()`` skips them.
         learned_input: width of a learned input embedding (one-hot baseline), else None.
-        config: how the probes train; default :data:`~probemeter.pareto.method.LINEAR_TRAINING`,
+        config: how the probes train; default :data:`~probemeter.pareto.defaults.LINEAR_TRAINING`,
             the ``pareto`` method's (1000 Adam updates at lr 1e-2 on minibatches of 256).
         Others: see :func:`probemeter.pareto.linear_probes.fit_nuclear_norm_probes`.
     """
@@ -257,7 +257,7 @@ def parser_sweep(
     UAS of the parser trained on the real heads (accuracy) and training UAS of the parser
     trained on heads permuted within each sentence (complexity); and which test words each
     parser trained on the real heads attached to their gold head. Repeated architectures
-    train stacked, as ``config`` says (default :data:`~probemeter.pareto.method.PARSER_TRAINING`,
+    train stacked, as ``config`` says (default :data:`~probemeter.pareto.defaults.PARSER_TRAINING`,
     the ``pareto`` method's; :func:`~probemeter.pareto.biaffine.fit_biaffine_parsers`).
 
     Raises:

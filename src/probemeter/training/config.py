@@ -11,7 +11,7 @@
 
 A trainer given no value trains with its method's default, declared once: the class's defaults
 (loss-data curves, structural probes) or a constant next to the method (e.g.
-:data:`probemeter.mdl.method.PAPER_TRAINING`), from which the experiment-file options take
+:data:`probemeter.mdl.defaults.PAPER_TRAINING`), from which the experiment-file options take
 their defaults too. This module imports no torch, so methods and the command line read the
 defaults without it.
 """
@@ -149,7 +149,7 @@ class VariationalTraining:
     learning rate, no annealing, for a fixed number of epochs over the whole pool.
 
     The paper trains for 200 epochs at lr 1e-3 ("long training is recommended to enable
-    pruning"); the default, :data:`probemeter.mdl.method.VARIATIONAL_TRAINING`, trains 30
+    pruning"); the default, :data:`probemeter.mdl.defaults.VARIATIONAL_TRAINING`, trains 30
     epochs at lr 1e-2, which prunes in reach of a CPU.
 
     Attributes:
@@ -181,7 +181,7 @@ class VariationalTraining:
 class ParserTraining:
     """How the biaffine parsers of Pareto probing train (Pimentel et al. 2020, App. B): Adam on
     minibatches of whole sentences for a fixed number of updates. The default is
-    :data:`probemeter.pareto.method.PARSER_TRAINING`.
+    :data:`probemeter.pareto.defaults.PARSER_TRAINING`.
 
     Attributes:
         steps: Adam updates.
