@@ -29,8 +29,8 @@ from probemeter.power.bounds import (
     total_data_size,
 )
 from probemeter.power.collapse import collapse_verdict, detect_collapse
+from probemeter.power.defaults import POWER_TRAINING
 from probemeter.power.mcnemar import contingency_table, mcnemar, mcnemar_p_values
-from probemeter.power.method import POWER_TRAINING
 from probemeter.power.paired import PairedComparison, paired_data, run_configurations
 from probemeter.power.sampling import (
     pilot_splits,

@@ -101,8 +101,8 @@ import numpy as np
 from scipy import stats
 
 from probemeter._validation import check_scalar
+from probemeter.power.defaults import POWER_ALPHA
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
-from probemeter.power.method import POWER_ALPHA
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
 __all__ = [

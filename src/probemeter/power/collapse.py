@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import stats
 
 from probemeter._validation import check_scalar, one_of
-from probemeter.power.method import POWER_ALPHA
+from probemeter.power.defaults import POWER_ALPHA
 from probemeter.power.paired import PairedComparison, run_configurations
 from probemeter.power.sampling import pilot_splits, rotation_splits
 from probemeter.probes import MLP

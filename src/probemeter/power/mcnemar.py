@@ -41,7 +41,7 @@ import numpy as np
 from scipy import stats
 
 from probemeter._validation import one_of
-from probemeter.power.method import POWER_ALPHA
+from probemeter.power.defaults import POWER_ALPHA
 
 __all__ = ["METHODS", "McNemarResult", "contingency_table", "mcnemar", "mcnemar_p_values"]
 

@@ -30,6 +30,7 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
+from probemeter.power.defaults import POWER_ALPHA, POWER_PROBE, POWER_SEEDS, POWER_TRAINING
 from probemeter.training.config import TrainingConfig
 
 __all__ = [
@@ -40,20 +41,6 @@ __all__ = [
     "PowerMethod",
     "power_unit",
 ]
-
-#: how every probe of a paired comparison trains by default, in experiment files and
-#: :func:`~probemeter.power.paired.run_configurations` alike: 1000 Adam updates at lr 1e-3 on
-#: minibatches of 64 (within the ranges Zhu et al. search, App. C.4: lr 1e-4 to 1e-2, batches of
-#: 8 to 64)
-POWER_TRAINING = TrainingConfig(steps=1000, batch_size=64, lr=1e-3)
-#: the other defaults the Python API shares with the ``power`` method, one value each for both:
-#: seeds per split and the probe's hidden widths
-#: (:func:`~probemeter.power.paired.run_configurations`: a linear probe, logistic regression,
-#: Zhu et al.'s main probe), and the significance level of McNemar's test
-#: (:func:`~probemeter.power.table.power_report` and every power computation)
-POWER_SEEDS = 5
-POWER_PROBE: tuple[int, ...] = ()
-POWER_ALPHA = 0.05
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from probemeter.power.bounds import (
     log_function_class_size,
     probe_parameter_count,
 )
+from probemeter.power.defaults import POWER_ALPHA, POWER_PROBE, POWER_SEEDS, POWER_TRAINING
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
-from probemeter.power.method import POWER_ALPHA, POWER_PROBE, POWER_SEEDS, POWER_TRAINING
 from probemeter.power.sampling import Split
 from probemeter.power.simulation import PowerCurve, check_alpha, simulate_power
 from probemeter.probes import MLP
@@ -209,17 +209,17 @@ def run_configurations(
         y: (n_examples,) integer labels shared by all configurations.
         splits: train/dev/test index sets (:mod:`probemeter.power.sampling`).
         seeds: a count (0..seeds-1) or explicit seed ids; default 5, the ``power``
-            method's (:data:`~probemeter.power.method.POWER_SEEDS`).
+            method's (:data:`~probemeter.power.defaults.POWER_SEEDS`).
         probes: one probe for all configurations or name -> probe; default linear (logistic
             regression, the paper's main probe, and the ``power`` method's:
-            :data:`~probemeter.power.method.POWER_PROBE`).
+            :data:`~probemeter.power.defaults.POWER_PROBE`).
         standardize: z-score each configuration's features with statistics of all its rows
             (an unsupervised transform; labels are never used); not the rows of span probes
             (``MLP(span=...)``), whose token counts and zero padding must stay as they are
             (:func:`~probemeter.datasets.edge_probing.edge_probe_data` standardises their
             token vectors).
         config: how every probe trains; default
-            :data:`~probemeter.power.method.POWER_TRAINING`, the ``power`` method's (1000 Adam
+            :data:`~probemeter.power.defaults.POWER_TRAINING`, the ``power`` method's (1000 Adam
             updates at lr 1e-3 on minibatches of 64).
         device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
         classes: the original label of each class index of ``y`` (``ProbeData.classes``),

@@ -41,8 +41,8 @@ import pandas as pd
 
 from probemeter._io import JsonResult, environment
 from probemeter._validation import boolean, check_scalar, integer_list
+from probemeter.power.defaults import POWER_ALPHA
 from probemeter.power.mcnemar import contingency_table, mcnemar_p_values
-from probemeter.power.method import POWER_ALPHA
 
 __all__ = ["SUFFICIENT_POWER", "PowerCurve", "check_alpha", "simulate_power"]
 

@@ -24,7 +24,7 @@ from probemeter._io import JsonResult
 from probemeter._tables import render_table
 from probemeter.power.bounds import recommend_train_size
 from probemeter.power.clustered import format_p, holm
-from probemeter.power.method import POWER_ALPHA
+from probemeter.power.defaults import POWER_ALPHA
 from probemeter.power.paired import PairedComparison
 from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
