@@ -283,7 +283,7 @@ class CurveMethod(Method):
                 **self.key_values({"pvi": self.pvi}),
             }
             grid = self.settings_grid()
-            if grid is not None:  # one setting keeps the keys it always had
+            if grid is not None:  # one setting has no grid: its spec names no "settings"
                 spec["settings"] = grid
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
             options = {"method": self, "sizes": sizes, **keywords}

@@ -8,7 +8,7 @@ Schema ``probemeter.results/1`` (documented in the docs' Results and reports pag
       "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
       "curves": [LossDataCurve.to_dict(), ...],      # losses in nats; "classes": the
                                                      # original labels of the class indices
-                                                     # (list) or null; absent in old files
+                                                     # (list), null or absent
       "comparison": Comparison.to_dict() or null,    # measures at the chosen ε
       "experiment": {...},                           # optional: the parsed experiment file
       "timings": {name: {"key", "seconds", "loaded"}}  # optional: per unit of `probemeter run`

@@ -60,7 +60,8 @@ __all__ = [
     "site_width",
 ]
 
-#: the hidden states the model returns (today's layers): not a hook point
+#: the hidden states the model returns (0 = embeddings, then one per block), the default
+#: site: not a hook point
 HIDDEN = "hidden"
 #: sites read inside every block, by their TransformerLens names
 BLOCK_SITES = ("resid_pre", "resid_mid", "resid_post", "attn_out", "mlp_out", "heads")

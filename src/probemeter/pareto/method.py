@@ -295,7 +295,7 @@ class ParetoMethod(Method):
                 )
                 for headline, measure in zip(self.headlines(), self._measures())
             }
-            stored = result.get("least_constrained")  # absent from older results
+            stored = result.get("least_constrained")  # optional (no paired test)
             found[name] = Summary(
                 estimates,
                 Estimate(float(frame["accuracy"].iloc[least_constrained(frame)])),

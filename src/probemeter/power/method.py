@@ -156,7 +156,7 @@ class PowerMethod(Method):
             largest = runs.loc[runs["n_train"].idxmax(), "split"]
             rows = np.flatnonzero((runs["split"] == largest).to_numpy())
             seeds = tuple(int(seed) for seed in runs["seed"].iloc[rows])
-            digest = metadata.get("test_labels", {}).get(largest)  # absent from older results
+            digest = metadata.get("test_labels", {}).get(largest)  # optional (no paired test)
             features = metadata.get("n_features", {})
             for name, correct, role in (
                 (comparison.name_a, comparison.correct_a, "a"),

@@ -128,8 +128,8 @@ class TaskType(Declared):
     #: default): ``"words"`` (one row per word of the task's tokens) or sentence poolings
     poolings: ClassVar[tuple[str, ...]] = ()
     #: the default of a transformer's ``bos``: whether ``"mean"`` averages the
-    #: beginning-of-sequence token a tokenizer adds (``"keep"``, as stored runs were computed)
-    #: or leaves it out (``"drop"``)
+    #: beginning-of-sequence token a tokenizer adds (``"keep"``: every token the tokenizer
+    #: gives, the value unit keys leave out) or leaves it out (``"drop"``)
     bos: ClassVar[str] = "keep"
     #: whether a row is a sentence (word vectors then need a sentence pooling)
     rows_are_sentences: ClassVar[bool] = False
@@ -847,9 +847,10 @@ class _TextsText(TaskText):
         return prompts
 
     def encoder_inputs(self, pooling: str) -> list[Any]:
-        """The templated texts as they were encoded before rows could be tokens, markers or
-        chat prompts (the same keys); prompts where a marker or the chat template moves the
-        row, or pooling ``"all"`` or ``"mean"`` reads the text's tokens out of a template's."""
+        """The texts as the encoder reads them: the templated texts as strings when each row
+        is pooled as a plain text's (their keys those of plain texts); prompts where a marker
+        or the chat template moves the row, or pooling ``"all"`` or ``"mean"`` reads the text's
+        tokens out of a template's."""
         from probemeter.encoders.hf import Prompt
 
         task = self.task

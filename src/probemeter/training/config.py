@@ -110,8 +110,8 @@ class TrainingConfig:
 
     def to_dict(self) -> dict:
         """The settings, plus the stopping rule stated explicitly (the early-stopping settings
-        appear only when it is on, and ``weight_decay`` only when not 0, so configurations
-        without them keep their old keys)."""
+        appear only when it is on, and ``weight_decay`` only when not 0, so that a configuration's
+        key holds only the settings that act on its training)."""
         settings = asdict(self)
         if not self.weight_decay:
             del settings["weight_decay"]

@@ -377,7 +377,7 @@ class ActivationsKind(FileKind):
         "<name>.npy, .safetensors, ... in a folder) holding the attention mask (n, positions): "
         "1 a real token, 0 padding, on either side, or each row's token count (n,) of rows "
         f'padded on the right; "{UNPADDED}": every row fills every position',
-        key_omits=UNPADDED,  # the features read before masks could be named: keys unchanged
+        key_omits=UNPADDED,  # every position real: the features of a store read unmasked
     )
     labels: str = option(
         "indices",
@@ -404,7 +404,7 @@ class ActivationsKind(FileKind):
         }
         values = self.usable_values(bad)
         options = {key: values[key] for key in _ACTIVATION_KEYS}
-        if options["attention_mask"] is None:  # 2-D: its records and keys as they were
+        if options["attention_mask"] is None:  # 2-D: no mask, none in its record or key
             del options["attention_mask"]
         rep = Representation(name, self.kind, **paths, options=options)
         stores = {}
