@@ -15,7 +15,7 @@ from torch import nn
 
 from probemeter.datasets.edge_probing import SpanLayout
 from probemeter.probes import MLP
-from probemeter.probes.mlp import fill_uniform
+from probemeter.probes.draws import fill_uniform
 from probemeter.probes.span_attention import SpanAttentions
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate

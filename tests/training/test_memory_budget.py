@@ -13,7 +13,7 @@ import torch
 
 from probemeter.cli.main import main as cli_main
 from probemeter.probes import MLP
-from probemeter.probes.mlp import fill_uniform
+from probemeter.probes.draws import fill_uniform
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
 from probemeter.training.engine import fit_evaluate

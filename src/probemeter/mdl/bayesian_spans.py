@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from probemeter.probes.mlp import fill_uniform
+from probemeter.probes.draws import fill_uniform
 from probemeter.probes.span_attention import pool_spans
 
 __all__ = ["VariationalSpanPoolings"]

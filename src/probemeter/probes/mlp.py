@@ -34,6 +34,7 @@ import torch
 
 from probemeter._validation import check_scalar, integer_list
 from probemeter.data import ProbeData
+from probemeter.probes.draws import fill_uniform
 from probemeter.probes.scalar_mix import ScalarMixes
 from probemeter.probes.span_attention import SpanAttentions
 from probemeter.probes.stacked_mlp import StackedMLP
@@ -261,21 +262,6 @@ class MLP:
             span=tuple(spec.get("span", ())),
             projection=int(spec.get("projection", 0)),
         )
-
-
-def fill_uniform(rng: np.random.Generator, out: np.ndarray, fan_in: int) -> None:
-    """Fill the float32 array ``out`` in place with U(-1/sqrt(fan_in), 1/sqrt(fan_in)) draws.
-
-    The draws are made in float32 (``rng.random(dtype=np.float32)``: u = k / 2**24, k uniform
-    on 0 .. 2**24 - 1, one 32-bit draw each) and mapped in place to ``(2u - 1) · bound``
-    (``2u - 1`` is exact in float32; the product is rounded once), so no float64 array is ever
-    made and the values lie in [-bound, bound), the support of ``nn.Linear``'s default
-    ``uniform_``. ``out`` must be C-contiguous.
-    """
-    rng.random(out=out, dtype=np.float32)
-    out *= np.float32(2.0)
-    out -= np.float32(1.0)
-    out *= np.float32(1.0 / np.sqrt(fan_in))
 
 
 #: q, the width to which span probes project each span's tokens before pooling them (the

@@ -42,6 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from probemeter.probes.draws import fill_uniform
+
 __all__ = ["SpanAttention", "SpanAttentions", "SpanPooling", "pool_spans", "pooler"]
 
 
@@ -178,9 +180,7 @@ class SpanAttentions:
         device: torch.device,
     ) -> SpanAttentions:
         """P poolings, probe i's drawn from ``rngs[i]`` alone: per span, W and b from U(±1/√d)
-        and then w from U(±1/√q) (float32 draws, :func:`~probemeter.probes.mlp.fill_uniform`)."""
-        from probemeter.probes.mlp import fill_uniform
-
+        and then w from U(±1/√q) (float32 draws, :func:`~probemeter.probes.draws.fill_uniform`)."""
         stacked = [
             np.empty((len(rngs), *shape), dtype=np.float32)
             for _ in tokens
