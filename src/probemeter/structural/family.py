@@ -39,7 +39,7 @@ import pandas as pd
 from probemeter._io import JsonResult, environment
 from probemeter._validation import check_scalar, one_of
 from probemeter.pareto.frontiers import pareto_frontier, pareto_hypervolume
-from probemeter.structural.method import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
+from probemeter.structural.defaults import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.scoring import fitted_scale, mean_loss, predict_sentences, score
 from probemeter.structural.training import (
     TARGETS,

@@ -21,8 +21,8 @@ import pandas as pd
 
 from probemeter._io import JsonResult
 from probemeter._tables import render_table
+from probemeter.structural.defaults import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.family import StructuralFamily, structural_families
-from probemeter.structural.method import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import HOLDOUT, TreeData, sentence_split
 from probemeter.training.config import config_or_default

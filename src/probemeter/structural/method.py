@@ -62,6 +62,7 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, SeedCorrectness, Summary, labels_digest
 from probemeter.data import ProbeData
+from probemeter.structural.defaults import STRUCTURAL_RANKS, STRUCTURAL_SEEDS
 from probemeter.structural.trees import TreeData, punctuation_rule, punctuation_tags
 from probemeter.training.config import StructuralTraining
 
@@ -87,11 +88,6 @@ UNIT_SCHEMA = "probemeter.structural-unit/2"
 _PROBES = ("distance", "depth")
 #: the training options' defaults: :class:`StructuralTraining`'s, the API's
 _TRAINING = StructuralTraining()
-#: the probe ranks r and the seeds per rank by default, in experiment files and the API alike
-#: (:func:`~probemeter.structural.family.structural_probes`,
-#: :func:`~probemeter.structural.layers.structural_layers`): powers of two up to 64, one seed
-STRUCTURAL_RANKS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64)
-STRUCTURAL_SEEDS = 1
 
 
 def _probes(value: Any) -> str | None:
