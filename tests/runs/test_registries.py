@@ -193,29 +193,56 @@ def test_no_registered_name_is_written_outside_its_declaration():
     (``add_parser("curve")``) and a file (``out / "power"``)."""
     names = {*TASKS, *KINDS, *METHODS}
     found = [
-        f"{path}:{node.lineno}: {source.splitlines()[node.lineno - 1].strip()}"
+        f"{path}:{number}: {source.splitlines()[number - 1].strip()}"
         for path, source in _sources()
-        for node, parent in _constants(ast.parse(source))
-        if node.value in names and not _names_something_else(node, parent)
+        for number in _names_written(source, names)
     ]
     assert found == []
 
 
-def _constants(tree: ast.AST) -> list[tuple[ast.Constant, ast.AST]]:
-    """Every string constant of ``tree`` with the node that holds it."""
-    return [
-        (child, node)
+def test_the_guard_sees_names_written_and_passes_names_declared():
+    source = """
+class TransformerKind:
+    kind = "transformer"
+
+def features(rep, options, out, commands):
+    dense = replace(rep, kind="transformer")
+    twin = Representation("twin", "transformer")
+    if method != "curve" or rep.kind in ("sae", "npz"):
+        cls = KINDS["sae"]
+    kind = "glove"
+    return options["sae"], commands.add_parser("curve"), out / "power", TransformerKind.kind
+"""
+    assert _names_written(source, {*KINDS, *METHODS}) == [6, 7, 8, 8, 8, 9, 10]
+
+
+def _names_written(source: str, names: set[str]) -> list[int]:
+    """The lines of ``source`` that write one of ``names`` as a string, in order, once per
+    string; a declaration's own name (``kind = "..."`` or ``dataset = "..."`` in a class body)
+    and strings that only share a name's spelling are left out (see the test above)."""
+    tree = ast.parse(source)
+    declared = {
+        id(statement)
+        for cls in ast.walk(tree)
+        if isinstance(cls, ast.ClassDef)
+        for statement in cls.body
+        if isinstance(statement, ast.Assign)
+        and [getattr(target, "id", None) for target in statement.targets] in (["kind"], ["dataset"])
+    }
+    return sorted(
+        child.lineno
         for node in ast.walk(tree)
         for child in ast.iter_child_nodes(node)
-        if isinstance(child, ast.Constant) and isinstance(child.value, str)
-    ]
+        if isinstance(child, ast.Constant)
+        and child.value in names
+        and id(node) not in declared
+        and not _shares_the_spelling(child, node)
+    )
 
 
-def _names_something_else(node: ast.Constant, parent: ast.AST) -> bool:
-    """Whether ``node`` is a declaration's own name or a string that only shares a name's
-    spelling (see the test above)."""
-    if isinstance(parent, ast.Assign):  # kind = "transformer" in the declaring class
-        return [getattr(target, "id", None) for target in parent.targets] in (["kind"], ["dataset"])
+def _shares_the_spelling(node: ast.Constant, parent: ast.AST) -> bool:
+    """Whether ``node`` is a string spelled like a name that names something else: an option
+    read by subscript (not a registry's), a subcommand or a file."""
     if isinstance(parent, ast.Subscript):
         return getattr(parent.value, "id", None) not in ("TASKS", "KINDS", "METHODS")
     if isinstance(parent, ast.Call):
