@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from probemeter.mdl.method import PAPER_TIMESTEPS, MDLMethod, OnlineCodeMethod, online_option
+from probemeter.mdl.defaults import PAPER_TIMESTEPS
+from probemeter.mdl.method import MDLMethod, OnlineCodeMethod, online_option
 from probemeter.mdl.switching_method import SwitchingMethod
 
 SHARED = ("seeds", "timesteps", "batch_size", "lr", "max_epochs", "stopping_set")

@@ -15,7 +15,8 @@ from stand_in_engine import stand_in_evaluation
 
 from probemeter._figures import FigureOptions
 from probemeter.data import ProbeData, subset_permutation
-from probemeter.mdl.method import PAPER_TIMESTEPS, MDLMethod, mdl_unit
+from probemeter.mdl.defaults import PAPER_TIMESTEPS
+from probemeter.mdl.method import MDLMethod, mdl_unit
 from probemeter.mdl.online import (
     BITS_PER_KBIT,
     OnlineCode,

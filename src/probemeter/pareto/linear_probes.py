@@ -44,6 +44,7 @@ from probemeter._device import resolve_device, single_threaded
 from probemeter._validation import check_scalar, is_integer
 from probemeter.pareto.defaults import LINEAR_TRAINING, PARETO_PENALTIES
 from probemeter.pareto.span_pooling import attention_pool
+from probemeter.probes.mlp import MLP
 from probemeter.probes.stacked_mlp import stacked_affine
 from probemeter.training.config import TrainingConfig, config_or_default
 
@@ -274,8 +275,6 @@ def fit_rank_probes(
 def _pooled_width(n_features: int, span: Sequence[int]) -> int:
     """S · d, the width of the pooled spans of rows of ``n_features`` (a ValueError if the
     rows do not hold the spans)."""
-    from probemeter.probes.mlp import MLP
-
     return MLP(span=tuple(span), projection=1).token_width(n_features) * len(span)
 
 

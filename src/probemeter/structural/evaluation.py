@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from probemeter.structural.trees import tree_distances
+
 __all__ = [
     "SPEARMAN_LENGTHS",
     "gold_edges",
@@ -94,8 +96,6 @@ def gold_edges(heads: Sequence[int], keep: np.ndarray | None = None) -> list[tup
     all), by Kruskal's algorithm over the pairs (i, j), i < j, sorted by (distance, i, j);
     n′ − 1 edges for n′ kept words, as 0-based ``(i, j)`` sorted. Where no punctuation word is
     left out these are exactly the tree's edges (:func:`tree_edges`)."""
-    from probemeter.structural.trees import tree_distances
-
     keep_mask = np.ones(len(heads), dtype=bool) if keep is None else np.asarray(keep, bool)
     words = np.flatnonzero(keep_mask)
     if words.size < 2:
