@@ -591,8 +591,9 @@ class ActivationsKind(FileKind):
         """The hook's array of each store as float32 (of a 3-D one, only the chosen position
         is read: with an attention mask, each row's own, :func:`_real_position`) and its
         labels."""
-        hook, position = rep.options["hook"], rep.options["position"]
-        masked = rep.options.get("attention_mask") not in (None, UNPADDED)
+        declared = rep.declared
+        hook, position = rep.options["hook"], declared.position
+        masked = declared.attention_mask not in (None, UNPADDED)
         arrays = []
         for path in (rep.train, rep.test):
             store = _open(path)
@@ -600,7 +601,7 @@ class ActivationsKind(FileKind):
             if len(array.shape) == 2:
                 features = _float32(array.read(None))
             elif masked:
-                mask = _labels(store.hooks[rep.options["attention_mask"]].read(None))
+                mask = _labels(store.hooks[declared.attention_mask].read(None))
                 at = _real_position(mask, array.shape[1], position, str(path))
                 features = np.empty((array.shape[0], array.shape[2]), dtype=np.float32)
                 for index in np.unique(at):  # each position read once, as a slice
@@ -610,7 +611,7 @@ class ActivationsKind(FileKind):
                 features = _float32(array.read(position))
             arrays += [features, _labels(store.labels[hook].read(None))]
         return ProbeData.from_arrays(
-            *arrays, name=rep.name, labels=rep.options["labels"], standardize=standardize
+            *arrays, name=rep.name, labels=declared.labels, standardize=standardize
         )
 
 

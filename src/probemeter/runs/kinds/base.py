@@ -6,6 +6,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -52,6 +53,14 @@ class Representation:
         from probemeter.runs.kinds import kind_class  # the registry imports this module
 
         return kind_class(self.kind)
+
+    @cached_property
+    def declared(self) -> RepresentationKind:
+        """Its kind's declaration with these options (as :attr:`Task.declared
+        <probemeter.runs.tasks.Task.declared>`): what building reads, typed, its defaults the
+        declaration's own."""
+        record = {key: value for key, value in self.to_dict().items() if key in _RECORD_FIELDS}
+        return self.kind_class.from_written({**record, **self.options})
 
     @property
     def location(self) -> str:
@@ -142,6 +151,14 @@ class RepresentationKind(Declared, ABC):
         view = WORDS if self.reads == WORDS else top.pop("view", None)
         return [Representation(name, self.kind, view, **top, options=values)]
 
+    @classmethod
+    def from_written(cls, values: dict[str, Any]) -> RepresentationKind:
+        """The declaration from checked values as written in a file (no checks); an option
+        not among them takes its default, a name that is no option is left out."""
+        return cls(
+            **{opt.name: opt.parse(values[opt.name]) for opt in cls.options() if opt.name in values}
+        )
+
     def usable_values(self, bad: set[str]) -> dict[str, Any]:
         """Every option as written in a file, None for those refused (``bad``: their fields
         hold stand-ins), so that later checks skip them."""
@@ -163,9 +180,9 @@ class RepresentationKind(Declared, ABC):
 
 def mix_layers(rep: Representation) -> tuple[int, ...] | None:
     """The layers a representation's probes mix (``combine = "scalar-mix"``), or None."""
-    if rep.options.get("combine") != "scalar-mix":
+    if getattr(rep.declared, "combine", None) != "scalar-mix":
         return None
-    return tuple(rep.options["layer"])
+    return tuple(rep.declared.layer)
 
 
 def check_layers(value: Any) -> str | None:
@@ -207,7 +224,7 @@ def layer_representations(
     if count is not None and max(layers) >= count:
         report(f"{where}.layer", f"{max(layers)} does not exist: {source} (0..{count - 1})")
         return None
-    combine = rep.options.get("combine", "none")
+    combine = rep.declared.combine
     if combine != "none":
         if len(layers) < 2:
             report(f"{where}.combine", f"{combine!r} needs two layers or more; got {layer!r}")

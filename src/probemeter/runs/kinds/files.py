@@ -161,7 +161,7 @@ class NpzKind(FileKind):
         """Arrays ``X`` and ``y`` of the pair of files; of a 3-D ``X`` the chosen layer, or
         several side by side."""
         X, y, X_test, y_test = inputs.feature_files(rep.train, rep.test)
-        layer = rep.options.get("layer")
+        layer = rep.declared.layer
         if layer is not None:  # 3-D features, checked against the header before: one layer,
             chosen = layer if isinstance(layer, list) else [layer]  # or several side by side
             if X.ndim != 3 or X_test.ndim != 3 or max(chosen) >= min(X.shape[1], X_test.shape[1]):
@@ -170,9 +170,8 @@ class NpzKind(FileKind):
                     f"{X.shape}, of {str(rep.test)!r} {X_test.shape} (examples, layers, features)"
                 )
             X, X_test = (array[:, chosen].reshape(len(array), -1) for array in (X, X_test))
-        labels = rep.options.get("labels", "indices")
         data = ProbeData.from_arrays(
-            X, y, X_test, y_test, name=rep.name, labels=labels, standardize=standardize
+            X, y, X_test, y_test, name=rep.name, labels=rep.declared.labels, standardize=standardize
         )
         return replace(data, mix_layers=mix_layers(rep))
 
@@ -199,7 +198,7 @@ def _file_layers(
     if layer_refused:
         return None
     shown = f"X of {str(train.path)!r}"
-    layer = rep.options.get("layer")
+    layer = rep.declared.layer
     if train.n_layers is None:
         if layer is not None:
             report(f"{where}.layer", f"{shown} is 2-D (no layer axis): remove layer")

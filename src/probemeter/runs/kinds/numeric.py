@@ -167,9 +167,9 @@ class _FittedKind(_NumericKind):
         }
 
         def compute() -> np.ndarray:
-            images, labels = inputs.heldout(rep.options["n_fit"])
+            images, labels = inputs.heldout(rep.declared.n_fit)
             settings = {
-                "epochs": rep.options["epochs"],
+                "epochs": rep.declared.epochs,
                 "scale": 1.0,
                 "random_state": build.random_state,
                 "device": build.device,

@@ -31,7 +31,7 @@ from probemeter.encoders.model_files import model_files
 from probemeter.encoders.sae import saved_sae_header
 from probemeter.runs.kinds.base import Build, Report, Representation
 from probemeter.runs.kinds.words import TransformerKind, _ModelKind, _transformer_model
-from probemeter.runs.tasks import WORDS, Task, TaskInputs
+from probemeter.runs.tasks import WORDS, Task, TaskInputs, TaskText
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -99,6 +99,11 @@ class SAEKind(_ModelKind):
         return rep
 
     @classmethod
+    def rows_of(cls, rep: Representation, inputs: TaskInputs) -> TaskText:
+        """The rows of the dense site it encodes."""
+        return TransformerKind.rows_of(_dense_representation(rep), inputs)
+
+    @classmethod
     def features(
         cls, rep: Representation, inputs: TaskInputs, build: Build
     ) -> tuple[dict[str, Any], Any]:
@@ -106,13 +111,11 @@ class SAEKind(_ModelKind):
         other representation of the model), encoded by the SAE into CSR latents."""
         from probemeter.encoders.sae import load_sae
 
-        dense_key, dense = TransformerKind.features(
-            replace(rep, kind=TransformerKind.kind, options=_dense(rep.options)), inputs, build
-        )
-        loaded = (cls.kind, rep.options["sae"])
+        dense_key, dense = TransformerKind.features(_dense_representation(rep), inputs, build)
+        loaded = (cls.kind, rep.declared.sae)
         if loaded not in inputs.encoders:
             device = str(resolve_device(build.device))
-            inputs.encoders[loaded] = load_sae(rep.options["sae"], device=device)
+            inputs.encoders[loaded] = load_sae(rep.declared.sae, device=device)
         sae = inputs.encoders[loaded]
         latents = sae.encode_sparse(np.asarray(dense, dtype=np.float32))
         return {"site": dense_key, **sae.cache_key}, latents
@@ -141,6 +144,11 @@ def _check_sae(header: dict[str, Any], model: str | None, where: str, report: Re
             f"the SAE takes d_in = {header['d_in']} features at {hook}, but site "
             f"{header['site']!r} of {model!r} has {width}: an SAE of another model?",
         )
+
+
+def _dense_representation(rep: Representation) -> Representation:
+    """The transformer representation of the site an SAE representation encodes."""
+    return replace(rep, kind=TransformerKind.kind, options=_dense(rep.options))
 
 
 def _dense(options: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from abc import abstractmethod
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +22,7 @@ from probemeter.encoders.hf import (
     MINILM_PACKAGE,
     TRUNCATIONS,
     WORD_POOLINGS,
+    TransformerEncoder,
     hidden_state_count,
     hub_download_command,
     hub_model_cached,
@@ -188,6 +190,12 @@ _SITE_HELP = (
 )
 
 
+def _encoder_default(name: str) -> Any:
+    """The default of :class:`~probemeter.encoders.TransformerEncoder`'s parameter ``name``:
+    the model kinds' options that the encoder takes as they are have its defaults."""
+    return inspect.signature(TransformerEncoder).parameters[name].default
+
+
 @dataclass(frozen=True, kw_only=True)
 class _ModelKind(_WordKind):
     """A Hugging Face model read at some site: the options of loading it, of batching and
@@ -201,23 +209,26 @@ class _ModelKind(_WordKind):
         "Hugging Face cache or on the Hub; encoder-only or decoder-only",
     )
     dtype: str = option(
-        "float32",
+        _encoder_default("dtype"),
         check=valid.one_of(*DTYPES),
         help="the model's dtype while encoding",
         key_omits="float32",
     )
     batch_size: int = option(
-        32, check=valid.integer(1), help="sentences per forward pass", keyed=False
+        _encoder_default("batch_size"),
+        check=valid.integer(1),
+        help="sentences per forward pass",
+        keyed=False,
     )
     batch_tokens: int | None = option(
-        None,
+        _encoder_default("batch_tokens"),
         check=valid.integer(1),
         help="also at most this many tokens per forward pass, padding included (sentences "
         "then batched by token count): bounds a GPU's memory whatever the lengths",
         keyed=False,
     )
     word_pooling: str = option(
-        "mean",
+        _encoder_default("word_pooling"),
         check=valid.one_of(*WORD_POOLINGS),
         help="a word's row from its word pieces",
         key_omits="mean",
@@ -241,7 +252,7 @@ class _ModelKind(_WordKind):
         key_omits="keep",
     )
     truncate: str | None = option(
-        None,
+        _encoder_default("truncate"),
         check=valid.one_of(*TRUNCATIONS),
         help="texts longer than the model's positions are refused (how many, the longest); "
         '"left" cuts their beginning (keeps the end: a template\'s closing tokens, which pooling '
@@ -256,6 +267,42 @@ class _ModelKind(_WordKind):
         key_omits="float32",
     )
 
+    #: options that are not the encoder's, hence not in the key of what it gives: its model
+    #: (in the key as the encoder resolved it, :meth:`encoder_key`), what is chosen of its
+    #: layers (``layer``, ``heads``, ``combine``: in the features' key beside it), what is done
+    #: after (``erase``) and how its layers are stored (``storage``: in the layer files' key)
+    outside_encoder: ClassVar[frozenset[str]] = frozenset(
+        {"model", "layer", "heads", "combine", "erase", "storage"}
+    )
+
+    def encoder_options(self) -> dict[str, Any]:
+        """The options that change what the encoder gives, as keys hold them
+        (:meth:`~probemeter._declared.Declared.key_values`): every keyed option but those
+        :attr:`outside_encoder`, so that an option a kind adds is in the key unless it says
+        otherwise."""
+        values = self.key_values(self.values())
+        return {name: value for name, value in values.items() if name not in self.outside_encoder}
+
+    def encoder_key(self, encoder: Any) -> dict[str, Any]:
+        """The key of every layer the loaded ``encoder`` gives of its site (feature cache): the
+        :meth:`encoder_options`, ``bos = "drop"`` as the encoder's ``keep_bos``, and what
+        loading fixed: the model's resolved path (and Hub revision), its pooling (whatever it
+        is), the longest input and the seed of random weights."""
+        key = self.encoder_options()
+        if key.pop("bos", None) == "drop":
+            key["keep_bos"] = False
+        loaded = {
+            "model_path": str(encoder.model_path),
+            "layer": "all",
+            "pooling": encoder.pooling,
+            "max_length": encoder.max_length,
+            "random_init": encoder.random_init,
+            "random_state": encoder.random_state if encoder.random_init else None,
+        }
+        if encoder.revision is not None:
+            loaded["revision"] = encoder.revision
+        return {**key, **loaded}
+
     @classmethod
     def check_task(
         cls, rep: Representation, task: Task, where: str, report: Report
@@ -269,8 +316,8 @@ class _ModelKind(_WordKind):
             return rep
         if rep.options.get("bos") is None:
             rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
-        pooling = rep.options["pooling"]
-        if rep.options.get("truncate") is not None and WORDS in (pooling, allowed[0]):
+        pooling = rep.declared.pooling
+        if rep.declared.truncate is not None and WORDS in (pooling, allowed[0]):
             report(f"{where}.truncate", "would drop words of pooling 'words': leave it out")
         if pooling is None:
             chosen = _default_pooling(rep, allowed, f"{where}.pooling", report)
@@ -287,10 +334,10 @@ class _ModelKind(_WordKind):
         """With pooling ``"all"``, the text whose rows are each sentence's tokens, as the
         encoder counted them when it encoded (cached: not tokenized again); an SAE's latents
         have the rows of the site it encodes."""
-        pooling = rep.options.get("pooling")
+        pooling = rep.declared.pooling
         if pooling != ALL_TOKENS:
             return inputs.text
-        encoder = inputs.encoders[_encoder_group(rep.options)]
+        encoder = inputs.encoders[_encoder_group(rep.declared)]
         return inputs.text.token_rows(encoder.row_counts(inputs.text.encoder_inputs(pooling)))
 
 
@@ -299,7 +346,7 @@ class TransformerKind(_ModelKind):
     # a list as written (a sweep's layers), kept a list in keys: the field is never mutated
     layer: int | list[int] | str = option(check=valid.Check(check_layers), help=LAYER_HELP)  # noqa: RUF009
     random_init: bool | str = option(
-        False,
+        _encoder_default("random_init"),
         check=valid.Check(_random_init),
         help="true: the architecture with freshly initialised weights (all of them, the "
         'embeddings too), a control; "also": both, the control named NAME-random',
@@ -308,7 +355,7 @@ class TransformerKind(_ModelKind):
         "none", check=valid.one_of(*COMBINATIONS), help=COMBINE_HELP, key_omits="none"
     )
     site: str | list[str] = option(  # noqa: RUF009 - a list as written, never mutated
-        HIDDEN, check=valid.Check(_sites), help=_SITE_HELP, key_omits=HIDDEN
+        _encoder_default("site"), check=valid.Check(_sites), help=_SITE_HELP, key_omits=HIDDEN
     )
     heads: str | list[int] = option(  # noqa: RUF009 - a list as written, never mutated
         "all",
@@ -359,23 +406,23 @@ class TransformerKind(_ModelKind):
         """Every layer of the site from one encoder pass (shared by the layers of a sweep and
         by every entry with the same encoder; the model is loaded once for all its sites), then
         the chosen layer, or several side by side; of site ``"heads"``, the chosen heads."""
-        options = rep.options
-        pooling = options.get("pooling") or WORDS
-        site = options.get("site") or HIDDEN
-        group = _encoder_group(options)
-        storage = options.get("storage", "float32")
-        encoded = (*group, site, storage)
+        declared = rep.declared
+        pooling = declared.pooling or WORDS
+        site = declared.site
+        group = _encoder_group(declared)
+        encoded = (*group, site, declared.storage)
         if encoded not in inputs.layers:
             if group not in inputs.encoders:
-                inputs.encoders[group] = _transformer(rep, build, pooling)
+                inputs.encoders[group] = _transformer(declared, build, pooling)
             encoder = inputs.encoders[group].at_site(site)
             sentences = inputs.text.encoder_inputs(pooling)
+            key = declared.encoder_key(encoder)
             inputs.layers[encoded] = (
-                {**encoder.cache_key, "layer": "all"},
-                _layer_features(encoder, sentences, build.cache, storage),
+                key,
+                _layer_features(encoder, key, sentences, build.cache, declared.storage),
             )
         encoder_key, layers = inputs.layers[encoded]
-        chosen = options["layer"]  # a layer of the site, or a list of them side by side
+        chosen = declared.layer  # a layer of the site, or a list of them side by side
         for layer in chosen if isinstance(chosen, list) else [chosen]:
             if layer >= len(layers):
                 raise ValueError(
@@ -386,19 +433,20 @@ class TransformerKind(_ModelKind):
             features = np.concatenate([layers[layer] for layer in chosen], axis=1)
         else:
             features = layers[chosen]
-        heads = options.get("heads", "all")
+        heads = declared.heads
         if heads != "all":
             features = _chosen_heads(features, heads, inputs.encoders[group].config)
             encoder_key = {**encoder_key, "heads": heads}
         return {**encoder_key, "layer": chosen}, features
 
 
-def _encoder_group(options: dict[str, Any]) -> tuple[Any, ...]:
-    """What a loaded encoder depends on, beyond the site: one per group serves every site."""
-    # an SAE entry's site is read by the model itself: not randomly initialised
-    loading = (options["model"], options.get("random_init", False), options["dtype"])
-    pooling = options.get("pooling") or WORDS
-    return (*loading, options["word_pooling"], pooling, options.get("bos"), options.get("truncate"))
+def _encoder_group(declared: _ModelKind) -> tuple[Any, ...]:
+    """What a loaded encoder depends on, beyond the site: its model and the options that
+    change what it gives (:meth:`_ModelKind.encoder_options`); one per group serves every
+    site."""
+    options = declared.encoder_options()
+    options.pop("site", None)
+    return (declared.model, *((name, repr(value)) for name, value in sorted(options.items())))
 
 
 def _transformer_model(model: str, where: str, folder: Path, report: Report) -> str:
@@ -522,14 +570,14 @@ def _transformer_layers(rep: Representation, where: str, report: Report) -> list
     return layer_representations(rep, where, count, source, report) or []
 
 
-def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
+def _transformer(declared: TransformerKind, build: Build, pooling: str) -> Any:
     """The encoder of a ``transformer`` representation: ``model`` is ``"minilm"``, a local
     folder's absolute path or a Hugging Face Hub id (as the file reader left it); ``pooling``
     ``"words"`` (word tasks) or a sentence pooling."""
     from probemeter.encoders import TransformerEncoder
     from probemeter.encoders.hf import minilm_path
 
-    model = rep.options["model"]
+    model = declared.model
     source = (
         minilm_path() if model == "minilm" else Path(model) if Path(model).is_absolute() else model
     )
@@ -537,16 +585,16 @@ def _transformer(rep: Representation, build: Build, pooling: str) -> Any:
         source,
         0,
         pooling=pooling,
-        batch_size=rep.options["batch_size"],
-        batch_tokens=rep.options.get("batch_tokens"),
+        batch_size=declared.batch_size,
+        batch_tokens=declared.batch_tokens,
         device=build.device,
-        dtype=rep.options["dtype"],
-        random_init=rep.options["random_init"],
+        dtype=declared.dtype,
+        random_init=declared.random_init,
         random_state=build.random_state,
         progress=build.progress,
-        word_pooling=rep.options["word_pooling"],
-        keep_bos=rep.options.get("bos") != "drop",
-        truncate=rep.options.get("truncate"),
+        word_pooling=declared.word_pooling,
+        keep_bos=declared.bos != "drop",
+        truncate=declared.truncate,
     )
 
 
@@ -558,18 +606,14 @@ def length_problems(representations: list[Representation], inputs: TaskInputs) -
     tokenizer is not at hand here are left to the encoder."""
     found, seen = [], set()
     for rep in representations:
-        options = rep.options
-        pooling = options.get("pooling") or WORDS
-        if (
-            not issubclass(rep.kind_class, _ModelKind)
-            or pooling == WORDS
-            or options.get("truncate") is not None
-            or options.get("model") is None
-            or rep.entry in seen
-        ):
+        if not issubclass(rep.kind_class, _ModelKind) or rep.entry in seen:
+            continue
+        declared = rep.declared
+        pooling = declared.pooling or WORDS
+        if pooling == WORDS or declared.truncate is not None or declared.model is None:
             continue
         seen.add(rep.entry)
-        files = model_files(options["model"])
+        files = model_files(declared.model)
         tokenizer = None if files is None else files.tokenizer()
         if tokenizer is None:
             continue
@@ -578,23 +622,28 @@ def length_problems(representations: list[Representation], inputs: TaskInputs) -
         except ValueError:  # a chat template the tokenizer lacks: reported apart
             continue
         limit = position_limit(tokenizer, files.config)
-        problem = length_problem(counts, limit, repr(options["model"]))
+        problem = length_problem(counts, limit, repr(declared.model))
         if problem is not None:
             found.append(f"representations[{rep.entry}].truncate: {problem}")
     return found
 
 
 def _layer_features(
-    encoder: Any, sentences: list[Any], cache: FeatureCache | None, storage: str = "float32"
+    encoder: Any,
+    key: dict[str, Any],
+    sentences: list[Any],
+    cache: FeatureCache | None,
+    storage: str,
 ) -> list:
     """Every layer's features of the encoder's site from one forward pass per batch: per-layer
-    files of the cache stored as ``storage``, memory-mapped (written batch by batch, so
-    encoding holds one batch, not all layers), or, without a cache, arrays in memory."""
+    files of the cache under ``key`` stored as ``storage``, memory-mapped (written batch by
+    batch, so encoding holds one batch, not all layers), or, without a cache, arrays in
+    memory."""
     if cache is None:
         return list(encoder.encode_all_layers(sentences))
     shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
     return cache.layers(
-        {**encoder.cache_key, "layer": "all"},
+        key,
         inputs_key(sentences),
         shape,
         lambda outputs: encoder.encode_layers_into(sentences, outputs),
