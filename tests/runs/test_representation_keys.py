@@ -4,6 +4,7 @@ and the derived key is the encoder's own ``cache_key``."""
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from tiny_models import make_tiny_decoder
 from probemeter import _validation as valid
 from probemeter._declared import option
 from probemeter.encoders import TransformerEncoder
+from probemeter.encoders.hf import _UNKEYED
 from probemeter.runs.kinds import KINDS, Representation
 from probemeter.runs.kinds.words import TransformerKind
 from probemeter.runs.tasks import WORDS
@@ -72,6 +74,7 @@ def test_a_representation_reads_its_options_typed(monkeypatch):
         {},
         {"pooling": "last", "bos": "drop", "truncate": "left", "dtype": "bfloat16"},
         {"pooling": "mean", "site": "resid_post", "random_init": True},
+        {"pooling": "words", "word_pooling": "first", "dtype": "float16"},
     ],
 )
 def test_the_derived_key_is_the_encoders_own(tmp_path: Path, options: dict[str, Any]):
@@ -84,6 +87,7 @@ def test_the_derived_key_is_the_encoders_own(tmp_path: Path, options: dict[str, 
     encoder = TransformerEncoder(
         model,
         pooling=declared.pooling,
+        word_pooling=declared.word_pooling,
         dtype=declared.dtype,
         keep_bos=declared.bos != "drop",
         truncate=declared.truncate,
@@ -92,3 +96,17 @@ def test_the_derived_key_is_the_encoders_own(tmp_path: Path, options: dict[str, 
         progress=False,
     ).at_site(declared.site)
     assert declared.encoder_key(encoder) == {**encoder.cache_key, "layer": "all"}
+
+
+def test_every_encoder_parameter_is_in_its_key_unless_it_cannot_change_the_features(tmp_path):
+    """``TransformerEncoder.cache_key`` is derived from its signature: a parameter added to it
+    is in the key (set away from its default) unless declared unkeyed."""
+    model = make_tiny_decoder(tmp_path / "llama", "llama")
+    texts = {"pooling": "last", "keep_bos": False, "truncate": "left", "dtype": "bfloat16"}
+    changed = [
+        TransformerEncoder(model, 1, site="resid_post", random_init=True, progress=False, **texts),
+        TransformerEncoder(model, pooling="words", word_pooling="first", progress=False),
+    ]
+    keyed = set().union(*(encoder.cache_key for encoder in changed))
+    parameters = set(inspect.signature(TransformerEncoder).parameters)
+    assert parameters - _UNKEYED <= keyed

@@ -71,6 +71,7 @@ References:
 from __future__ import annotations
 
 import copy
+import inspect
 import json
 import logging
 import os
@@ -505,6 +506,14 @@ def length_problem(counts: np.ndarray, limit: int, name: str = "the model") -> s
     )
 
 
+#: :class:`TransformerEncoder`'s parameters that cannot change what it gives, out of its key
+_UNKEYED = frozenset({"batch_size", "batch_tokens", "device", "progress", "name"})
+#: its parameters in every key whatever their value (the others only when not their default)
+_ALWAYS_KEYED = frozenset(
+    {"model_path", "layer", "pooling", "max_length", "random_init", "random_state"}
+)
+
+
 class TransformerEncoder:
     """Pooled hidden states of one layer of a Hugging Face encoder-only or decoder-only model.
 
@@ -826,30 +835,20 @@ class TransformerEncoder:
 
     @property
     def cache_key(self) -> dict[str, Any]:
-        """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`: the
-        model (with the Hub commit for Hub models), layer, pooling, ``max_length``, random
-        initialisation and, unless float32, the ``dtype``, unless ``"mean"``, the
-        ``word_pooling``, unless kept, ``keep_bos``, unless ``"hidden"``, the ``site`` and,
-        when set, ``truncate``.
-        The batch size is left out (padding is masked) and so is the device."""
-        key: dict[str, Any] = {
-            "model_path": str(self.model_path),
-            "layer": self.layer,
-            "pooling": self.pooling,
-            "max_length": self.max_length,
-            "random_init": self.random_init,
-            "random_state": self.random_state if self.random_init else None,
-        }
-        if self.dtype != "float32":
-            key["dtype"] = self.dtype
-        if self.word_pooling != "mean":
-            key["word_pooling"] = self.word_pooling
-        if not self.keep_bos:
-            key["keep_bos"] = False
-        if self.site != HIDDEN:
-            key["site"] = self.site
-        if self.truncate is not None:
-            key["truncate"] = self.truncate
+        """Everything that determines :meth:`encode`'s output, for :class:`FeatureCache`,
+        derived from the constructor's parameters: each as the encoder holds it (the model's
+        resolved path, the layer counted from the start, ``max_length`` resolved), those of
+        :data:`_ALWAYS_KEYED` whatever their value, the others unless they are their default
+        (``dtype="float32"``, ``site="hidden"``, ...), and the Hub commit for Hub models. A
+        parameter is in the key unless :data:`_UNKEYED` says it cannot change the features
+        (the batch size: padding is masked; the device)."""
+        key: dict[str, Any] = {}
+        for name, parameter in inspect.signature(TransformerEncoder).parameters.items():
+            value = getattr(self, name)
+            if name not in _UNKEYED and (name in _ALWAYS_KEYED or value != parameter.default):
+                key[name] = value
+        key["model_path"] = str(self.model_path)
+        key["random_state"] = self.random_state if self.random_init else None
         if self.revision is not None:
             key["revision"] = self.revision
         return key
