@@ -7,7 +7,7 @@ variables and hooks, :class:`~probemeter.runs.tasks.TaskType`,
 from __future__ import annotations
 
 from probemeter._method import Method
-from probemeter.runs.kinds import FILES, KINDS, FileKind, Representation
+from probemeter.runs.kinds import FILES, KINDS, FileKind, Representation, mixes_layers
 from probemeter.runs.methods import METHODS
 from probemeter.runs.tasks import Task
 
@@ -47,7 +47,7 @@ def setup_problems(
         )
     found += _head_problems(method, task, reps)
     for rep in reps:
-        if rep.options.get("combine") == "scalar-mix":
+        if mixes_layers(rep):
             problem = method.layer_mix_problem(rep.name)
             found += [problem] if problem else []
     return found + _file_problems(method, reps, keeping)

@@ -30,7 +30,7 @@ from probemeter._declared import REQUIRED
 from probemeter._method import Method
 from probemeter.runs.compatibility import setup_problems
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
-from probemeter.runs.kinds import FILES, KINDS, Representation
+from probemeter.runs.kinds import FILES, KINDS, Representation, mixes_layers
 from probemeter.runs.methods import DEFAULT_METHOD, METHODS
 from probemeter.runs.tasks import TASKS, Task
 from probemeter.runs.toml_text import read_toml
@@ -286,7 +286,7 @@ def baseline_problems(
     problems = []
     if len(names) < 2:
         problems.append(("run.baseline", "needs another representation to measure beyond it"))
-    mixed = [rep.name for rep in representations if rep.options.get("combine") == "scalar-mix"]
+    mixed = [rep.name for rep in representations if mixes_layers(rep)]
     if mixed:
         problems.append(
             ("run.baseline", f"cannot put scalar-mix representations beside another: {mixed}")

@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from probemeter.data import ProbeData
 from probemeter.erasure import erase, erasure_problem
-from probemeter.runs.kinds import FILES, KINDS, Build, Report, Representation
+from probemeter.runs.kinds import FILES, KINDS, Build, Report, Representation, mixes_layers
 from probemeter.runs.tasks import OWN_LABEL, Task, TaskInputs
 
 __all__ = ["ERASED", "build_data", "erased_source", "erased_twins", "erasure_task_problems"]
@@ -41,7 +41,7 @@ def erased_twins(
     another representation's, as ``sae`` does into ``NAME-dense``): only the twins hold it."""
     found = []
     for rep in reps:
-        if rep.options.get("erase") is not None:
+        if rep.declared.erase is not None:
             rep = replace(rep, options={**rep.options, "erase": None})
         found.append(rep)
         if concept is None:
@@ -50,7 +50,7 @@ def erased_twins(
         problem = erasure_problem()
         if problem:
             report(at, problem)
-        if rep.options.get("combine") == "scalar-mix":
+        if mixes_layers(rep):
             report(at, "a scalar mix's layers side by side cannot be erased as one row")
         if KINDS[rep.kind].reads == FILES and concept != OWN_LABEL:
             report(at, f"a {rep.kind} file holds one label: only {OWN_LABEL!r}; got {concept!r}")
@@ -62,7 +62,7 @@ def erased_twins(
 
 def erasure_task_problems(rep: Representation, task: Task, where: str, report: Report) -> None:
     """Reports an ``erase`` of ``rep`` (at ``where``) naming no label of ``task``'s rows."""
-    concept = rep.options.get("erase")
+    concept = rep.declared.erase
     if concept is None or KINDS[rep.kind].reads == FILES:
         return
     problem = task.declared.concept_problem(concept)
@@ -81,7 +81,7 @@ def build_data(
         ValueError: the kind's build refused, sparse features (LEACE needs dense ones), a
             concept the task's files lack.
     """
-    concept = rep.options.get("erase")
+    concept = rep.declared.erase
     if concept is None:
         return KINDS[rep.kind].build(rep, inputs, build)
     source = erased_source(rep)

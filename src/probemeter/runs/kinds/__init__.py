@@ -6,9 +6,12 @@ own keys, declared with :func:`~probemeter._declared.option`; it says what it re
 view of the task, the task's words, or files of its own), how an entry becomes representations
 (a layer sweep gives several), what it needs of the task, and how its features are built. The
 experiment-file reader, ``--check``, the runner and the docs' experiment-file reference follow
-from :data:`KINDS`: adding a kind is a class and one entry there. Unit and cache keys are the
-entry as written (:meth:`Representation.key_dict`), less what the declaration leaves out of
-keys, so stored units stay valid while options are added.
+from :data:`KINDS`: adding a kind is a class and one entry there. A representation holds its
+kind's declaration with its options (:attr:`Representation.declared`), which building reads.
+Unit and cache keys are the entry as written (:meth:`Representation.key_dict`), less what the
+declaration leaves out of keys, so stored units stay valid while options are added; the key of
+a model's features is derived from the same declaration (``encoder_key`` of the model kinds),
+so an option that changes them is in it unless declared otherwise.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from probemeter.runs.kinds.base import (
     Report,
     Representation,
     RepresentationKind,
+    mixes_layers,
 )
 from probemeter.runs.kinds.files import FileKind, NpzKind
 from probemeter.runs.kinds.numeric import CNNKind, PCAKind, RandomProjectionKind, RawKind, VAEKind
@@ -39,6 +43,7 @@ __all__ = [
     "Representation",
     "RepresentationKind",
     "kind_class",
+    "mixes_layers",
 ]
 
 

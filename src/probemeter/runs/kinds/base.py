@@ -178,11 +178,14 @@ class RepresentationKind(Declared, ABC):
         """The representation's data, built from the task's inputs."""
 
 
+def mixes_layers(rep: Representation) -> bool:
+    """Whether a representation's probes mix its layers (``combine = "scalar-mix"``)."""
+    return getattr(rep.declared, "combine", None) == "scalar-mix"
+
+
 def mix_layers(rep: Representation) -> tuple[int, ...] | None:
     """The layers a representation's probes mix (``combine = "scalar-mix"``), or None."""
-    if getattr(rep.declared, "combine", None) != "scalar-mix":
-        return None
-    return tuple(rep.declared.layer)
+    return tuple(rep.declared.layer) if mixes_layers(rep) else None
 
 
 def check_layers(value: Any) -> str | None:
