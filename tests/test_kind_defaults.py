@@ -2,8 +2,9 @@
 methods' options against the Python API are ``tests/test_api_defaults.py``'s; here the model
 kinds against the encoder they build, and the kinds' modules against their declarations.
 
-- :class:`~probemeter.encoders.TransformerEncoder`'s parameters named like an option of a
-  model kind have that option's default, unless the table below says why not.
+- The parameters of the encoder a kind builds (:class:`~probemeter.encoders.TransformerEncoder`,
+  ``train_vae``, ``train_cnn``) named like one of its options have that option's default,
+  unless the table below says why not.
 - No module of ``runs/kinds/`` reads an option with a fallback (``options.get("site", ...)``,
   ``options.get("site") or ...``): a representation's typed declaration
   (``Representation.declared``) holds every option, its defaults filled in.
@@ -19,8 +20,8 @@ import pytest
 
 import probemeter
 from probemeter.encoders import TransformerEncoder
+from probemeter.encoders.image_models import train_cnn, train_vae
 from probemeter.runs.kinds import KINDS
-from probemeter.runs.kinds.words import _ModelKind
 
 #: TransformerEncoder parameters named like a model kind's option that are not that option's
 #: default, with why
@@ -31,25 +32,36 @@ _UNRELATED = {
     "takes the pooling the task chose",
 }
 
-_MODEL_KINDS = [cls for cls in KINDS.values() if issubclass(cls, _ModelKind)]
+#: per kind, the encoder it builds and its options the encoder takes under another name
+_ENCODERS = {
+    "transformer": (TransformerEncoder, {}),
+    "sae": (TransformerEncoder, {}),
+    "vae": (train_vae, {"n_components": "latent_dim"}),
+    "cnn": (train_cnn, {}),
+}
 
 
-@pytest.mark.parametrize("kind", _MODEL_KINDS, ids=lambda cls: cls.kind)
+@pytest.mark.parametrize("kind", list(_ENCODERS))
 def test_the_encoder_has_the_defaults_of_the_kind_options_it_takes(kind):
-    parameters = inspect.signature(TransformerEncoder).parameters
-    shared = [opt for opt in kind.options() if opt.name in parameters]
+    encoder, renamed = _ENCODERS[kind]
+    parameters = inspect.signature(encoder).parameters
+    shared = [
+        (opt, renamed.get(opt.name, opt.name))
+        for opt in KINDS[kind].options()
+        if renamed.get(opt.name, opt.name) in parameters
+    ]
     assert shared, "the encoder takes none of the kind's options"
-    for opt in shared:
-        if opt.name in _UNRELATED:
+    for opt, parameter in shared:
+        if encoder is TransformerEncoder and opt.name in _UNRELATED:
             continue
-        assert parameters[opt.name].default == opt.default, (
-            f"{kind.kind}.{opt.name}: the kind's default {opt.default!r}, the encoder's "
-            f"{parameters[opt.name].default!r}"
+        assert parameters[parameter].default == opt.default, (
+            f"{kind}.{opt.name}: the kind's default {opt.default!r}, the encoder's "
+            f"{parameters[parameter].default!r}"
         )
 
 
 def test_the_unrelated_parameters_are_options_of_a_model_kind():
-    names = {opt.name for kind in _MODEL_KINDS for opt in kind.options()}
+    names = {opt.name for kind in ("transformer", "sae") for opt in KINDS[kind].options()}
     assert set(_UNRELATED) <= names
 
 

@@ -3,6 +3,7 @@ it is built, the kind declaration's base, and layer sweeps (``layer``, ``combine
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -176,6 +177,12 @@ class RepresentationKind(Declared, ABC):
     @abstractmethod
     def build(cls, rep: Representation, inputs: TaskInputs, build: Build) -> ProbeData:
         """The representation's data, built from the task's inputs."""
+
+
+def encoder_default(encoder: Callable[..., Any], name: str) -> Any:
+    """The default of ``encoder``'s parameter ``name`` (a class: its constructor's): a kind's
+    option that its encoder takes as it is has the encoder's default, written there once."""
+    return inspect.signature(encoder).parameters[name].default
 
 
 def mixes_layers(rep: Representation) -> bool:

@@ -14,12 +14,14 @@ from probemeter import _validation as valid
 from probemeter._declared import option
 from probemeter.data import ProbeData
 from probemeter.encoders import FeatureCache
+from probemeter.encoders.image_models import train_cnn, train_vae
 from probemeter.runs.kinds.base import (
     NUMERIC,
     Build,
     Report,
     Representation,
     RepresentationKind,
+    encoder_default,
 )
 from probemeter.runs.tasks import TASKS, Task, TaskInputs, TaskType
 
@@ -196,9 +198,15 @@ def _n_fit() -> Any:
 @dataclass(frozen=True, kw_only=True)
 class VAEKind(_FittedKind):
     view: str | None = _view()
-    n_components: int = option(8, check=valid.integer(1), help="latent dimensions (their means)")
+    n_components: int = option(
+        encoder_default(train_vae, "latent_dim"),
+        check=valid.integer(1),
+        help="latent dimensions (their means)",
+    )
     n_fit: int = _n_fit()
-    epochs: int = option(10, check=valid.integer(1), help="training epochs")
+    epochs: int = option(
+        encoder_default(train_vae, "epochs"), check=valid.integer(1), help="training epochs"
+    )
 
     kind = "vae"
     summary = "a VAE's latent means, trained on held-out Fashion-MNIST images"
@@ -207,8 +215,6 @@ class VAEKind(_FittedKind):
     def train(
         cls, rep: Representation, images: np.ndarray, labels: np.ndarray, settings: dict
     ) -> Any:
-        from probemeter.encoders.image_models import train_vae
-
         return train_vae(images, rep.n_components, **settings)
 
 
@@ -216,7 +222,9 @@ class VAEKind(_FittedKind):
 class CNNKind(_FittedKind):
     view: str | None = _view()
     n_fit: int = _n_fit()
-    epochs: int = option(3, check=valid.integer(1), help="training epochs")
+    epochs: int = option(
+        encoder_default(train_cnn, "epochs"), check=valid.integer(1), help="training epochs"
+    )
 
     kind = "cnn"
     summary = "a CNN classifier's last hidden layer (784 units), trained on held-out images"
@@ -225,6 +233,4 @@ class CNNKind(_FittedKind):
     def train(
         cls, rep: Representation, images: np.ndarray, labels: np.ndarray, settings: dict
     ) -> Any:
-        from probemeter.encoders.image_models import train_cnn
-
         return train_cnn(images, labels, **settings)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from abc import abstractmethod
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -45,6 +44,7 @@ from probemeter.runs.kinds.base import (
     Representation,
     RepresentationKind,
     check_layers,
+    encoder_default,
     layer_representations,
     mix_layers,
 )
@@ -191,9 +191,8 @@ _SITE_HELP = (
 
 
 def _encoder_default(name: str) -> Any:
-    """The default of :class:`~probemeter.encoders.TransformerEncoder`'s parameter ``name``:
-    the model kinds' options that the encoder takes as they are have its defaults."""
-    return inspect.signature(TransformerEncoder).parameters[name].default
+    """The default of :class:`~probemeter.encoders.TransformerEncoder`'s parameter ``name``."""
+    return encoder_default(TransformerEncoder, name)
 
 
 @dataclass(frozen=True, kw_only=True)
