@@ -1,10 +1,7 @@
 """No import circles in probemeter: no two modules import each other, directly or around a
 loop, whether the import is at module level, inside a function or under ``TYPE_CHECKING``.
 Allowed: ``cli.main`` and ``cli.completion`` (the completion script is built from the parser,
-and ``main`` dispatches to it); and, within ``runs/kinds/``, the registry ``KINDS`` of
-``kinds/__init__.py`` and the kinds that look it up inside functions (``base.py``,
-``words.py``), which typed representation declarations are to make unneeded (issue 41, item 1):
-a circle there may shrink, not spread.
+and ``main`` dispatches to it).
 
 The graph is read from the source with ``ast``: ``import a.b`` and ``from a import b`` (``b``
 a submodule when one exists, else ``a`` itself), relative imports resolved. A package's
@@ -23,15 +20,6 @@ SOURCE = Path(__file__).resolve().parents[1] / "src"
 ROOT = "probemeter"
 ALLOWED_CIRCLES = [
     {"probemeter.cli.main", "probemeter.cli.completion"},
-    {
-        "probemeter.runs.kinds",
-        "probemeter.runs.kinds.activations",
-        "probemeter.runs.kinds.base",
-        "probemeter.runs.kinds.files",
-        "probemeter.runs.kinds.numeric",
-        "probemeter.runs.kinds.sae",
-        "probemeter.runs.kinds.words",
-    },
 ]
 
 

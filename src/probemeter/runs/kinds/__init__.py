@@ -20,11 +20,13 @@ from probemeter.runs.kinds.activations import ActivationsKind
 from probemeter.runs.kinds.base import (
     COMBINATIONS,
     FILES,
+    KINDS,
     NUMERIC,
     Build,
     Report,
     Representation,
     RepresentationKind,
+    kind_class,
     mixes_layers,
 )
 from probemeter.runs.kinds.files import FileKind, NpzKind
@@ -48,9 +50,9 @@ __all__ = [
 
 
 #: every representation kind of ``[[representations]] kind``, by name, in the order the docs
-#: list them
-KINDS: dict[str, type[RepresentationKind]] = {
-    cls.kind: cls
+#: list them (the dict of :mod:`~probemeter.runs.kinds.base`, which representations read)
+KINDS.update(
+    (cls.kind, cls)
     for cls in (
         RawKind,
         PCAKind,
@@ -64,12 +66,4 @@ KINDS: dict[str, type[RepresentationKind]] = {
         NpzKind,
         ActivationsKind,
     )
-}
-
-
-def kind_class(kind: str) -> type[RepresentationKind]:
-    """The class of ``kind``; a ValueError naming the known kinds otherwise."""
-    try:
-        return KINDS[kind]
-    except KeyError:
-        raise ValueError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})") from None
+)

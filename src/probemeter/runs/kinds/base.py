@@ -51,8 +51,6 @@ class Representation:
 
     @property
     def kind_class(self) -> type[RepresentationKind]:
-        from probemeter.runs.kinds import kind_class  # the registry imports this module
-
         return kind_class(self.kind)
 
     @cached_property
@@ -177,6 +175,20 @@ class RepresentationKind(Declared, ABC):
     @abstractmethod
     def build(cls, rep: Representation, inputs: TaskInputs, build: Build) -> ProbeData:
         """The representation's data, built from the task's inputs."""
+
+
+#: every representation kind of ``[[representations]] kind``, by name, in the order the docs
+#: list them: the registry, filled by :mod:`probemeter.runs.kinds` (its ``KINDS``), held here
+#: so that a representation and a kind find a kind's declaration without importing it
+KINDS: dict[str, type[RepresentationKind]] = {}
+
+
+def kind_class(kind: str) -> type[RepresentationKind]:
+    """The class of ``kind``; a ValueError naming the known kinds otherwise."""
+    try:
+        return KINDS[kind]
+    except KeyError:
+        raise ValueError(f"unknown kind {kind!r} (known: {', '.join(KINDS)})") from None
 
 
 def encoder_default(encoder: Callable[..., Any], name: str) -> Any:

@@ -38,6 +38,7 @@ from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
 from probemeter.runs.kinds.base import (
     COMBINATIONS,
     COMBINE_HELP,
+    KINDS,
     LAYER_HELP,
     Build,
     Report,
@@ -83,8 +84,6 @@ class _WordKind(RepresentationKind):
                 f"{task.dataset!r} has none",
             )
         elif declared.rows_are_sentences and not cls.pools_sentences:
-            from probemeter.runs.kinds import KINDS  # the registry imports this module
-
             pooled = [kind for kind, k in KINDS.items() if k.reads == WORDS and k.pools_sentences]
             report(
                 f"{where}.kind",
