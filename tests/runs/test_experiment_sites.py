@@ -170,3 +170,23 @@ def test_cached_site_data_are_split_a_block_at_a_time_into_the_same_arrays(tmp_p
         np.testing.assert_array_equal(cached[name].X_train, data.X_train)
         np.testing.assert_array_equal(cached[name].X_test, data.X_test)
         np.testing.assert_array_equal(cached[name].y_train, data.y_train)
+
+
+def test_a_layer_files_storage_is_in_the_key_of_the_data_prepared_from_them(tmp_path, llama):
+    """float32 then float16 layer files in one cache folder: the data prepared from the
+    float16 files equal those prepared in a cache of their own, not the float32 data cached
+    first (the prepared data's key holds the storage, as the layer files' key does)."""
+    _write_texts(tmp_path)
+
+    def prepared(storage: str, cache: str) -> np.ndarray:
+        path = _experiment(tmp_path, llama, f'storage = "{storage}"\n')
+        sites = f'layer = "all"\nsite = {json.dumps(list(SITES))}\n'
+        path.write_text(path.read_text().replace(sites, 'layer = 1\nsite = "resid_post"\n'))
+        [data] = prepare_data(load_experiment(path), tmp_path / cache, progress=False).values()
+        return np.array(data.X_train)
+
+    exact = prepared("float32", "shared")
+    after_float32 = prepared("float16", "shared")
+    alone = prepared("float16", "own")
+    assert not np.array_equal(exact, alone)  # half precision gives other features
+    np.testing.assert_array_equal(after_float32, alone)

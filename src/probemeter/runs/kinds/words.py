@@ -435,7 +435,10 @@ class TransformerKind(_ModelKind):
         if heads != "all":
             features = _chosen_heads(features, heads, inputs.encoders[group].config)
             encoder_key = {**encoder_key, "heads": heads}
-        return {**encoder_key, "layer": chosen}, features
+        # the features are the stored layers read back, so their dtype is in the key of the
+        # data prepared from them (float16 features are not float32's)
+        stored = declared.key_values({"storage": declared.storage})
+        return {**encoder_key, **stored, "layer": chosen}, features
 
 
 def _encoder_group(declared: _ModelKind) -> tuple[Any, ...]:
