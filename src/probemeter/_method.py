@@ -32,6 +32,7 @@ __all__ = [
     "PROBES_ENTRY",
     "REQUIRED",
     "RUN_NAME",
+    "EngineProbes",
     "Method",
     "MethodRun",
     "Option",
@@ -116,6 +117,19 @@ class UnitPlan:
     function: Callable[..., Mapping[str, Any]]
     payload: Any
     options: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EngineProbes:
+    """The probes one unit of a method trains in the engine, as ``probemeter run --check``
+    counts their memory (:func:`~probemeter.training.memory.check_memory_budget`): the probe's
+    hidden widths, the training config, the training-set sizes, and the development rows that
+    every probe shares (None: none shared)."""
+
+    probe: tuple[int, ...]
+    config: Any
+    sizes: list[int]
+    shared_dev_rows: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +229,12 @@ class Method(Declared, ABC):
             '(kind = "curve") and online codes (kind = "mdl") train on sparse ones'
         )
         return [("method.kind", reason)]
+
+    def engine_probes(self, pool_size: int) -> EngineProbes | None:
+        """The probes one unit trains in the engine on a pool of ``pool_size`` examples, for
+        the memory check of ``probemeter run --check``; None when its probes train elsewhere
+        (checked when they train) or the pool cannot hold them (:meth:`check_pool` says why)."""
+        return None
 
     def per_representation(
         self,

@@ -25,6 +25,7 @@ from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
     PROBES_ENTRY,
+    EngineProbes,
     Method,
     MethodRun,
     Option,
@@ -229,6 +230,13 @@ class CurveMethod(Method):
                 f"{self.dev_fraction:g} is held out)"
             )
         return left
+
+    def engine_probes(self, pool_size: int) -> EngineProbes:
+        """The curve's probes: one per size (default sizes up to the whole pool)."""
+        from probemeter.curves.curve import default_sizes
+
+        sizes = list(self.sizes or default_sizes(pool_size))
+        return EngineProbes(self.probe, self.training(), sizes)
 
     def sparse_problems(self) -> list[tuple[str, str]]:
         """No problems: loss-data curves train on sparse rows."""

@@ -31,6 +31,7 @@ from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
     PROBES_ENTRY,
+    EngineProbes,
     Method,
     MethodRun,
     RunContext,
@@ -264,6 +265,20 @@ class MDLMethod(OnlineCodeMethod):
             reason = "the control task is built from dense features; set control = false"
             problems.append(("method.control", reason))
         return problems
+
+    def engine_probes(self, pool_size: int) -> EngineProbes | None:
+        """The online code's probes: one per block end of the transmitted data, all sharing
+        the pool's development rows when ``stopping_set = "dev"``."""
+        from probemeter.mdl.online import block_ends, transmitted_size
+
+        config = self.training()
+        n = transmitted_size(pool_size, self.stopping_set, config.dev_fraction)
+        try:
+            sizes = [int(end) for end in block_ends(n, self.timesteps)]
+        except ValueError:  # blocks the pool cannot hold: check_pool reports them
+            return None
+        shared = pool_size - n if self.stopping_set == "dev" else None
+        return EngineProbes(self.probe, config, sizes, shared)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         options = context.keywords(*ENGINE_KEYWORDS, "keep_probes")

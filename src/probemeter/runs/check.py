@@ -39,7 +39,8 @@ def check_data(experiment: Experiment, *, max_memory: float | None = None) -> No
     * each representation read from files (``npz``) is read and validated as the run does
       (features finite, labels class indices unless ``labels = "encode"``, two classes or
       more, sparse arrays consistent; not standardised), then checked against the method's
-      sizes and, for the ``curve`` and ``mdl`` methods, against the memory budget of one
+      sizes and, for a method whose probes train in the engine
+      (:meth:`~probemeter._method.Method.engine_probes`), against the memory budget of one
       probe, as the engine checks it (:func:`_memory_problem`).
 
     The datasets the package makes itself (digits, parity, fashion-mnist, ptb) and the
@@ -121,36 +122,17 @@ def _text_task_problems(inputs: TaskInputs, method: Any, build: Build) -> list[s
 def _memory_problem(method: Any, data: ProbeData, max_memory: float) -> str | None:
     """Why one probe of ``method`` on ``data`` cannot fit in ``max_memory`` GiB, as the engine
     refuses it before training (:func:`~probemeter.training.memory.check_memory_budget`, with
-    the training-set sizes the method trains on: a curve's sizes, the online code's block
-    ends, and their evaluation on every test example), or None. Other methods train
-    probes of their own (power's pairs, pareto's families, structural probes) and are
-    checked when they train."""
-    from probemeter.curves.method import CurveMethod
-    from probemeter.mdl.method import MDLMethod
+    the training-set sizes the method declares, :meth:`~probemeter._method.Method.engine_probes`,
+    and their evaluation on every test example), or None. A method whose probes train
+    elsewhere than the engine declares none and is checked when they train."""
     from probemeter.probes import probe_for
     from probemeter.probes.sparse_inputs import sparse_row_bytes
     from probemeter.training.memory import check_memory_budget
 
-    shared_dev_rows = None
-    if isinstance(method, CurveMethod):
-        from probemeter.curves.curve import default_sizes
-
-        config = method.training()
-        sizes = list(method.sizes or default_sizes(data.pool_size))
-    elif isinstance(method, MDLMethod):
-        from probemeter.mdl.online import block_ends, transmitted_size
-
-        config = method.training()
-        n = transmitted_size(data.pool_size, method.stopping_set, config.dev_fraction)
-        try:
-            sizes = [int(end) for end in block_ends(n, method.timesteps)]
-        except ValueError:  # blocks the pool cannot hold: check_pool reports them
-            return None
-        if method.stopping_set == "dev":
-            shared_dev_rows = data.pool_size - n
-    else:
+    planned = method.engine_probes(data.pool_size)
+    if planned is None:
         return None
-    probe = probe_for(data, method.probe)
+    probe = probe_for(data, planned.probe)
     row_bytes = None
     if data.is_sparse:  # a gathered sparse row, as the engine counts it
         if probe.mix or probe.span:
@@ -162,12 +144,12 @@ def _memory_problem(method: Any, data: ProbeData, max_memory: float) -> str | No
             probe,
             data.n_features,
             data.n_classes,
-            config,
+            planned.config,
             max_memory,
-            sizes=sizes,
+            sizes=planned.sizes,
             n_eval=len(data.y_test),
             per_example=True,
-            shared_dev_rows=shared_dev_rows,
+            shared_dev_rows=planned.shared_dev_rows,
             row_bytes=row_bytes,
         )
     except ValueError as error:
