@@ -573,42 +573,20 @@ def loss_data_curve(
         >>> curve.development_curve().mean("loss").round(2).tolist()
         [0.54, 0.29, 0.27]
     """
-    check_probe_data(data, sparse=True)
-    if pvi and data.multilabel:
-        raise ValueError("pvi: pointwise V-information takes single labels; data has label sets")
-    if keep_probes and data.is_sparse:
-        raise ValueError(
-            "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
-        )
-    check_scalar(random_state, "random_state", int, min_val=0)
+    _check_request(data, random_state, keep_probes, pvi)
     config = config_or_default(config, CURVE_TRAINING)
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
     )
-    configs = grid_settings(config, settings)
-    if settings is not None and dev_fraction == 0:
-        raise ValueError(
-            "settings: a grid is chosen on the development split, and dev_fraction = 0 holds "
-            "none out (the test set is never used to choose)"
-        )
-    train_rows, dev_rows = np.arange(data.pool_size), None
-    if dev_fraction > 0:
-        train_rows, dev_rows = held_out_split(
-            data.pool_size, dev_fraction, random_state, data.clusters_train
-        )
+    configs = _settings_grid(config, settings, dev_fraction)
+    train_rows, dev_rows = _development_split(data, dev_fraction, random_state)
     pool_size = train_rows.size
     size_values = (
         default_sizes(pool_size) if sizes is None else _check_sizes(sizes, pool_size, data)
     )
     _, grid, keys = seed_grid(seeds, size_values, random_state)
     subsets = [train_rows[nested_subset(pool_size, n, random_state, seed)] for seed, n in grid]
-    # a grid's settings train as probes of their own, setting after setting, in one call
-    per_probe = {}
-    if settings is not None:
-        per_probe = {
-            name: np.repeat([getattr(c, name) for c in configs], len(subsets))
-            for name in ("lr", "weight_decay")
-        }
+    n_probes = len(subsets) * len(configs)
     with Stopwatch() as watch:
         evaluation = fit_evaluate(
             data.X_train,
@@ -626,53 +604,175 @@ def loss_data_curve(
             progress=progress,
             per_example=True,
             return_parameters=keep_probes,
-            pool_rows=None if dev_rows is None else [dev_rows] * len(subsets) * len(configs),
-            **per_probe,
+            pool_rows=None if dev_rows is None else [dev_rows] * n_probes,
+            **_settings_per_probe(configs, len(subsets), settings),
         )
     development = None if dev_rows is None else _development_points(evaluation, data, dev_rows)
     chosen_settings = None
     if settings is not None:
-        chosen, chosen_settings = _choose_settings(configs, development["dev_loss"], grid)
-        evaluation = evaluation.select(chosen)
-        development = {name: values[chosen] for name, values in development.items()}
+        evaluation, development, chosen_settings = _chosen_setting(
+            evaluation, development, configs, grid
+        )
     final = [i for i, (_, n) in enumerate(grid) if n == size_values[-1]]
-    final_correct = SeedCorrectness.from_predictions(  # label sets: exact set match
-        [grid[i][0] for i in final],
-        evaluation.predictions[final],
-        data.y_test,
-        size_values[-1],
-        data.clusters_test,
+    metadata = _curve_metadata(
+        data,
+        probe,
+        configs[0],
+        random_state=random_state,
+        device=device,
+        seconds=watch.seconds,
+        dev_fraction=dev_fraction,
+        dev_rows=dev_rows,
+        chosen_settings=chosen_settings,
+        mix=learned_mix(data, evaluation, final, [grid[i][0] for i in final]),
     )
-    probes = None
-    if keep_probes:
-        trained = ProbeSet.from_stacked(
-            data.name,
-            probe,
-            evaluation.parameters,
-            [{"n": int(n), "seed": int(seed)} for seed, n in grid],
-            data.X_test,
+    return LossDataCurve(
+        data.name,
+        _points(data, grid, evaluation, development),
+        data.n_classes,
+        pool_size,
+        len(data.y_test),
+        metadata,
+        final_correct=SeedCorrectness.from_predictions(  # label sets: exact set match
+            [grid[i][0] for i in final],
+            evaluation.predictions[final],
             data.y_test,
-            stack_rows=evaluation.stack_rows,
-            mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
-            spans=kept_spans(evaluation),
-            device=device,
-            evaluated=(evaluation.loss, evaluation.accuracy, evaluation.predictions),
+            size_values[-1],
+            data.clusters_test,
+        ),
+        classes=data.classes,
+        probes=_kept_probes(data, probe, evaluation, grid, device) if keep_probes else None,
+        multilabel=data.multilabel,
+        pvi=_final_pvi(data, evaluation, final, subsets, grid) if pvi else None,
+    )
+
+
+def _check_request(data: ProbeData, random_state: int, keep_probes: bool, pvi: bool) -> None:
+    """What :func:`loss_data_curve` refuses before anything is trained: data it cannot read, PVI
+    of label sets, kept probes of sparse features, a negative or non-integer random state."""
+    check_probe_data(data, sparse=True)
+    if pvi and data.multilabel:
+        raise ValueError("pvi: pointwise V-information takes single labels; data has label sets")
+    if keep_probes and data.is_sparse:
+        raise ValueError(
+            "keep_probes: kept probes are evaluated on dense features; data has sparse ones"
         )
-        by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
-        probes = ProbeSet(data.name, tuple(by_point))
-    pointwise = None
-    if pvi:
-        pointwise = pointwise_v_information(
-            evaluation.nll[final],
-            data.y_test,
-            [np.asarray(data.y_train)[subsets[i]] for i in final],
-            data.n_classes,
-            seeds=[grid[i][0] for i in final],
-            name=data.name,
-            classes=data.classes,
-            sentences=data.clusters_test,
+    check_scalar(random_state, "random_state", int, min_val=0)
+
+
+def _settings_grid(
+    config: TrainingConfig,
+    settings: Mapping[str, Sequence[float]] | None,
+    dev_fraction: float,
+) -> list[TrainingConfig]:
+    """The settings every (size, seed) trains a probe with: ``config`` alone without a grid, else
+    one config per setting of ``settings`` (:func:`~probemeter.training.config.grid_settings`),
+    which needs a development split to choose among them."""
+    configs = grid_settings(config, settings)
+    if settings is not None and dev_fraction == 0:
+        raise ValueError(
+            "settings: a grid is chosen on the development split, and dev_fraction = 0 holds "
+            "none out (the test set is never used to choose)"
         )
-    points = pd.DataFrame(
+    return configs
+
+
+def _settings_per_probe(
+    configs: Sequence[TrainingConfig],
+    n_subsets: int,
+    settings: Mapping[str, Sequence[float]] | None,
+) -> dict[str, np.ndarray]:
+    """The engine's per-probe learning rates and weight decays of a grid, whose settings train
+    as probes of their own, setting after setting, in one call; none without a grid."""
+    if settings is None:
+        return {}
+    return {
+        name: np.repeat([getattr(c, name) for c in configs], n_subsets)
+        for name in ("lr", "weight_decay")
+    }
+
+
+def _chosen_setting(
+    evaluation: Any,
+    development: dict[str, np.ndarray],
+    configs: Sequence[TrainingConfig],
+    grid: Sequence[tuple[int, int]],
+) -> tuple[Any, dict[str, np.ndarray], dict[str, Any]]:
+    """The probes of the setting chosen per size on the development split
+    (:func:`_choose_settings`): their evaluation and development points, and the record of the
+    choice."""
+    chosen, record = _choose_settings(configs, development["dev_loss"], grid)
+    chosen_development = {name: values[chosen] for name, values in development.items()}
+    return evaluation.select(chosen), chosen_development, record
+
+
+def _development_split(
+    data: ProbeData, dev_fraction: float, random_state: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The pool rows the probes train on and those held out as the development split (None with
+    ``dev_fraction = 0``), seeded by ``random_state`` alone, whole sentences where the data
+    record them."""
+    if dev_fraction == 0:
+        return np.arange(data.pool_size), None
+    return held_out_split(data.pool_size, dev_fraction, random_state, data.clusters_train)
+
+
+def _kept_probes(
+    data: ProbeData,
+    probe: MLP,
+    evaluation: Any,
+    grid: Sequence[tuple[int, int]],
+    device: str,
+) -> ProbeSet:
+    """Every trained probe, in the order of the curve's points, evaluated once more as the engine
+    evaluated it (:meth:`ProbeSet.from_stacked`)."""
+    trained = ProbeSet.from_stacked(
+        data.name,
+        probe,
+        evaluation.parameters,
+        [{"n": int(n), "seed": int(seed)} for seed, n in grid],
+        data.X_test,
+        data.y_test,
+        stack_rows=evaluation.stack_rows,
+        mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
+        spans=kept_spans(evaluation),
+        device=device,
+        evaluated=(evaluation.loss, evaluation.accuracy, evaluation.predictions),
+    )
+    by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
+    return ProbeSet(data.name, tuple(by_point))
+
+
+def _final_pvi(
+    data: ProbeData,
+    evaluation: Any,
+    final: Sequence[int],
+    subsets: Sequence[np.ndarray],
+    grid: Sequence[tuple[int, int]],
+) -> PVIResult:
+    """Every test example's pointwise V-information under the probes of the largest size
+    (positions ``final``), against the labels each trained on."""
+    return pointwise_v_information(
+        evaluation.nll[final],
+        data.y_test,
+        [np.asarray(data.y_train)[subsets[i]] for i in final],
+        data.n_classes,
+        seeds=[grid[i][0] for i in final],
+        name=data.name,
+        classes=data.classes,
+        sentences=data.clusters_test,
+    )
+
+
+def _points(
+    data: ProbeData,
+    grid: Sequence[tuple[int, int]],
+    evaluation: Any,
+    development: dict[str, np.ndarray] | None,
+) -> pd.DataFrame:
+    """The curve's points: one row per (seed, n) of ``grid``, its test metrics (F1 for label
+    sets) and its development ones."""
+    return pd.DataFrame(
         {
             "n": [n for _, n in grid],
             "seed": [seed for seed, _ in grid],
@@ -687,12 +787,30 @@ def loss_data_curve(
             **(development or {}),
         }
     )
+
+
+def _curve_metadata(
+    data: ProbeData,
+    probe: MLP,
+    config: TrainingConfig,
+    *,
+    random_state: int,
+    device: str,
+    seconds: float,
+    dev_fraction: float,
+    dev_rows: np.ndarray | None,
+    chosen_settings: dict[str, Any] | None,
+    mix: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The curve's metadata (:func:`~probemeter.training.probe_runs.run_metadata`), with the
+    development split, the choice of a settings grid and the layer weights the probes of the
+    largest size learned, where there are."""
     metadata = run_metadata(
         probe,
-        configs[0].to_dict(),
+        config.to_dict(),
         random_state=random_state,
         device=device,
-        seconds=watch.seconds,
+        seconds=seconds,
         data=data,
         data_fields={"n_features": data.n_features},
     )
@@ -705,19 +823,6 @@ def loss_data_curve(
         }
     if chosen_settings is not None:
         metadata["settings"] = chosen_settings
-    mix = learned_mix(data, evaluation, final, [grid[i][0] for i in final])
-    if mix is not None:  # the layer weights the probes of the largest size learned
+    if mix is not None:
         metadata["scalar_mix"] = mix
-    return LossDataCurve(
-        data.name,
-        points,
-        data.n_classes,
-        pool_size,
-        len(data.y_test),
-        metadata,
-        final_correct=final_correct,
-        classes=data.classes,
-        probes=probes,
-        multilabel=data.multilabel,
-        pvi=pointwise,
-    )
+    return metadata
