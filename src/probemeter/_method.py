@@ -36,6 +36,7 @@ __all__ = [
     "Method",
     "MethodRun",
     "Option",
+    "ReportPart",
     "RunContext",
     "TaskFacts",
     "UnitPlan",
@@ -134,16 +135,29 @@ class EngineProbes:
 
 @dataclass(frozen=True)
 class MethodRun:
-    """What a method's ``finish`` wrote: the printable table and the files; for loss-data
-    curves also the curves and their comparison. ``frames`` are the method's tables as
-    pandas DataFrames, by name (probe points, measures, …), which a run exports as CSV or
-    Parquet on request (:mod:`probemeter._exports`)."""
+    """What a method's ``finish`` wrote: the printable table and the files. ``frames`` are the
+    method's tables as pandas DataFrames, by name (probe points, measures, …), which a run
+    exports as CSV or Parquet on request (:mod:`probemeter._exports`)."""
 
     table: str
     files: tuple[Path, ...]
-    curves: tuple[Any, ...] = ()
-    comparison: Any = None
     frames: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class ReportPart:
+    """A method's own part of its run's report (:func:`probemeter.runs.html_report.write_report`,
+    whose module docstring lists the template's keys): the page's title; what the run
+    recorded (``created``, ``experiment``, ``timings``, ``versions``); the template keys it
+    fills (``sections``); the (Markdown, LaTeX) tables to write as ``table.md`` and
+    ``table.tex``, when the report recomputes them; and whether the run's layer analysis
+    applies (``layers``)."""
+
+    title: str
+    recorded: Mapping[str, Any]
+    sections: Mapping[str, Any]
+    tables: tuple[str, str] | None = None
+    layers: bool = True
 
 
 class Method(Declared, ABC):
@@ -177,6 +191,10 @@ class Method(Declared, ABC):
     #: then starts the workers before loading the data and puts the features in shared
     #: memory for them; methods that train in the run's own process leave both out
     trains_in_workers: ClassVar[bool] = True
+    #: whether a folder holding its ``results.json`` and no ``run.json`` is one of its runs:
+    #: ``probemeter demo`` and ``curve`` write such folders, which the report and
+    #: ``probemeter measures`` read
+    writes_results_alone: ClassVar[bool] = False
     #: whether its units compare pairs of representations (a baseline against each other):
     #: its results are pairs, not one representation each, so nothing is measured beyond a
     #: ``[run] baseline`` (conditional probing)
@@ -272,9 +290,18 @@ class Method(Declared, ABC):
         extra: dict[str, Any],
         figures: FigureOptions,
     ) -> MethodRun:
-        """Write the run folder from the units' results (in :meth:`units` order); ``extra``
-        (the experiment and timings) goes into ``results.json``; figures are saved as
+        """Write the run folder from the units' results (in :meth:`units` order): the method's
+        own files, then :func:`write_run_files`; ``extra`` (the experiment and timings) goes
+        into ``run.json`` (and the method's ``results.json``); figures are saved as
         ``figures`` says (formats, dpi)."""
+
+    @classmethod
+    def report_part(cls, run_dir: Path, epsilon: float | None) -> ReportPart | None:
+        """Its own part of the report of the run folder ``run_dir``, its measures recomputed at
+        the loss tolerance ``epsilon`` where it has one (None: the run's own); None, the
+        default: the report shows the table and figure that :func:`write_run_files`
+        recorded."""
+        return None
 
     @abstractmethod
     def headlines(self) -> tuple[Headline, ...]:
@@ -300,7 +327,7 @@ def write_run_files(
     extra: dict[str, Any],
     frames: Mapping[str, Any],
 ) -> MethodRun:
-    """The files every method but ``curve`` writes beside its own: ``table.md``,
+    """The files every method writes beside its own: ``table.md``,
     ``table.tex`` and ``run.json`` (method, the figure to show and every figure file,
     experiment, timings), which
     :func:`probemeter.runs.html_report.write_report` turns into ``report.html``.

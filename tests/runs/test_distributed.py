@@ -163,7 +163,7 @@ def test_a_worker_killed_mid_task_is_retried_and_every_unit_is_stored_once(
         killer.stop.set()
         killer.join()
     assert killer.killed is not None, "no worker was seen running a unit"
-    assert [curve.name for curve in run.curves] == ["pixels", "pca-8", "pca-16"]
+    assert [result["name"] for result in run.results] == ["pixels", "pca-8", "pca-16"]
     assert len({timing["key"] for timing in run.timings.values()}) == 3
     assert not any(timing["loaded"] for timing in run.timings.values())
     store = ResultStore(tmp_path / "exp")

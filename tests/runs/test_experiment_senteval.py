@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from tiny_models import make_tiny_bert
 
+from probemeter.curves.curve import LossDataCurve
 from probemeter.datasets.senteval import read_senteval, write_senteval
 from probemeter.encoders import TransformerEncoder, glove_6b_50d
 from probemeter.mdl.table import load_mdl_results
@@ -132,9 +133,10 @@ def test_curve_and_mdl_runs_on_a_senteval_file(tmp_path):
     run = run_experiment(
         load_experiment(_experiment(tmp_path, reps, CURVE)), tmp_path / "runs", progress=False
     )
-    assert [curve.name for curve in run.curves] == ["bert-0", "bert-2"]
+    curves = [LossDataCurve.from_dict(result) for result in run.results]
+    assert [curve.name for curve in curves] == ["bert-0", "bert-2"]
     # the pool less its development split (12 sentences) trains the probes
-    assert all((curve.n_test, curve.pool_size) == (40, 108) for curve in run.curves)
+    assert all((curve.n_test, curve.pool_size) == (40, 108) for curve in curves)
     mdl = 'kind = "mdl"\ncontrol = false\nprobe = []\nseeds = 1\ntimesteps = [0.2, 0.5, 1.0]'
     path = _experiment(tmp_path, reps, mdl + "\nmax_epochs = 3")
     run = run_experiment(load_experiment(path), tmp_path / "runs", progress=False, fresh=True)

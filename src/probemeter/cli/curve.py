@@ -348,16 +348,15 @@ def _curve_results(target: Path, command: str) -> Path:
         ValueError: ``target`` is the folder (or ``results.json``) of a run of another method
             (its ``run.json`` says which), or the folder of ``probemeter mdl`` (``mdl.json``).
     """
-    from probemeter._io import read_json
     from probemeter._method import RUN_NAME
+    from probemeter.runs.methods import run_method
 
     folder = target if target.is_dir() else target.parent
     if target.is_dir() or target.name == "results.json":
-        run = read_json(folder / RUN_NAME, "run file") if (folder / RUN_NAME).is_file() else {}
-        method = run.get("method") if isinstance(run, dict) else None
-        if method is not None and method != CurveMethod.kind:
+        method = run_method(folder)
+        if method is not None and not method.writes_results_alone:
             raise ValueError(
-                f"{str(folder)!r} is the folder of a run of method {method!r} (its {RUN_NAME} "
+                f"{str(folder)!r} is the folder of a run of method {method.kind!r} (its {RUN_NAME} "
                 f"says so), not of loss-data curves: `probemeter {command}` reads the curves of "
                 f"demo, curve and runs of kind 'curve'; `probemeter report {folder}` writes this "
                 "run's report, and its table is in table.md"

@@ -2,7 +2,9 @@
 (Whitney et al., §3–4 and Table 1).
 
 One stored unit per representation (its whole curve); the run folder gets ``results.json``
-(curves, the Table-1 comparison, the experiment and timings) and ``curves.png``. With
+(curves, the Table-1 comparison, the experiment and timings), ``curves.png``, and the files
+every method writes (:func:`~probemeter._method.write_run_files`: ``table.md``/``table.tex``,
+the comparison best first, and ``run.json``). With
 ``save_probes``, each unit also keeps its probes (one per size and seed). With ``pvi``, each unit
 also stores the pointwise V-information of every test example under its largest size's probes
 (Ethayarajh et al. 2022), which the run writes to ``pvi.csv`` and draws by label in ``pvi.png``.
@@ -29,9 +31,11 @@ from probemeter._method import (
     Method,
     MethodRun,
     Option,
+    ReportPart,
     RunContext,
     UnitPlan,
     option,
+    write_run_files,
 )
 from probemeter._summary import Estimate, Headline, LayerWeights, Summary
 from probemeter.curves.defaults import (
@@ -193,6 +197,7 @@ class CurveMethod(Method):
     measures_label_sets = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
+    writes_results_alone = True
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
         from probemeter.training.probe_runs import held_out_count
@@ -308,20 +313,32 @@ class CurveMethod(Method):
         from probemeter.curves.comparison import compare
         from probemeter.curves.curve import LossDataCurve
         from probemeter.curves.plotting import plot_curves
+        from probemeter.curves.report import RESULTS_NAME, ranked
         from probemeter.curves.results import result_frames, save_results, settings_note
 
         curves = tuple(LossDataCurve.from_dict(result) for result in results)
         comparison = compare(curves, self.epsilon, unit=self.unit)
-        save_results(run_dir / "results.json", curves, comparison, **extra)
+        save_results(run_dir / RESULTS_NAME, curves, comparison, **extra)
         nats = self.epsilon if self.unit == "nats" else self.epsilon * math.log(2)
         figure_files = plot_curves(curves, nats, run_dir / "curves", figures)
-        files = (run_dir / "results.json", *figure_files)
+        files = (run_dir / RESULTS_NAME, *figure_files)
         frames = result_frames(curves, comparison)
         if self.pvi:
             files += write_pvi(curves, run_dir, figures)
             frames = {**frames, "pvi": _pvi_frame(curves)}
         table = "\n\n".join(text for text in (str(comparison), settings_note(curves)) if text)
-        return MethodRun(table, files, curves=curves, comparison=comparison, frames=frames)
+        best_first = ranked(comparison)  # as the report writes its tables
+        tables = (table, best_first.to_markdown(), best_first.to_latex())
+        return write_run_files(self, run_dir, tables, files, extra, frames)
+
+    @classmethod
+    def report_part(cls, run_dir: Path, epsilon: float | None) -> ReportPart:
+        """The comparison (recomputed at ``epsilon``, default the run's ε) as Whitney et al.'s
+        Table 1, the curves' figures and a table per representation
+        (:func:`~probemeter.curves.report.curve_report`)."""
+        from probemeter.curves.report import curve_report
+
+        return curve_report(run_dir, epsilon)
 
     def headlines(self) -> tuple[Headline, ...]:
         """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer)."""

@@ -4,15 +4,15 @@
 
 * ``report.html`` — one file with no external resources (inline CSS, figures as base64
   ``data:`` URIs), rendered from a Jinja2 template (``runs/templates/report.html.j2``, or one of
-  your own: ``template=``): for loss-data curves the comparison in the layout of Whitney et al.,
-  Table 1, representations best first, the loss and accuracy figures and a table per
-  representation (means ± standard deviations over seeds, labelled as such); for the other
-  methods their table and figure; for a layer sweep the layer figure, table and verdicts
+  your own: ``template=``): the method's part (:meth:`probemeter._method.Method.report_part`:
+  the curve method's comparison in the layout of Whitney et al., Table 1, its figures and a
+  table per representation; by default the table and figure the method recorded when it
+  finished, ``run.json``); for a layer sweep the layer figure, table and verdicts
   (``layers.json``); the experiment file as written (``experiment.toml``), timings, library
   versions; and a warning banner when a representation comes from the pipeline that produced
   the labels (:func:`probemeter.runs.config.pipeline_warnings`).
-* ``table.md`` and ``table.tex`` — for curves, the comparison as :meth:`Comparison.to_markdown`
-  and :meth:`Comparison.to_latex` render it (the other methods write theirs when they finish).
+* ``table.md`` and ``table.tex`` — when the method's part recomputes them (the curve method's
+  comparison, at the ``epsilon`` asked for); the methods write theirs when they finish.
 
 The template receives one context (every key present, None or empty when it does not apply):
 ``title``, ``created``, ``written``, ``warnings`` (lines), ``comparison`` (``caption``,
@@ -26,28 +26,22 @@ The template receives one context (every key present, None or empty when it does
 from __future__ import annotations
 
 import base64
-import dataclasses
 import datetime as dt
-import io
 import json
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from probemeter._io import read_json, write_text_atomic
-from probemeter._method import RUN_NAME
-from probemeter.curves.comparison import Comparison, compare
-from probemeter.curves.curve import LossDataCurve
-from probemeter.curves.results import SCHEMA, load_curves
+from probemeter._method import RUN_NAME, ReportPart
+from probemeter.curves.report import ranked
 from probemeter.runs.config import pipeline_warnings
 from probemeter.runs.layers import LayerAnalysis
+from probemeter.runs.methods import run_method
 
 __all__ = ["TEMPLATE", "ReportFiles", "ranked", "write_report"]
 
-RESULTS_NAME = "results.json"
 #: the layer analysis of a layer sweep (:func:`probemeter.runs.layers.write_layer_files`)
 LAYERS_NAME = "layers.json"
 #: the run folder's copy of the experiment file, as the user wrote it
@@ -74,13 +68,15 @@ class ReportFiles:
 def write_report(
     run_dir: str | Path, *, epsilon: float | None = None, template: str | Path | None = None
 ) -> ReportFiles:
-    """Write ``report.html`` (and, for loss-data curves, ``table.md`` and ``table.tex``) into
-    ``run_dir``, each file atomically.
+    """Write ``report.html`` (and the tables the method's part recomputes, ``table.md`` and
+    ``table.tex``) into ``run_dir``, each file atomically.
 
-    For curves (``results.json`` of schema ``probemeter.results/1``) the comparison is
-    recomputed with the stored comparison's settings (sizes, metric, unit, rule); ``epsilon``
-    replaces the stored ε (the layer analysis, made at the run's own ε, is then left out). Other
-    methods' runs (``run.json``) show their own table and figure.
+    The run's method (:func:`~probemeter.runs.methods.run_method`: the one ``run.json`` names,
+    else the one whose folders hold ``results.json`` alone) gives its part of the report
+    (:meth:`~probemeter._method.Method.report_part`); for curves the comparison is recomputed
+    with the stored comparison's settings (sizes, metric, unit, rule), ``epsilon`` replacing
+    the stored ε (the layer analysis, made at the run's own ε, is then left out). A method
+    without a part of its own shows the table and figure of its ``run.json``.
 
     Args:
         template: a Jinja2 template file of your own, rendered with the context the module
@@ -94,14 +90,28 @@ def write_report(
     run_dir = Path(run_dir)
     render = _template(template)
     files = ReportFiles(run_dir / "report.html", run_dir / "table.md", run_dir / "table.tex")
-    if (run_dir / RUN_NAME).is_file():
+    method = run_method(run_dir)
+    part = None if method is None else method.report_part(run_dir, epsilon)
+    if part is None:
         if epsilon is not None:
             raise ValueError("epsilon applies to loss-data curves, not to this method's run")
-        context = _method_context(run_dir)
-    else:
-        context, comparison = _curve_context(run_dir, epsilon)
-        write_text_atomic(files.markdown, comparison.to_markdown() + "\n")
-        write_text_atomic(files.latex, comparison.to_latex() + "\n")
+        part = _method_part(run_dir)
+    recorded = part.recorded
+    context = _common(
+        run_dir,
+        part.title,
+        recorded.get("created"),
+        recorded.get("experiment"),
+        recorded.get("timings"),
+        recorded.get("versions"),
+    )
+    if not part.layers:
+        context["layers"] = None
+    context.update(part.sections)
+    if part.tables is not None:
+        markdown, latex = part.tables
+        write_text_atomic(files.markdown, markdown + "\n")
+        write_text_atomic(files.latex, latex + "\n")
     write_text_atomic(files.html, render(context))
     return files
 
@@ -157,57 +167,20 @@ def _common(
     }
 
 
-def _curve_context(run_dir: Path, epsilon: float | None) -> tuple[dict[str, Any], Comparison]:
-    """The context of a loss-data-curve run, and its (ranked) comparison."""
-    path = run_dir / RESULTS_NAME
-    curves = load_curves(path)
-    payload = read_json(path, "results file")
-    if not isinstance(payload, dict) or payload.get("schema") != SCHEMA:
-        raise ValueError(f"{str(path)!r} is a single saved curve, not a {SCHEMA} file")
-    comparison = ranked(_comparison(curves, payload.get("comparison"), epsilon, path))
-    names = ", ".join(comparison.representations)
-    context = _common(
-        run_dir,
-        f"probemeter report: {names}",
-        payload.get("created", "unknown"),
-        payload.get("experiment"),
-        payload.get("timings"),
-        payload.get("versions"),
-    )
-    if epsilon is not None:  # the layer analysis is at the run's own ε
-        context["layers"] = None
-    context.update(
-        comparison=_comparison_table(comparison),
-        figures=_curve_figures(curves, comparison),
-        figures_title="Loss-data curves",
-        figures_note="Lines: mean over seeds; bands: min–max over seeds; dashed line: ε.",
-        representations=[_representation(curve) for curve in curves],
-    )
-    return context, comparison
-
-
-def _method_context(run_dir: Path) -> dict[str, Any]:
-    """The context of an ``mdl``, ``pareto`` or ``power`` run: its table (as
-    :meth:`probemeter._method.Method.finish` wrote it) and its figure."""
+def _method_part(run_dir: Path) -> ReportPart:
+    """The report's part of a run whose method has none of its own: its table (as
+    :func:`probemeter._method.write_run_files` wrote it) and its figure."""
     run = read_json(run_dir / RUN_NAME, "run file")
-    experiment = run.get("experiment")
-    context = _common(
-        run_dir,
-        f"probemeter {run['method']} report: {run_dir.name}",
-        None,
-        experiment,
-        run.get("timings"),
-        None,
-    )
     figure = run.get("figure")
     shown = [] if figure is None else [_embedded(run_dir / figure, "method-figure", run["method"])]
     saved = run.get("figures", [])  # every format the figure was saved in
-    context.update(
-        method_table=(run_dir / "table.md").read_text(),
-        figures=shown,
-        figures_note=f"Figure files: {', '.join(saved)}." if saved else None,
-    )
-    return context
+    sections = {
+        "method_table": (run_dir / "table.md").read_text(),
+        "figures": shown,
+        "figures_note": f"Figure files: {', '.join(saved)}." if saved else None,
+    }
+    recorded = {"experiment": run.get("experiment"), "timings": run.get("timings")}
+    return ReportPart(f"probemeter {run['method']} report: {run_dir.name}", recorded, sections)
 
 
 def _embedded(path: Path, element: str, alt: str) -> dict[str, str]:
@@ -261,116 +234,6 @@ def _without_nulls(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_nulls(item) for item in value]
     return value
-
-
-def ranked(comparison: Comparison) -> Comparison:
-    """The comparison with its representations reordered best-first at the largest size: by
-    εSC, ties broken by SDL (each as ordered by :meth:`Comparison.ranking`)."""
-    largest = comparison.sizes[-1]
-
-    def sc_key(name: str) -> tuple[bool, float]:
-        result = comparison.result("SC", largest, name)
-        return (result.lower_bound, result.value)
-
-    order = sorted(comparison.ranking("SDL"), key=sc_key)  # stable: SDL order breaks SC ties
-    return dataclasses.replace(comparison, representations=tuple(order))
-
-
-def _comparison(
-    curves: Sequence[LossDataCurve],
-    stored: dict[str, Any] | None,
-    epsilon: float | None,
-    path: Path,
-) -> Comparison:
-    """Recompute the comparison with the stored settings and ``epsilon`` (default: stored ε)."""
-    if stored is None:
-        if epsilon is None:
-            raise ValueError(
-                f"{str(path)!r} holds no comparison; give the loss tolerance with --epsilon"
-            )
-        return compare(curves, epsilon)
-    return compare(
-        curves,
-        stored["epsilon"] if epsilon is None else epsilon,
-        stored["sizes"],
-        metric=stored["metric"],
-        unit=stored["unit"],
-        rule=stored["rule"],
-    )
-
-
-def _comparison_table(comparison: Comparison) -> dict[str, Any]:
-    """The comparison in the layout of Whitney et al., Table 1, lower bounds as "> x"."""
-    caption = (
-        f"metric {comparison.metric}, losses in {comparison.unit} (εSC in examples), "
-        f"ε = {comparison.epsilon:g}, rule {comparison.rule!r}; representations best first by "
-        'εSC then SDL at the largest n; "> x": a lower bound (the data ran out).'
-    )
-    if comparison.classes_line() is not None:
-        caption += f" {comparison.classes_line()}"
-    rows = [
-        {"n": n, "label": label, "cells": cells, "group": bool(n)}
-        for n, label, *cells in comparison.table_rows()
-    ]
-    return {"caption": caption, "header": list(comparison.representations), "rows": rows}
-
-
-def _curve_figures(curves: Sequence[LossDataCurve], comparison: Comparison) -> list[dict[str, str]]:
-    """The loss figure (with the ε line) and the accuracy figure."""
-    epsilon = comparison.epsilon
-    if comparison.metric == "error":
-        loss_metric, loss_epsilon, accuracy_epsilon = "loss", None, 1.0 - epsilon
-    else:
-        loss_metric, accuracy_epsilon = comparison.metric, None
-        loss_epsilon = epsilon * (math.log(2.0) if comparison.unit == "bits" else 1.0)
-    return [
-        {
-            "id": "loss-figure",
-            "alt": "test loss against training examples",
-            "src": _figure(curves, loss_metric, loss_epsilon),
-        },
-        {
-            "id": "accuracy-figure",
-            "alt": "test accuracy against training examples",
-            "src": _figure(curves, "accuracy", accuracy_epsilon),
-        },
-    ]
-
-
-def _figure(curves: Sequence[LossDataCurve], metric: str, epsilon: float | None) -> str:
-    """One figure of every curve's ``metric`` (drawn by :meth:`LossDataCurve.plot`, coloured by
-    :func:`~probemeter._figures.representation_colours`) as a base64 PNG ``data:`` URI."""
-    from matplotlib.figure import Figure
-
-    from probemeter._figures import representation_colours, shared_legend
-
-    figure = Figure(figsize=(7, 4.8), layout="constrained")
-    ax = figure.add_subplot()
-    colours = representation_colours([curve.name for curve in curves])
-    for curve in curves:
-        colour = colours[curve.name]
-        curve.plot(ax, metric=metric, epsilon=epsilon, shade_sdl=False, color=colour)
-    shared_legend(figure, [ax], columns=4)
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=110)
-    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _representation(curve: LossDataCurve) -> dict[str, Any]:
-    """Per size n: seeds, mean ± standard deviation over seeds of the test loss (nats) and of
-    the accuracy."""
-    loss, accuracy = curve.summary("loss"), curve.summary("accuracy")
-    rows = [
-        {
-            "n": n,
-            "seeds": int(loss.at[n, "seeds"]),
-            "loss": f"{loss.at[n, 'mean']:.4f} ± {loss.at[n, 'std']:.4f}",
-            "accuracy": f"{accuracy.at[n, 'mean']:.4f} ± {accuracy.at[n, 'std']:.4f}",
-        }
-        for n in loss.index
-    ]
-    facts = f"{curve.n_classes} classes, pool {curve.pool_size}, {curve.n_test} test examples"
-    return {"name": curve.name, "facts": facts, "rows": rows}
 
 
 def _timings(timings: dict[str, Any]) -> list[dict[str, str]]:

@@ -1,15 +1,19 @@
 """Running an experiment file (:mod:`probemeter.runs.config`) into a run folder.
 
-Each representation's loss-data curve is one unit of :func:`probemeter.runs.store.run_units`, keyed
-by everything that determines it (representation config, data fingerprint, task, probe,
-training settings, sizes, seeds, random state), so an interrupted run resumes and skips the
-finished curves. The run folder then holds::
+The method splits the run into units (:meth:`~probemeter._method.Method.units`: one per
+representation, for ``power`` one per pair with the baseline), each one unit of
+:func:`probemeter.runs.store.run_units`, keyed by everything that determines it (representation
+config, data fingerprint, task, the method's settings, random state), so an interrupted run
+resumes and skips the finished units. The method then writes the run folder from their results
+(:meth:`~probemeter._method.Method.finish`), which holds::
 
     RUN_DIR/experiment.toml   a copy of the experiment file
-    RUN_DIR/units/<key>.json  one finished curve per representation (ResultStore)
+    RUN_DIR/units/<key>.json  one finished unit (ResultStore)
     RUN_DIR/units/<key>.probes.safetensors   with save_probes: that unit's trained probes
-    RUN_DIR/results.json      curves, comparison, parsed experiment, timings (results.py)
-    RUN_DIR/curves.png        loss and accuracy curves
+    RUN_DIR/results.json      the method's results (its schema is the method's)
+    RUN_DIR/<figure>.png      the method's figure (and its other formats)
+    RUN_DIR/table.md, .tex    the method's table
+    RUN_DIR/run.json          method, figures, parsed experiment, timings (write_run_files)
     RUN_DIR/layers.*          with a layer sweep: table, figure and verdicts (runs.layers)
     RUN_DIR/run.lock          while a run is going: its PID, host and start (runs.lock)
 
@@ -20,7 +24,7 @@ read back memory-mapped, so a layer sweep keeps no layer in memory but the pages
 being trained read.
 The units run in this process, or as Ray tasks on a cluster (:mod:`probemeter.runs.ray_backend`),
 with the same results, bit for bit, when a Ray task trains with as many worker processes as
-the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a curve
+the local run (``n_jobs`` = ``cpus_per_unit``): per-probe random streams make a unit
 independent of where it runs, and the worker count sets how the probe axis is chunked.
 """
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 
 import shutil
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,8 +42,6 @@ from probemeter._exports import export_formats, export_frames
 from probemeter._figures import FigureOptions
 from probemeter._method import RunContext, UnitPlan
 from probemeter._validation import check_scalar
-from probemeter.curves.comparison import Comparison
-from probemeter.curves.curve import LossDataCurve
 from probemeter.data import ProbeData
 from probemeter.encoders import FeatureCache
 from probemeter.runs.conditional import (
@@ -82,9 +84,9 @@ class ExperimentRun:
     ``timings`` maps each unit (a representation; for ``power`` a pair) to ``{"key",
     "seconds", "loaded"}``: its unit key, the seconds it took to compute (in an earlier run
     when ``loaded``). ``table`` is the method's printable result table (followed by the layer
-    table and verdicts of a layer sweep); ``curves`` and ``comparison`` are set for the
-    ``curve`` method only; ``layers`` for runs with a layer sweep
-    (:mod:`probemeter.runs.layers`).
+    table and verdicts of a layer sweep); ``results`` the units' JSON results, in the order of
+    ``timings``, as the method's ``finish`` and ``summaries`` read them; ``layers`` is set for
+    runs with a layer sweep (:mod:`probemeter.runs.layers`).
     """
 
     run_dir: Path
@@ -92,8 +94,7 @@ class ExperimentRun:
     table: str
     timings: dict[str, dict[str, Any]]
     files: tuple[Path, ...]
-    curves: tuple[LossDataCurve, ...] = ()
-    comparison: Comparison | None = None
+    results: tuple[Mapping[str, Any], ...] = ()
     layers: LayerAnalysis | None = None
 
 
@@ -109,10 +110,10 @@ def run_experiment(
     figures: FigureOptions | None = None,
     export: Iterable[str] = (),
 ) -> ExperimentRun:
-    """Run ``experiment`` into ``out / experiment.run.name``, resuming stored curves.
+    """Run ``experiment`` into ``out / experiment.run.name``, resuming stored units.
 
     All data are loaded and checked before anything is trained. With ``fresh`` the stored
-    curves of this experiment are recomputed.
+    units of this experiment are recomputed.
 
     The run folder is locked (:class:`~probemeter.runs.lock.RunLock`, the file
     ``RUN_DIR/run.lock``) from before the data are loaded until the results are written, also
@@ -122,11 +123,11 @@ def run_experiment(
     this function and takes no lock.
 
     Args:
-        n_jobs: CPU worker processes per curve in this process (``-1``: one per usable CPU). On Ray
-            each curve trains with ``ray.cpus_per_unit`` worker processes instead.
+        n_jobs: CPU worker processes per unit in this process (``-1``: one per usable CPU). On Ray
+            each unit trains with ``ray.cpus_per_unit`` worker processes instead.
         max_memory: GiB budget of one chunk of stacked probes, per worker process (None: sized
             to the device, see :func:`~probemeter.training.memory.memory_budget`).
-        ray: run the curves as Ray tasks with these options; None: in this process.
+        ray: run the units as Ray tasks with these options; None: in this process.
         figures: formats and resolution of the figures (default PNG and PDF, 150 dpi).
         export: also write the method's tables (:attr:`~probemeter._method.MethodRun.frames`:
             probe points, measures, …) in these formats, ``"csv"`` and/or ``"parquet"``, to
@@ -243,8 +244,7 @@ def run_experiment(
         finished.table,
         timings,
         finished.files,
-        curves=finished.curves,
-        comparison=finished.comparison,
+        results=tuple(results),
         layers=layers,
     )
 

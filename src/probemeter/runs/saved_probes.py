@@ -11,7 +11,8 @@ from probemeter.runs.store import ResultStore
 
 __all__ = ["load_run_probes"]
 
-#: the results file of a ``curve`` run, which holds its timings (other methods: ``run.json``)
+#: the results file of a folder without ``run.json``
+#: (:attr:`~probemeter._method.Method.writes_results_alone`), which then holds the timings
 _RESULTS_NAME = "results.json"
 
 
@@ -19,10 +20,10 @@ def load_run_probes(run_dir: str | Path) -> dict[str, ProbeSet]:
     """The probes of a finished run folder, by representation name.
 
     Each unit's key is read from the run's timings (``run.json``, or ``results.json`` of a
-    ``curve`` run: ``{label: {"key", ...}}``), and its probes from
+    folder without it: ``{label: {"key", ...}}``), and its probes from
     ``RUN_DIR/units/<key>.probes.safetensors`` (:meth:`ResultStore.load_probes`). On the
     representation's test set, ``load_run_probes(run)[name].evaluate(X_test, y_test)`` gives
-    exactly the stored losses, which for a ``curve`` run are those of ``results.json``.
+    exactly the stored losses (a curve run's: those of its ``results.json``).
 
     Raises:
         ValueError: naming the folder or file: no finished run there (no timings), or a unit
