@@ -147,7 +147,7 @@ def test_save_load_round_trip_of_a_curve(tmp_path, curve):
     assert set(record) == set(RECORD_FIELDS)
     assert record["spec"] == SPEC and record["seconds"] == 1.25
     assert "torch" in record["versions"]
-    restored = store.load_curve(key)
+    restored = LossDataCurve.from_dict(store.load(key)["result"])
     assert restored.to_dict() == curve.to_dict()
     assert restored.points.equals(curve.points)
     assert [path.name for path in store.units_dir.iterdir()] == [f"{key}.json"]
@@ -358,7 +358,7 @@ def test_a_killed_run_resumes_without_recomputing_stored_units(tmp_path):
     for key in stored:
         record = json.loads(store.path(key).read_text())
         assert record["key"] == key and set(record) == set(RECORD_FIELDS)
-        assert store.load_curve(key).sizes.tolist() == [10, 40]
+        assert LossDataCurve.from_dict(record["result"]).sizes.tolist() == [10, 40]
 
     finished = subprocess.run(command, env=environment, capture_output=True, timeout=120)
     assert finished.returncode == 0, finished.stderr.decode()

@@ -1,7 +1,8 @@
 """Results on disk, one file per finished unit of work, so an interrupted run resumes.
 
 A *unit* is one piece of an experiment whose result is a plain JSON dictionary — e.g. the
-loss-data curve of one representation (:meth:`LossDataCurve.to_dict`). It is named by
+loss-data curve of one representation
+(:meth:`~probemeter.curves.curve.LossDataCurve.to_dict`). It is named by
 :func:`unit_key`, a hash of everything that determines its result, and stored by
 :class:`ResultStore` as ``<run_dir>/units/<key>.json``, written atomically. :func:`run_units`
 loads the units already stored and computes (and immediately stores) the others, so killing a
@@ -32,7 +33,6 @@ from tqdm.auto import tqdm
 
 from probemeter._io import environment, write_json_atomic
 from probemeter._method import PROBES_ENTRY
-from probemeter.curves.curve import LossDataCurve
 from probemeter.probes.saved import ProbeSet, load_probes
 
 __all__ = [
@@ -240,10 +240,6 @@ class ResultStore:
                 "save_probes = true"
             )
         return load_probes(path)
-
-    def load_curve(self, key: str) -> LossDataCurve:
-        """The result of unit ``key`` as a :class:`LossDataCurve` (stored by its ``to_dict``)."""
-        return LossDataCurve.from_dict(self.load(key)["result"])
 
     def discard(self, key: str) -> None:
         """Remove unit ``key`` and its probes file, where they are stored."""
