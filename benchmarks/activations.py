@@ -33,6 +33,7 @@ import numpy as np
 from _proc_memory import memory_mib
 from _proc_tree import TreeMonitor
 
+from probemeter import Execution
 from probemeter.curves.curve import loss_data_curve
 from probemeter.data import RowSplit
 from probemeter.encoders import FeatureCache, TransformerEncoder, minilm_path
@@ -137,8 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sizes,
                 seeds=1,
                 config=TrainingConfig(steps=steps, batch_size=256, lr=1e-3),
-                n_jobs=1,
-                progress=False,
+                execution=Execution(n_jobs=1),
             )
         train = training.figures()
         pool_bytes = int(np.asarray(data.X_train.nbytes))

@@ -82,7 +82,6 @@ def run_curve(data: ProbeData, sizes: np.ndarray, steps: int) -> tuple[dict, Los
             sizes,
             SEEDS,
             config=TrainingConfig(steps, BATCH, LR),
-            progress=False,
             dev_fraction=0.0,
         )
     return monitor.figures(), curve

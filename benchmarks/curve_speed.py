@@ -71,6 +71,7 @@ from joblib import Parallel, delayed
 from torch import nn
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from probemeter import Execution
 from probemeter._device import resolve_device
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
@@ -366,9 +367,7 @@ def run_engine(
             case.sizes,
             case.seeds,
             config=TrainingConfig(case.steps, case.batch_size, case.lr, precision),
-            device=str(device),
-            n_jobs=n_jobs,
-            progress=False,
+            execution=Execution(device=str(device), n_jobs=n_jobs),
             dev_fraction=0.0,
         )
     return {**monitor.figures(), "gpu_peak_mib": gpu_peak_mib(device)}, curve
@@ -640,9 +639,7 @@ def profile_engine(
                     profiled.sizes,
                     profiled.seeds,
                     config=TrainingConfig(steps, case.batch_size, case.lr, precision),
-                    device="cpu",
-                    n_jobs=1,
-                    progress=False,
+                    execution=Execution(device="cpu", n_jobs=1),
                     dev_fraction=0.0,
                 )
                 wall = time.perf_counter() - start

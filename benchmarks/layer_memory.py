@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from probemeter import Execution
+
 FIELDS = ("VmHWM", "RssAnon", "RssFile")
 
 
@@ -91,8 +93,7 @@ def _case(mode: str, sentences: int, cache: str) -> dict[str, float]:
             [1000, data.pool_size],
             1,
             config=TrainingConfig(steps=50),
-            n_jobs=1,
-            progress=False,
+            execution=Execution(n_jobs=1),
             dev_fraction=0.0,
         )
     sampler.running = False

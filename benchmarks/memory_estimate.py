@@ -93,6 +93,7 @@ def measure(case: Case) -> dict[str, Any]:
     """Peak memory of training and evaluating ``case`` in this process, above its start."""
     import torch
 
+    from probemeter import Execution
     from probemeter.probes import MLP
     from probemeter.training.config import TrainingConfig
     from probemeter.training.engine import fit_evaluate
@@ -110,7 +111,7 @@ def measure(case: Case) -> dict[str, Any]:
     probe = MLP(case.hidden, dropout=case.dropout)
     arguments = (X, y, X_eval, y_eval, case.n_classes)
     # every probe in one chunk, trained in this process
-    settings = {"n_jobs": 1, "max_memory": 1024.0, "device": "cpu"}
+    settings = {"execution": Execution(device="cpu", n_jobs=1, max_memory=1024.0)}
     fit_evaluate(*arguments, subsets[:1], keys[:1], MLP((8,)), TrainingConfig(2, 8), **settings)
     Path("/proc/self/clear_refs").write_text("5")  # reset the peak to the current size
     before = memory_mib("VmRSS")

@@ -28,6 +28,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from probemeter import Execution
 from probemeter.curves.curve import default_sizes, loss_data_curve
 from probemeter.datasets import digits_representations
 from probemeter.pareto.linear_probes import fit_nuclear_norm_probes, nuclear_norm_penalties
@@ -93,7 +94,13 @@ def fits(quick: bool) -> dict[str, Callable[[], np.ndarray]]:
     def curve(probe: Linear | MLP) -> Callable[[], np.ndarray]:
         return lambda: (
             loss_data_curve(
-                data, probe, sizes, 8, config=config, n_jobs=1, progress=False, dev_fraction=0.0
+                data,
+                probe,
+                sizes,
+                8,
+                config=config,
+                execution=Execution(n_jobs=1),
+                dev_fraction=0.0,
             )
             .to_frame()["loss"]
             .to_numpy()

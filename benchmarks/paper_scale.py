@@ -73,6 +73,7 @@ from curve_speed import (
 from torch import nn
 
 import probemeter.mdl.online as online_module
+from probemeter import Execution
 from probemeter._device import resolve_device
 from probemeter.curves.curve import default_sizes
 from probemeter.data import ProbeData, nested_subset, subset_permutation
@@ -242,9 +243,7 @@ def run_online(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, En
             case.probe,
             seeds=[0],
             config=config,
-            device=str(case.device),
-            n_jobs=n_jobs,
-            progress=False,
+            execution=Execution(device=str(case.device), n_jobs=n_jobs),
         )
     finally:
         online_module.fit_evaluate = fit_evaluate
@@ -279,8 +278,7 @@ def run_curve(case: Case, precision: str, n_jobs: int | None) -> tuple[dict, Eng
         keys,
         case.probe,
         config,
-        device=case.device,
-        n_jobs=n_jobs,
+        execution=Execution(device=case.device, n_jobs=n_jobs),
     )
     train_rows, dev_rows = _split_rows(subsets, None, config.dev_fraction)
     call = EngineCall(train_rows, dev_rows, result.epochs, len(case.data.y_test) * len(subsets))

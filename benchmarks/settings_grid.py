@@ -35,6 +35,7 @@ import torch
 from _proc_tree import load_average
 from curve_speed import digits_pixels, start_worker_pool
 
+from probemeter import Execution
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.curves.defaults import CURVE_DEV_FRACTION
 from probemeter.data import ProbeData
@@ -54,9 +55,7 @@ def grid_pass(
 ) -> tuple[float, LossDataCurve]:
     """Seconds of one curve over the whole grid (one engine call), and the curve."""
     start = time.perf_counter()
-    curve = loss_data_curve(
-        data, probe, sizes, seeds, config=config, progress=False, settings=GRID, **engine
-    )
+    curve = loss_data_curve(data, probe, sizes, seeds, config=config, settings=GRID, **engine)
     return time.perf_counter() - start, curve
 
 
@@ -66,7 +65,7 @@ def one_by_one(
     """Seconds of one curve per setting of the grid, one after another, and the curves."""
     start = time.perf_counter()
     curves = [
-        loss_data_curve(data, probe, sizes, seeds, config=setting, progress=False, **engine)
+        loss_data_curve(data, probe, sizes, seeds, config=setting, **engine)
         for setting in grid_settings(config, GRID)
     ]
     return time.perf_counter() - start, curves
@@ -137,7 +136,7 @@ def main() -> None:
         "--cases", nargs="+", choices=CASES, default=list(CASES), help="cases of the full run"
     )
     args = parser.parse_args()
-    engine = {"device": args.device, "n_jobs": args.n_jobs}
+    engine = {"execution": Execution(device=args.device, n_jobs=args.n_jobs)}
     if args.n_jobs == 1:  # both ways on one thread: the engine trains small work so anyway
         torch.set_num_threads(1)
     repeats = args.repeats or (1 if args.quick else 2)

@@ -63,6 +63,7 @@ import numpy as np
 from _proc_tree import TreeMonitor, load_average
 from curve_speed import digits_pixels, fashion_mnist_pixels, start_worker_pool
 
+from probemeter import Execution
 from probemeter.curves.curve import default_sizes
 from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import Linear
@@ -176,8 +177,8 @@ def fit_probemeter(
     trained = fit_evaluate(
         data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes,
         [rows for _, _, rows in grid], [(RANDOM_STATE, seed, n) for seed, n, _ in grid],
-        Linear(), config, device="cpu", n_jobs=n_jobs, return_parameters=True,
-        weight_decay=lams, max_memory=max_memory,
+        Linear(), config, return_parameters=True,
+        weight_decay=lams, execution=Execution(device="cpu", n_jobs=n_jobs, max_memory=max_memory),
     )  # fmt: skip
     [(weights, biases)] = trained.parameters
     fits = [

@@ -22,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
+from probemeter import Execution
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _proc_memory import memory_mib
 
@@ -89,7 +91,7 @@ def main() -> int:
         sizes=sizes,
         seeds=1,
         config=TrainingConfig(steps=args.steps),
-        n_jobs=1,
+        execution=Execution(n_jobs=1),
         dev_fraction=0.0,
     )
     wall = time.perf_counter() - wall

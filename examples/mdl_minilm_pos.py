@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probemeter import Execution
 from probemeter._figures import FigureOptions
 from probemeter._io import write_text_atomic
 from probemeter.data import ProbeData
@@ -116,8 +117,7 @@ def main() -> None:
                 PAPER_TIMESTEPS,
                 seeds=args.seeds,
                 config=config,
-                device=args.device,
-                n_jobs=args.n_jobs,
+                execution=Execution(device=args.device, n_jobs=args.n_jobs),
             )
             tock = time.perf_counter()
             if not args.no_variational:

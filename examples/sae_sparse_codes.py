@@ -58,6 +58,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from probemeter import Execution
 from probemeter._io import write_text_atomic
 from probemeter.datasets.conll import (
     annotate_text,
@@ -139,7 +140,12 @@ def _timed_code(data, probe, config, args) -> tuple[object, float, float]:
     """The online code of ``data`` with its wall and CPU seconds (this process, all threads)."""
     cpu, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     code = online_codelength(
-        data, probe, PAPER_TIMESTEPS, seeds=args.seeds, config=config, n_jobs=args.n_jobs
+        data,
+        probe,
+        PAPER_TIMESTEPS,
+        seeds=args.seeds,
+        config=config,
+        execution=Execution(n_jobs=args.n_jobs),
     )
     after = resource.getrusage(resource.RUSAGE_SELF)
     seconds = after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime

@@ -102,6 +102,7 @@ from pathlib import Path
 
 import numpy as np
 
+from probemeter import Execution
 from probemeter._figures import FigureOptions
 from probemeter._io import write_json_atomic, write_text_atomic
 from probemeter.data import ProbeData
@@ -290,8 +291,7 @@ def main() -> None:
             timesteps,
             seeds=args.seeds,
             config=config,
-            device=args.device,
-            n_jobs=args.n_jobs,
+            execution=Execution(device=args.device, n_jobs=args.n_jobs),
         )
         print(f"{codes[name]}\n({time.perf_counter() - tick:.0f} s)\n", flush=True)
     seconds = time.perf_counter() - started

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from probemeter import MLP, Linear, ProbeData
+from probemeter import MLP, Execution, Linear, ProbeData
 from probemeter.erasure import erase
 from probemeter.mdl import online_codelength, paper_training
 
@@ -41,8 +41,7 @@ def _code_ratio(data: ProbeData, probe) -> float:
         _TIMESTEPS,
         seeds=2,
         config=paper_training(lr=1e-2),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     assert code.uniform_bits == pytest.approx(code.n * np.log2(data.n_classes))
     return code.codelength_bits / code.uniform_bits

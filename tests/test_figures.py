@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probemeter import Execution
 from probemeter._figures import FigureOptions, representation_colours
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.plotting import curves_figure
@@ -74,7 +75,12 @@ def test_the_mdl_figure_shows_only_the_codes_computed(tmp_path):
     data = ProbeData.from_arrays(X, y, test_size=60, name="toy")
     config = TrainingConfig(steps=20, batch_size=32, lr=1e-2)
     online = online_codelength(
-        data, Linear(), [0.1, 0.5, 1.0], seeds=1, config=config, n_jobs=1, device="cpu"
+        data,
+        Linear(),
+        [0.1, 0.5, 1.0],
+        seeds=1,
+        config=config,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     figure = mdl_figure([MDLEntry("toy", online), MDLEntry("toy-2", online)])
     titles = [ax.get_title() for ax in figure.axes]

@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pytest
 
+from probemeter import Execution
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.measures import description_length
 from probemeter.data import ProbeData, subset_permutation
@@ -131,7 +132,13 @@ def test_control_task_gives_each_word_type_one_label_set(data):
 def test_curve_of_label_sets(data):
     config = TrainingConfig(steps=80, lr=1e-2)
     curve = loss_data_curve(
-        data, Linear(), [10, 60, 220], 2, config=config, n_jobs=1, dev_fraction=0.0
+        data,
+        Linear(),
+        [10, 60, 220],
+        2,
+        config=config,
+        execution=Execution(n_jobs=1),
+        dev_fraction=0.0,
     )
     assert curve.multilabel
     assert {"micro_f1", "macro_f1"} <= set(curve.points.columns)
@@ -153,7 +160,12 @@ def test_curve_of_label_sets(data):
 def test_online_code_of_label_sets_is_a_sum_of_bernoulli_codes(data):
     config = TrainingConfig(steps=60, batch_size=32, lr=1e-2)
     code = online_codelength(
-        data, Linear(), timesteps=(0.1, 0.4, 1.0), seeds=1, config=config, n_jobs=1
+        data,
+        Linear(),
+        timesteps=(0.1, 0.4, 1.0),
+        seeds=1,
+        config=config,
+        execution=Execution(n_jobs=1),
     )
     n = data.pool_size  # fixed steps: no development set, the whole pool is sent
     assert code.multilabel and code.n == n and code.uniform_bits == n * K
@@ -164,9 +176,17 @@ def test_online_code_of_label_sets_is_a_sum_of_bernoulli_codes(data):
     for block in (1, 2):
         sent = order[ends[block - 1] : ends[block]]
         again = fit_evaluate(
-            data.X_train, data.y_train, data.X_train[sent], data.y_train[sent], K,
-            [order[: ends[block - 1]]], [(0, 0, ends[block - 1])], Linear(), config, n_jobs=1,
-        )  # fmt: skip
+            data.X_train,
+            data.y_train,
+            data.X_train[sent],
+            data.y_train[sent],
+            K,
+            [order[: ends[block - 1]]],
+            [(0, 0, ends[block - 1])],
+            Linear(),
+            config,
+            execution=Execution(n_jobs=1),
+        )
         bits = again.loss[0] * len(sent) * BITS_PER_NAT
         assert blocks["codelength_bits"].iloc[block] == pytest.approx(bits, rel=1e-4)
         assert blocks["micro_f1"].iloc[block] == pytest.approx(again.micro_f1[0], abs=1e-9)
@@ -193,7 +213,9 @@ def test_methods_without_label_sets_refuse_them(data):
         paired_data(data, data)
     with pytest.raises(ValueError, match=r"label sets .* cannot be kept"):
         config = TrainingConfig(steps=2)
-        loss_data_curve(data, Linear(), [20], 1, config=config, n_jobs=1, keep_probes=True)
+        loss_data_curve(
+            data, Linear(), [20], 1, config=config, execution=Execution(n_jobs=1), keep_probes=True
+        )
 
 
 def test_morphology_targets_are_the_feature_sets_of_words():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from probemeter import Linear, ProbeData, TrainingConfig, loss_data_curve
+from probemeter import Execution, Linear, ProbeData, TrainingConfig, loss_data_curve
 from probemeter.curves.curve import LossDataCurve
 from probemeter.data import nested_subset
 from probemeter.pvi import PVIResult, null_codelengths, pointwise_v_information, pvi_figure
@@ -34,7 +34,7 @@ def _data(n: int = 240, sentences: bool = False) -> ProbeData:
 
 def _curve(data: ProbeData, **options) -> LossDataCurve:
     return loss_data_curve(
-        data, Linear(), SIZES, seeds=2, config=CONFIG, device="cpu", n_jobs=1, progress=False,
+        data, Linear(), SIZES, seeds=2, config=CONFIG, execution=Execution(device="cpu", n_jobs=1),
         **options,
     )  # fmt: skip
 

@@ -42,6 +42,7 @@ _EXPORTS = {
     "SavedProbe": ".probes",
     "load_probes": ".probes",
     "TrainingConfig": ".training",
+    "Execution": "._execution",
     "digits_representations": ".datasets",
     "fashion_mnist": ".datasets",
     "parity_representations": ".datasets",

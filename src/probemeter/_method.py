@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from probemeter._declared import REQUIRED, Declared, Option, option, plain
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._summary import Headline, Summary
 
@@ -55,7 +56,7 @@ MAX_MEMORY_GIB = 2.0
 GPU_MEMORY_FRACTION = 0.5
 
 #: the context fields a unit function that trains with the engine takes
-ENGINE_KEYWORDS = ("random_state", "device", "n_jobs", "max_memory", "progress")
+ENGINE_KEYWORDS = ("random_state", "execution")
 
 
 #: the entry of a unit's result that holds its kept probes (a :class:`~probemeter.probes.ProbeSet`,
@@ -96,6 +97,11 @@ class RunContext:
     progress: bool
     task: str
     keep_probes: bool = False
+
+    @property
+    def execution(self) -> Execution:
+        """Where and how the units' probes train."""
+        return Execution(self.device, self.n_jobs, self.max_memory, self.progress)
 
     def keywords(self, *names: str) -> dict[str, Any]:
         """The fields ``names`` as keyword arguments of a unit function."""

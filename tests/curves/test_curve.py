@@ -12,6 +12,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
+from probemeter import Execution
 from probemeter._io import environment
 from probemeter.curves.curve import LossDataCurve, default_sizes, loss_data_curve
 from probemeter.data import ProbeData, nested_subset
@@ -24,7 +25,7 @@ STEPS = 150
 CONFIG = TrainingConfig(steps=STEPS, batch_size=64, lr=1e-2)
 #: no development split: the curve's own mechanics (tests/curves/test_curve_development_split.py
 #: has the split's)
-SETTINGS = {"config": CONFIG, "device": "cpu", "progress": False, "dev_fraction": 0.0}
+SETTINGS = {"config": CONFIG, "execution": Execution(device="cpu"), "dev_fraction": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,7 @@ def test_curve_points_are_the_engine_results_for_nested_subsets(curve, digits):
         digits.X_train, digits.y_train, digits.X_test, digits.y_test, digits.n_classes,
         [nested_subset(digits.pool_size, n, 3, seed) for n, seed in grid],
         [(3, seed, n) for n, seed in grid],
-        Linear(), CONFIG, device="cpu",
+        Linear(), CONFIG, execution=Execution(device="cpu"),
     )  # fmt: skip
     for i, (n, seed) in enumerate(grid):
         row = curve.points[(curve.points["n"] == n) & (curve.points["seed"] == seed)]
@@ -444,7 +445,13 @@ def test_a_categorical_label_column_reaches_results_json_and_every_table(tmp_pat
     tags = pd.Categorical(rng.choice(["VERB", "ADJ", "NOUN"], size=60))
     frame = pd.DataFrame({"tag": tags, **{f"f{j}": rng.normal(size=60) for j in range(3)}})
     data = ProbeData.from_arrays(frame[["f0", "f1", "f2"]], frame["tag"], labels="encode")
-    curve = loss_data_curve(data, Linear(), [10, 20], seeds=1, n_jobs=1, **SETTINGS)
+    curve = loss_data_curve(
+        data,
+        Linear(),
+        [10, 20],
+        seeds=1,
+        **{**SETTINGS, "execution": Execution(device="cpu", n_jobs=1)},
+    )
     assert curve.classes == ("ADJ", "NOUN", "VERB")
     save_results(tmp_path / "results.json", [curve])
     stored = json.loads((tmp_path / "results.json").read_text())["curves"][0]

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from probemeter import Execution
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
 from probemeter.probes import MLP
@@ -43,7 +44,7 @@ def test_curve_with_a_development_split() -> None:
     data = _data(clustered=True)
     curve = loss_data_curve(
         data, MLP(()), [20, 100], 2, config=TrainingConfig(steps=60, batch_size=16, lr=1e-2),
-        n_jobs=None, progress=False,
+        execution=Execution(n_jobs=None),
         dev_fraction=0.25,
     )  # fmt: skip
     train, dev = held_out_split(240, 0.25, 0, data.clusters_train)
@@ -61,7 +62,7 @@ def test_curve_with_a_development_split() -> None:
     # the same probes, kept, reproduce their development losses on the held-out rows
     kept = loss_data_curve(
         data, MLP(()), [20, 100], 2, config=TrainingConfig(steps=60, batch_size=16, lr=1e-2),
-        n_jobs=None, progress=False,
+        execution=Execution(n_jobs=None),
         dev_fraction=0.25, keep_probes=True,
     )  # fmt: skip
     X_dev, y_dev = np.asarray(data.X_train)[dev], np.asarray(data.y_train)[dev]
@@ -73,7 +74,7 @@ def test_curve_with_a_development_split() -> None:
 def test_without_a_split_the_curve_is_unchanged() -> None:
     data = _data()
     config = TrainingConfig(steps=30, batch_size=16, lr=1e-2)
-    options = {"config": config, "n_jobs": None, "progress": False}
+    options = {"config": config, "execution": Execution(n_jobs=None)}
     plain = loss_data_curve(data, MLP(()), [20, 100], 1, dev_fraction=0.0, **options)
     assert not plain.has_development and "development" not in plain.metadata
     with pytest.raises(ValueError, match="without a development split"):

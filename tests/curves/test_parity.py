@@ -22,7 +22,6 @@ def curves():
             sizes=sizes,
             seeds=2,
             config=pm.TrainingConfig(steps=500, lr=1e-3),
-            progress=False,
             dev_fraction=0.0,
         )
         for name, data in reps.items()

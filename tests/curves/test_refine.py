@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 import probemeter as pm
+from probemeter import Execution
 from probemeter.curves.curve import LossDataCurve
 from probemeter.curves.measures import evaluations_per_size, hoeffding_draws
 from probemeter.curves.refine import (
@@ -29,7 +30,6 @@ def coarse(digits):
         sizes=[20, 200, 1297],
         seeds=2,
         config=CONFIG,
-        progress=False,
         dev_fraction=0.0,
     )
 
@@ -64,7 +64,6 @@ def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse, m
             sizes=sizes,
             seeds=2,
             config=CONFIG,
-            progress=False,
             dev_fraction=0.0,
         )
         for row in direct.points.itertuples():
@@ -77,7 +76,7 @@ def test_refinement_narrows_the_bracket_with_nested_retraining(digits, coarse, m
 def test_refinement_retrains_with_the_curves_development_split(digits):
     """A curve measured with a development split is refined on that split: its new points are
     those a curve with the same split gives."""
-    settings = {"seeds": 1, "config": CONFIG, "progress": False, "dev_fraction": 0.2}
+    settings = {"seeds": 1, "config": CONFIG, "dev_fraction": 0.2}
     curve = pm.loss_data_curve(digits, pm.MLP((32,)), sizes=[20, 200], **settings)
     assert curve.metadata["development"]["fraction"] == 0.2
     losses = curve.mean()
@@ -116,7 +115,6 @@ def test_recommend_epsilon_is_the_full_data_test_loss(digits):
         sizes=[digits.pool_size],
         seeds=2,
         config=config,
-        progress=False,
         dev_fraction=0.0,
     )
     assert epsilon == pytest.approx(curve.points["loss"].mean())
@@ -338,7 +336,7 @@ def test_refinement_with_delta_on_digits_draws_s_probes(digits, coarse):
     """Real probes: 0-1 loss, ε = 0.6 (threshold 0.3, crossed between 20 and 200), δ = 0.5,
     4 bins: M = 3 + 3 = 6, S = ⌈2·ln(24)/0.36⌉ = 18 seeds at every consulted size."""
     refined = pm.refine_sample_complexity(
-        digits, coarse, 0.6, delta=0.5, points=4, metric="error", n_jobs=1
+        digits, coarse, 0.6, delta=0.5, points=4, metric="error", execution=Execution(n_jobs=1)
     )
     s = math.ceil(2 * math.log(2 * 6 / 0.5) / 0.6**2)
     assert refined.guarantee.draws_required == s == 18

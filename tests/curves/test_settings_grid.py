@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from experiment_files import PIXELS, digits_experiment, run_file
 
+from probemeter import Execution
 from probemeter.curves import curve as curve_module
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.method import CurveMethod
@@ -49,7 +50,7 @@ def _with_decay(decay: float) -> TrainingConfig:
 def _curve(data: ProbeData, **keywords) -> LossDataCurve:
     keywords = {"config": CONFIG, **keywords}
     return loss_data_curve(
-        data, Linear(), SIZES, 2, device="cpu", n_jobs=1, progress=False, **keywords
+        data, Linear(), SIZES, 2, execution=Execution(device="cpu", n_jobs=1), **keywords
     )
 
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from stand_in_engine import stand_in_evaluation
 
+from probemeter import Execution
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.online import (
     OnlineCode,
@@ -79,7 +80,13 @@ def test_online_codelength_matches_direct_engine_computation():
     config = TrainingConfig(steps=30, batch_size=32, lr=1e-2)
     timesteps = (0.1, 0.3, 0.6, 1.0)
     code = online_codelength(
-        data, Linear(), timesteps, seeds=1, config=config, random_state=1, device="cpu", n_jobs=1
+        data,
+        Linear(),
+        timesteps,
+        seeds=1,
+        config=config,
+        random_state=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     n = data.pool_size
     ends = block_ends(n, timesteps)
@@ -94,8 +101,7 @@ def test_online_codelength_matches_direct_engine_computation():
         [(1, 0, int(t)) for t in ends[:-1]],
         Linear(),
         config,
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
         per_example=True,
     )
     bits = ends[0] * math.log2(data.n_classes)
@@ -133,8 +139,7 @@ def test_round_trip_and_plot(tmp_path):
         (0.1, 0.5, 1.0),
         seeds=2,
         config=TrainingConfig(steps=5),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     path = tmp_path / "code.json"
     code.save(path)

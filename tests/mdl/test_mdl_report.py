@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 from exported import assert_exported
 
+from probemeter import Execution
 from probemeter.cli.main import main
 from probemeter.mdl.online import BITS_PER_KBIT
 from probemeter.mdl.table import load_mdl_results, mdl_frame, mdl_frames, mdl_table
@@ -130,10 +131,18 @@ def test_codes_keep_the_class_labels_and_the_table_shows_them_once(tmp_path):
     data = ProbeData.from_arrays(
         rng.normal(size=(120, 4)), tags, labels="encode", name="rep", groups=words
     )
-    settings = {"device": "cpu", "random_state": 1}
+    settings = {"random_state": 1}
     config = paper_training(max_epochs=2)
     codes = {
-        role: online_codelength(task, Linear(), (0.25, 1.0), 1, config=config, n_jobs=1, **settings)
+        role: online_codelength(
+            task,
+            Linear(),
+            (0.25, 1.0),
+            1,
+            config=config,
+            execution=Execution(device="cpu", n_jobs=1),
+            **settings,
+        )
         for role, task in (("online", data), ("control_online", control_task(data)))
     }
     one_epoch = VariationalTraining(epochs=1, batch_size=256, lr=1e-2)

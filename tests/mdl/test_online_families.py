@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from probemeter import Execution
 from probemeter.data import ProbeData
 from probemeter.mdl import online_codelength, online_codelengths
 from probemeter.probes import MLP, Linear
@@ -34,15 +35,27 @@ def test_one_call_equals_one_call_per_family(config):
     data = _data()
     families = [Linear(), MLP((16,)), MLP((16, 16))]
     together = online_codelengths(
-        data, families, TIMESTEPS, seeds=2, config=config, random_state=5, n_jobs=1,
+        data,
+        families,
+        TIMESTEPS,
+        seeds=2,
+        config=config,
+        random_state=5,
+        execution=Execution(n_jobs=1),
         keep_example_bits=True,
-    )  # fmt: skip
+    )
     assert list(together) == ["linear", "mlp-16", "mlp-16x16"]
     for family in families:
         alone = online_codelength(
-            data, family, TIMESTEPS, seeds=2, config=config, random_state=5, n_jobs=1,
+            data,
+            family,
+            TIMESTEPS,
+            seeds=2,
+            config=config,
+            random_state=5,
+            execution=Execution(n_jobs=1),
             keep_example_bits=True,
-        )  # fmt: skip
+        )
         code = together[family.name]
         assert code.ends == alone.ends and code.n_dev == alone.n_dev
         assert code.metadata["probe"] == alone.metadata["probe"]

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from stand_in_engine import stand_in_evaluation
 
+from probemeter import Execution
 from probemeter._figures import FigureOptions
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.defaults import PAPER_TIMESTEPS
@@ -240,9 +241,21 @@ def test_engine_stops_every_probe_on_the_shared_development_set():
     keys = [(0, 0, 200), (0, 0, 500)]
     config = TrainingConfig(early_stopping=True, lr=0.05, batch_size=50, patience=3, max_epochs=40)
     shared = fit_evaluate(
-        x, y, x[:500], y[:500], 2, subsets, keys, Linear(), config, n_jobs=1, dev_set=dev
+        x,
+        y,
+        x[:500],
+        y[:500],
+        2,
+        subsets,
+        keys,
+        Linear(),
+        config,
+        execution=Execution(n_jobs=1),
+        dev_set=dev,
     )
-    own = fit_evaluate(x, y, x[:500], y[:500], 2, subsets, keys, Linear(), config, n_jobs=1)
+    own = fit_evaluate(
+        x, y, x[:500], y[:500], 2, subsets, keys, Linear(), config, execution=Execution(n_jobs=1)
+    )
     assert shared.epochs.tolist() == [4, 4]
     assert min(own.epochs) > 10
     # the kept parameters are the first epoch's: fit to the training rule less than later ones
@@ -272,7 +285,7 @@ def test_engine_dev_set_is_checked(kwargs, message):
             [(0,)],
             Linear(),
             config,
-            n_jobs=1,
+            execution=Execution(n_jobs=1),
             **kwargs,
         )
     assert str(caught.value).startswith("dev_set ")
@@ -287,8 +300,7 @@ def test_old_results_without_stopping_set_load_as_prefix(tmp_path):
         (0.25, 1.0),
         seeds=1,
         config=paper_training(max_epochs=2),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
         stopping_set="prefix",
     ).to_dict()
     fixed = online_codelength(
@@ -297,8 +309,7 @@ def test_old_results_without_stopping_set_load_as_prefix(tmp_path):
         (0.25, 1.0),
         seeds=1,
         config=TrainingConfig(steps=2),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     ).to_dict()
     for payload in (early, fixed):
         del payload["stopping_set"], payload["n_dev"]
@@ -337,10 +348,7 @@ def test_method_option_records_the_stopping_set_in_results_json(tmp_path):
             data,
             method=method,
             random_state=0,
-            device="cpu",
-            n_jobs=1,
-            max_memory=1.0,
-            progress=False,
+            execution=Execution(device="cpu", n_jobs=1, max_memory=1.0, progress=False),
         )
         results.append({**result, "name": stopping_set})
     MDLMethod().finish(results, tmp_path, {}, FigureOptions())
@@ -380,8 +388,7 @@ def test_paper_timesteps_code_10000_examples_of_45_classes():
         PAPER_TIMESTEPS,
         seeds=1,
         config=paper_training(lr=0.03, max_epochs=5),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     assert (code.n, code.n_dev, code.ends[0]) == (10_000, 1_111, 10)
     first = code.blocks[code.blocks["block"] == 0].iloc[0]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from stand_in_engine import stand_in_evaluation
 
+from probemeter import Execution
 from probemeter.data import ProbeData, subset_permutation
 from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.mdl.switching import overhead_bound, switch_forward
@@ -114,7 +115,7 @@ def test_block_granularity_and_the_mixture(monkeypatch):
 def test_real_probes_match_their_online_codes_and_round_trip(tmp_path):
     data = _data(n=300)
     config = TrainingConfig(steps=40, batch_size=32, lr=1e-2)
-    kwargs = dict(seeds=2, config=config, device="cpu", n_jobs=1)
+    kwargs = dict(seeds=2, config=config, execution=Execution(device="cpu", n_jobs=1))
     code = switching_codelength(data, [Linear(), MLP((16,))], TIMESTEPS, **kwargs)
     alone = online_codelength(data, MLP((16,)), TIMESTEPS, **kwargs)
     assert code.family_bits()["mlp-16"] == pytest.approx(alone.codelength_bits, rel=1e-6)
@@ -134,7 +135,9 @@ def test_real_probes_match_their_online_codes_and_round_trip(tmp_path):
 
 def test_bad_inputs_are_refused():
     data = _data(n=200)
-    kwargs = dict(timesteps=(0.2, 1.0), seeds=1, config=TrainingConfig(steps=2), n_jobs=1)
+    kwargs = dict(
+        timesteps=(0.2, 1.0), seeds=1, config=TrainingConfig(steps=2), execution=Execution(n_jobs=1)
+    )
     with pytest.raises(ValueError, match="two or more distinct"):
         switching_codelength(data, [Linear()], **kwargs)
     with pytest.raises(ValueError, match="two or more distinct"):

@@ -5,6 +5,7 @@ import pytest
 import torch
 from sklearn.datasets import load_digits
 
+from probemeter import Execution
 from probemeter.data import ProbeData
 from probemeter.pareto.families import random_mlp_family
 from probemeter.pareto.memorisation import memorisation_complexity, shuffle_within_sentences
@@ -83,7 +84,9 @@ def test_dropout_probe_does_not_depend_on_its_companions(digits):
     small, wide = np.arange(20), np.arange(150)
 
     def run(subsets, keys):
-        return fit_evaluate(*data, subsets, keys, probe, config, device="cpu", n_jobs=1).loss
+        return fit_evaluate(
+            *data, subsets, keys, probe, config, execution=Execution(device="cpu", n_jobs=1)
+        ).loss
 
     alone = run([small], [(1,)])
     together = run([wide, small], [(2,), (1,)])
@@ -94,7 +97,7 @@ def test_dropout_probe_does_not_depend_on_its_companions(digits):
 def test_label_shuffled_training_accuracy_grows_with_width(digits):
     probes = [MLP((2,)), MLP((16,)), MLP((256,))]
     config = TrainingConfig(steps=400, batch_size=128, lr=1e-2)
-    result = memorisation_complexity(digits, probes, config, device="cpu")
+    result = memorisation_complexity(digits, probes, config, execution=Execution(device="cpu"))
     assert np.all(np.diff(result.complexity) > 0), result.complexity
     assert result.complexity[0] < 0.35 and result.complexity[-1] > 0.8
     # trained on real labels the task is learnt: far above chance (1/10) even through a

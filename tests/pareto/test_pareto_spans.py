@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from probes.test_span_attention import CLASSES, TOKENS, WIDTH, _reference_pool, _span_rows
 
+from probemeter import Execution
 from probemeter.data import ProbeData
 from probemeter.pareto.linear_probes import (
     _minibatches,
@@ -127,7 +128,7 @@ def test_the_mlp_family_pools_spans_on_span_rows(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
     assert span_probe(MLP((8,), 0.1), data) == MLP((8,), 0.1, span=TOKENS, projection=256)
     result = memorisation_complexity(
-        data, [MLP((8,)), MLP(())], random_state=0, n_jobs=1, device="cpu",
+        data, [MLP((8,)), MLP(())], random_state=0, execution=Execution(device="cpu", n_jobs=1),
         config=TrainingConfig(steps=10),
     )  # fmt: skip
     assert [p.span for p in result.probes] == [TOKENS, TOKENS]

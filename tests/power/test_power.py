@@ -19,6 +19,7 @@ from scipy.stats import norm
 from sklearn.datasets import load_digits
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from probemeter import Execution
 from probemeter.data import ProbeData
 from probemeter.power.bounds import (
     generalization_bound,
@@ -349,7 +350,11 @@ def digits():
     return X, y
 
 
-TRAIN = {"config": replace(POWER_TRAINING, steps=200, lr=3e-3), "n_jobs": 1, "standardize": False}
+TRAIN = {
+    "config": replace(POWER_TRAINING, steps=200, lr=3e-3),
+    "execution": Execution(n_jobs=1),
+    "standardize": False,
+}
 FIVE_STEPS = replace(POWER_TRAINING, steps=5)
 
 
@@ -562,7 +567,7 @@ def test_paired_comparisons_keep_the_class_labels(tmp_path):
         splits,
         1,
         config=FIVE_STEPS,
-        n_jobs=1,
+        execution=Execution(n_jobs=1),
         classes=[True, "x", 2],
     )
     comparison = runs.pair("a", "b")
@@ -574,7 +579,15 @@ def test_paired_comparisons_keep_the_class_labels(tmp_path):
     del old["classes"]  # written before labels were kept
     assert PairedComparison.from_dict(old).classes is None
     with pytest.raises(ValueError, match="classes holds 2 labels but y has class index 2"):
-        run_configurations({"a": X}, y, splits, 1, config=FIVE_STEPS, n_jobs=1, classes=["p", "q"])
+        run_configurations(
+            {"a": X},
+            y,
+            splits,
+            1,
+            config=FIVE_STEPS,
+            execution=Execution(n_jobs=1),
+            classes=["p", "q"],
+        )
 
 
 def test_paired_data_refuses_two_label_mappings():
@@ -628,7 +641,12 @@ def test_power_runs_record_each_probe_on_its_dev_set(digits):
     splits = stratified_splits(y, [8], random_state=0)
     config = replace(POWER_TRAINING, steps=30)
     runs = run_configurations(
-        {"A": X, "B": X[:, ::-1].copy()}, y, splits, 2, config=config, n_jobs=None
+        {"A": X, "B": X[:, ::-1].copy()},
+        y,
+        splits,
+        2,
+        config=config,
+        execution=Execution(n_jobs=None),
     )
     comparison = runs.pair("A", "B")
     assert {"dev_accuracy_a", "dev_accuracy_b"} <= set(comparison.runs.columns)

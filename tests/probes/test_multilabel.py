@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
+from probemeter import Execution
 from probemeter._multilabel import f1_scores, label_counts, uniform_nats
 from probemeter.datasets.edge_probing import SpanLayout
 from probemeter.probes import MLP, Linear
@@ -165,7 +166,14 @@ def test_engine_matches_one_probe_reference(task, probe):
     subsets = [np.arange(20), np.arange(45), np.arange(POOL)]
     keys = [(3, 0, 20), (3, 1, 45), (3, 0, POOL)]
     result = fit_evaluate(
-        *task, K, subsets, keys, probe, config, device="cpu", n_jobs=1, per_example=True
+        *task,
+        K,
+        subsets,
+        keys,
+        probe,
+        config,
+        execution=Execution(device="cpu", n_jobs=1),
+        per_example=True,
     )
     assert result.predictions.shape == (3, N_EVAL, K) and result.predictions.dtype == np.uint8
     for row, (subset, key) in enumerate(zip(subsets, keys)):
@@ -188,9 +196,15 @@ def test_early_stopping_on_label_sets(task):
     config = TrainingConfig(batch_size=32, lr=1e-2, early_stopping=True, max_epochs=30)
     subsets = [np.arange(40, POOL)]
     result = fit_evaluate(
-        *task, K, subsets, [(1, 0, 0)], Linear(), config, device="cpu", n_jobs=1,
+        *task,
+        K,
+        subsets,
+        [(1, 0, 0)],
+        Linear(),
+        config,
+        execution=Execution(device="cpu", n_jobs=1),
         dev_set=np.arange(40),
-    )  # fmt: skip
+    )
     assert 1 <= result.epochs[0] <= 30
     assert result.loss[0] < 0.6 * K * math.log(2)
 
@@ -261,9 +275,9 @@ def test_label_sets_train_alike_in_worker_processes(task, monkeypatch):
     subsets = [np.arange(n) for n in (20, 45, 90, POOL)]
     keys = [(5, i, len(s)) for i, s in enumerate(subsets)]
     run = [*task, K, subsets, keys, MLP((8,)), config]
-    in_process = fit_evaluate(*run, device="cpu", n_jobs=1, per_example=True)
+    in_process = fit_evaluate(*run, execution=Execution(device="cpu", n_jobs=1), per_example=True)
     monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)  # tiny work: force the workers
-    in_workers = fit_evaluate(*run, device="cpu", n_jobs=2, per_example=True)
+    in_workers = fit_evaluate(*run, execution=Execution(device="cpu", n_jobs=2), per_example=True)
     for name in ("loss", "accuracy", "micro_f1", "macro_f1", "nll"):
         np.testing.assert_allclose(
             getattr(in_workers, name), getattr(in_process, name), rtol=1e-6, atol=1e-7

@@ -11,6 +11,7 @@ import safetensors.numpy
 import torch
 from sklearn.datasets import load_digits
 
+from probemeter import Execution
 from probemeter.data import ProbeData, nested_subset
 from probemeter.probes import MLP, Linear, ProbeSet, SavedProbe, load_probes
 from probemeter.probes import saved as saved_module
@@ -36,7 +37,7 @@ def trained(digits):
     config = TrainingConfig(steps=100, batch_size=64, lr=1e-2)
     evaluation = fit_evaluate(
         digits.X_train, digits.y_train, digits.X_test, digits.y_test, digits.n_classes, subsets,
-        keys, PROBE, config, device="cpu", return_parameters=True,
+        keys, PROBE, config, execution=Execution(device="cpu"), return_parameters=True,
     )  # fmt: skip
     infos = [{"n": n, "seed": seed} for n, seed in GRID]
     probes = ProbeSet.from_stacked(
@@ -150,10 +151,18 @@ def test_module_draws_no_random_numbers(trained):
 def test_a_linear_probe_is_one_linear_layer(digits):
     subsets = [nested_subset(digits.pool_size, 200, 0, 0)]
     evaluation = fit_evaluate(
-        digits.X_train, digits.y_train, digits.X_test, digits.y_test, 10, subsets, [(1,)],
-        Linear(), TrainingConfig(steps=30, batch_size=64, lr=1e-2), device="cpu",
+        digits.X_train,
+        digits.y_train,
+        digits.X_test,
+        digits.y_test,
+        10,
+        subsets,
+        [(1,)],
+        Linear(),
+        TrainingConfig(steps=30, batch_size=64, lr=1e-2),
+        execution=Execution(device="cpu"),
         return_parameters=True,
-    )  # fmt: skip
+    )
     (probe,) = ProbeSet.from_stacked(
         "pixels", Linear(), evaluation.parameters, [{}], digits.X_test, digits.y_test
     )

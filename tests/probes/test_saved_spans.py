@@ -12,6 +12,7 @@ import safetensors.numpy
 import torch
 from test_span_attention import CLASSES, PROJECTION, TOKENS, WIDTH, _reference_pool, _span_rows
 
+from probemeter import Execution
 from probemeter.curves.curve import loss_data_curve
 from probemeter.data import ProbeData
 from probemeter.probes import MLP, ProbeSet, SavedProbe, SpanPooling, load_probes
@@ -37,9 +38,16 @@ def trained(task):
     keys = [(5, n) for n in SIZES]
     config = TrainingConfig(steps=150, batch_size=32, lr=1e-2)
     evaluation = fit_evaluate(
-        *task, CLASSES, subsets, keys, PROBE, config, device="cpu", n_jobs=1, per_example=True,
+        *task,
+        CLASSES,
+        subsets,
+        keys,
+        PROBE,
+        config,
+        execution=Execution(device="cpu", n_jobs=1),
+        per_example=True,
         return_parameters=True,
-    )  # fmt: skip
+    )
     spans = (evaluation.span_weight, evaluation.span_bias, evaluation.span_score)
     probes = ProbeSet.from_stacked(
         "spans", PROBE, evaluation.parameters, [{"n": n} for n in SIZES], x_test, y_test,
@@ -116,7 +124,14 @@ def test_a_kept_curve_of_span_probes_stores_the_curves_losses(task):
     data = replace(ProbeData.from_arrays(*task, standardize=False), span_tokens=TOKENS)
     config = TrainingConfig(steps=20)
     curve = loss_data_curve(
-        data, PROBE, [30, 150], 2, config=config, n_jobs=1, keep_probes=True, dev_fraction=0.0
+        data,
+        PROBE,
+        [30, 150],
+        2,
+        config=config,
+        execution=Execution(n_jobs=1),
+        keep_probes=True,
+        dev_fraction=0.0,
     )
     # on the device the curve trained on (``device = "auto"``): exactly on the CPU; on a GPU
     # cuBLAS picks kernels by the stack's shape, so a lone probe differs in the last bits

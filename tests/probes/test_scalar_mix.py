@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
+from probemeter import Execution
 from probemeter.probes import MLP, ProbeSet, load_probes
 from probemeter.probes.scalar_mix import ScalarMixes, center_of_gravity
 from probemeter.training.config import TrainingConfig
@@ -120,7 +121,9 @@ def test_engine_with_a_mix_trains_like_the_reference_and_finds_the_informative_l
     config = TrainingConfig(steps=150, batch_size=32, lr=1e-2)
     subsets = [np.arange(120), np.arange(40)]
     keys = [(5, 0, 120), (5, 1, 40)]
-    result = fit_evaluate(*task, CLASSES, subsets, keys, probe, config, device="cpu", n_jobs=1)
+    result = fit_evaluate(
+        *task, CLASSES, subsets, keys, probe, config, execution=Execution(device="cpu", n_jobs=1)
+    )
     weights = np.exp(result.mix_logits) / np.exp(result.mix_logits).sum(axis=1, keepdims=True)
     for row, (subset, key) in enumerate(zip(subsets, keys)):
         loss, reference_weights = _reference_train(task, subset, key, probe, config)
@@ -136,7 +139,14 @@ def test_early_stopping_and_kept_probes_with_a_mix(task, tmp_path):
     subsets = [np.arange(120), np.arange(60)]
     keys = [(5, 0, 120), (5, 1, 60)]
     result = fit_evaluate(
-        *task, CLASSES, subsets, keys, probe, config, device="cpu", return_parameters=True
+        *task,
+        CLASSES,
+        subsets,
+        keys,
+        probe,
+        config,
+        execution=Execution(device="cpu"),
+        return_parameters=True,
     )
     x_eval, y_eval = task[2], task[3]
     kept = ProbeSet.from_stacked(

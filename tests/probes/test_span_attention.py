@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
+from probemeter import Execution
 from probemeter.datasets.edge_probing import SpanLayout
 from probemeter.probes import MLP
 from probemeter.probes.draws import fill_uniform
@@ -137,7 +138,9 @@ def test_engine_trains_span_probes_like_the_one_probe_reference(task):
     config = TrainingConfig(steps=120, batch_size=32, lr=1e-2)
     subsets = [np.arange(150), np.arange(40)]
     keys = [(7, 0, 150), (7, 1, 40)]
-    result = fit_evaluate(*task, CLASSES, subsets, keys, probe, config, device="cpu", n_jobs=1)
+    result = fit_evaluate(
+        *task, CLASSES, subsets, keys, probe, config, execution=Execution(device="cpu", n_jobs=1)
+    )
     for row, (subset, key) in enumerate(zip(subsets, keys)):
         loss, accuracy = _reference_train(task, subset, key, probe, config)
         np.testing.assert_allclose(result.loss[row], loss, rtol=1e-4)
@@ -172,7 +175,9 @@ def test_span_probes_through_the_curve_and_the_online_code(task):
     probe = probe_for(data, (8,), projection=PROJECTION)
     assert probe.span == TOKENS
     config = TrainingConfig(steps=60, lr=1e-2)
-    curve = loss_data_curve(data, probe, [20, 150], 1, config=config, n_jobs=1, dev_fraction=0.0)
+    curve = loss_data_curve(
+        data, probe, [20, 150], 1, config=config, execution=Execution(n_jobs=1), dev_fraction=0.0
+    )
     assert curve.points["loss"].iloc[-1] < curve.points["loss"].iloc[0]  # more data helps
     online = online_codelength(
         data,
@@ -180,7 +185,6 @@ def test_span_probes_through_the_curve_and_the_online_code(task):
         config=paper_training(max_epochs=40, lr=1e-2),
         timesteps=(0.2, 0.5, 1.0),
         seeds=3,
-        n_jobs=1,
-        progress=False,
+        execution=Execution(n_jobs=1),
     )
     assert online.compression > 1  # it compresses: fewer bits than the uniform code

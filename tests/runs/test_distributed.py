@@ -245,7 +245,7 @@ def test_max_memory_reaches_the_engine(tmp_path, monkeypatch):
     real = curve_module.fit_evaluate
 
     def spy(*args, **kwargs):
-        budgets.append(kwargs["max_memory"])
+        budgets.append(kwargs["execution"].max_memory)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(curve_module, "fit_evaluate", spy)

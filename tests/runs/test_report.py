@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 from sklearn.datasets import load_digits
 
+from probemeter import Execution
 from probemeter.curves.comparison import compare
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.results import save_results
@@ -62,7 +63,7 @@ def digits_curve() -> LossDataCurve:
     bunch = load_digits()
     data = ProbeData.from_arrays(bunch.data, bunch.target, test_size=0.3, name="digits-pixels")
     config = TrainingConfig(steps=30, batch_size=64, lr=1e-2)
-    settings = {"config": config, "device": "cpu", "progress": False}
+    settings = {"config": config, "execution": Execution(device="cpu")}
     return loss_data_curve(data, Linear(), sizes=[20, 100, 400], seeds=2, **settings)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from subprocess_kill import kill_when
 
+from probemeter import Execution
 from probemeter._method import PROBES_ENTRY
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.data import ProbeData
@@ -84,9 +85,7 @@ def curve(blobs) -> LossDataCurve:
         Linear(),
         sizes=[10, 40],
         seeds=2,
-        device="cpu",
-        n_jobs=1,
-        progress=False,
+        execution=Execution(device="cpu", n_jobs=1),
         config=TrainingConfig(**TRAINING),
     )
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from probemeter import ProbeData, TrainingConfig
+from probemeter import Execution, ProbeData, TrainingConfig
 from probemeter.sparse_probing import (
     KSparseResult,
     default_ks,
@@ -36,7 +36,13 @@ def haystack() -> ProbeData:
 
 def _probes(data: ProbeData, ks: tuple[int, ...], size: int = 2700, **options) -> KSparseResult:
     return k_sparse_probes(
-        data, ks, sizes=[size], seeds=2, config=FAST, device="cpu", n_jobs=1, **options
+        data,
+        ks,
+        sizes=[size],
+        seeds=2,
+        config=FAST,
+        execution=Execution(device="cpu", n_jobs=1),
+        **options,
     )
 
 

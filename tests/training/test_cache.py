@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from probemeter import Execution
 from probemeter.probes import MLP
 from probemeter.training import engine
 from probemeter.training.cache import (
@@ -100,7 +101,18 @@ def test_the_engine_passes_the_cache_budget_on_the_cpu_only(monkeypatch, device)
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(60, 5)).astype(np.float32), rng.integers(0, 3, 60)
     config = TrainingConfig(steps=2)
-    fit_evaluate(x, y, x, y, 3, [np.arange(30)], [(0,)], MLP(), config, device=device, n_jobs=1)
+    fit_evaluate(
+        x,
+        y,
+        x,
+        y,
+        3,
+        [np.arange(30)],
+        [(0,)],
+        MLP(),
+        config,
+        execution=Execution(device=device, n_jobs=1),
+    )
     assert seen == [cache_budget() if device == "cpu" else None]
 
 
@@ -118,7 +130,7 @@ def test_capped_chunks_train_the_same_probes(monkeypatch):
         probe = MLP((512, 512))
         # on the CPU, whatever the machine has: the cap is the CPU's (None on accelerators)
         arguments = (x, y, x, y, 10, subsets, keys, probe, config)
-        return fit_evaluate(*arguments, device="cpu", n_jobs=1).loss
+        return fit_evaluate(*arguments, execution=Execution(device="cpu", n_jobs=1)).loss
 
     plans = []
     real = engine._plan_chunks

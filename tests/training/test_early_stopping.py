@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from probemeter import Execution
 from probemeter.probes import MLP
 from probemeter.training.config import TrainingConfig
 from probemeter.training.early_stopping import IMPROVEMENT_NATS, BatchedAdam
@@ -94,8 +95,7 @@ def test_probes_stop_at_different_epochs_and_match_one_probe_reference(task):
         keys,
         probe,
         config,
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
         per_example=True,
     )
     assert len(set(result.epochs.tolist())) > 1, result.epochs
@@ -118,7 +118,16 @@ def test_stopped_probe_is_independent_of_companions(task, probe):
     config = TrainingConfig(batch_size=16, lr=1e-2, early_stopping=True, max_epochs=40)
     subset = np.arange(60)
     alone = fit_evaluate(
-        x, y, x_eval, y_eval, K, [subset], [(1,)], probe, config, device="cpu", n_jobs=1
+        x,
+        y,
+        x_eval,
+        y_eval,
+        K,
+        [subset],
+        [(1,)],
+        probe,
+        config,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     together = fit_evaluate(
         x,
@@ -130,8 +139,7 @@ def test_stopped_probe_is_independent_of_companions(task, probe):
         [(2,), (3,), (4,), (1,)],
         probe,
         config,
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     assert together.epochs[3] == alone.epochs[0]
     np.testing.assert_allclose(together.loss[3], alone.loss[0], rtol=1e-5)
@@ -186,6 +194,5 @@ def test_subset_of_one_is_rejected(task):
             [(0,)],
             MLP((4,)),
             config,
-            device="cpu",
-            n_jobs=1,
+            execution=Execution(device="cpu", n_jobs=1),
         )

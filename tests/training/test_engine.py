@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from reference_training import minibatch_order, train_with_adam
 from torch import nn
 
+from probemeter import Execution
 from probemeter.data import nested_subset
 from probemeter.probes import MLP, Linear
 from probemeter.probes.stacked_mlp import StackedMLP, evaluate_as_row
@@ -105,9 +106,10 @@ def _run(task, sizes_seeds, probe, config, **kwargs) -> ProbeEvaluation:
     x_train, y_train, x_eval, y_eval = task
     subsets = [_subset(n, seed) for n, seed in sizes_seeds]
     keys = [(7, seed, n) for n, seed in sizes_seeds]
+    engine = {name: kwargs.pop(name) for name in ("n_jobs", "max_memory") if name in kwargs}
     return fit_evaluate(
         x_train, y_train, x_eval, y_eval, N_CLASSES, subsets, keys, probe, config,
-        device="cpu", **kwargs,
+        execution=Execution(device="cpu", **engine), **kwargs,
     )  # fmt: skip
 
 
@@ -179,7 +181,16 @@ def test_probe_depends_on_the_pool_only_through_its_subset(task):
     subsets, keys = [subset, np.arange(POOL)], [(3,), (4,)]
     results = [
         fit_evaluate(
-            x, y, x_eval, y_eval, N_CLASSES, subsets, keys, MLP((8,)), config, device="cpu"
+            x,
+            y,
+            x_eval,
+            y_eval,
+            N_CLASSES,
+            subsets,
+            keys,
+            MLP((8,)),
+            config,
+            execution=Execution(device="cpu"),
         )
         for x, y in ((x_train, y_train), (x_scrambled, y_scrambled))
     ]
@@ -261,7 +272,7 @@ def test_key_seeds_the_probe(task):
     config = TrainingConfig(steps=20, batch_size=16, lr=1e-2)
     result = fit_evaluate(
         x_train, y_train, x_eval, y_eval, N_CLASSES, [subset, subset, subset],
-        [(0, 1), (0, 2), (0, 1)], MLP((8,)), config, device="cpu",
+        [(0, 1), (0, 2), (0, 1)], MLP((8,)), config, execution=Execution(device="cpu"),
     )  # fmt: skip
     assert result.loss[0] != result.loss[1]
     assert result.loss[0] == result.loss[2]
@@ -589,7 +600,7 @@ def test_fit_evaluate_rejects_mismatched_subsets_and_keys(task):
     with pytest.raises(ValueError, match="keys"):
         fit_evaluate(
             x_train, y_train, x_eval, y_eval, N_CLASSES, [_subset(10), _subset(20)], [(0,)],
-            Linear(), TrainingConfig(steps=2), device="cpu",
+            Linear(), TrainingConfig(steps=2), execution=Execution(device="cpu"),
         )  # fmt: skip
 
 
@@ -598,7 +609,7 @@ def test_fit_evaluate_rejects_bad_memory_budget(task):
     with pytest.raises(ValueError, match="max_memory"):
         fit_evaluate(
             x_train, y_train, x_eval, y_eval, N_CLASSES, [_subset(10)], [(0,)],
-            Linear(), TrainingConfig(steps=2), device="cpu", max_memory=0,
+            Linear(), TrainingConfig(steps=2), execution=Execution(device="cpu", max_memory=0),
         )  # fmt: skip
 
 
@@ -621,7 +632,7 @@ def test_fit_evaluate_rejects_bad_subsets_labels_and_empty_eval(task, change, me
     }  # fmt: skip
     arguments.update(change)
     with pytest.raises(ValueError, match=message):
-        fit_evaluate(**arguments, device="cpu")
+        fit_evaluate(**arguments, execution=Execution(device="cpu"))
 
 
 @pytest.mark.parametrize("n_jobs", [0, -1000, 1.5])
@@ -639,6 +650,6 @@ def test_cuda_matches_cpu(task):
     keys = [(7, seed, n) for n, seed in SIZES_SEEDS]
     cuda = fit_evaluate(
         x_train, y_train, x_eval, y_eval, N_CLASSES, subsets, keys, MLP((16,)), config,
-        device="cuda",
+        execution=Execution(device="cuda"),
     )  # fmt: skip
     np.testing.assert_allclose(cuda.loss, cpu.loss, rtol=1e-3, atol=1e-4)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from probemeter import Execution
 from probemeter.probes import MLP, Linear
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
@@ -46,17 +47,27 @@ def test_families_in_one_call_equal_one_call_each(config, n_jobs, monkeypatch):
     families = [Linear(), MLP((8,)), MLP((8, 8))]
     alone = {
         family: fit_evaluate(
-            x, y, x_eval, y_eval, 3, subsets, keys, family, config, n_jobs=n_jobs,
-            per_example=True, pool_rows=[np.arange(20)] * len(subsets),
+            x,
+            y,
+            x_eval,
+            y_eval,
+            3,
+            subsets,
+            keys,
+            family,
+            config,
+            execution=Execution(n_jobs=n_jobs),
+            per_example=True,
+            pool_rows=[np.arange(20)] * len(subsets),
         )
         for family in families
-    }  # fmt: skip
+    }
     # interleaved: probe i of family f at position 3 i + f
     order = [(f, i) for i in range(len(subsets)) for f in range(len(families))]
     together = fit_evaluate(
         x, y, x_eval, y_eval, 3,
         [subsets[i] for _, i in order], [keys[i] for _, i in order],
-        [families[f] for f, _ in order], config, n_jobs=n_jobs,
+        [families[f] for f, _ in order], config, execution=Execution(n_jobs=n_jobs),
         per_example=True, pool_rows=[np.arange(20)] * len(order),
     )  # fmt: skip
     for position, (f, i) in enumerate(order):

@@ -9,6 +9,7 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
+from probemeter import Execution
 from probemeter.probes import MLP, Linear
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
@@ -43,7 +44,7 @@ def _calls() -> list[EngineCall]:
 def _alone(call: EngineCall, n_jobs: int) -> ProbeEvaluation:
     return fit_evaluate(
         call.X_train, call.y_train, call.X_eval, call.y_eval, call.n_classes, call.subsets,
-        call.keys, call.probe, call.config, device="cpu", n_jobs=n_jobs,
+        call.keys, call.probe, call.config, execution=Execution(device="cpu", n_jobs=n_jobs),
         per_example=call.per_example, return_parameters=call.return_parameters,
         pool_rows=call.pool_rows, lr=call.lr,
     )  # fmt: skip
@@ -87,7 +88,7 @@ def test_calls_in_this_process_equal_each_call_alone(monkeypatch):
     calls = _calls()
     spy = _Spy(monkeypatch)
     alone = [_alone(call, n_jobs=1) for call in calls]
-    together = fit_evaluate_many(calls, device="cpu", n_jobs=1)
+    together = fit_evaluate_many(calls, execution=Execution(device="cpu", n_jobs=1))
     assert len(together) == len(calls)
     for got, expected in zip(together, alone):
         _assert_identical(got, expected)
@@ -117,7 +118,7 @@ def test_calls_in_one_worker_pass_equal_each_call_alone(small, monkeypatch):
     # alone: a small call in this process, any other in the workers (more than one chunk)
     assert spy.passes == ([] if small else [len(p) for p in spy.plans])
     assert small or all(len(plan) > 1 for plan in spy.plans)
-    together = fit_evaluate_many(calls, device="cpu", n_jobs=2)
+    together = fit_evaluate_many(calls, execution=Execution(device="cpu", n_jobs=2))
     for got, expected in zip(together, alone):
         _assert_identical(got, expected)
     assert spy.plans[3:] == spy.plans[:3]  # each call's chunks as alone
@@ -135,7 +136,7 @@ def test_calls_are_checked_before_anything_trains(monkeypatch):
     with pytest.raises(ValueError, match=r"^lr: one value per probe \(6\)"):
         fit_evaluate_many([good, bad])
     with pytest.raises(ValueError, match="n_jobs"):
-        fit_evaluate_many([good], n_jobs=0)
+        fit_evaluate_many([good], execution=Execution(n_jobs=0))
     assert trained == []
 
 
@@ -143,7 +144,7 @@ def test_a_divergence_warning_names_the_callers_line():
     config = TrainingConfig(steps=30, lr=1e6)
     call = _call(0, 6, 3, Linear(), config)
     with pytest.warns(RuntimeWarning, match="diverged") as many:
-        fit_evaluate_many([call], device="cpu", n_jobs=1)
+        fit_evaluate_many([call], execution=Execution(device="cpu", n_jobs=1))
     with pytest.warns(RuntimeWarning, match="diverged") as one:
         _alone(call, n_jobs=1)
     assert many[0].filename == __file__ and one[0].filename == __file__

@@ -8,6 +8,7 @@ import pytest
 import scipy.sparse as sp
 import torch
 
+from probemeter import Execution
 from probemeter.probes import MLP, Linear
 from probemeter.probes.stacked_mlp import StackedMLP
 from probemeter.training.config import TrainingConfig
@@ -35,9 +36,19 @@ def _check_against_whole_pool(x, y, n_classes, probe):
     # unsorted, repeated and empty row sets; the middle probe is scored on none
     pool_rows = [rng.integers(0, POOL, size=250), None, np.empty(0, dtype=np.int64)]
     result = fit_evaluate(
-        x, y, x, y, n_classes, subsets, keys, probe, CONFIG, n_jobs=1, per_example=True,
+        x,
+        y,
+        x,
+        y,
+        n_classes,
+        subsets,
+        keys,
+        probe,
+        CONFIG,
+        execution=Execution(n_jobs=1),
+        per_example=True,
         pool_rows=pool_rows,
-    )  # fmt: skip
+    )
     assert result.pool_nll[1] is None and result.pool_predictions[1] is None
     for probe_row in (0, 2):
         rows = pool_rows[probe_row]
@@ -123,4 +134,16 @@ def test_pool_rows_are_checked(pool_rows, message):
     x, y = _task()
     subsets, keys = _subsets()
     with pytest.raises(ValueError, match=message):
-        fit_evaluate(x, y, x, y, 3, subsets, keys, Linear(), CONFIG, n_jobs=1, pool_rows=pool_rows)
+        fit_evaluate(
+            x,
+            y,
+            x,
+            y,
+            3,
+            subsets,
+            keys,
+            Linear(),
+            CONFIG,
+            execution=Execution(n_jobs=1),
+            pool_rows=pool_rows,
+        )

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from probemeter import Execution
 from probemeter.cli.main import main as cli_main
 from probemeter.probes import MLP
 from probemeter.probes.draws import fill_uniform
@@ -144,10 +145,18 @@ def test_a_shared_development_set_counts_once_per_chunk(task, monkeypatch):
     monkeypatch.setattr(engine, "check_memory_budget", lambda *args, **kwargs: seen.append(kwargs))
     x_train, y_train, x_eval, y_eval = task
     fit_evaluate(
-        x_train, y_train, x_eval, y_eval, 3, [np.arange(60)], [(0,)], probe,
-        TrainingConfig(batch_size=32, early_stopping=True, max_epochs=1), device="cpu",
-        n_jobs=1, dev_set=np.arange(60, 120),
-    )  # fmt: skip
+        x_train,
+        y_train,
+        x_eval,
+        y_eval,
+        3,
+        [np.arange(60)],
+        [(0,)],
+        probe,
+        TrainingConfig(batch_size=32, early_stopping=True, max_epochs=1),
+        execution=Execution(device="cpu", n_jobs=1),
+        dev_set=np.arange(60, 120),
+    )
     assert seen[0]["shared_dev_rows"] == 60 and seen[0]["sizes"] == [60]
 
 
@@ -180,7 +189,7 @@ def test_a_probe_over_the_budget_is_refused_before_allocation(task, monkeypatch)
     with pytest.raises(ValueError) as raised:
         fit_evaluate(
             x_train, y_train, x_eval, y_eval, 3, [np.arange(100)], [(0,)], probe, config,
-            device="cpu",
+            execution=Execution(device="cpu"),
         )  # fmt: skip
     assert calls == []
     message = str(raised.value)
@@ -202,10 +211,14 @@ def test_a_probe_just_within_the_budget_trains_and_one_byte_over_is_refused(task
     subsets, keys = [np.arange(40)], [(0, 1)]
     need = estimate_memory(probe, 6, 3, config, rows=32, n_train=40, n_eval=50).chunk_bytes(1)
     arguments = (x_train, y_train, x_eval, y_eval, 3, subsets, keys, probe, config)
-    result = fit_evaluate(*arguments, device="cpu", n_jobs=1, max_memory=need / 2**30)
+    result = fit_evaluate(
+        *arguments, execution=Execution(device="cpu", n_jobs=1, max_memory=need / 2**30)
+    )
     assert np.isfinite(result.loss).all()
     with pytest.raises(ValueError, match=r"max_memory=.* cannot hold even one mlp-16 probe"):
-        fit_evaluate(*arguments, device="cpu", n_jobs=1, max_memory=(need - 1) / 2**30)
+        fit_evaluate(
+            *arguments, execution=Execution(device="cpu", n_jobs=1, max_memory=(need - 1) / 2**30)
+        )
 
 
 def test_check_memory_budget_uses_the_effective_batch():
@@ -392,6 +405,8 @@ def test_the_engine_plans_chunks_with_the_default_budget(monkeypatch, task, devi
     x_train, y_train, x_eval, y_eval = task
     config = TrainingConfig(steps=2)
     probes = ([np.arange(40)], [(0,)], MLP(), config)
-    fit_evaluate(x_train, y_train, x_eval, y_eval, 3, *probes, device=device, n_jobs=1)
+    fit_evaluate(
+        x_train, y_train, x_eval, y_eval, 3, *probes, execution=Execution(device=device, n_jobs=1)
+    )
     expected = memory_budget(None, torch.device(device))
     assert budgets == [pytest.approx(expected, rel=0.05)]

@@ -17,6 +17,7 @@ import pytest
 
 import probemeter._resident as resident
 import probemeter.data as data_module
+from probemeter import Execution
 from probemeter.curves.curve import loss_data_curve
 from probemeter.data import ProbeData, RowSplit
 from probemeter.encoders.cache import FeatureCache
@@ -106,7 +107,7 @@ def test_minibatches_read_with_pread_give_the_mapped_numbers(tmp_path, monkeypat
 
     def curve(data: ProbeData) -> np.ndarray:
         result = loss_data_curve(
-            data, MLP((16,)), [30, 400, 800], 2, config=config, n_jobs=1, progress=False
+            data, MLP((16,)), [30, 400, 800], 2, config=config, execution=Execution(n_jobs=1)
         )
         return result.points[["loss", "accuracy"]].to_numpy()
 

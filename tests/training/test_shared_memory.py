@@ -14,6 +14,7 @@ import pytest
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
+from probemeter import Execution
 from probemeter.data import ProbeData
 from probemeter.probes import MLP
 from probemeter.training import engine, shared_memory
@@ -166,7 +167,7 @@ def test_training_on_shared_data_in_workers_is_unchanged(monkeypatch, sparse):
     def train(d: ProbeData):
         return fit_evaluate(
             d.X_train, d.y_train, d.X_test, d.y_test, d.n_classes, subsets, keys, MLP((8,)),
-            config, device="cpu", n_jobs=2, per_example=True,
+            config, execution=Execution(device="cpu", n_jobs=2), per_example=True,
         )  # fmt: skip
 
     plain, shared = train(data), train(share_data(data))

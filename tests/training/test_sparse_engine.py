@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from probemeter import ProbeData
+from probemeter import Execution, ProbeData
 from probemeter.curves import loss_data_curve
 from probemeter.mdl import online_codelength
 from probemeter.probes import MLP
@@ -68,7 +68,7 @@ def test_curve_on_sparse_features_equals_the_dense_curve(probe):
 def test_online_code_on_sparse_features_equals_the_dense_code(stopping_set, config):
     """Per-probe and shared development sets (early stopping) and fixed steps."""
     sparse, dense = _pair()
-    options = {"timesteps": [0.1, 0.3, 0.6, 1.0], "seeds": 2, "n_jobs": 1}
+    options = {"timesteps": [0.1, 0.3, 0.6, 1.0], "seeds": 2, "execution": Execution(n_jobs=1)}
     options |= {"config": config, "stopping_set": stopping_set}
     a = online_codelength(sparse, MLP((8,)), **options)
     b = online_codelength(dense, MLP((8,)), **options)
@@ -90,12 +90,16 @@ def test_sparse_training_equals_dense_and_a_bf16_request_trains_in_f32():
     sparse, dense = _pair()
     config = TrainingConfig(steps=30, batch_size=64, lr=1e-2)
     inputs = _engine_inputs(sparse)
-    reference = fit_evaluate(*inputs, MLP((8,)), config, device="cpu", n_jobs=1)
-    dense_run = fit_evaluate(*_engine_inputs(dense), MLP((8,)), config, device="cpu", n_jobs=1)
+    reference = fit_evaluate(
+        *inputs, MLP((8,)), config, execution=Execution(device="cpu", n_jobs=1)
+    )
+    dense_run = fit_evaluate(
+        *_engine_inputs(dense), MLP((8,)), config, execution=Execution(device="cpu", n_jobs=1)
+    )
     np.testing.assert_allclose(reference.loss, dense_run.loss, rtol=1e-5)
     # sparse first layers run in f32 whatever the precision asked for
     bf16 = TrainingConfig(steps=30, batch_size=64, lr=1e-2, precision="bf16")
-    asked = fit_evaluate(*inputs, MLP((8,)), bf16, device="cpu", n_jobs=1)
+    asked = fit_evaluate(*inputs, MLP((8,)), bf16, execution=Execution(device="cpu", n_jobs=1))
     np.testing.assert_array_equal(asked.loss, reference.loss)
 
 
@@ -106,9 +110,13 @@ def test_sparse_training_in_worker_processes_equals_training_in_process(monkeypa
     sparse, _ = _pair()
     config = TrainingConfig(steps=30, batch_size=64, lr=1e-2)
     inputs = _engine_inputs(sparse)
-    reference = fit_evaluate(*inputs, MLP((8,)), config, device="cpu", n_jobs=1)
+    reference = fit_evaluate(
+        *inputs, MLP((8,)), config, execution=Execution(device="cpu", n_jobs=1)
+    )
     monkeypatch.setattr(engine, "_SMALL_WORK_FLOPS", 0)  # no in-process shortcut
-    workers = fit_evaluate(*inputs, MLP((8,)), config, device="cpu", n_jobs=2, max_memory=0.02)
+    workers = fit_evaluate(
+        *inputs, MLP((8,)), config, execution=Execution(device="cpu", n_jobs=2, max_memory=0.02)
+    )
     np.testing.assert_allclose(workers.loss, reference.loss, rtol=1e-6)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from joblib import Parallel, delayed
 
+from probemeter import Execution
 from probemeter.probes import Linear
 from probemeter.training import engine
 from probemeter.training.config import TrainingConfig
@@ -50,7 +51,18 @@ def test_the_engine_trains_in_the_warmed_workers(monkeypatch):
     y = (x[:, 0] > 0).astype(np.int64)
     subsets = [np.arange(50), np.arange(100), np.arange(150), np.arange(200)]
     keys = [(0, i) for i in range(4)]
-    fit_evaluate(x, y, x, y, 2, subsets, keys, Linear(), TrainingConfig(steps=5), n_jobs=2)
+    fit_evaluate(
+        x,
+        y,
+        x,
+        y,
+        2,
+        subsets,
+        keys,
+        Linear(),
+        TrainingConfig(steps=5),
+        execution=Execution(n_jobs=2),
+    )
     assert _children() == warmed  # no process was started for it
     pids = Parallel(n_jobs=2, backend="loky")(delayed(os.getpid)() for _ in range(4))
     assert set(pids) <= warmed

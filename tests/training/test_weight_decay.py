@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from probemeter import Execution
 from probemeter.probes import MLP, Linear
 from probemeter.training import engine
 from probemeter.training.config import (
@@ -50,8 +51,10 @@ def test_per_probe_settings_equal_to_the_config_change_nothing():
     keys = [(0, i) for i in range(3)]
     config = TrainingConfig(steps=40, lr=3e-3, batch_size=32)
     common = (X, y, X[:90], y[:90], 3, subsets, keys, MLP((8,)), config)
-    plain = fit_evaluate(*common, device="cpu", n_jobs=1)
-    given = fit_evaluate(*common, device="cpu", n_jobs=1, lr=[3e-3] * 3, weight_decay=[0.0] * 3)
+    plain = fit_evaluate(*common, execution=Execution(device="cpu", n_jobs=1))
+    given = fit_evaluate(
+        *common, execution=Execution(device="cpu", n_jobs=1), lr=[3e-3] * 3, weight_decay=[0.0] * 3
+    )
     np.testing.assert_array_equal(plain.loss, given.loss)
     np.testing.assert_array_equal(plain.accuracy, given.accuracy)
 
@@ -70,9 +73,18 @@ def test_the_penalty_gradient_by_hand():
     lam, lr, steps, key = 0.7, 0.05, 3, (3, 1)
     config = TrainingConfig(steps=steps, lr=lr, batch_size=64, weight_decay=lam)
     trained = fit_evaluate(
-        X, y, X, y, 3, [np.arange(30)], [key], Linear(), config, device="cpu", n_jobs=1,
+        X,
+        y,
+        X,
+        y,
+        3,
+        [np.arange(30)],
+        [key],
+        Linear(),
+        config,
+        execution=Execution(device="cpu", n_jobs=1),
         return_parameters=True,
-    )  # fmt: skip
+    )
     [(weight, bias)] = Linear().initial_parameters(np.random.default_rng(list(key)), 4, 3)
     W, b = weight.astype(np.float64), bias.astype(np.float64)
     onehot = np.eye(3)[y]
@@ -93,7 +105,7 @@ def test_the_penalty_gradient_by_hand():
     # the penalty mattered: without it the probe ends elsewhere
     free = fit_evaluate(
         X, y, X, y, 3, [np.arange(30)], [key], Linear(), TrainingConfig(steps=steps, lr=lr,
-        batch_size=64), device="cpu", n_jobs=1, return_parameters=True,
+        batch_size=64), execution=Execution(device="cpu", n_jobs=1), return_parameters=True,
     )  # fmt: skip
     assert np.abs(free.parameters[0][0][0] - W).max() > 1e-3
 
@@ -153,14 +165,32 @@ def test_a_grid_trains_in_one_plan_and_each_setting_as_alone():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine, "_plan", spy)
         together = fit_evaluate(
-            X, y, X[:90], y[:90], 3, subsets * 4, keys * 4, MLP((8,)), base, device="cpu",
-            n_jobs=1, lr=np.repeat([c.lr for c in configs], 3),
+            X,
+            y,
+            X[:90],
+            y[:90],
+            3,
+            subsets * 4,
+            keys * 4,
+            MLP((8,)),
+            base,
+            execution=Execution(device="cpu", n_jobs=1),
+            lr=np.repeat([c.lr for c in configs], 3),
             weight_decay=np.repeat([c.weight_decay for c in configs], 3),
-        )  # fmt: skip
+        )
     assert len(plans) == 1 and sum(chunk.members.size for chunk in plans[0]) == 12
     for s, config in enumerate(configs):
         alone = fit_evaluate(
-            X, y, X[:90], y[:90], 3, subsets, keys, MLP((8,)), config, device="cpu", n_jobs=1
+            X,
+            y,
+            X[:90],
+            y[:90],
+            3,
+            subsets,
+            keys,
+            MLP((8,)),
+            config,
+            execution=Execution(device="cpu", n_jobs=1),
         )
         np.testing.assert_allclose(together.loss[3 * s : 3 * s + 3], alone.loss, rtol=1e-5)
 
@@ -169,9 +199,9 @@ def test_per_probe_settings_are_checked_by_name():
     X, y = _blobs(n=30)
     common = (X, y, X, y, 3, [np.arange(10)], [(0,)], Linear(), TrainingConfig(steps=1))
     with pytest.raises(ValueError, match=r"^lr: one value per probe"):
-        fit_evaluate(*common, device="cpu", lr=[1e-3, 1e-3])
+        fit_evaluate(*common, execution=Execution(device="cpu"), lr=[1e-3, 1e-3])
     with pytest.raises(ValueError, match=r"^weight_decay must be finite and >= 0"):
-        fit_evaluate(*common, device="cpu", weight_decay=[-0.1])
+        fit_evaluate(*common, execution=Execution(device="cpu"), weight_decay=[-0.1])
     with pytest.raises(ValueError, match=r"^grid\['lr'\] repeats"):
         grid_settings(TrainingConfig(), {"lr": [1e-3, 1e-3]})
     with pytest.raises(ValueError, match="cannot be varied"):
@@ -283,9 +313,19 @@ def _train_to_the_criterion(X, y, K: int, lams: list[float]) -> tuple[list, list
             break
         config = TrainingConfig(steps=steps, lr=FULL_BATCH_LR, batch_size=n)
         trained = fit_evaluate(
-            X, y, X, y, K, [np.arange(n)] * len(left), [(0,)] * len(left), Linear(), config,
-            device="cpu", n_jobs=1, return_parameters=True, weight_decay=[lams[i] for i in left],
-        )  # fmt: skip
+            X,
+            y,
+            X,
+            y,
+            K,
+            [np.arange(n)] * len(left),
+            [(0,)] * len(left),
+            Linear(),
+            config,
+            execution=Execution(device="cpu", n_jobs=1),
+            return_parameters=True,
+            weight_decay=[lams[i] for i in left],
+        )
         [(weights, biases)] = trained.parameters
         for row, i in enumerate(left):
             W, b = weights[row].astype(np.float64), biases[row].astype(np.float64)

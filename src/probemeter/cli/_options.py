@@ -8,6 +8,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from probemeter._execution import Execution
 from probemeter._exports import EXPORT_FORMATS, export_formats
 from probemeter._figures import DEFAULT_DPI, DEFAULT_FORMATS, FIGURE_FORMATS, FigureOptions
 from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB, Method, Option
@@ -20,6 +21,7 @@ __all__ = [
     "add_max_memory_option",
     "add_method_options",
     "add_run_options",
+    "execution_from_args",
     "export_option",
     "figure_options",
     "method_from_args",
@@ -146,6 +148,17 @@ def add_max_memory_option(parser: argparse.ArgumentParser | Any) -> None:
         help="GiB for one chunk of stacked probes, per worker process; a probe that cannot fit "
         f"is refused before training (default: {MAX_MEMORY_GIB:g} on the CPU, "
         f"{GPU_MEMORY_FRACTION:g} of the free memory on a GPU)",
+    )
+
+
+def execution_from_args(args: argparse.Namespace) -> Execution:
+    """Where and how a command trains, from the options :func:`add_run_options` added (no
+    ``--no-progress``: no progress bar; no ``--max-memory``: the engine's budget)."""
+    return Execution(
+        device=args.device,
+        n_jobs=args.n_jobs,
+        max_memory=getattr(args, "max_memory", None),
+        progress=not getattr(args, "no_progress", True),
     )
 
 

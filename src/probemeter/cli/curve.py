@@ -22,6 +22,7 @@ from probemeter.cli._options import (
     add_labels_option,
     add_method_options,
     add_run_options,
+    execution_from_args,
     export_option,
     figure_options,
     method_from_args,
@@ -171,10 +172,7 @@ def _train_curves(datasets: dict[str, Any], args: argparse.Namespace) -> list[An
             method=method,
             sizes=args.sizes,
             random_state=args.random_state,
-            device=args.device,
-            n_jobs=args.n_jobs,
-            max_memory=args.max_memory,
-            progress=not args.no_progress,
+            execution=execution_from_args(args),
         )
         curves.append(LossDataCurve.from_dict(result))
         seconds = time.perf_counter() - started

@@ -26,6 +26,7 @@ from probemeter.cli._options import (
     add_labels_option,
     add_method_options,
     add_run_options,
+    execution_from_args,
     export_option,
     figure_options,
     method_from_args,
@@ -156,7 +157,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
             frames.append(
                 mlp_family_points(
                     data, args.task, name, family, config, random_state=args.random_state,
-                    n_jobs=args.n_jobs, device=args.device, progress=not args.no_progress,
+                    execution=execution_from_args(args),
                 )
             )  # fmt: skip
             seconds = time.perf_counter() - trained

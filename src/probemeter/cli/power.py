@@ -22,6 +22,7 @@ from probemeter.cli._options import (
     add_figure_options,
     add_method_options,
     add_run_options,
+    execution_from_args,
     export_option,
     figure_options,
     method_from_args,
@@ -149,8 +150,7 @@ def _run_power(args: argparse.Namespace) -> int:
     training = {
         "probes": {name_a: probe_a, name_b: probe_b},
         "config": method.training(),
-        "device": args.device,
-        "n_jobs": args.n_jobs,
+        "execution": execution_from_args(args),
         "random_state": args.random_state,
     }
     features = {name_a: X_a, name_b: X_b}

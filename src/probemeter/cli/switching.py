@@ -25,6 +25,7 @@ from probemeter.cli._options import (
     add_figure_options,
     add_method_options,
     add_run_options,
+    execution_from_args,
     export_option,
     figure_options,
     method_from_args,
@@ -68,10 +69,7 @@ def run_switching(args: argparse.Namespace) -> int:
             data,
             method=method,
             random_state=args.random_state,
-            device=args.device,
-            n_jobs=args.n_jobs,
-            max_memory=args.max_memory,
-            progress=not args.no_progress,
+            execution=execution_from_args(args),
         )
         for data in datasets
     ]

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._execution import Execution, execution_of
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._summary import SeedCorrectness
 from probemeter._validation import check_scalar, one_of
@@ -476,14 +477,12 @@ def loss_data_curve(
     *,
     config: TrainingConfig | None = None,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = True,
+    execution: Execution | None = None,
     keep_probes: bool = False,
     dev_fraction: float = CURVE_DEV_FRACTION,
     pvi: bool = False,
     settings: Mapping[str, Sequence[float]] | None = None,
+    **old: Any,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
 
@@ -511,11 +510,8 @@ def loss_data_curve(
             protocol and the ``curve`` method's (1000 Adam updates at lr 1e-4 on minibatches
             of 256, f32).
         random_state: global seed; results are a deterministic function of it.
-        device: ``"auto"`` (CUDA when present), ``"cpu"``, ``"cuda"``.
-        n_jobs: CPU worker processes (``-1``: one per usable CPU); results do not depend on it.
-        max_memory: GiB budget per chunk of stacked probes (None: the engine's default, sized
-            to the device: :func:`~probemeter.training.memory.memory_budget`).
-        progress: show a progress bar.
+        execution: where and how the probes train (:class:`~probemeter.Execution`: device,
+            worker processes, memory budget, progress bar; None: ``Execution()``).
         keep_probes: keep every trained probe in the curve's ``probes``
             (:class:`~probemeter.probes.ProbeSet`): probe (n, seed) with ``info`` ``{"n",
             "seed"}``, its layers, and its test loss, accuracy and predictions, evaluated once
@@ -561,10 +557,10 @@ def loss_data_curve(
         >>> rng = np.random.default_rng(0)
         >>> labels = np.arange(300) % 3
         >>> data = ProbeData.from_arrays(rng.normal(size=(300, 4)) + 2 * labels[:, None], labels)
-        >>> from probemeter import TrainingConfig, loss_data_curve
+        >>> from probemeter import Execution, TrainingConfig, loss_data_curve
         >>> curve = loss_data_curve(
         ...     data, Linear(), [10, 40, 160], seeds=2, config=TrainingConfig(steps=100, lr=1e-2),
-        ...     device="cpu", progress=False,
+        ...     execution=Execution(device="cpu"),
         ... )
         >>> curve.sizes.tolist(), curve.mean("loss").round(2).tolist()
         ([10, 40, 160], [0.66, 0.4, 0.38])
@@ -573,6 +569,7 @@ def loss_data_curve(
         >>> curve.development_curve().mean("loss").round(2).tolist()
         [0.54, 0.29, 0.27]
     """
+    execution = execution_of(execution, old, "loss_data_curve")
     _check_request(data, random_state, keep_probes, pvi)
     config = config_or_default(config, CURVE_TRAINING)
     check_scalar(
@@ -598,10 +595,7 @@ def loss_data_curve(
             keys * len(configs),
             probe,
             configs[0],
-            device=device,
-            n_jobs=n_jobs,
-            max_memory=max_memory,
-            progress=progress,
+            execution=execution,
             per_example=True,
             return_parameters=keep_probes,
             pool_rows=None if dev_rows is None else [dev_rows] * n_probes,
@@ -619,7 +613,7 @@ def loss_data_curve(
         probe,
         configs[0],
         random_state=random_state,
-        device=device,
+        device=execution.device,
         seconds=watch.seconds,
         dev_fraction=dev_fraction,
         dev_rows=dev_rows,
@@ -641,7 +635,9 @@ def loss_data_curve(
             data.clusters_test,
         ),
         classes=data.classes,
-        probes=_kept_probes(data, probe, evaluation, grid, device) if keep_probes else None,
+        probes=_kept_probes(data, probe, evaluation, grid, execution.device)
+        if keep_probes
+        else None,
         multilabel=data.multilabel,
         pvi=_final_pvi(data, evaluation, final, subsets, grid) if pvi else None,
     )

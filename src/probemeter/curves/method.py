@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
@@ -403,10 +404,7 @@ def curve_unit(
     method: CurveMethod,
     sizes: list[int],
     random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
+    execution: Execution,
     keep_probes: bool = False,
 ) -> dict[str, Any]:
     """One unit: the loss-data curve of ``data``, as a JSON dictionary; with ``keep_probes``
@@ -421,10 +419,7 @@ def curve_unit(
         method.seeds,
         config=method.training(),
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution,
         keep_probes=keep_probes,
         dev_fraction=method.dev_fraction,
         pvi=method.pvi,

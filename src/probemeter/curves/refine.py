@@ -45,9 +45,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from probemeter._execution import Execution, execution_of
 from probemeter._validation import check_delta, check_scalar, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.measures import (
@@ -223,8 +225,8 @@ def refine_sample_complexity(
     metric: str = "loss",
     unit: str | None = None,
     rule: str | None = None,
-    n_jobs: int | None = -1,
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> RefinedSampleComplexity:
     """Refine εSC by recursive grid search (Whitney et al., Algorithm 2 and Theorem 5, App. B;
     App. C.2), retraining the curve's own probe with its training settings and random state.
@@ -237,13 +239,12 @@ def refine_sample_complexity(
         ValueError: the curve was not made from ``data`` (different fingerprint), or any bad
             argument (named), before anything is trained.
     """
+    execution = execution_of(execution, old, "refine_sample_complexity")
     settings = _curve_settings(check_probe_data(data), curve)
     del settings["seeds"]
 
     def evaluate(sizes: np.ndarray, seeds: list[int]) -> LossDataCurve:
-        return loss_data_curve(
-            data, sizes=sizes, seeds=seeds, progress=progress, n_jobs=n_jobs, **settings
-        )
+        return loss_data_curve(data, sizes=sizes, seeds=seeds, execution=execution, **settings)
 
     return recursive_grid_search(
         curve,
@@ -494,8 +495,8 @@ def recommend_epsilon(
     seeds: int = 3,
     config: TrainingConfig | None = None,
     random_state: int = 0,
-    n_jobs: int | None = -1,
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> float:
     """A tolerance ε for SDL and εSC: the mean test loss (nats) of a large probe trained on the
     full pool of a reference representation (Whitney et al., §4.3).
@@ -506,6 +507,7 @@ def recommend_epsilon(
     not beat the uniform code returns an ε at or above ln K, which
     :func:`~probemeter.curves.measures.sdl` and ``sample_complexity`` refuse as vacuous.
     """
+    execution = execution_of(execution, old, "recommend_epsilon")
     probe = MLP((1024, 1024)) if probe is None else probe
     curve = loss_data_curve(
         data,
@@ -514,8 +516,7 @@ def recommend_epsilon(
         seeds=seeds,
         config=config_or_default(config, REFERENCE_TRAINING),
         random_state=random_state,
-        n_jobs=n_jobs,
-        progress=progress,
+        execution=execution,
         dev_fraction=0.0,  # trained on the full pool: nothing held out
     )
     return float(curve.points["loss"].mean())

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from probemeter import _validation as valid
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
@@ -375,10 +376,7 @@ def mdl_unit(
     *,
     method: MDLMethod,
     random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
+    execution: Execution,
     keep_probes: bool = False,
 ) -> dict[str, Any]:
     """Online (and variational) codes of ``data`` and, with ``method.control``, of its control
@@ -407,10 +405,7 @@ def mdl_unit(
             config=config,
             stopping_set=method.stopping_set,
             random_state=random_state,
-            device=device,
-            n_jobs=n_jobs,
-            max_memory=max_memory,
-            progress=progress,
+            execution=execution,
             keep_probes=keep_probes,
         )
         codes[f"{role}online"] = online.to_dict()
@@ -424,8 +419,8 @@ def mdl_unit(
                 seeds=1,
                 config=method.variational_training(),
                 random_state=random_state,
-                device=device,
-                progress=progress,
+                device=execution.device,
+                progress=execution.progress,
             ).to_dict()
     if keep_probes:
         codes[PROBES_ENTRY] = ProbeSet(data.name, tuple(kept))

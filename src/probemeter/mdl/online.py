@@ -69,6 +69,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._execution import Execution, execution_of
 from probemeter._io import JsonResult, classes_from_json, classes_to_json
 from probemeter._multilabel import f1_scores, label_counts
 from probemeter._summary import SeedCorrectness
@@ -452,12 +453,10 @@ def online_codelength(
     config: TrainingConfig | None = None,
     stopping_set: str = ONLINE_STOPPING_SET,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
     keep_probes: bool = False,
     keep_example_bits: bool = False,
+    **old: Any,
 ) -> OnlineCode:
     """Online codelength (eq. 4) of ``data``'s training pool, with the §2.3 data/model split.
 
@@ -482,7 +481,8 @@ def online_codelength(
             ``config.dev_fraction`` of its own prefix and trains on the rest, the whole pool is
             transmitted. Ignored with fixed-steps training (recorded as ``"none"``).
         random_state: global seed; probe (seed, t) is keyed by ``(random_state, seed, t)``.
-        device, n_jobs, max_memory, progress: passed to the engine.
+        execution: where and how the probes train (:class:`~probemeter.Execution`; None:
+            ``Execution()``).
         keep_probes: keep every block probe and the full-data probe of every seed in the
             code's ``probes``, each evaluated once more on the test set for its stored loss,
             accuracy and predictions (:meth:`ProbeSet.from_stacked`). The code is the same
@@ -503,10 +503,11 @@ def online_codelength(
         >>> rng = np.random.default_rng(0)
         >>> labels = np.arange(300) % 3
         >>> data = ProbeData.from_arrays(rng.normal(size=(300, 4)) + 2 * labels[:, None], labels)
+        >>> from probemeter import Execution
         >>> from probemeter.mdl import online_codelength, paper_training
         >>> code = online_codelength(
         ...     data, Linear(), (0.1, 0.3, 1.0), seeds=2, config=paper_training(lr=1e-2),
-        ...     device="cpu",
+        ...     execution=Execution(device="cpu"),
         ... )
         >>> code.n, code.n_dev, code.ends
         (216, 24, (22, 65, 216))
@@ -524,10 +525,7 @@ def online_codelength(
         config=config,
         stopping_set=stopping_set,
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution_of(execution, old, "online_codelength"),
         keep_probes=keep_probes,
         keep_example_bits=keep_example_bits,
     )
@@ -544,11 +542,9 @@ def online_codelengths(
     config: TrainingConfig | None = None,
     stopping_set: str = ONLINE_STOPPING_SET,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
     keep_example_bits: bool = False,
+    **old: Any,
 ) -> dict[str, OnlineCode]:
     """Online codelengths (eq. 4) of ``data`` with several probe families, by ``MLP.name``,
     over the same blocks, data orders and development split, all trained in one engine call
@@ -561,7 +557,7 @@ def online_codelengths(
         probes: distinct probe architectures (e.g. linear, MLP-1, MLP-2).
         data, timesteps, seeds, config, stopping_set, random_state: as in
             :func:`online_codelength`.
-        device, n_jobs, max_memory, progress, keep_example_bits: as there.
+        execution, keep_example_bits: as there.
 
     Raises:
         ValueError: no probes, two with the same name, or anything :func:`online_codelength`
@@ -578,10 +574,7 @@ def online_codelengths(
         config=config,
         stopping_set=stopping_set,
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution_of(execution, old, "online_codelengths"),
         keep_probes=False,
         keep_example_bits=keep_example_bits,
     )
@@ -599,10 +592,7 @@ class _CodeOptions:
     config: TrainingConfig
     stopping_set: str
     random_state: int
-    device: str
-    n_jobs: int | None
-    max_memory: float | None
-    progress: bool
+    execution: Execution
     keep_probes: bool
     keep_example_bits: bool
 
@@ -646,10 +636,7 @@ def _online_codes(data: ProbeData, probes: list[MLP], options: _CodeOptions) -> 
             keys * families,
             [probe for probe in probes for _ in grid],
             config,
-            device=options.device,
-            n_jobs=options.n_jobs,
-            max_memory=options.max_memory,
-            progress=options.progress,
+            execution=options.execution,
             per_example=True,
             dev_set=dev if options.stopping == "dev" else None,
             return_parameters=options.keep_probes,
@@ -698,7 +685,7 @@ class _Split:
                 stack_rows=evaluation.stack_rows,
                 mixes=None if probe.mix == 0 else (evaluation.mix_logits, evaluation.mix_scale),
                 spans=kept_spans(evaluation),
-                device=options.device,
+                device=options.execution.device,
             )
         test_predictions = evaluation.predictions
         test_correct = test_predictions == self.data.y_test[None, :]
@@ -776,7 +763,7 @@ class _Split:
             probe,
             training,
             random_state=options.random_state,
-            device=options.device,
+            device=options.execution.device,
             seconds=seconds,
             data=self.data,
             settings={

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._execution import Execution, execution_of
 from probemeter._validation import check_scalar, one_of
 from probemeter.data import ProbeData, check_probe_data
 from probemeter.mdl.defaults import (
@@ -349,10 +350,8 @@ def switching_codelength(
     granularity: str = SWITCHING_GRANULARITY,
     max_switches: int = MAX_SWITCHES,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> SwitchingCode:
     """Online codes of ``data``'s labels with every probe family in ``families``, and the
     switching code over them (:func:`switching_code`).
@@ -366,7 +365,7 @@ def switching_codelength(
     Args:
         data, timesteps, seeds, config, stopping_set, random_state: as in
             :func:`~probemeter.mdl.online.online_codelength`.
-        device, n_jobs, max_memory, progress: as there.
+        execution: as there.
         families: two or more distinct probe architectures (e.g. ``MLP(())``, ``MLP((256,))``,
             ``MLP((256, 256))``), named by ``MLP.name``.
         rate, granularity, max_switches: as in :func:`switching_code`.
@@ -391,10 +390,7 @@ def switching_codelength(
         config=config,
         stopping_set=stopping_set,
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution_of(execution, old, "switching_codelength"),
         keep_example_bits=True,
     )
     return switching_code(codes, rate=rate, granularity=granularity, max_switches=max_switches)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from probemeter import _validation as valid
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
@@ -292,10 +293,7 @@ def switching_unit(
     *,
     method: SwitchingMethod,
     random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
+    execution: Execution,
 ) -> dict[str, Any]:
     """Every family's online code of ``data`` and the switching code over them, as the JSON
     of a :class:`~probemeter.mdl.switching_code.SwitchingCode`."""
@@ -313,8 +311,5 @@ def switching_unit(
         granularity=method.granularity,
         max_switches=method.max_switches,
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution,
     ).to_dict()

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from probemeter._execution import Execution, execution_of
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.probes import MLP
 from probemeter.probes.mlp import SPAN_PROJECTION
@@ -88,9 +90,8 @@ def memorisation_complexity(
     *,
     shuffled_inputs: np.ndarray | None = None,
     random_state: int = 0,
-    n_jobs: int | None = 1,
-    device: str | torch.device = "auto",
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> MemorisationResult:
     """Label-shuffled (or, with ``shuffled_inputs``, fully-shuffled) complexity of each probe.
 
@@ -105,8 +106,8 @@ def memorisation_complexity(
         shuffled_inputs: features of the training pool encoded from within-sentence shuffled
             words, row-aligned with ``data.X_train`` (fully-shuffled); None: label-shuffled.
         random_state: seeds the label permutation and every probe's stream.
-        n_jobs, device: as in :func:`probemeter.training.engine.fit_evaluate`.
-        progress: show a progress bar over the probe-updates of the whole family (its
+        execution: where and how the probes train (:class:`~probemeter.Execution`; None:
+            ``Execution()``); its progress bar is over the probe-updates of the whole family (its
             training on the real and on the shuffled labels).
 
     On span rows, ``probes`` without span pooling are given the data's
@@ -116,6 +117,7 @@ def memorisation_complexity(
         ValueError: no probes, ``shuffled_inputs`` of the wrong shape, or a probe that pools
             other spans than the data's rows hold.
     """
+    execution = execution_of(execution, old, "memorisation_complexity")
     check_single_label(check_probe_data(data), "the memorisation test")
     probes = tuple(span_probe(probe, data) for probe in probes)
     if not probes:
@@ -140,7 +142,7 @@ def memorisation_complexity(
         EngineCall(data.X_train, data.y_train, data.X_test, data.y_test, **common),
         EngineCall(X_shuffled, y_shuffled, X_shuffled, y_shuffled, **common),
     ]
-    real, shuffled = fit_evaluate_many(calls, n_jobs=n_jobs, device=device, progress=progress)
+    real, shuffled = fit_evaluate_many(calls, execution=execution)
     accuracy = np.asarray(real.accuracy, dtype=float)
     complexity = np.asarray(shuffled.accuracy, dtype=float)
     return MemorisationResult(

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import torch
 
+from probemeter._execution import Execution, execution_of
 from probemeter.data import ProbeData, check_probe_data, check_single_label
 from probemeter.datasets.conll import Treebank, task_labels
 from probemeter.pareto.biaffine import fit_biaffine_parsers
@@ -178,22 +180,22 @@ def mlp_family_points(
     *,
     shuffled_inputs: np.ndarray | None = None,
     random_state: int = 0,
-    n_jobs: int | None = 1,
-    device: str | torch.device = "cpu",
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> pd.DataFrame:
     """Label-shuffled (or, with ``shuffled_inputs``, fully-shuffled) points of a probe family
-    (§5, §6.2); see :func:`probemeter.pareto.memorisation.memorisation_complexity` (``progress``:
-    a bar over the family's probe-updates)."""
+    (§5, §6.2); see :func:`probemeter.pareto.memorisation.memorisation_complexity`
+    (``execution``'s progress bar: over the family's probe-updates; None:
+    ``Execution(device="cpu")``, the CPU, where the pareto sweeps' small probes train by
+    default)."""
+    execution = execution_of(execution, old, "mlp_family_points", Execution(device="cpu"))
     result = memorisation_complexity(
         data,
         probes,
         config,
         shuffled_inputs=shuffled_inputs,
         random_state=random_state,
-        n_jobs=n_jobs,
-        device=device,
-        progress=progress,
+        execution=execution,
     )
     table = result.to_frame()
     return _frame(

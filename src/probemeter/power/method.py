@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
+    ENGINE_KEYWORDS,
     REQUIRED,
     Method,
     MethodRun,
@@ -99,7 +101,7 @@ class PowerMethod(Method):
         return []
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
-        keywords = context.keywords("random_state", "device", "n_jobs", "progress")
+        keywords = context.keywords(*ENGINE_KEYWORDS)
         options = {"method": self, **keywords}
         spec = {"settings": self.to_dict()}
         baseline = datasets[self.baseline]
@@ -195,9 +197,7 @@ def power_unit(
     *,
     method: PowerMethod,
     random_state: int,
-    device: str,
-    n_jobs: int | None,
-    progress: bool,
+    execution: Execution,
 ) -> dict[str, Any]:
     """The paired comparison (baseline, representation) on stratified 4:1:1 splits with
     ``per_class`` training examples per class (Zhu et al. §4.1), as JSON."""
@@ -219,9 +219,7 @@ def power_unit(
         },
         config=method.training(),
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        progress=progress,
+        execution=execution,
         classes=other.classes if baseline.classes is None else baseline.classes,
     )
     comparison = runs.pair(baseline.name, other.name)

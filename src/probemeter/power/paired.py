@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._execution import Execution, execution_of
 from probemeter._io import JsonResult, classes_from_json, classes_to_json, pack_bits, unpack_bits
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, check_probe_data, check_single_label, seed_ids
@@ -189,10 +190,9 @@ def run_configurations(
     config: TrainingConfig | None = None,
     standardize: bool = True,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    progress: bool = False,
     classes: Sequence[Any] | None = None,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> ConfigurationRuns:
     """Train every configuration on every (split, seed) and keep paired test correctness.
 
@@ -221,7 +221,8 @@ def run_configurations(
         config: how every probe trains; default
             :data:`~probemeter.power.defaults.POWER_TRAINING`, the ``power`` method's (1000 Adam
             updates at lr 1e-3 on minibatches of 64).
-        device, n_jobs, progress: see :func:`probemeter.fit_evaluate`.
+        execution: where and how the probes train (:class:`~probemeter.Execution`; None:
+            ``Execution()``).
         classes: the original label of each class index of ``y`` (``ProbeData.classes``),
             kept in the results; None: not known.
 
@@ -230,6 +231,7 @@ def run_configurations(
             (empty, out of range, tests on training examples), bad seeds, fewer ``classes``
             than class indices in ``y``.
     """
+    execution = execution_of(execution, old, "run_configurations")
     arrays, labels, probe_map = _check_configurations(features, y, probes)
     if classes is not None and len(classes) <= labels.max():
         raise ValueError(
@@ -263,9 +265,7 @@ def run_configurations(
                 [(int(random_state), s, j) for j, s in grid],
                 probe_map[name],
                 config,
-                device=device,
-                n_jobs=n_jobs,
-                progress=progress,
+                execution=execution,
                 per_example=True,
             )
         seconds[name] = watch.seconds
@@ -279,7 +279,7 @@ def run_configurations(
         probe_map,
         config.to_dict(),
         random_state=random_state,
-        device=device,
+        device=execution.device,
         seconds=seconds,
         settings={
             "dev_sets": "held out of training (fixed number of steps); accuracy recorded",

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probemeter._execution import Execution, execution_of
 from probemeter._validation import check_scalar, integer_list, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_SEEDS
@@ -244,10 +245,8 @@ def k_sparse_probes(
     dev_fraction: float = CURVE_DEV_FRACTION,
     l1_grid: int = L1_GRID,
     random_state: int = 0,
-    device: str = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> KSparseResult:
     """k-sparse probes of ``data`` (Gurnee et al. 2023): for each k, probes on the k features
     ranked first, measured by a loss-data curve and optionally the online code; the knee is
@@ -283,7 +282,7 @@ def k_sparse_probes(
         dev_fraction: the development split's share of the pool, in (0, 1) (default 0.1).
         l1_grid: the L1 path's number of C values (``ranking="l1"``).
         random_state: global seed of the split, the curves, the codes and the L1 path.
-        device, n_jobs, max_memory, progress: as in :func:`loss_data_curve`.
+        execution: as in :func:`loss_data_curve`.
 
     Raises:
         ValueError: naming the argument: ``data`` not a ProbeData, with label sets or with a
@@ -293,6 +292,7 @@ def k_sparse_probes(
             number in (0, log K) nats; or anything
             :func:`loss_data_curve` refuses.
     """
+    execution = execution_of(execution, old, "k_sparse_probes")
     check_single_label(check_probe_data(data, sparse=True), "k_sparse_probes")
     for layout in ("mix_layers", "span_tokens"):
         if getattr(data, layout) is not None:
@@ -313,19 +313,19 @@ def k_sparse_probes(
     train_rows, _ = held_out_split(data.pool_size, dev_fraction, random_state, data.clusters_train)
     order = rank_features(
         data, ranking, rows=train_rows, l1_grid=l1_grid, n_top=ks[-1],
-        random_state=random_state, n_jobs=n_jobs,
+        random_state=random_state, n_jobs=execution.n_jobs,
     )[: ks[-1]]  # fmt: skip
-    shared = {"random_state": random_state, "device": device, "n_jobs": n_jobs,
-              "max_memory": max_memory, "config": config}  # fmt: skip
+    shared = {"random_state": random_state, "config": config}
+    quiet = replace(execution, progress=False)  # a progress bar per k: the curve's
     curves, codes = {}, {}
     for k in ks:
         subset = _columns(data, order[:k], f"{data.name} top-{k}")
         curves[k] = loss_data_curve(
-            subset, probe, sizes, seeds, progress=progress, dev_fraction=dev_fraction, **shared
+            subset, probe, sizes, seeds, execution=execution, dev_fraction=dev_fraction, **shared
         )
         if online:
             coding = shared | {"config": config if online_config is None else online_config}
-            codes[k] = online_codelength(subset, probe, timesteps, seeds, **coding)
+            codes[k] = online_codelength(subset, probe, timesteps, seeds, execution=quiet, **coding)
     development = [float(curves[k].development_curve().mean("accuracy").iloc[-1]) for k in ks]
     best = max(development)
     knee = next(k for k, accuracy in zip(ks, development) if accuracy >= best - tolerance)

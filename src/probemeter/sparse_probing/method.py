@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from probemeter import _validation as valid
+from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
@@ -301,10 +302,7 @@ def k_sparse_unit(
     *,
     method: KSparseMethod,
     random_state: int,
-    device: str,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
+    execution: Execution,
 ) -> dict[str, Any]:
     """One unit: the k-sparse probes of ``data``
     (:func:`~probemeter.sparse_probing.k_sparse.k_sparse_probes`) as the JSON of their
@@ -329,9 +327,6 @@ def k_sparse_unit(
         dev_fraction=method.dev_fraction,
         l1_grid=method.l1_grid,
         random_state=random_state,
-        device=device,
-        n_jobs=n_jobs,
-        max_memory=max_memory,
-        progress=progress,
+        execution=execution,
     )
     return {**result.to_dict(), "n_features": data.n_features}

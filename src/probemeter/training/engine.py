@@ -41,6 +41,7 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from probemeter._device import resolve_device, single_threaded
+from probemeter._execution import Execution, execution_of
 from probemeter._multilabel import check_label_sets, uniform_nats
 from probemeter._resident import FileRows, release
 from probemeter.probes import MLP
@@ -158,16 +159,14 @@ def fit_evaluate(
     probe: MLP | Sequence[MLP],
     config: TrainingConfig,
     *,
-    device: str | torch.device = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
     per_example: bool = False,
     dev_set: np.ndarray | None = None,
     return_parameters: bool = False,
     pool_rows: Sequence[np.ndarray | None] | None = None,
     lr: Sequence[float] | np.ndarray | None = None,
     weight_decay: Sequence[float] | np.ndarray | None = None,
+    **old: Any,
 ) -> ProbeEvaluation:
     """Train one probe per entry of ``subsets`` and evaluate each on ``(X_eval, y_eval)``.
 
@@ -192,21 +191,22 @@ def fit_evaluate(
             leaves). Several architectures must agree on ``mix``, ``span`` and
             ``projection`` and cannot ``return_parameters``.
         config: optimisation settings.
-        device: ``"auto"``, ``"cpu"``, ``"cuda"``...
-        n_jobs: CPU worker processes, each single-threaded, sharing the chunks of probes
-            (``-1``: one per usable CPU, :func:`~probemeter.training.workers.worker_count`;
-            ``None`` or ``1``: train in this process with torch's own threads). On CUDA the
-            probes train in this process. Results do not depend on it.
-        max_memory: GiB budget for one chunk of stacked probes (per worker; None: sized to the
-            device by :func:`memory_budget`, 2 GiB on the CPU); the probe axis is
+        execution: where and how the probes train (:class:`~probemeter.Execution`; None:
+            ``Execution()``). Its ``n_jobs``: CPU worker processes, each single-threaded,
+            sharing the chunks of probes (``-1``: one per usable CPU,
+            :func:`~probemeter.training.workers.worker_count`; ``None`` or ``1``: train in this
+            process with torch's own threads); on CUDA the probes train in this process.
+            Results do not depend on it. Its ``max_memory``: GiB budget for one chunk of
+            stacked probes (per worker; None: sized to the device by :func:`memory_budget`,
+            2 GiB on the CPU); the probe axis is
             split into chunks that fit it (:func:`estimate_memory`: parameters, gradients, Adam
             state, bf16 shadows, minibatch activations, index stream, evaluation block). A
             probe that cannot fit in it even alone is refused with a ``ValueError`` before
             anything is allocated or trained. The features and labels are not counted: they
             are the caller's arrays, which the chunks share (on the CPU float32 features are
             used in place, and worker processes receive them as shared memory maps); on an
-            accelerator they are copied to it once, outside any chunk.
-        progress: show a progress bar over probe-updates.
+            accelerator they are copied to it once, outside any chunk. Its ``progress``: a
+            bar over probe-updates.
         per_example: also return every evaluation example's cross-entropy and prediction
             (``nll`` and ``predictions``, P × n_eval each).
         dev_set: only with ``config.early_stopping``: indices into the pool of one development
@@ -235,14 +235,15 @@ def fit_evaluate(
         per_example=per_example, dev_set=dev_set, return_parameters=return_parameters,
         pool_rows=pool_rows, lr=lr, weight_decay=weight_decay,
     )  # fmt: skip
-    trained = _train([call], device=device, n_jobs=n_jobs, max_memory=max_memory, progress=progress)
+    execution = execution_of(execution, old, "fit_evaluate")
+    trained = _train([call], execution)
     return _evaluations(trained)[0]
 
 
 @dataclass(frozen=True)
 class EngineCall:
     """The arguments of one :func:`fit_evaluate` call but those every call of
-    :func:`fit_evaluate_many` shares (``device``, ``n_jobs``, ``max_memory``, ``progress``):
+    :func:`fit_evaluate_many` shares (``execution``):
     its data, probes, training settings and what it returns, as :func:`fit_evaluate` documents
     them."""
 
@@ -266,10 +267,8 @@ class EngineCall:
 def fit_evaluate_many(
     calls: Sequence[EngineCall],
     *,
-    device: str | torch.device = "auto",
-    n_jobs: int | None = -1,
-    max_memory: float | None = None,
-    progress: bool = False,
+    execution: Execution | None = None,
+    **old: Any,
 ) -> list[ProbeEvaluation]:
     """:func:`fit_evaluate` for several calls at once, e.g. the same probes on every layer of
     a sweep: each call's probes are planned into exactly the chunks :func:`fit_evaluate` would
@@ -291,8 +290,8 @@ def fit_evaluate_many(
 
     Args:
         calls: the calls, each checked as :func:`fit_evaluate` checks its arguments.
-        device, n_jobs, max_memory, progress: as for :func:`fit_evaluate`, shared by all
-            calls (``max_memory`` bounds each chunk, whatever its call).
+        execution: as for :func:`fit_evaluate`, shared by all calls (its ``max_memory``
+            bounds each chunk, whatever its call).
 
     Returns:
         One :class:`ProbeEvaluation` per call, in the order of ``calls``.
@@ -301,17 +300,14 @@ def fit_evaluate_many(
         ValueError: an entry of ``calls`` that is no :class:`EngineCall` (naming its
             position), or what :func:`fit_evaluate` raises for its arguments.
     """
-    trained = _train(calls, device=device, n_jobs=n_jobs, max_memory=max_memory, progress=progress)
+    execution = execution_of(execution, old, "fit_evaluate_many")
+    trained = _train(calls, execution)
     return _evaluations(trained)
 
 
 def _train(
     calls: Sequence[EngineCall],
-    *,
-    device: str | torch.device,
-    n_jobs: int | None,
-    max_memory: float | None,
-    progress: bool,
+    execution: Execution,
 ) -> list[_Call]:
     """The calls checked, planned and trained, their results collected
     (:func:`fit_evaluate_many`)."""
@@ -321,11 +317,13 @@ def _train(
             raise ValueError(f"calls[{position}] must be an EngineCall; got {type(call).__name__}")
     # check: the inputs, and that every probe fits the memory budget alone
     checked = [_Call.check(call) for call in calls]
-    torch_device = resolve_device(device)
-    max_memory = memory_budget(max_memory, torch_device)
+    torch_device = resolve_device(execution.device)
+    max_memory = memory_budget(execution.max_memory, torch_device)
     for call in checked:
         call.check_memory(max_memory)  # validates max_memory too
-    workers = 1 if torch_device.type != "cpu" else worker_count(n_jobs)  # validates n_jobs
+    workers = (
+        1 if torch_device.type != "cpu" else worker_count(execution.n_jobs)
+    )  # validates n_jobs
     # plan: each call's chunks as if alone (on one thread in this process when its work is
     # small), then the chunks of all calls together
     for call in checked:
@@ -333,7 +331,7 @@ def _train(
     work = [(call, chunk) for call in checked for chunk in call.chunks]
     small = sum(call.flops for call in checked) < _SMALL_WORK_FLOPS
     # run
-    outputs = _run(work, torch_device, workers=1 if small else workers, progress=progress)
+    outputs = _run(work, torch_device, workers=1 if small else workers, progress=execution.progress)
     # collect
     for (call, chunk), metrics in zip(work, outputs):
         call.results.add(chunk, metrics)
