@@ -168,7 +168,7 @@ class _Recorded(Exception):
         self.call = call
 
 
-def _record(*args: Any, device: Any, n_jobs: Any, max_memory: Any, progress: Any, **options: Any):
+def _record(*args: Any, execution: Any, **options: Any):
     raise _Recorded(EngineCall(*args, **options))
 
 
