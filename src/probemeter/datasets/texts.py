@@ -30,8 +30,20 @@ labelled with its text's label — and each row records its text as its cluster
 (:attr:`~probemeter.data.ProbeData.clusters_train`), so that development splits, paired tests
 and bootstraps keep a text's tokens together: the texts, not the tokens, were sampled.
 
+Contrast pairs (``contrast_column``): each row holds two texts, a statement (the text
+column) and its contrast (e.g. "... True" and "... False"), and the label says which of the
+two is true (Burns et al. 2023, §2). Both texts of every row are encoded, the statements then
+the contrasts (:attr:`TextsData.all_texts`: one list of 2n texts, one encoder pass), and
+:func:`pair_features` makes one row of each pair (:data:`PAIRS`): their difference
+x_first − x_second, or both side by side [x_first, x_second] (the layout CCS reads). The pair
+is the row: it is split (by label, or the file's split column) and sampled as one.
+
 pandas is imported only to read a CSV or Parquet file; Parquet needs pyarrow (the
 ``parquet`` or ``encoders`` extra), named in the error where it is missing.
+
+References:
+    Burns, C., Ye, H., Klein, D. & Steinhardt, J. (2023). Discovering Latent Knowledge in
+    Language Models Without Supervision. ICLR. arXiv:2212.03827
 """
 
 from __future__ import annotations
@@ -55,8 +67,10 @@ __all__ = [
     "DATASET_SPLITS",
     "DEV_HANDLING",
     "FORMATS",
+    "PAIRS",
     "SPLITS",
     "TextsData",
+    "pair_features",
     "read_texts",
     "texts_format_problem",
 ]
@@ -69,6 +83,9 @@ DEV_HANDLING = ("pool", "drop")
 FORMATS = {".csv": "CSV", ".jsonl": "JSON lines", ".parquet": "Parquet"}
 #: a saved ``DatasetDict``'s splits, as the split column's values
 DATASET_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
+#: how a contrast pair's two rows of features make its row: their difference
+#: x_first − x_second, or both side by side [x_first, x_second]
+PAIRS = ("difference", "concat")
 
 Label = str | int
 
@@ -83,21 +100,40 @@ class TextsData:
         splits: each row's split (``"train"``, ``"dev"`` or ``"test"``), or None where the
             file has no split column.
         source: the file read (or ``"<rows>"``).
+        contrasts: with contrast pairs, each row's second text (its contrast), else None.
     """
 
     texts: tuple[str, ...]
     labels: tuple[Label, ...]
     splits: tuple[str, ...] | None = None
     source: str = "<rows>"
+    contrasts: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.contrasts is not None and len(self.contrasts) != len(self.texts):
+            raise ValueError(
+                f"contrasts must be one per text ({len(self.texts)}); got {len(self.contrasts)}"
+            )
 
     @property
     def n_rows(self) -> int:
+        """Rows of the table: texts, or pairs of texts."""
         return len(self.texts)
+
+    @property
+    def all_texts(self) -> tuple[str, ...]:
+        """What is encoded: the texts, then (with contrast pairs) the contrasts: 2n texts in one
+        list, so that one encoder pass (and one feature cache entry) holds both members of
+        every pair."""
+        return self.texts if self.contrasts is None else self.texts + self.contrasts
 
     @cached_property
     def digest(self) -> str:
-        """SHA-256 of the rows (texts, labels, splits), for cache keys."""
+        """SHA-256 of the rows (texts, labels, splits; contrasts where there are), for cache
+        keys."""
         content = [self.texts, [str(label) for label in self.labels], self.splits]
+        if self.contrasts is not None:  # only then: the digests of plain texts stay
+            content.append(self.contrasts)
         text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -190,17 +226,29 @@ class TextsData:
         dev: str = "pool",
         name: str = "texts",
         rows_per_text: Any = None,
+        pair: str | None = None,
     ) -> ProbeData:
         """Features of the rows (one per text, in file order; or ``rows_per_text[i]`` rows of
         text ``i``, the texts' rows in file order) with their labels, split by :meth:`split`
         (by text); class ``i`` is ``classes[i]``. Rows of tokens record their text as their
-        cluster (module docstring).
+        cluster (module docstring). With ``pair`` (contrast pairs), ``features`` are those of
+        :attr:`all_texts` (2n rows), made one row per pair by :func:`pair_features`.
 
         Raises:
             ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows` (or
-                the sum of ``rows_per_text``); a bad ``rows_per_text``; what :meth:`split`
+                the sum of ``rows_per_text``, or 2n with ``pair``); a bad ``rows_per_text``;
+                ``pair`` without contrasts, or with ``rows_per_text``; what :meth:`split`
                 refuses.
         """
+        if pair is not None:
+            if self.contrasts is None:
+                raise ValueError(
+                    f"texts file {self.source!r}: pair {pair!r} needs contrast pairs (a "
+                    "contrast_column); it has none"
+                )
+            if rows_per_text is not None:
+                raise ValueError("a contrast pair is one row: it has no rows of tokens")
+            features = pair_features(features, pair)
         texts_of = None if rows_per_text is None else self.text_of_rows(rows_per_text)
         n_rows = self.n_rows if texts_of is None else len(texts_of)
         X = features if sp.issparse(features) else np.asarray(features)  # SAE latents: CSR
@@ -257,12 +305,40 @@ class TextsData:
         return np.repeat(np.arange(self.n_rows, dtype=np.int64), counts)
 
 
+def pair_features(features: object, pair: str) -> np.ndarray:
+    """One row per contrast pair from the features of both members: ``features`` holds 2n
+    rows, the n first members (statements) then the n second ones (contrasts), as
+    :attr:`TextsData.all_texts` lays them out; ``"difference"`` gives x_first − x_second
+    (n, d), ``"concat"`` gives [x_first, x_second] (n, 2d).
+
+    Raises:
+        ValueError: ``pair`` not one of :data:`PAIRS`; features not 2-D with an even number
+            of rows; sparse features (SAE latents are probed as texts, not pairs).
+    """
+    if pair not in PAIRS:
+        raise ValueError(f"pair must be one of {list(PAIRS)}; got {pair!r}")
+    if sp.issparse(features):
+        raise ValueError("contrast pairs take dense features; got a sparse matrix")
+    X = np.asarray(features)
+    if X.ndim != 2 or X.shape[0] % 2:
+        raise ValueError(
+            f"features of contrast pairs must be (2n, d): both members of n pairs; got shape "
+            f"{X.shape}"
+        )
+    n = X.shape[0] // 2
+    first, second = X[:n], X[n:]
+    if pair == "difference":
+        return first - second
+    return np.concatenate([first, second], axis=1)
+
+
 def read_texts(
     path: str | Path,
     *,
     text_column: str = "text",
     label_column: str = "label",
     split_column: str | None = None,
+    contrast_column: str | None = None,
 ) -> TextsData:
     """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
 
@@ -274,12 +350,15 @@ def read_texts(
         text_column, label_column: the columns of the texts and of their labels.
         split_column: a column of ``train``/``dev``/``test``, or None (a seeded split); not
             with a ``DatasetDict``, whose splits are the split.
+        contrast_column: with contrast pairs, the column of each row's second text (checked
+            as the text column is); None: one text per row.
 
     Raises:
         ValueError: a missing file, an unknown suffix, a file that cannot be parsed, a
-            missing column (listing those present), an empty text, a missing label or a bad
-            split value (naming the row), or a file without rows; a folder that is no saved
-            dataset, a ``DatasetDict`` with other splits or with ``split_column`` given.
+            missing column (listing those present), an empty text or contrast, a missing
+            label or a bad split value (naming the row), or a file without rows; a contrast
+            column that is the text or label column; a folder that is no saved dataset, a
+            ``DatasetDict`` with other splits or with ``split_column`` given.
         ImportError: a Parquet file without pyarrow installed; a folder without ``datasets``.
     """
     file = Path(path)
@@ -298,6 +377,14 @@ def read_texts(
     wanted = {"text_column": text_column, "label_column": label_column}
     if split_column is not None:
         wanted["split_column"] = split_column
+    if contrast_column is not None:
+        for option, column in (("text_column", text_column), ("label_column", label_column)):
+            if contrast_column == column:
+                raise ValueError(
+                    f"{where}: contrast_column {column!r} is the {option}; a pair's second "
+                    "text needs a column of its own"
+                )
+        wanted["contrast_column"] = contrast_column
     for option, column in wanted.items():
         if column not in columns:
             raise ValueError(
@@ -306,16 +393,13 @@ def read_texts(
             )
     if not records:
         raise ValueError(f"{where} holds no rows")
-    texts, labels, splits = [], [], []
+    texts, labels, splits, contrasts = [], [], [], []
     for number, record in enumerate(records, start=1):
-        text = record.get(text_column)
-        if not isinstance(text, str) and not _missing(text):
-            raise ValueError(
-                f"{where}, row {number}: text {text!r} in column {text_column!r} is no string"
+        texts.append(_text(record.get(text_column), f"{where}, row {number}", text_column))
+        if contrast_column is not None:
+            contrasts.append(
+                _text(record.get(contrast_column), f"{where}, row {number}", contrast_column)
             )
-        if _missing(text) or not text.strip():
-            raise ValueError(f"{where}, row {number}: empty text in column {text_column!r}")
-        texts.append(text)
         labels.append(_label(record.get(label_column), f"{where}, row {number}", label_column))
         if split_column is not None:
             split = record.get(split_column)
@@ -330,7 +414,17 @@ def read_texts(
         _uniform(labels),
         tuple(splits) if split_column is not None else None,
         source=str(file),
+        contrasts=tuple(contrasts) if contrast_column is not None else None,
     )
+
+
+def _text(value: Any, where: str, column: str) -> str:
+    """A text as read: a string with more than white space."""
+    if not isinstance(value, str) and not _missing(value):
+        raise ValueError(f"{where}: text {value!r} in column {column!r} is no string")
+    if _missing(value) or not value.strip():
+        raise ValueError(f"{where}: empty text in column {column!r}")
+    return value
 
 
 def texts_format_problem(path: str | Path) -> str | None:

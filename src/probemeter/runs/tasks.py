@@ -42,6 +42,7 @@ from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, SentEvalData, senteval_file
 from probemeter.datasets.texts import (
     DEV_HANDLING,
+    PAIRS,
     TextsData,
     read_texts,
     texts_format_problem,
@@ -176,6 +177,11 @@ class TaskType(Declared):
             return None
         named = f"{OWN_LABEL!r}" + ("" if own is None else f" or {own!r}")
         return f"{concept!r} names no label of a {self.dataset} task's rows (its label: {named})"
+
+    def pooling_problem(self, pooling: str) -> str | None:
+        """Why a transformer's ``pooling`` (one of :attr:`poolings`) cannot make this task's
+        rows as its options lay them out, or None."""
+        return None
 
     def path_problems(self) -> list[tuple[str, str]]:
         """Problems of the files it names (made absolute), as (location, text); nothing is
@@ -810,13 +816,17 @@ def _template(value: Any) -> str | None:
 TEXT_SLOT = "{text}"
 #: the pooling with one row per token of each text
 ALL_TOKENS = "all"
+#: the poolings of a texts task that give one row per text (contrast pairs take only these)
+ONE_ROW_POOLINGS = ("last", "mean", "cls")
 
 
 @dataclass(frozen=True)
 class _TextsText(TaskText):
     """A table of labelled texts: one row per text (templated), the file's split or a seeded
     stratified one; or, for pooling ``"all"``, ``rows_per_text[i]`` rows of text ``i``, split
-    by text and clustered by it."""
+    by text and clustered by it. With contrast pairs, both texts of every row are encoded (the
+    statements, then the contrasts: 2n texts, each templated and pooled as a plain text) and
+    each pair's two rows of features become its row (``pair``)."""
 
     texts: TextsData
     task: TextsTask
@@ -839,7 +849,7 @@ class _TextsText(TaskText):
             template = template.replace(task.marker, "")
         start = template.index(TEXT_SLOT)  # the first {text}: nothing of a text before it
         prompts = []
-        for text in self.texts.texts:
+        for text in self.texts.all_texts:
             # replace, not str.format: braces elsewhere in the template or the texts stay
             whole = template.replace(TEXT_SLOT, text)
             end = None if marked is None else len(template[:marked].replace(TEXT_SLOT, text))
@@ -865,13 +875,17 @@ class _TextsText(TaskText):
         ]
 
     def token_rows(self, rows_per_sentence: np.ndarray) -> _TextsText:
+        if self.task.pair is not None:  # refused before encoding (TextsTask.pooling_problem)
+            raise ValueError("a contrast pair is one row: it has no rows of tokens")
         return replace(self, rows_per_text=tuple(int(n) for n in rows_per_sentence))
 
     @property
     def n_rows(self) -> int:
+        """Rows of a representation's features: one per text (both texts of each pair, with
+        contrast pairs), or per token."""
         if self.rows_per_text is not None:
             return sum(self.rows_per_text)
-        return self.texts.n_rows
+        return len(self.texts.all_texts)
 
     @property
     def labels_digest(self) -> str:
@@ -890,14 +904,20 @@ class _TextsText(TaskText):
             dev=task.dev,
             name=name,
             rows_per_text=self.rows_per_text,
+            pair=task.pair,
         )
 
     def row_split(self, random_state: int) -> RowSplit | None:
         """The texts' split; None for rows of tokens, whose data record each row's text
         (:attr:`~probemeter.data.ProbeData.clusters_train`), which a :class:`RowSplit`
-        does not carry."""
-        if self.rows_per_text is not None:
+        does not carry, and for contrast pairs, whose rows are made of two rows of
+        features each."""
+        if self.rows_per_text is not None or self.task.pair is not None:
             return None
+        return self._texts_split(random_state)
+
+    def _texts_split(self, random_state: int) -> RowSplit:
+        """The split of the table's rows (texts, or pairs of texts)."""
         task = self.task
         return self.texts.row_split(
             test_size=float(task.test_size), random_state=random_state, dev=task.dev
@@ -906,7 +926,7 @@ class _TextsText(TaskText):
     def concept_labels(self, concept: str, random_state: int) -> np.ndarray:
         """The column ``concept`` of the pool's texts (the split the task's label decides),
         numbered in the sorted order of the pool's values."""
-        split = self.row_split(random_state)
+        split = None if self.rows_per_text is not None else self._texts_split(random_state)
         if split is None:
             raise ValueError(
                 f"the column {concept!r} labels texts, not their tokens: rows of tokens take "
@@ -918,6 +938,7 @@ class _TextsText(TaskText):
             text_column=task.text_column,
             label_column=concept,
             split_column=task.split_column,
+            contrast_column=task.contrast_column,
         )
         values = [other.labels[row] for row in split.train]
         index = {value: i for i, value in enumerate(sorted(set(values)))}
@@ -978,6 +999,22 @@ class TextsTask(TaskType):
         "prompt's last token",
         key_omits=False,
     )
+    contrast_column: str | None = option(
+        None,
+        check=valid.text(),
+        help="contrast pairs: the column of each row's second text (the statement's contrast, "
+        "e.g. its negation); the label says which of the two is true. Both texts are encoded "
+        "(template, marker, chat and pooling apply to each) and made one row by pair",
+        key_omits=None,
+    )
+    pair: str | None = option(
+        None,
+        check=valid.one_of(*PAIRS),
+        help='how a contrast pair\'s two rows of features make its row: "difference" '
+        '(x_first - x_second) or "concat" ([x_first, x_second] side by side, what CCS reads); '
+        "needs contrast_column",
+        key_omits=None,
+    )
 
     dataset = "texts"
     summary = (
@@ -1007,8 +1044,42 @@ class TextsTask(TaskType):
         problem = texts_format_problem(self.path)
         return [] if problem is None else [("task.path", problem)]
 
+    def pooling_problem(self, pooling: str) -> str | None:
+        """Contrast pairs take a pooling with one row per text: a pair of texts is one row."""
+        if self.pair is not None and pooling not in ONE_ROW_POOLINGS:
+            return (
+                f"{pooling!r} reads a text's rows of tokens; a contrast pair (task.pair) is one "
+                "row made of its two texts' rows: use a pooling with one row per text "
+                f"({', '.join(map(repr, ONE_ROW_POOLINGS))})"
+            )
+        return None
+
     def check_options(self) -> list[tuple[Option, str]]:
-        """A marker needs a template that holds it exactly once, apart from ``{text}``."""
+        """A marker needs a template that holds it exactly once, apart from ``{text}``;
+        contrast pairs need both ``contrast_column`` and ``pair``, the column apart from the
+        text and label columns."""
+        return self._pair_problems() + self._marker_problems()
+
+    def _pair_problems(self) -> list[tuple[Option, str]]:
+        column, pair = self.contrast_column, self.pair
+        if pair is not None and column is None:
+            return [(self.option_named("pair"), f"{pair!r} pairs texts; give contrast_column")]
+        if column is None:
+            return []
+        where = self.option_named("contrast_column")
+        if pair is None:
+            return [
+                (
+                    where,
+                    f"{column!r} makes contrast pairs: give pair ({' or '.join(map(repr, PAIRS))})",
+                )
+            ]
+        for name in ("text_column", "label_column"):
+            if column == getattr(self, name):
+                return [(where, f"{column!r} is the {name}; the contrast needs its own column")]
+        return []
+
+    def _marker_problems(self) -> list[tuple[Option, str]]:
         marker, template = self.marker, self.template
         if marker is None:
             return []
@@ -1034,6 +1105,7 @@ class TextsTask(TaskType):
             text_column=self.text_column,
             label_column=self.label_column,
             split_column=self.split_column,
+            contrast_column=self.contrast_column,
         )
         return TaskInputs(text=_TextsText(texts, self))
 

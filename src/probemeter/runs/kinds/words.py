@@ -315,6 +315,9 @@ class _ModelKind(_WordKind):
         if rep.options.get("bos") is None:
             rep = replace(rep, options={**rep.options, "bos": task.declared.bos})
         pooling = rep.declared.pooling
+        problem = None if pooling is None else task.declared.pooling_problem(pooling)
+        if problem is not None:
+            report(f"{where}.pooling", problem)
         if rep.declared.truncate is not None and WORDS in (pooling, allowed[0]):
             report(f"{where}.truncate", "would drop words of pooling 'words': leave it out")
         if pooling is None:

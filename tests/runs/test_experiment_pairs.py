@@ -1,0 +1,137 @@
+"""Contrast pairs on a texts task (``contrast_column``, ``pair``): the options checked before
+anything is encoded, the pair's row made of both texts' features from one encoder pass (each
+text templated and pooled as a plain text), the keys."""
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probemeter.datasets.texts import read_texts
+from probemeter.runs.check import check_data
+from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.runner import prepare_data
+
+pytest.importorskip("transformers")
+
+TEMPLATE = "Claim: {text}\\nAnswer:"
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from probemeter.encoders.tiny import tiny_decoder
+
+    return tiny_decoder(tmp_path_factory.mktemp("models") / "llama")
+
+
+def _write_pairs(folder: Path, n: int = 24) -> Path:
+    rng = np.random.default_rng(1)
+    words = "the cat sat on the mat dogs bark at night".split()
+    rows = []
+    for index in range(n):
+        claim = " ".join(rng.choice(words, size=int(rng.integers(2, 7))))
+        rows.append((f"{claim} yes", f"{claim} no", ("true", "false")[index % 2]))
+    path = folder / "pairs.csv"
+    pd.DataFrame(rows, columns=["claim", "negation", "truth"]).to_csv(path, index=False)
+    return path
+
+
+def _experiment(folder: Path, model: Path, task: str, pooling: str = "last") -> Path:
+    path = folder / "pairs.toml"
+    path.write_text(
+        '[task]\ndataset = "texts"\npath = "pairs.csv"\ntext_column = "claim"\n'
+        f'label_column = "truth"\ntemplate = "{TEMPLATE}"\n{task}'
+        f'[[representations]]\nname = "llama"\nkind = "transformer"\nmodel = "{model}"\n'
+        f'layer = 1\npooling = "{pooling}"\nbatch_size = 5\n'
+        "[method]\nepsilon = 0.5\nsizes = [4, 8]\nprobe = []\nseeds = 1\nsteps = 5\n"
+    )
+    return path
+
+
+@pytest.mark.parametrize("pooling", ["last", "mean"])
+def test_a_pairs_row_is_made_of_both_texts_encoded_alone(tmp_path, model, pooling):
+    from probemeter.encoders import TransformerEncoder
+    from probemeter.encoders.hf import Prompt
+
+    _write_pairs(tmp_path)
+    texts = read_texts(
+        tmp_path / "pairs.csv",
+        text_column="claim",
+        label_column="truth",
+        contrast_column="negation",
+    )
+    # each text alone, no padding: templated, pooled as a plain text is
+    start = len("Claim: ")
+    prompts = [
+        Prompt(f"Claim: {text}\nAnswer:", span=(start, start + len(text)))
+        for text in texts.all_texts
+    ]
+    encoder = TransformerEncoder(
+        model, 1, pooling=pooling, batch_size=1, keep_bos=False, progress=False
+    )
+    raw = encoder.encode(prompts if pooling == "mean" else [p.text for p in prompts])
+    first, second = raw[: texts.n_rows], raw[texts.n_rows :]
+    pool, test = texts.split(test_size=0.2, random_state=0)
+    expected = {"difference": first - second, "concat": np.concatenate([first, second], 1)}
+    for pair, rows in expected.items():
+        task = f'contrast_column = "negation"\npair = "{pair}"\n'
+        experiment = load_experiment(_experiment(tmp_path, model, task, pooling))
+        check_data(experiment)
+        data = prepare_data(experiment, progress=False)["llama"]
+        mean, std = rows[pool].mean(0), rows[pool].std(0)
+        np.testing.assert_allclose(data.X_train, (rows[pool] - mean) / std, atol=2e-3)
+        np.testing.assert_allclose(data.X_test, (rows[test] - mean) / std, atol=2e-3)
+        assert data.classes == ("false", "true")
+        labels = np.array([label == "true" for label in texts.labels], dtype=np.int64)
+        np.testing.assert_array_equal(data.y_train, labels[pool])
+        np.testing.assert_array_equal(data.y_test, labels[test])
+        key = experiment.task.key_dict()
+        assert key["contrast_column"] == "negation" and key["pair"] == pair
+    # plain texts: the pair options stay out of the key (keys of existing runs unchanged)
+    plain = load_experiment(_experiment(tmp_path, model, ""))
+    assert "pair" not in plain.task.key_dict() and "contrast_column" not in plain.task.key_dict()
+
+
+@pytest.mark.parametrize(
+    ("task", "pooling", "message"),
+    [
+        (
+            'pair = "difference"\n',
+            "last",
+            "task.pair: 'difference' pairs texts; give contrast_column",
+        ),
+        (
+            'contrast_column = "negation"\n',
+            "last",
+            "task.contrast_column: 'negation' makes contrast pairs: give pair",
+        ),
+        ('contrast_column = "negation"\npair = "sum"\n', "last", "task.pair: must be one of"),
+        ('contrast_column = "claim"\npair = "concat"\n', "last", "is the text_column"),
+        (
+            'contrast_column = "negation"\npair = "concat"\n',
+            "all",
+            "representations[0].pooling: 'all' reads a text's rows of tokens; a contrast pair",
+        ),
+    ],
+)
+def test_pair_options_are_refused_with_one_line_before_encoding(
+    tmp_path, model, task, pooling, message
+):
+    _write_pairs(tmp_path)
+    with pytest.raises(ExperimentError, match=re.escape(message)):
+        load_experiment(_experiment(tmp_path, model, task, pooling))
+
+
+def test_a_missing_or_empty_contrast_column_is_named_by_check(tmp_path, model):
+    path = _write_pairs(tmp_path)
+    experiment = _experiment(tmp_path, model, 'contrast_column = "negated"\npair = "concat"\n')
+    with pytest.raises(ExperimentError, match=r"no column 'negated' \(contrast_column\)"):
+        check_data(load_experiment(experiment))
+    frame = pd.read_csv(path)
+    frame.loc[4, "negation"] = ""
+    frame.to_csv(path, index=False)
+    experiment = _experiment(tmp_path, model, 'contrast_column = "negation"\npair = "concat"\n')
+    with pytest.raises(ExperimentError, match="row 5: empty text in column 'negation'"):
+        check_data(load_experiment(experiment))
