@@ -172,6 +172,9 @@ class ProbeData:
             tag of each group id; else None.
         clusters_train, clusters_test: the unit each row was sampled in, as an integer id per
             row — the sentence of a word — when rows are not independent draws; else None.
+        direction: for a direction twin (an experiment file's ``directions``), the direction
+            family its probes are (:func:`~probemeter.probes.probe_for` returns that
+            :class:`~probemeter.probes.Direction` whatever the method's probe); else None.
             Development splits hold out whole clusters, and paired tests between
             representations run at the cluster level
             (:attr:`probemeter._summary.SeedCorrectness.clusters`).
@@ -193,6 +196,7 @@ class ProbeData:
     clusters_train: np.ndarray | None = field(default=None, repr=False)
     clusters_test: np.ndarray | None = field(default=None, repr=False)
     group_names: tuple[str, ...] | None = field(default=None, repr=False)
+    direction: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -411,6 +415,8 @@ class ProbeData:
         for layout in ("mix_layers", "span_tokens", "group_names"):
             if getattr(self, layout) is not None:
                 described[layout] = list(getattr(self, layout))
+        if self.direction is not None:
+            described["direction"] = self.direction
         if self.is_sparse:
             described["sparse"] = True
         meta = json.dumps({**described, "classes": classes_to_json(self.classes)})
@@ -475,6 +481,7 @@ class ProbeData:
             name=str(meta["name"]),
             mix_layers=None if "mix_layers" not in meta else tuple(meta["mix_layers"]),
             span_tokens=None if "span_tokens" not in meta else tuple(meta["span_tokens"]),
+            direction=meta.get("direction"),
             group_names=None if "group_names" not in meta else tuple(meta["group_names"]),
             groups_train=arrays.get("groups_train"),
             groups_test=arrays.get("groups_test"),

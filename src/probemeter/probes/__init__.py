@@ -7,6 +7,7 @@ from probemeter._lazy import lazy_exports
 
 _EXPORTS = {
     "MLP": ".mlp",
+    "Direction": ".mlp",
     "Linear": ".mlp",
     "ScalarMix": ".scalar_mix",
     "SpanAttention": ".span_attention",

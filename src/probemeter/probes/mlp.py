@@ -25,6 +25,7 @@ References:
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,7 +40,7 @@ from probemeter.probes.scalar_mix import ScalarMixes
 from probemeter.probes.span_attention import SpanAttentions
 from probemeter.probes.stacked_mlp import StackedMLP
 
-__all__ = ["MLP", "Linear", "fill_uniform", "probe_for"]
+__all__ = ["MLP", "Direction", "Linear", "fill_uniform", "probe_for"]
 
 
 @dataclass(frozen=True)
@@ -253,6 +254,8 @@ class MLP:
 
     @staticmethod
     def from_dict(spec: dict) -> MLP:
+        if set(spec) == {"family"} and spec["family"] != "mlp":  # {"family": "lda"}
+            return Direction(spec["family"])
         if spec.get("family") != "mlp":
             raise ValueError(f"not an MLP probe specification: {spec!r}")
         return MLP(
@@ -274,7 +277,11 @@ def probe_for(data: ProbeData, hidden: Sequence[int], *, projection: int = SPAN_
     """An MLP of ``hidden`` widths for ``data``: with a learned scalar mix of its layers when
     the data are layers side by side to be mixed (``data.mix_layers``); with self-attentive
     pooling of each span, projected to ``projection`` dimensions, when the rows are
-    edge-probing spans (``data.span_tokens``); a plain one else."""
+    edge-probing spans (``data.span_tokens``); a plain one else. For a direction twin's data
+    (``data.direction``, an experiment file's ``directions``), the :class:`Direction` it
+    names, whatever ``hidden``."""
+    if data.direction is not None:
+        return Direction(data.direction)
     if data.span_tokens is not None:
         return MLP(tuple(hidden), span=data.span_tokens, projection=projection)
     return MLP(tuple(hidden), mix=0 if data.mix_layers is None else len(data.mix_layers))
@@ -283,3 +290,50 @@ def probe_for(data: ProbeData, hidden: Sequence[int], *, projection: int = SPAN_
 def Linear() -> MLP:
     """A linear (multinomial logistic regression) probe: an MLP with no hidden layer."""
     return MLP(hidden=())
+
+
+#: how a direction family's name is spelt (its declaration, with its fit, is in
+#: :data:`probemeter.training.directions.DIRECTION_FAMILIES`, which the engine checks)
+_FAMILY_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class Direction(MLP):
+    """A direction baseline: a linear probe (an :class:`MLP` with no hidden layer, so that
+    evaluation, kept probes, PVI, online codes and paired tests take it as any linear probe)
+    whose parameters the engine fits in closed form instead of training them:
+    ``Direction("diff-means")`` (the difference in class means) or ``Direction("lda")``
+    (Fisher's discriminant, whitened by the shrunk pooled covariance), each with one fitted
+    temperature (:mod:`probemeter.training.directions`, where the families are declared).
+
+    Its specification ``{"family": name}`` keeps its unit keys apart from a linear probe's.
+    The training settings (steps, learning rates, weight decay, batch size, early stopping)
+    do not apply to a closed form and are ignored; a probe's seed does not enter either, so
+    probes of one size differ only by their subsets.
+
+    Examples:
+        >>> from probemeter.probes import Direction
+        >>> Direction("lda").to_dict(), Direction("lda").name
+        ({'family': 'lda'}, 'lda')
+    """
+
+    family: str = "diff-means"
+
+    def __init__(self, family: str) -> None:
+        if not isinstance(family, str) or not _FAMILY_NAME.fullmatch(family) or family == "mlp":
+            raise ValueError(f"family must name a direction family, e.g. 'lda'; got {family!r}")
+        object.__setattr__(self, "family", family)
+        super().__init__(hidden=())
+
+    def __repr__(self) -> str:
+        return f"Direction({self.family!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:  # its own __init__ takes the family alone
+        return (Direction, (self.family,))
+
+    @property
+    def name(self) -> str:
+        return self.family
+
+    def to_dict(self) -> dict:
+        return {"family": self.family}

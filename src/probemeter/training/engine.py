@@ -45,10 +45,12 @@ from probemeter._execution import Execution, execution_of
 from probemeter._multilabel import check_label_sets, uniform_nats
 from probemeter._resident import FileRows, release
 from probemeter.probes import MLP
+from probemeter.probes.mlp import Direction
 from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
 from probemeter.training.cache import CACHE_BOUND_ROWS, cache_budget
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
+from probemeter.training.directions import PoolRows, direction_family
 from probemeter.training.early_stopping import BatchedAdam, train_with_dev_stopping
 from probemeter.training.fused_adam import FusedAdam
 from probemeter.training.memory import (
@@ -380,6 +382,7 @@ class _Call:
         subsets, keys, config = call.subsets, call.keys, call.config
         _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
         families = _families(call.probe, len(subsets), call.return_parameters)
+        _check_directions(families, X_train, y_train)
         pool_rows = _check_pool_rows(call.pool_rows, len(subsets), X_train.shape[0])
         dev_set = _check_dev_set(call.dev_set, config, X_train.shape[0])
         rates = _probe_settings(call.lr, call.weight_decay, config, len(subsets))
@@ -417,6 +420,8 @@ class _Call:
             return
         self.flops = sum(
             _training_flops([self.subsets[i] for i in members], family, self.dims, self.config)
+            if not isinstance(family, Direction)
+            else _direction_flops([self.subsets[i] for i in members], family, self.dims)
             for family, members in self.families.items()
         )
         self.small = self.flops < _SMALL_WORK_FLOPS
@@ -494,6 +499,12 @@ def _plan(
     chunks like any others)."""
     chunks = []
     for family, indices in families.items():
+        if isinstance(family, Direction):
+            chunks += _direction_chunks(
+                family, indices, subsets, keys, pool_rows, rates, dims, config, request,
+                max_memory=max_memory, workers=workers,
+            )  # fmt: skip
+            continue
         forward = family.forward_flops(*dims)
         for members, rows in _plan_chunks(
             [subsets[i] for i in indices],
@@ -777,6 +788,74 @@ def _training_flops(
     return 3.0 * examples * probe.forward_flops(*dims)
 
 
+def _check_directions(families: dict[MLP, np.ndarray], X_train: Any, y_train: Any) -> None:
+    """A ValueError, before any work, for a direction probe that is no declared family, or on
+    data it cannot fit: label sets (its class means are of one label per row) or sparse
+    features (its covariance and class means would be dense)."""
+    for family in families:
+        if not isinstance(family, Direction):
+            continue
+        direction_family(family.family, "probe")
+        if np.ndim(y_train) == 2:
+            raise ValueError(
+                f"probe {family.name}: a direction probe fits one label per row; label sets "
+                "(multi-label targets) take trained probes"
+            )
+        if sp.issparse(X_train):
+            raise ValueError(
+                f"probe {family.name}: a direction probe needs dense features (its class means "
+                "and covariance are dense); sparse features take trained probes"
+            )
+
+
+def _direction_flops(
+    subsets: Sequence[np.ndarray], probe: Direction, dims: tuple[int, int]
+) -> float:
+    """The arithmetic of fitting direction probes on ``subsets`` (its family's declaration)."""
+    fit_flops = direction_family(probe.family, "probe").fit_flops
+    return sum(fit_flops(*dims, len(subset)) for subset in subsets)
+
+
+def _direction_chunks(
+    probe: Direction,
+    indices: np.ndarray,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+    pool_rows: list[np.ndarray | None] | None,
+    rates: tuple[np.ndarray, np.ndarray],
+    dims: tuple[int, int],
+    config: TrainingConfig,
+    request: _Request,
+    *,
+    max_memory: float,
+    workers: int,
+) -> list[_Chunk]:
+    """Chunks of direction probes: as many as the memory budget holds (its family's fit and
+    the evaluation, :func:`estimate_memory`), at least one per worker, balanced by their data
+    (a fit's cost grows with its subset); evaluated on one row buffer (none is trained)."""
+    memory = estimate_memory(
+        probe, *dims, config, rows=1,
+        n_train=max(len(subsets[i]) for i in indices), **request.memory_keywords(),
+    )  # fmt: skip
+    capacity = probes_per_chunk(memory, max_memory)
+    parts = _balanced_by_data(indices, subsets, capacity, workers)
+    fit_flops = direction_family(probe.family, "probe").fit_flops
+    return [
+        _Chunk(
+            probe,
+            members,
+            1,
+            [subsets[i] for i in members],
+            [keys[i] for i in members],
+            None if pool_rows is None else [pool_rows[i] for i in members],
+            sum(fit_flops(*dims, len(subsets[i])) for i in members),
+            rates[0][members],
+            rates[1][members],
+        )
+        for members in parts
+    ]
+
+
 def _plan_chunks(
     subsets: Sequence[np.ndarray],
     probe: MLP,
@@ -941,6 +1020,8 @@ class _ChunkRunner:
         with ``pool_rows``, ``"pool_nll"`` and ``"pool_predictions"`` hold each probe's
         per-example metrics on its own pool rows."""
         config, rows = self.config, chunk.rows
+        if isinstance(chunk.probe, Direction):
+            return self._fit_directions(chunk)
         rngs = [np.random.default_rng(list(key)) for key in chunk.keys]
         # narrow minibatches are bound by parameter traffic, where bf16 shadows only add copies
         # sparse inputs: the first layer's product is a sparse-dense one, in f32
@@ -1001,6 +1082,37 @@ class _ChunkRunner:
             metrics["parameters"] = model.numpy_layers()
             metrics.update(model.stage_parameter_arrays())
         metrics.update(model.stage_arrays())
+        return metrics
+
+    def _fit_directions(self, chunk: _Chunk) -> dict[str, Any]:
+        """A chunk of direction probes (:class:`~probemeter.probes.Direction`): their linear
+        layers fitted in closed form on their subsets
+        (:mod:`probemeter.training.directions`), then evaluated as any chunk of linear probes
+        (epochs: 0, none trained)."""
+        family = direction_family(chunk.probe.family, "probe")
+        fits = family.fit(
+            PoolRows(self.pool_x, self.pool_file), self.pool_y, chunk.subsets, self.n_classes
+        )
+        release(*self.host)
+        layers = [(fits.weights.contiguous(), fits.biases[:, None, :].contiguous())]
+        model = StackedMLP(layers, chunk.rows, "f32")
+        metrics: dict[str, Any] = {}
+        if self.config.early_stopping:
+            metrics["epochs"] = np.zeros(chunk.members.size, dtype=np.int64)
+        metrics.update(
+            model.evaluate(self.eval_x, self.eval_y, per_example=self.request.per_example)
+        )
+        release(*self.host)
+        if chunk.pool_rows is not None:
+            on_pool = [
+                None if indices is None else self._evaluate_rows(model, r, indices)
+                for r, indices in enumerate(chunk.pool_rows)
+            ]
+            for name in ("nll", "predictions"):
+                metrics[f"pool_{name}"] = [None if m is None else m[name] for m in on_pool]
+        if self.request.return_parameters:
+            metrics["parameters"] = model.numpy_layers()
+        self.report(chunk.members.size * self.config.steps)
         return metrics
 
     def _decayed(self, model: StackedMLP, probe: MLP) -> list[bool]:

@@ -16,8 +16,10 @@ import torch
 from probemeter._method import GPU_MEMORY_FRACTION, MAX_MEMORY_GIB
 from probemeter._validation import check_scalar, positive
 from probemeter.probes import MLP
+from probemeter.probes.mlp import Direction
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK
 from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
+from probemeter.training.directions import BLOCK_ROWS, direction_family
 
 __all__ = [
     "MemoryEstimate",
@@ -107,6 +109,10 @@ class MemoryEstimate:
             a shared development set's gathered rows, and the matrix-multiply libraries'
             workspace (``_WORKSPACE_BYTES``, and ``_BF16_WORKSPACE_BYTES`` more in bf16 mode;
             measured single-threaded, as worker processes train).
+        closed_form: for a direction probe (:class:`~probemeter.probes.Direction`), what
+            its closed-form fit holds at its peak, as its family declares it
+            (:data:`~probemeter.training.directions.DIRECTION_FAMILIES`: class sums, for LDA
+            the d × d covariances, the calibration's scores); 0 for a trained probe.
     """
 
     parameters: int
@@ -119,6 +125,7 @@ class MemoryEstimate:
     early_stopping: int
     evaluation: int
     chunk_overhead: int
+    closed_form: int = 0
 
     @property
     def _resident(self) -> int:
@@ -144,7 +151,13 @@ class MemoryEstimate:
     @property
     def training(self) -> int:
         """Bytes per probe while the chunk trains."""
-        return self._resident + self.minibatch + self.optimizer + self.early_stopping
+        return (
+            self._resident
+            + self.minibatch
+            + self.optimizer
+            + self.early_stopping
+            + self.closed_form
+        )
 
     @property
     def evaluating(self) -> int:
@@ -177,6 +190,7 @@ class MemoryEstimate:
             "early_stopping": "early-stopping copies",
             "evaluation": "evaluation block",
             "chunk_overhead": "per-chunk workspace and minibatch-order draw",
+            "closed_form": "closed-form fit",
         }
         parts = [
             f"{label} {_size(getattr(self, name))}"
@@ -247,6 +261,8 @@ def estimate_memory(
     rows = config.batch_size if rows is None else int(check_scalar(rows, "rows", int, min_val=1))
     n_train = rows if n_train is None else int(check_scalar(n_train, "n_train", int, min_val=1))
     n_eval = int(check_scalar(n_eval, "n_eval", int, min_val=0))
+    if isinstance(probe, Direction):
+        return _direction_memory(probe, n_features, n_classes, n_train, n_eval, per_example)
     shapes = probe.layer_shapes(n_features, n_classes)
     weights = sum(fan_in * fan_out for fan_in, fan_out in shapes)
     n_params = probe.parameter_count(n_features, n_classes)
@@ -313,6 +329,38 @@ def estimate_memory(
     )
 
 
+def _direction_memory(
+    probe: Direction,
+    n_features: int,
+    n_classes: int,
+    n_train: int,
+    n_eval: int,
+    per_example: bool,
+) -> MemoryEstimate:
+    """A direction probe's bytes: its linear layer, its family's fit, and the evaluation of
+    a linear probe; per chunk, a block of rows gathered in float32 and float64 and the
+    workspace (nothing is trained: no gradients, moments or minibatches)."""
+    n_params = probe.parameter_count(n_features, n_classes)
+    block = min(n_eval, EVAL_ROWS_PER_BLOCK)
+    evaluation = block * (_F32 * 2 * n_classes + 2 * _F32 + _I64 + 1)
+    if per_example:
+        evaluation += n_eval * 2 * (_F32 + _F32)
+    fit = direction_family(probe.family, "probe").fit_bytes(n_features, n_classes, n_train)
+    return MemoryEstimate(
+        parameters=_F32 * n_params,
+        gradients=0,
+        optimizer=0,
+        shadows=0,
+        activations=_F32 * n_classes,
+        minibatch=0,
+        index_stream=0,
+        early_stopping=0,
+        evaluation=evaluation,
+        chunk_overhead=_WORKSPACE_BYTES + BLOCK_ROWS * n_features * (_F32 + 2 * 8),
+        closed_form=fit,
+    )
+
+
 def check_memory_budget(
     probe: MLP,
     n_features: int,
@@ -368,6 +416,13 @@ def check_memory_budget(
     if need <= max_memory * 2**30:
         return
     widths = " -> ".join(str(width) for width in (n_features, *probe.hidden, n_classes))
+    if isinstance(probe, Direction):
+        raise ValueError(
+            f"max_memory={max_memory:g} GiB cannot hold even one {probe.name} direction probe "
+            f"({widths}) fitted on {int(sizes.max())} examples: it needs about {_size(need)} "
+            f"({worst.describe()}). Raise max_memory to at least {_gib_up(need)} GiB (the "
+            "budget of one chunk of probes, per worker process), or use fewer features"
+        )
     raise ValueError(
         f"max_memory={max_memory:g} GiB cannot hold even one {probe.name} probe ({widths}, "
         f"{probe.parameter_count(n_features, n_classes):,} parameters) trained on minibatches "
