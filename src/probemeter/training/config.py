@@ -7,7 +7,9 @@
 * :class:`ParserTraining`: the biaffine parsers of Pareto probing
   (:func:`~probemeter.pareto.biaffine.fit_biaffine_parsers`);
 * :class:`StructuralTraining`: Hewitt & Manning's structural probes
-  (:mod:`probemeter.structural.training`).
+  (:mod:`probemeter.structural.training`);
+* :class:`CCSTraining`: Burns et al.'s contrast-consistent search on contrast pairs
+  (:mod:`probemeter.training.ccs`).
 
 A trainer given no value trains with its method's default, declared once: the class's defaults
 (loss-data curves, structural probes) or a constant next to the method (e.g.
@@ -26,6 +28,7 @@ from probemeter._validation import boolean, check_scalar, one_of, positive
 
 __all__ = [
     "BF16_MIN_ROWS",
+    "CCSTraining",
     "GRID_OPTIONS",
     "PRECISIONS",
     "ParserTraining",
@@ -227,6 +230,40 @@ class StructuralTraining:
             "random_state": self.random_state,
             "optimizer": "Adam(betas=(0.9, 0.999), eps=1e-8)",
             "stopping": "fixed number of epochs",
+        }
+
+
+@dataclass(frozen=True)
+class CCSTraining:
+    """How contrast-consistent search trains (Burns et al. 2023, §2.2 and the authors' code):
+    every probe full batch on its whole subset, from ``restarts`` random initialisations
+    (nn.Linear's U(−1/√d, 1/√d)), each for ``epochs`` AdamW steps; the restart with the lowest
+    unsupervised loss on the subset is kept.
+
+    Attributes:
+        epochs: full-batch steps per restart (the paper's 1000).
+        lr: AdamW's learning rate (the paper's 1e-3; β = (0.9, 0.999), ε = 1e-8).
+        weight_decay: AdamW's decoupled weight decay on θ and b (the authors' code: 0.01).
+        restarts: random initialisations per probe (the authors' code: 10).
+    """
+
+    epochs: int = 1000
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    restarts: int = 10
+
+    def __post_init__(self) -> None:
+        _check_positive(self, "epochs", "restarts")
+        check_scalar(self.weight_decay, "weight_decay", (int, float), min_val=0)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "epochs": self.epochs,
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+            "restarts": self.restarts,
+            "optimizer": "AdamW(betas=(0.9, 0.999), eps=1e-8), full batch",
+            "stopping": "fixed number of epochs; the restart of lowest unsupervised loss kept",
         }
 
 
