@@ -32,6 +32,12 @@ loss still to gain by the quadratic model, is at most :data:`CALIBRATION_TOLERAN
 no minimiser (it falls towards 0 as a grows, as an unpenalised logistic regression's does);
 the same criterion then stops where the training loss is about that tolerance.
 
+**CCS** (``"ccs"``, Burns et al. 2023): a third family, on contrast pairs side by side (a
+texts task's ``pair = "concat"``), is not closed-form: each probe is trained without labels
+(:mod:`probemeter.training.ccs`, its restarts drawn from the probe's seed: the one *seeded*
+family) and expressed as the linear probe with logits (0, a·s·θᵀ(x̃⁺ − x̃⁻)), its sign s fixed
+on the subset's labels and a fitted as below with no offset (:func:`fit_ccs_directions`).
+
 **Details stated.** The class frequencies are add-one smoothed, π_k = (n_k + 1)/(n + K), as
 probemeter's null model of PVI, so that a class absent from a small subset keeps a finite
 logit; such a class's mean is the subset's mean (no evidence to move it). The pooled
@@ -85,6 +91,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from probemeter.training.ccs import fit_ccs
+from probemeter.training.config import CCSTraining
+
 __all__ = [
     "CALIBRATION_STEPS",
     "CALIBRATION_TOLERANCE",
@@ -94,6 +103,8 @@ __all__ = [
     "PoolRows",
     "calibrate",
     "direction_family",
+    "families_problem",
+    "fit_ccs_directions",
     "fit_diff_means",
     "fit_lda",
 ]
@@ -107,6 +118,8 @@ CALIBRATION_STEPS = 100
 BLOCK_ROWS = 4096
 #: bytes of a float64
 _F64 = 8
+#: how the ``"ccs"`` family trains (the paper's protocol, :class:`CCSTraining`'s defaults)
+_CCS = CCSTraining()
 
 
 @dataclass(frozen=True)
@@ -459,6 +472,91 @@ def _lda_flops(n_features: int, n_classes: int, n_train: int) -> float:
     )
 
 
+def fit_ccs_directions(
+    rows: PoolRows,
+    pool_y: torch.Tensor,
+    subsets: Sequence[np.ndarray],
+    n_classes: int,
+    *,
+    keys: Sequence[tuple[int, ...]],
+) -> DirectionFits:
+    """CCS (Burns et al. 2023) of every subset as a calibrated linear probe on contrast pairs
+    side by side (:mod:`probemeter.training.ccs`: trained without labels, its sign fixed on
+    the subset's labels).
+
+    Each probe's logits on a row x = [x⁺, x⁻] are (0, a·s·θᵀ(x̃⁺ − x̃⁻)): class 1 ("the first
+    text is the true one", after the sign) exactly where CCS decides so, ½(p(x⁺) + 1 − p(x⁻))
+    > ½ oriented by s, so the probe's accuracy is CCS's decision's; a ≥ 0, the one calibrated
+    parameter, is fitted on the subset as the other families' temperature (module docstring),
+    and gives the probe its cross-entropy. There is no offset c (no ln π): an offset would
+    move the decision's threshold away from CCS's. The seed of each probe (``keys``) draws its
+    restarts' initial parameters: CCS's probes differ by seed at every size.
+
+    Raises:
+        ValueError: not two classes; a feature count that is no two equal halves.
+    """
+    problem = _ccs_problem(rows.n_features, n_classes)
+    if problem is not None:
+        raise ValueError(problem)
+    chosen = _Subsets.of(subsets, pool_y)
+    union = torch.as_tensor(chosen.union, device=rows.device)
+    fits = fit_ccs(
+        rows.gather(chosen.union),
+        pool_y.index_select(0, union),
+        [np.searchsorted(chosen.union, np.asarray(subset)) for subset in subsets],
+        keys,
+    )
+    vectors, offsets = (torch.as_tensor(a, device=rows.device) for a in fits.signed_margin_map())
+    directions = torch.stack([torch.zeros_like(vectors), vectors], dim=2)  # (P, 2d, 2)
+    offsets = torch.stack([torch.zeros_like(offsets), offsets], dim=1)  # (P, 2)
+    scores, row_weights, labels = _scores(rows, chosen, directions, offsets)
+    no_offset = torch.zeros_like(offsets)
+    temperature, gradient, curvature = calibrate(scores, row_weights, labels, no_offset)
+    return DirectionFits(
+        (temperature[:, None, None] * directions).to(torch.float32),
+        (temperature[:, None] * offsets).to(torch.float32),
+        temperature.cpu().numpy(),
+        np.zeros(len(subsets)),
+        gradient.cpu().numpy(),
+        curvature.cpu().numpy(),
+    )
+
+
+def _ccs_problem(n_features: int, n_classes: int) -> str | None:
+    """Why data of ``n_features`` features and ``n_classes`` classes are no contrast pairs
+    side by side for CCS, or None."""
+    if n_classes != 2:
+        return f"ccs decides which of two texts is true: 2 classes, not {n_classes}"
+    if n_features % 2:
+        return (
+            f'ccs reads contrast pairs side by side (a texts task\'s pair = "concat"); '
+            f"{n_features} features are no two equal halves"
+        )
+    return None
+
+
+def _no_problem(n_features: int, n_classes: int) -> str | None:
+    """Any dense data of one label per row."""
+    return None
+
+
+def _ccs_bytes(n_features: int, n_classes: int, n_train: int) -> int:
+    """Per probe of ``"ccs"``: its restarts' θ, gradients and AdamW moments, each side's mean
+    and σ, the (n, restarts) margins, probabilities and losses of a step and their gradients,
+    and the calibration (the union of the subsets' rows, gathered once, is shared)."""
+    restarts = _CCS.restarts
+    return _F64 * (
+        4 * restarts * n_features + 2 * n_features + 8 * n_train * restarts
+    ) + _calibration_bytes(n_train, n_classes)
+
+
+def _ccs_flops(n_features: int, n_classes: int, n_train: int) -> float:
+    """Each restart's epochs: both sides' products forward and backward, 4 · 2 n (d/2) each."""
+    return 8.0 * _CCS.epochs * _CCS.restarts * n_train * n_features / 2 + _class_mean_flops(
+        n_features, n_classes, n_train
+    )
+
+
 @dataclass(frozen=True)
 class DirectionFamily:
     """One direction family, declared once in :data:`DIRECTION_FAMILIES`.
@@ -471,13 +569,19 @@ class DirectionFamily:
         fit_bytes: (d, K, n_train) → the bytes one probe's fit holds at its peak (the
             engine's memory estimate, :func:`~probemeter.training.memory.estimate_memory`).
         fit_flops: (d, K, n_train) → one probe's arithmetic (how the engine plans it).
+        seeded: whether its fit draws from each probe's seed (then it takes ``keys=``, one
+            tuple of integers per probe, as the engine's trained probes do).
+        problem: (d, K) → why the family cannot fit such data, or None (the engine asks
+            before any work).
     """
 
     name: str
     help: str
-    fit: Callable[[PoolRows, torch.Tensor, Sequence[np.ndarray], int], DirectionFits]
+    fit: Callable[..., DirectionFits]
     fit_bytes: Callable[[int, int, int], int]
     fit_flops: Callable[[int, int, int], float]
+    seeded: bool = False
+    problem: Callable[[int, int], str | None] = _no_problem
 
 
 #: the direction families by name: each fits linear probes in closed form (module docstring)
@@ -500,8 +604,32 @@ DIRECTION_FAMILIES: dict[str, DirectionFamily] = {
             _lda_bytes,
             _lda_flops,
         ),
+        DirectionFamily(
+            "ccs",
+            "contrast-consistent search on contrast pairs side by side (a texts task's pair = "
+            '"concat"): unsupervised, its sign fixed on the subset\'s labels, one temperature '
+            "fitted there (Burns et al. 2023)",
+            fit_ccs_directions,
+            _ccs_bytes,
+            _ccs_flops,
+            seeded=True,
+            problem=_ccs_problem,
+        ),
     )
 }
+
+
+def families_problem(value: object) -> str | None:
+    """What is wrong with ``value`` as a list of direction families (an experiment file's
+    ``directions``): a list of distinct declared names; None when it is one."""
+    names = list(DIRECTION_FAMILIES)
+    if (
+        not isinstance(value, (list, tuple))
+        or any(item not in names for item in value)
+        or len(set(value)) != len(value)
+    ):
+        return f"must be a list of distinct direction families among {names}; got {value!r}"
+    return None
 
 
 def direction_family(name: object, what: str = "family") -> DirectionFamily:

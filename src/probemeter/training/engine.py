@@ -382,7 +382,7 @@ class _Call:
         subsets, keys, config = call.subsets, call.keys, call.config
         _check_engine_inputs(X_train, y_train, X_eval, y_eval, n_classes, subsets, keys)
         families = _families(call.probe, len(subsets), call.return_parameters)
-        _check_directions(families, X_train, y_train)
+        _check_directions(families, X_train, y_train, n_classes)
         pool_rows = _check_pool_rows(call.pool_rows, len(subsets), X_train.shape[0])
         dev_set = _check_dev_set(call.dev_set, config, X_train.shape[0])
         rates = _probe_settings(call.lr, call.weight_decay, config, len(subsets))
@@ -788,14 +788,19 @@ def _training_flops(
     return 3.0 * examples * probe.forward_flops(*dims)
 
 
-def _check_directions(families: dict[MLP, np.ndarray], X_train: Any, y_train: Any) -> None:
+def _check_directions(
+    families: dict[MLP, np.ndarray], X_train: Any, y_train: Any, n_classes: int
+) -> None:
     """A ValueError, before any work, for a direction probe that is no declared family, or on
-    data it cannot fit: label sets (its class means are of one label per row) or sparse
-    features (its covariance and class means would be dense)."""
+    data it cannot fit: label sets (its class means are of one label per row), sparse
+    features (its covariance and class means would be dense), or what its family refuses
+    (``DirectionFamily.problem``: CCS's contrast pairs)."""
     for family in families:
         if not isinstance(family, Direction):
             continue
-        direction_family(family.family, "probe")
+        problem = direction_family(family.family, "probe").problem(X_train.shape[1], n_classes)
+        if problem is not None:
+            raise ValueError(f"probe {family.name}: {problem}")
         if np.ndim(y_train) == 2:
             raise ValueError(
                 f"probe {family.name}: a direction probe fits one label per row; label sets "
@@ -1090,9 +1095,11 @@ class _ChunkRunner:
         (:mod:`probemeter.training.directions`), then evaluated as any chunk of linear probes
         (epochs: 0, none trained)."""
         family = direction_family(chunk.probe.family, "probe")
+        seeds = {"keys": chunk.keys} if family.seeded else {}  # a seeded fit's draws (CCS)
         fits = family.fit(
-            PoolRows(self.pool_x, self.pool_file), self.pool_y, chunk.subsets, self.n_classes
-        )
+            PoolRows(self.pool_x, self.pool_file), self.pool_y, chunk.subsets, self.n_classes,
+            **seeds,
+        )  # fmt: skip
         release(*self.host)
         layers = [(fits.weights.contiguous(), fits.biases[:, None, :].contiguous())]
         model = StackedMLP(layers, chunk.rows, "f32")
