@@ -41,10 +41,13 @@ from probemeter._sparse import as_csr, is_sparse, scale_columns
 from probemeter._validation import check_scalar, integer_list, is_integer, listed, one_of, text
 
 __all__ = [
+    "ATTENTION",
     "INDICATOR",
     "LABEL_MODES",
+    "LEARNED_POOLINGS",
     "ProbeData",
     "RowSplit",
+    "check_attention_spans",
     "check_probe_data",
     "check_single_label",
     "layer_data",
@@ -59,6 +62,12 @@ LABEL_MODES = ("indices", "encode")
 #: ``from_arrays(labels=INDICATOR)``: label sets as a 0/1 indicator matrix (n, K) (multi-label
 #: targets; arrays only: feature files and experiment files hold one label per row)
 INDICATOR = "indicator"
+#: softmax attention over a span's tokens (Lee et al. 2017), the default span pooling
+ATTENTION = "attention"
+#: how probes pool the tokens of span rows (``ProbeData.span_pooling``,
+#: :mod:`probemeter.probes.span_attention`): softmax attention, or each projected coordinate's
+#: maximum
+LEARNED_POOLINGS = (ATTENTION, "max")
 #: what :meth:`ProbeData.save` writes: one .npy file per array, then the JSON description
 _ARRAYS = (
     "X_train",
@@ -164,6 +173,12 @@ class ProbeData:
             (:class:`~probemeter.datasets.edge_probing.SpanLayout`: each span's token count,
             then its token vectors zero-padded), each span's padded token count; probes pool
             them with learned attention (:func:`~probemeter.probes.probe_for`); else None.
+        span_pooling, span_projection: with ``span_tokens``, how probes pool the spans
+            (``"attention"`` or ``"max"``, :data:`LEARNED_POOLINGS`)
+            and the width q they project tokens to first, where the data decide them (a texts
+            task's ``pooling = "attention"`` or ``"max"`` over each text's tokens,
+            :func:`~probemeter.datasets.texts.token_spans`); None: attention at
+            :func:`~probemeter.probes.probe_for`'s width (edge probing).
         sentences_train, sentences_test: for head selection (unlabelled dependency parsing,
             :func:`~probemeter.datasets.arcs.head_probe_data`), each row's sentence id, each
             sentence's rows contiguous and in word order; the labels are then head positions
@@ -191,6 +206,8 @@ class ProbeData:
     classes: tuple[Any, ...] | None = field(default=None, repr=False)
     mix_layers: tuple[int, ...] | None = field(default=None, repr=False)
     span_tokens: tuple[int, ...] | None = field(default=None, repr=False)
+    span_pooling: str | None = field(default=None, repr=False)
+    span_projection: int | None = field(default=None, repr=False)
     sentences_train: np.ndarray | None = field(default=None, repr=False)
     sentences_test: np.ndarray | None = field(default=None, repr=False)
     clusters_train: np.ndarray | None = field(default=None, repr=False)
@@ -398,8 +415,8 @@ class ProbeData:
     def save(self, folder: str | os.PathLike[str]) -> Path:
         """Write the data to ``folder`` (created): one ``.npy`` file per array and
         ``probe_data.json`` (schema, ``n_classes``, ``name``, ``classes`` as
-        :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers`` and ``span_tokens``
-        when set), each
+        :func:`~probemeter._io.classes_to_json` writes them, ``mix_layers``, ``span_tokens``,
+        ``span_pooling`` and ``span_projection`` when set), each
         file atomically
         and the JSON last, so a folder with ``probe_data.json`` is complete. Sparse features
         are written as ``X_train.npz`` and ``X_test.npz`` (``scipy.sparse.save_npz``,
@@ -415,6 +432,9 @@ class ProbeData:
         for layout in ("mix_layers", "span_tokens", "group_names"):
             if getattr(self, layout) is not None:
                 described[layout] = list(getattr(self, layout))
+        for layout in ("span_pooling", "span_projection"):
+            if getattr(self, layout) is not None:
+                described[layout] = getattr(self, layout)
         if self.direction is not None:
             described["direction"] = self.direction
         if self.is_sparse:
@@ -481,6 +501,8 @@ class ProbeData:
             name=str(meta["name"]),
             mix_layers=None if "mix_layers" not in meta else tuple(meta["mix_layers"]),
             span_tokens=None if "span_tokens" not in meta else tuple(meta["span_tokens"]),
+            span_pooling=meta.get("span_pooling"),
+            span_projection=meta.get("span_projection"),
             direction=meta.get("direction"),
             group_names=None if "group_names" not in meta else tuple(meta["group_names"]),
             groups_train=arrays.get("groups_train"),
@@ -928,6 +950,19 @@ def check_single_label(data: ProbeData, method: str, argument: str = "data") -> 
             f"{argument} holds label sets ({data.n_classes} labels, multi-label targets), but "
             f"{method} needs one class per example; measure label sets with a loss-data curve "
             "or the online code (binary cross-entropy per label)"
+        )
+    return data
+
+
+def check_attention_spans(data: ProbeData, what: str) -> ProbeData:
+    """``data`` itself unless its spans are pooled otherwise than by attention
+    (``data.span_pooling = "max"``), which ``what`` (probes with an attention pooling of their
+    own: Pareto, variational) cannot learn: a ValueError then, naming the probes that can."""
+    if data.span_pooling not in (None, ATTENTION):
+        raise ValueError(
+            f"{what} pools spans with attention only; {data.name!r} asks for "
+            f"{data.span_pooling!r} pooling, which the engine's probes learn (loss-data "
+            "curves, online codes, paired comparisons)"
         )
     return data
 

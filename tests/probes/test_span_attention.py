@@ -51,16 +51,20 @@ def task():
     return (*_span_rows(150, rng), *_span_rows(300, rng))
 
 
-def _reference_pool(x: torch.Tensor, spans) -> torch.Tensor:
+def _reference_pool(x: torch.Tensor, spans, pooling: str = "attention") -> torch.Tensor:
     """[z_1, z_2] for rows ``x``: per span u = hW + b, a = softmax over its tokens of u·w,
-    z = Σ a u — written token by token from the layout, for autograd."""
+    z = Σ a u (``"max"``: z = max over its tokens of u, coordinate-wise) — written from the
+    layout, for autograd."""
     pooled, offset = [], len(TOKENS)
     for index, (padded, (W, b, w)) in enumerate(zip(TOKENS, spans)):
         h = x[:, offset : offset + padded * WIDTH].reshape(-1, padded, WIDTH)
         offset += padded * WIDTH
         u = h @ W + b
-        scores = (u @ w).squeeze(-1)
         valid = torch.arange(padded)[None, :] < x[:, index : index + 1]
+        if pooling == "max":
+            pooled.append(u.masked_fill(~valid.unsqueeze(-1), -math.inf).amax(dim=1))
+            continue
+        scores = (u @ w).squeeze(-1)
         a = torch.softmax(scores.masked_fill(~valid, -math.inf), dim=1)
         pooled.append((a.unsqueeze(-1) * u).sum(dim=1))
     return torch.cat(pooled, dim=1)
@@ -77,8 +81,9 @@ def _reference_train(task, subset, key, probe, config):
         for shape, fan_in in (((WIDTH, PROJECTION), WIDTH), ((PROJECTION,), WIDTH)):
             drawn.append(np.empty(shape, dtype=np.float32))
             fill_uniform(rng, drawn[-1], fan_in)
-        drawn.append(np.empty((PROJECTION, 1), dtype=np.float32))
-        fill_uniform(rng, drawn[-1], PROJECTION)
+        drawn.append(np.zeros((PROJECTION, 1), dtype=np.float32))
+        if probe.span_pooling == "attention":  # max pooling draws no score vector
+            fill_uniform(rng, drawn[-1], PROJECTION)
         spans.append([nn.Parameter(torch.from_numpy(t)) for t in drawn])
     layers = [
         [nn.Parameter(torch.from_numpy(t.copy())) for t in layer]
@@ -87,7 +92,7 @@ def _reference_train(task, subset, key, probe, config):
     order, batch = minibatch_order(rng, subset, config.steps, config.batch_size)
 
     def forward(x):
-        hidden = _reference_pool(x, spans)
+        hidden = _reference_pool(x, spans, probe.span_pooling)
         for index, (W, b) in enumerate(layers):
             hidden = hidden @ W + b
             if index < len(layers) - 1:
@@ -103,12 +108,13 @@ def _reference_train(task, subset, key, probe, config):
 
 
 @pytest.mark.numerics
-def test_backward_matches_autograd():
+@pytest.mark.parametrize("pooling", ["attention", "max"])
+def test_backward_matches_autograd(pooling):
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     features = torch.from_numpy(_span_rows(6, rng)[0]).expand(2, 6, -1).contiguous()
     stage = SpanAttentions.initial(
-        [np.random.default_rng(i) for i in range(2)], TOKENS, WIDTH, PROJECTION, 6, "cpu"
+        [np.random.default_rng(i) for i in range(2)], TOKENS, WIDTH, PROJECTION, 6, "cpu", pooling
     )
     upstream = torch.randn(2, 6, 2 * PROJECTION)
     pooled = stage.forward(features).clone()
@@ -123,18 +129,22 @@ def test_backward_matches_autograd():
             ]
             for i in (0, 3)
         ]
-        reference = _reference_pool(features[probe], spans)
+        reference = _reference_pool(features[probe], spans, pooling)
         torch.testing.assert_close(pooled[probe], reference.detach(), rtol=1e-5, atol=1e-6)
         (reference * upstream[probe]).sum().backward()
         for got, want in zip(stage.parameters, [p for span in spans for p in span]):
+            if want.grad is None:  # max pooling reads no score vector: no gradient reaches it
+                assert pooling == "max" and not got.grad[probe].any() and not got[probe].any()
+                continue
             torch.testing.assert_close(
                 got.grad[probe].reshape(want.shape), want.grad, rtol=1e-4, atol=1e-6
             )
 
 
 @pytest.mark.numerics
-def test_engine_trains_span_probes_like_the_one_probe_reference(task):
-    probe = MLP((8,), span=TOKENS, projection=PROJECTION)
+@pytest.mark.parametrize("pooling", ["attention", "max"])
+def test_engine_trains_span_probes_like_the_one_probe_reference(task, pooling):
+    probe = MLP((8,), span=TOKENS, projection=PROJECTION, span_pooling=pooling)
     config = TrainingConfig(steps=120, batch_size=32, lr=1e-2)
     subsets = [np.arange(150), np.arange(40)]
     keys = [(7, 0, 150), (7, 1, 40)]
@@ -161,6 +171,14 @@ def test_span_probe_specification():
         probe.token_width(n_features + 1)
     with pytest.raises(ValueError, match="projection"):
         MLP((8,), span=TOKENS)
+    max_probe = MLP((8,), span=TOKENS, projection=PROJECTION, span_pooling="max")
+    assert MLP.from_dict(max_probe.to_dict()) == max_probe
+    assert max_probe.to_dict()["span_pooling"] == "max" and max_probe.name.endswith("-max")
+    assert "span_pooling" not in probe.to_dict()  # attention probes' keys stay as they were
+    with pytest.raises(ValueError, match="span_pooling"):
+        MLP((8,), span=TOKENS, projection=PROJECTION, span_pooling="mean")
+    with pytest.raises(ValueError, match="span_pooling pools spans"):
+        MLP((8,), span_pooling="max")
 
 
 def test_span_probes_through_the_curve_and_the_online_code(task):

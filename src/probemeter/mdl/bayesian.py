@@ -56,7 +56,7 @@ import numpy as np
 import torch
 
 from probemeter._validation import check_scalar, integer_list
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, check_attention_spans
 from probemeter.mdl.bayesian_spans import VariationalSpanPoolings
 from probemeter.probes.mlp import MLP, SPAN_PROJECTION
 from probemeter.probes.stacked_mlp import stacked_affine
@@ -102,6 +102,7 @@ class BayesianMLP:
         spans (``data.span_tokens``), as :func:`~probemeter.probes.probe_for`; a plain one
         else."""
         if data.span_tokens is not None:
+            check_attention_spans(data, "the variational code")
             return cls(tuple(hidden), span=data.span_tokens, projection=projection)
         return cls(tuple(hidden))
 

@@ -36,7 +36,7 @@ import pandas as pd
 import torch
 
 from probemeter._execution import Execution, execution_of
-from probemeter.data import ProbeData, check_probe_data, check_single_label
+from probemeter.data import ProbeData, check_attention_spans, check_probe_data, check_single_label
 from probemeter.probes import MLP
 from probemeter.probes.mlp import SPAN_PROJECTION
 from probemeter.training.config import TrainingConfig, config_or_default
@@ -168,6 +168,7 @@ def span_probe(probe: MLP, data: ProbeData, *, projection: int = SPAN_PROJECTION
     Raises:
         ValueError: ``probe`` pools spans other than the data's rows hold.
     """
+    check_attention_spans(data, "a Pareto probe family")
     if probe.span == (data.span_tokens or ()):
         return probe
     if probe.span or data.span_tokens is None:

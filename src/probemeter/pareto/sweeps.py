@@ -34,7 +34,7 @@ import pandas as pd
 import torch
 
 from probemeter._execution import Execution, execution_of
-from probemeter.data import ProbeData, check_probe_data, check_single_label
+from probemeter.data import ProbeData, check_attention_spans, check_probe_data, check_single_label
 from probemeter.datasets.conll import Treebank, task_labels
 from probemeter.pareto.biaffine import fit_biaffine_parsers
 from probemeter.pareto.defaults import PARSER_DECODE
@@ -127,6 +127,7 @@ def linear_sweep(
         Others: see :func:`probemeter.pareto.linear_probes.fit_nuclear_norm_probes`.
     """
     check_single_label(check_probe_data(data), "a Pareto sweep (softmax probes)")
+    check_attention_spans(data, "a Pareto sweep")
     arrays = (data.X_train, data.y_train, data.X_test, data.y_test, data.n_classes)
     common = dict(
         learned_input=learned_input,

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from probemeter._validation import check_scalar, integer_list
+from probemeter._validation import check_scalar, integer_list, one_of
 from probemeter.data import ProbeData
 from probemeter.probes.draws import fill_uniform
 from probemeter.probes.scalar_mix import ScalarMixes
-from probemeter.probes.span_attention import SpanAttentions
+from probemeter.probes.span_attention import ATTENTION, LEARNED_POOLINGS, SpanAttentions
 from probemeter.probes.stacked_mlp import StackedMLP
 
 __all__ = ["MLP", "Direction", "Linear", "fill_uniform", "probe_for"]
@@ -61,6 +61,10 @@ class MLP:
             self-attention per span (Lee et al. 2017; Voita & Titov 2020, Fig. 4); its first
             layer reads the pooled spans side by side (:mod:`probemeter.probes.span_attention`).
         projection: q, the width of the span projection (with ``span``).
+        span_pooling: how each span's projected tokens are pooled (with ``span``):
+            ``"attention"`` (the learned self-attention above) or ``"max"`` (each projected
+            coordinate's maximum over the tokens; with q = K the maximum of per-token logits,
+            McKenzie et al. 2025, arXiv:2506.10805, §3).
     """
 
     hidden: tuple[int, ...] = (512, 512)
@@ -68,6 +72,7 @@ class MLP:
     mix: int = 0
     span: tuple[int, ...] = ()
     projection: int = 0
+    span_pooling: str = ATTENTION
 
     def __post_init__(self) -> None:
         hidden = integer_list(1)(tuple(self.hidden), "hidden")
@@ -86,6 +91,9 @@ class MLP:
             check_scalar(self.projection, "projection", int, min_val=1)
         elif self.projection:
             raise ValueError("projection is the width of span pooling: it needs span")
+        one_of(*LEARNED_POOLINGS)(self.span_pooling, "span_pooling")
+        if self.span_pooling != ATTENTION and not span:
+            raise ValueError("span_pooling pools spans: it needs span")
         object.__setattr__(self, "span", tuple(int(t) for t in span))
         object.__setattr__(self, "projection", int(self.projection))
 
@@ -98,6 +106,7 @@ class MLP:
             name += f"-drop{self.dropout:.3g}" if self.dropout else ""
         if self.span:
             name += f"-span{'x'.join(map(str, self.span))}-proj{self.projection}"
+            name += "" if self.span_pooling == ATTENTION else f"-{self.span_pooling}"
         return name + (f"-mix{self.mix}" if self.mix else "")
 
     def token_width(self, n_features: int) -> int:
@@ -212,7 +221,7 @@ class MLP:
         if self.span:  # drawn first, as they come first in the network
             width = self.token_width(n_features)
             span_stage = SpanAttentions.initial(
-                rngs, self.span, width, self.projection, rows, device
+                rngs, self.span, width, self.projection, rows, device, self.span_pooling
             )
         stacked = [
             (
@@ -250,6 +259,8 @@ class MLP:
         spec = {"family": "mlp", "hidden": list(self.hidden)}
         spec |= {"dropout": self.dropout} if self.dropout else {}
         spec |= {"span": list(self.span), "projection": self.projection} if self.span else {}
+        # only when not the default: the keys of attention-pooled span probes stay as they were
+        spec |= {} if self.span_pooling == ATTENTION else {"span_pooling": self.span_pooling}
         return spec | ({"mix": self.mix} if self.mix else {})
 
     @staticmethod
@@ -264,6 +275,7 @@ class MLP:
             mix=int(spec.get("mix", 0)),
             span=tuple(spec.get("span", ())),
             projection=int(spec.get("projection", 0)),
+            span_pooling=str(spec.get("span_pooling", ATTENTION)),
         )
 
 
@@ -275,15 +287,21 @@ SPAN_PROJECTION = 256
 
 def probe_for(data: ProbeData, hidden: Sequence[int], *, projection: int = SPAN_PROJECTION) -> MLP:
     """An MLP of ``hidden`` widths for ``data``: with a learned scalar mix of its layers when
-    the data are layers side by side to be mixed (``data.mix_layers``); with self-attentive
-    pooling of each span, projected to ``projection`` dimensions, when the rows are
-    edge-probing spans (``data.span_tokens``); a plain one else. For a direction twin's data
-    (``data.direction``, an experiment file's ``directions``), the :class:`Direction` it
-    names, whatever ``hidden``."""
+    the data are layers side by side to be mixed (``data.mix_layers``); with learned pooling of
+    each span, projected to ``projection`` dimensions, when the rows are spans
+    (``data.span_tokens``: edge-probing spans, or a text's tokens), pooled and projected as the
+    data say where they do (``data.span_pooling``, ``data.span_projection``); a plain one
+    else. For a direction twin's data (``data.direction``, an experiment file's
+    ``directions``), the :class:`Direction` it names, whatever ``hidden``."""
     if data.direction is not None:
         return Direction(data.direction)
     if data.span_tokens is not None:
-        return MLP(tuple(hidden), span=data.span_tokens, projection=projection)
+        return MLP(
+            tuple(hidden),
+            span=data.span_tokens,
+            projection=data.span_projection or projection,
+            span_pooling=data.span_pooling or ATTENTION,
+        )
     return MLP(tuple(hidden), mix=0 if data.mix_layers is None else len(data.mix_layers))
 
 

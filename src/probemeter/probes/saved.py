@@ -267,11 +267,12 @@ def _check_span(span: Any, architecture: MLP) -> None:
             f"the architecture pools spans {architecture.span}: span must be a SpanPooling; "
             f"got {type(span).__name__}"
         )
-    if span.tokens != architecture.span or span.projection != architecture.projection:
+    ours = (span.tokens, span.projection, span.pooling)
+    if ours != (architecture.span, architecture.projection, architecture.span_pooling):
         raise ValueError(
-            f"span poolings of tokens {span.tokens}, projection {span.projection} do not fit "
-            f"the architecture's spans {architecture.span}, projection "
-            f"{architecture.projection}"
+            f"span poolings of tokens {span.tokens}, projection {span.projection}, pooling "
+            f"{span.pooling!r} do not fit the architecture's spans {architecture.span}, "
+            f"projection {architecture.projection}, pooling {architecture.span_pooling!r}"
         )
 
 
@@ -425,7 +426,8 @@ class ProbeSet:
         pooling = [None] * n_probes
         if spans is not None:
             pooling = [
-                SpanPooling(architecture.span, *(a[i] for a in spans)) for i in range(n_probes)
+                SpanPooling(architecture.span, *(a[i] for a in spans), architecture.span_pooling)
+                for i in range(n_probes)
             ]
         n_features = _features_read(parameters[0][0].shape[1], architecture, pooling[0])
         features, labels = _eval_tensors(X_test, y_test, n_features, n_classes, device)
@@ -598,7 +600,8 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
         if architecture.span:
             names = tuple(f"probe.{index}.0.{part}" for part in _SPAN_PARTS)
             expected |= set(names)
-            span, first = SpanPooling(architecture.span, *(tensors[n] for n in names)), 1
+            parts = (tensors[n] for n in names)
+            span, first = SpanPooling(architecture.span, *parts, architecture.span_pooling), 1
         layers = []
         for layer in range(len(architecture.hidden) + 1):
             prefix = f"probe.{index}.{first + 2 * layer}"

@@ -18,6 +18,16 @@ written by hand (with g = ∂L/∂z_s)::
 summed over a minibatch's rows (padded rows carry weight 0 upstream). Parameters are drawn like
 ``nn.Linear``'s, U(±1/√fan_in), from each probe's own random stream, before its MLP's.
 
+Pooling ``"max"`` (:data:`LEARNED_POOLINGS`) replaces the attention by the maximum of each
+projected coordinate over the span's tokens, ``z_s = max_{t ≤ count} u_t`` (coordinate-wise):
+with q = K, the maximum over tokens of per-token logits that the MLP then reads, the max probe
+of McKenzie et al. (2025, §3). Its gradient goes to each coordinate's arg-max token,
+``∂L/∂u_t = g ⊙ 1[t = argmax]``; it reads no score vector (w_s stays 0, drawn nothing).
+One implementation serves both: the spans of edge probing and the text of a texts task read
+token by token (``pooling = "attention"`` or ``"max"``, one span per row,
+:func:`~probemeter.datasets.texts.token_spans`), McKenzie et al.'s attention-pooled and
+max-pooled probes.
+
 A trained probe's poolings are kept as a :class:`SpanPooling` (with the probe,
 :class:`~probemeter.probes.saved.SavedProbe`), and run as an ordinary module by
 :class:`SpanAttention`.
@@ -32,6 +42,9 @@ References:
 
     Voita, E. & Titov, I. (2020). Information-theoretic probing with minimum description length.
     *EMNLP 2020*. doi:10.18653/v1/2020.emnlp-main.14 (arXiv:2003.12298)
+
+    McKenzie, A., et al. (2025). Detecting high-stakes interactions with activation probes.
+    arXiv:2506.10805
 """
 
 from __future__ import annotations
@@ -42,9 +55,18 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from probemeter.data import ATTENTION, LEARNED_POOLINGS
 from probemeter.probes.draws import fill_uniform
 
-__all__ = ["SpanAttention", "SpanAttentions", "SpanPooling", "pool_spans", "pooler"]
+__all__ = [
+    "ATTENTION",
+    "LEARNED_POOLINGS",
+    "SpanAttention",
+    "SpanAttentions",
+    "SpanPooling",
+    "pool_spans",
+    "pooler",
+]
 
 
 def _split(
@@ -62,11 +84,17 @@ def _split(
 
 
 def _pool(
-    h: torch.Tensor, counts: torch.Tensor, W: torch.Tensor, b: torch.Tensor, w: torch.Tensor
+    h: torch.Tensor,
+    counts: torch.Tensor,
+    W: torch.Tensor,
+    b: torch.Tensor,
+    w: torch.Tensor,
+    pooling: str = ATTENTION,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One span of P probes: projections u (P, n, T, q), attention a (P, n, T) and the pooled
-    z (P, n, q), for tokens ``h`` (P or 1, n, T, d), their counts (P or 1, n, 1) and parameters
-    W (P, d, q), b (P, 1, q), w (P, q, 1)."""
+    """One span of P probes: projections u (P, n, T, q), attention a (P, n, T) — for
+    ``"max"``, each coordinate's arg-max token (P, n, 1, q) — and the pooled z (P, n, q), for
+    tokens ``h`` (P or 1, n, T, d), their counts (P or 1, n, 1) and parameters W (P, d, q),
+    b (P, 1, q), w (P, q, 1)."""
     n_probes, (width, projection) = W.shape[0], W.shape[1:]
     rows, tokens = h.shape[1], h.shape[2]
     if h.shape[0] == 1:  # the same rows for every probe: one matrix product for all of them
@@ -77,6 +105,11 @@ def _pool(
             n_probes, rows, tokens, projection
         )
     u = u + b.unsqueeze(1)
+    positions = torch.arange(h.shape[-2], device=h.device)
+    if pooling != ATTENTION:
+        padded = (positions >= counts).unsqueeze(-1)  # (P or 1, n, T, 1)
+        z, chosen = u.masked_fill(padded, float("-inf")).max(dim=2, keepdim=True)
+        return u, chosen, z.squeeze(2)
     scores = torch.bmm(u.reshape(n_probes, rows * tokens, projection), w).view(
         n_probes, rows, tokens
     )
@@ -92,29 +125,41 @@ def _per_span(parameters: Sequence[torch.Tensor]) -> list[Sequence[torch.Tensor]
 
 
 def _pool_all(
-    parameters: Sequence[torch.Tensor], tokens: Sequence[int], width: int, features: torch.Tensor
+    parameters: Sequence[torch.Tensor],
+    tokens: Sequence[int],
+    width: int,
+    features: torch.Tensor,
+    pooling: str = ATTENTION,
 ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
     """Per span, :func:`_pool`'s projections, attention and pooled span of rows ``features``
     ((P, n, F), or (1, n, F): the same rows for every probe)."""
     return [
-        _pool(h, counts, *span)
+        _pool(h, counts, *span, pooling)
         for (counts, h), span in zip(_split(features, tokens, width), _per_span(parameters))
     ]
 
 
 def pool_spans(
-    parameters: Sequence[torch.Tensor], tokens: Sequence[int], width: int, features: torch.Tensor
+    parameters: Sequence[torch.Tensor],
+    tokens: Sequence[int],
+    width: int,
+    features: torch.Tensor,
+    pooling: str = ATTENTION,
 ) -> torch.Tensor:
     """The pooled spans [z_1, z_2] (P, n, q · spans) of rows ``features`` ((P, n, F): one batch
     per probe, or (n, F): the same rows for every probe) under the stacked ``parameters``
-    ``[W_1, b_1, w_1, W_2, b_2, w_2]``."""
+    ``[W_1, b_1, w_1, W_2, b_2, w_2]``, pooled by ``pooling`` (:data:`LEARNED_POOLINGS`)."""
     if features.dim() == 2:
         features = features.unsqueeze(0)
-    return torch.cat([z for _, _, z in _pool_all(parameters, tokens, width, features)], dim=-1)
+    spans = _pool_all(parameters, tokens, width, features, pooling)
+    return torch.cat([z for _, _, z in spans], dim=-1)
 
 
 def pooler(
-    parameters: Sequence[torch.Tensor], tokens: Sequence[int], width: int
+    parameters: Sequence[torch.Tensor],
+    tokens: Sequence[int],
+    width: int,
+    pooling: str = ATTENTION,
 ) -> Callable[..., torch.Tensor]:
     """Rows (n, F) — or (P, n, F), one set per probe — and optionally an allocator of the
     (P, n, q · spans) output, → their pooled spans under the stacked ``parameters``.
@@ -137,7 +182,7 @@ def pooler(
         for probe in range(n_probes):
             own = [tensor[probe : probe + 1] for tensor in parameters]
             features = rows.unsqueeze(0) if shared else rows[probe : probe + 1]
-            spans = _pool_all(own, tokens, width, features)
+            spans = _pool_all(own, tokens, width, features, pooling)
             torch.cat([z for _, _, z in spans], dim=-1, out=out[probe : probe + 1])
         return out
 
@@ -152,11 +197,17 @@ class SpanAttentions:
             become parameters (with ``.grad``) of the probes' optimiser.
         tokens: per span, its padded token count T.
         rows: minibatch rows per probe.
+        pooling: ``"attention"`` or ``"max"`` (:data:`LEARNED_POOLINGS`).
     """
 
     def __init__(
-        self, parameters: Sequence[torch.Tensor], tokens: Sequence[int], rows: int
+        self,
+        parameters: Sequence[torch.Tensor],
+        tokens: Sequence[int],
+        rows: int,
+        pooling: str = ATTENTION,
     ) -> None:
+        self.pooling = pooling
         self.parameters = list(parameters)
         for tensor in self.parameters:
             tensor.grad = torch.zeros_like(tensor)
@@ -178,24 +229,29 @@ class SpanAttentions:
         projection: int,
         rows: int,
         device: torch.device,
+        pooling: str = ATTENTION,
     ) -> SpanAttentions:
         """P poolings, probe i's drawn from ``rngs[i]`` alone: per span, W and b from U(±1/√d)
-        and then w from U(±1/√q) (float32 draws, :func:`~probemeter.probes.draws.fill_uniform`)."""
+        and then w from U(±1/√q) (float32 draws, :func:`~probemeter.probes.draws.fill_uniform`);
+        ``"max"`` draws no w (it stays 0)."""
         stacked = [
-            np.empty((len(rngs), *shape), dtype=np.float32)
+            np.zeros((len(rngs), *shape), dtype=np.float32)
             for _ in tokens
             for shape in ((width, projection), (1, projection), (projection, 1))
         ]
+        drawn = 3 if pooling == ATTENTION else 2
         for probe, rng in enumerate(rngs):
             for index in range(0, len(stacked), 3):
-                for array, fan_in in zip(stacked[index : index + 3], (width, width, projection)):
+                arrays = stacked[index : index + drawn]
+                for array, fan_in in zip(arrays, (width, width, projection)):
                     fill_uniform(rng, array[probe], fan_in)
-        return cls([torch.from_numpy(a).to(device) for a in stacked], tokens, rows)
+        tensors = [torch.from_numpy(a).to(device) for a in stacked]
+        return cls(tensors, tokens, rows, pooling)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
         """The pooled spans (P, rows, q · spans) of a minibatch ``features`` (P, rows, F), into
         :attr:`output`; the projections and attention are kept for :meth:`backward`."""
-        spans = _pool_all(self.parameters, self.tokens, self.width, features)
+        spans = _pool_all(self.parameters, self.tokens, self.width, features, self.pooling)
         self._saved = [(u, a) for u, a, _ in spans]
         return torch.cat([z for _, _, z in spans], dim=-1, out=self.output)
 
@@ -208,23 +264,27 @@ class SpanAttentions:
             zip(spans, _per_span(self.parameters), self._saved)
         ):
             g = self.upstream[..., index * q : (index + 1) * q].unsqueeze(-2)  # (P, rows, 1, q)
-            gu = (u * g).sum(dim=-1)  # (P, rows, T): g · u_t
-            ds = a * (gu - (a * gu).sum(dim=-1, keepdim=True))
-            du = a.unsqueeze(-1) * g + ds.unsqueeze(-1) * w.transpose(1, 2).unsqueeze(1)
             n_probes = u.shape[0]
-            w.grad.copy_((ds.unsqueeze(-1) * u).sum(dim=(1, 2)).view(n_probes, q, 1))
+            if self.pooling == ATTENTION:
+                gu = (u * g).sum(dim=-1)  # (P, rows, T): g · u_t
+                ds = a * (gu - (a * gu).sum(dim=-1, keepdim=True))
+                du = a.unsqueeze(-1) * g + ds.unsqueeze(-1) * w.transpose(1, 2).unsqueeze(1)
+                w.grad.copy_((ds.unsqueeze(-1) * u).sum(dim=(1, 2)).view(n_probes, q, 1))
+            else:  # each coordinate's gradient to its arg-max token (a holds their indices)
+                du = torch.zeros_like(u).scatter_(2, a, g)
             flat_h = h.reshape(n_probes, -1, self.width)
             torch.bmm(flat_h.transpose(1, 2), du.reshape(n_probes, -1, q), out=W.grad)
             b.grad.copy_(du.sum(dim=(1, 2)).view(n_probes, 1, q))
 
     def evaluator(self) -> Callable[[torch.Tensor], torch.Tensor]:
         """Rows (n, F) → their pooled spans (P, n, q · spans) under the current parameters."""
-        return pooler([p.detach() for p in self.parameters], self.tokens, self.width)
+        detached = [p.detach() for p in self.parameters]
+        return pooler(detached, self.tokens, self.width, self.pooling)
 
     def select(self, rows: torch.Tensor) -> SpanAttentions:
         """The poolings of the probes at ``rows``, as a new stack (copies)."""
         chosen = [p.detach()[rows].clone() for p in self.parameters]
-        return SpanAttentions(chosen, self.tokens, self.output.shape[1])
+        return SpanAttentions(chosen, self.tokens, self.output.shape[1], self.pooling)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """What the engine returns of the stage: nothing (a pooling has no summary)."""
@@ -252,7 +312,8 @@ class SpanPooling:
         tokens: per span, its padded token count T.
         weight: (S, d, q) float32, each span's projection W_s.
         bias: (S, q) float32, its projection bias b_s.
-        score: (S, q) float32, its attention vector w_s.
+        score: (S, q) float32, its attention vector w_s (zeros for ``"max"``).
+        pooling: ``"attention"`` or ``"max"`` (:data:`LEARNED_POOLINGS`).
 
     Raises:
         ValueError: arrays that are not float32 or whose shapes do not agree with one
@@ -263,8 +324,11 @@ class SpanPooling:
     weight: np.ndarray
     bias: np.ndarray
     score: np.ndarray
+    pooling: str = ATTENTION
 
     def __post_init__(self) -> None:
+        if self.pooling not in LEARNED_POOLINGS:
+            raise ValueError(f"pooling must be one of {LEARNED_POOLINGS}; got {self.pooling!r}")
         tokens = tuple(int(t) for t in self.tokens)
         if not 1 <= len(tokens) <= 2 or min(tokens) < 1:
             raise ValueError(f"tokens must be one or two padded token counts; got {self.tokens}")
@@ -308,7 +372,7 @@ class SpanPooling:
 
     def module(self) -> SpanAttention:
         """The poolings as a :class:`SpanAttention` module holding copies of them."""
-        module = SpanAttention(self.tokens, self.width, self.projection)
+        module = SpanAttention(self.tokens, self.width, self.projection, self.pooling)
         with torch.no_grad():
             for name in ("weight", "bias", "score"):
                 getattr(module, name).copy_(torch.from_numpy(getattr(self, name)))
@@ -322,9 +386,12 @@ class SpanAttention(torch.nn.Module):
     (:func:`pool_spans`), differentiable by autograd. Its parameters start uninitialised
     (zeros); :meth:`SpanPooling.module` fills them."""
 
-    def __init__(self, tokens: Sequence[int], width: int, projection: int) -> None:
+    def __init__(
+        self, tokens: Sequence[int], width: int, projection: int, pooling: str = ATTENTION
+    ) -> None:
         super().__init__()
         self.tokens, self.width = tuple(int(t) for t in tokens), int(width)
+        self.pooling = pooling
         spans, q = len(self.tokens), int(projection)
         self.weight = torch.nn.Parameter(torch.zeros(spans, self.width, q))
         self.bias = torch.nn.Parameter(torch.zeros(spans, q))
@@ -341,4 +408,4 @@ class SpanAttention(torch.nn.Module):
                 self.score[span].view(1, q, 1),
             )
         ]
-        return pool_spans(parameters, self.tokens, self.width, features)[0]
+        return pool_spans(parameters, self.tokens, self.width, features, self.pooling)[0]

@@ -521,7 +521,7 @@ def evaluate_as_row(
             _placed(tuple(tensor.shape), row * tensor.numel(), device).copy_(tensor)
             for tensor in span.tensors()
         ]
-        stage = pooler(placed, span.tokens, span.width)
+        stage = pooler(placed, span.tokens, span.width, span.pooling)
 
     def outputs(shape: tuple[int, int, int]) -> torch.Tensor:
         return _placed(shape, row * shape[1] * shape[2], device)

@@ -7,6 +7,7 @@ variables and hooks, :class:`~probemeter.runs.tasks.TaskType`,
 from __future__ import annotations
 
 from probemeter._method import Method
+from probemeter.data import LEARNED_POOLINGS
 from probemeter.runs.kinds import FILES, KINDS, FileKind, Representation, mixes_layers
 from probemeter.runs.methods import METHODS
 from probemeter.runs.tasks import Task
@@ -22,8 +23,8 @@ def setup_problems(
     """Every problem of ``method`` with ``task`` and ``reps``, as (location, message): the
     method's own checks of its setup (``check_setup``, given the task's declaration), the task
     options its probes must learn or measure (self-attention pooling, label sets), head
-    selection, scalar mixes, and the feature files' pools and sparse rows; ``keeping``: where
-    the run asked to keep its probes (None: it did not)."""
+    selection, scalar mixes, direction twins, and the feature files' pools and sparse rows;
+    ``keeping``: where the run asked to keep its probes (None: it did not)."""
     names = [rep.name for rep in reps]
     found = list(method.check_setup(task.declared if task else None, names))
     if task is not None and task.options.get("pooling") == "self-attention":
@@ -47,9 +48,23 @@ def setup_problems(
         )
     found += _head_problems(method, task, reps)
     for rep in reps:
+        pooling = getattr(rep.declared, "pooling", None)
+        if pooling in LEARNED_POOLINGS and not method.pools_spans:
+            found.append(
+                (
+                    f"representations[{rep.entry}].pooling",
+                    f"{pooling!r} pooling of a text's tokens is learned by the probes of the "
+                    f"{_methods_with('pools_spans')} methods: the {method.kind} method cannot "
+                    'train it; use "last", "mean" or "all"',
+                )
+            )
+    for rep in reps:
         if mixes_layers(rep):
             problem = method.layer_mix_problem(rep.name)
             found += [problem] if problem else []
+    twins = [rep.name for rep in reps if rep.options.get("directions")]
+    problem = method.direction_problem(twins[0]) if twins else None
+    found += [problem] if problem else []
     return found + _file_problems(method, reps, keeping)
 
 

@@ -12,7 +12,7 @@ import scipy.sparse as sp
 
 from probemeter import _validation as valid
 from probemeter._declared import option
-from probemeter.data import ProbeData
+from probemeter.data import LEARNED_POOLINGS, ProbeData
 from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
 from probemeter.encoders import FeatureCache
 from probemeter.encoders.cache import STORAGES
@@ -237,8 +237,10 @@ class _ModelKind(_WordKind):
         help='"words" on word tasks (their only choice); on a task whose rows are sentences '
         '"mean" (the text\'s tokens), "cls" (first token) or "last" (last token, or the texts '
         'task\'s marked one); texts also "all" (every token of the text a row, labelled with '
-        "the text's label and clustered by text); the default: the task's first (senteval "
-        '"mean"; texts "last" for decoders, "mean" for encoders, whose last token is [SEP])',
+        'the text\'s label and clustered by text), "attention" (probes learn a softmax '
+        'attention over the text\'s tokens, then classify: attention probes) and "max" (the '
+        "maximum over the text's tokens of per-token logits); the default: the task's first "
+        '(senteval "mean"; texts "last" for decoders, "mean" for encoders, whose last token is [SEP])',
         key_omits=WORDS,
     )
     bos: str | None = option(
@@ -279,6 +281,9 @@ class _ModelKind(_WordKind):
         :attr:`outside_encoder`, so that an option a kind adds is in the key unless it says
         otherwise."""
         values = self.key_values(self.values())
+        if values.get("pooling") in LEARNED_POOLINGS:  # the encoder gives every token (pooling
+            # "all": the same pass and layer files); the probes learn how to pool them
+            values["pooling"] = ALL_TOKENS
         return {name: value for name, value in values.items() if name not in self.outside_encoder}
 
     def encoder_key(self, encoder: Any) -> dict[str, Any]:
@@ -333,13 +338,16 @@ class _ModelKind(_WordKind):
     @classmethod
     def rows_of(cls, rep: Representation, inputs: TaskInputs) -> TaskText:
         """With pooling ``"all"``, the text whose rows are each sentence's tokens, as the
-        encoder counted them when it encoded (cached: not tokenized again); an SAE's latents
-        have the rows of the site it encodes."""
+        encoder counted them when it encoded (cached: not tokenized again); with a learned
+        pooling (``"attention"``, ``"max"``), those rows laid out one row per text for the
+        probes to pool; an SAE's latents have the rows of the site it encodes."""
         pooling = rep.declared.pooling
-        if pooling != ALL_TOKENS:
+        learned = pooling in LEARNED_POOLINGS
+        if pooling != ALL_TOKENS and not learned:
             return inputs.text
         encoder = inputs.encoders[_encoder_group(rep.declared)]
-        return inputs.text.token_rows(encoder.row_counts(inputs.text.encoder_inputs(pooling)))
+        counts = encoder.row_counts(inputs.text.encoder_inputs(ALL_TOKENS))
+        return inputs.text.token_rows(counts, pooling if learned else None)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -408,7 +416,7 @@ class TransformerKind(_ModelKind):
         by every entry with the same encoder; the model is loaded once for all its sites), then
         the chosen layer, or several side by side; of site ``"heads"``, the chosen heads."""
         declared = rep.declared
-        pooling = declared.pooling or WORDS
+        pooling = declared.encoder_options().get("pooling") or WORDS
         site = declared.site
         group = _encoder_group(declared)
         encoded = (*group, site, declared.storage)

@@ -1,0 +1,150 @@
+"""Attention and max-pooled probes over the tokens of each text (``pooling = "attention"`` /
+``"max"`` of a texts task): the layout of the tokens the texts task writes, one row per text,
+and a planted task whose label one token at a random position carries, which attention probes
+solve and the last token or the mean of the tokens do not (issue 42, item 1)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("transformers")
+
+from probemeter.cli.main import main
+from probemeter.curves.results import load_curves
+from probemeter.data import ProbeData
+from probemeter.datasets.token_spans import token_spans
+from probemeter.encoders.tiny import tiny_decoder
+
+#: filler characters (one byte-level token each, or a merge of two): more kinds than the model
+#: is wide, so that no direction of the mean of a text's tokens escapes their noise
+FILLER = list("abcdefghijklmnopqrstuvwxyz0123456789")
+#: the one word that says the label, at a random position of the text
+KEYWORDS = {"a": ("cat", "dog"), "b": ("mat", "sat")}
+LENGTH = 200
+
+
+def _planted_texts(path: Path, n: int = 400, random_state: int = 0) -> Path:
+    """``n`` texts of ``LENGTH`` random filler characters with one keyword of the label (two
+    per label) at a random position."""
+    rng = np.random.default_rng(random_state)
+    rows = []
+    for index in range(n):
+        label = "ab"[index % 2]
+        left = int(rng.integers(0, LENGTH))
+        keyword = str(rng.choice(KEYWORDS[label]))
+        before = "".join(rng.choice(FILLER, size=left))
+        after = "".join(rng.choice(FILLER, size=LENGTH - left))
+        rows.append((f"{before} {keyword} {after}".strip(), label))
+    pd.DataFrame(rows, columns=["text", "label"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory) -> Path:
+    """A tiny Llama-style decoder built from a config (rotary positions: its position limit is
+    raised to read 200-token texts; no weight depends on it) and the planted texts."""
+    folder = tmp_path_factory.mktemp("attention")
+    model = tiny_decoder(folder / "model")
+    config = json.loads((model / "config.json").read_text())
+    config["max_position_embeddings"] = 256
+    (model / "config.json").write_text(json.dumps(config))
+    _planted_texts(folder / "texts.csv")
+    return folder
+
+
+def _experiment(folder: Path, poolings: list[str]) -> Path:
+    entries = "".join(
+        f'\n[[representations]]\nname = "{pooling}"\nkind = "transformer"\nmodel = "model"\n'
+        f'layer = 0\npooling = "{pooling}"\n'
+        for pooling in poolings
+    )
+    path = folder / f"{'-'.join(poolings)}.toml"
+    path.write_text(
+        '[task]\ndataset = "texts"\npath = "texts.csv"\n'
+        + entries
+        + '\n[method]\nkind = "curve"\nepsilon = 0.1\nprobe = []\nlr = 0.01\nseeds = 1\n'
+        "steps = 300\nsizes = [60, 288]\n"
+    )
+    return path
+
+
+def _final_accuracy(run: Path) -> dict[str, float]:
+    """Each representation's test accuracy at the largest size."""
+    curves = load_curves(next(run.glob("*/results.json")))
+    return {
+        curve.name: float(curve.points.loc[curve.points["n"].idxmax(), "accuracy"])
+        for curve in curves
+    }
+
+
+@pytest.mark.slow
+def test_attention_probes_find_the_one_token_that_says_the_label(planted):
+    experiment = _experiment(planted, ["attention", "last", "mean"])
+    assert main(["run", str(experiment), "--out", str(planted / "runs"), "-q"]) == 0
+    accuracy = _final_accuracy(planted / "runs")
+    assert accuracy["attention"] >= 0.95
+    assert accuracy["last"] <= 0.7 and accuracy["mean"] <= 0.7
+
+
+def test_token_spans_lays_out_each_text_once():
+    rng = np.random.default_rng(0)
+    counts_train, counts_test = [3, 1, 2], [2, 4]
+    tokens = rng.normal(size=(sum(counts_train) + sum(counts_test), 5)).astype(np.float32)
+    texts_train = np.repeat([4, 0, 7], counts_train)  # text ids as a texts task numbers them
+    texts_test = np.repeat([1, 2], counts_test)
+    labels = np.repeat([1, 0, 1, 0, 1], counts_train + counts_test)
+    cut = sum(counts_train)
+    data = ProbeData.from_arrays(
+        tokens[:cut], labels[:cut], tokens[cut:], labels[cut:], n_classes=2, standardize=False
+    )
+    data = data.__class__(
+        **{**data.__dict__, "clusters_train": texts_train, "clusters_test": texts_test}
+    )
+    for pooling, q in (("attention", 3), ("max", 2)):
+        spans = token_spans(data, pooling)
+        assert spans.span_tokens == (4,) and spans.span_pooling == pooling
+        assert spans.span_projection == q  # K + 1 (a query and K values), or K logits
+        assert spans.clusters_train is None  # the texts are the units now
+        np.testing.assert_array_equal(spans.y_train, [1, 0, 1])
+        np.testing.assert_array_equal(spans.y_test, [0, 1])
+        np.testing.assert_array_equal(spans.X_train[:, 0], counts_train)
+        second = spans.X_test[1, 1:].reshape(4, 5)
+        np.testing.assert_array_equal(second, tokens[cut + 2 :])
+        first = spans.X_train[1, 1:].reshape(4, 5)
+        np.testing.assert_array_equal(first[0], tokens[3])
+        assert not first[1:].any()  # padded with zeros
+    assert token_spans(data, "attention", projection=16).span_projection == 16
+
+
+def test_token_spans_refuses_what_it_cannot_lay_out():
+    data = ProbeData.from_arrays(
+        np.ones((4, 2), np.float32), [0, 0, 1, 1], np.ones((2, 2), np.float32), [0, 1],
+        n_classes=2,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="cluster"):
+        token_spans(data)
+    with pytest.raises(ValueError, match="pooling"):
+        token_spans(data, "mean")
+    split = data.__class__(
+        **{
+            **data.__dict__,
+            "clusters_train": np.array([0, 1, 0, 2]),
+            "clusters_test": np.array([3, 4]),
+        }
+    )
+    with pytest.raises(ValueError, match="contiguous"):
+        token_spans(split)
+    mixed = data.__class__(
+        **{
+            **data.__dict__,
+            "clusters_train": np.array([0, 0, 0, 1]),
+            "clusters_test": np.array([3, 4]),
+        }
+    )
+    with pytest.raises(ValueError, match="disagree on its label"):
+        token_spans(mixed)
