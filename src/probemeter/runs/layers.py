@@ -557,8 +557,10 @@ class LayerAnalysis(JsonResult):
             high = np.array([e.value if e.high is None else e.high for e in estimates])
             colour = f"C{index % 10}"
             name = sweep if measure == "accuracy" or not dashed else f"{sweep}, {role}"
+            # a mean over seeds can round an ulp outside their range (seeds that agree)
+            spread = [np.maximum(values - low, 0.0), np.maximum(high - values, 0.0)]
             ax.errorbar(
-                layers, values, yerr=[values - low, high - values], color=colour,
+                layers, values, yerr=spread, color=colour,
                 ls="--" if dashed else "-", marker="o", ms=4, capsize=3, label=name,
             )  # fmt: skip
             bounds = np.array([e.lower_bound for e in estimates])

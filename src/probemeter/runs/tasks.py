@@ -27,7 +27,7 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._declared import Declared, Option, option
-from probemeter.data import ProbeData, RowSplit
+from probemeter.data import LEARNED_POOLINGS, ProbeData, RowSplit
 from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
 from probemeter.datasets.conll import (
     DEFAULT_SPACY_MODEL,
@@ -47,6 +47,7 @@ from probemeter.datasets.texts import (
     read_texts,
     texts_format_problem,
 )
+from probemeter.datasets.token_spans import token_spans
 from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits, split_label_problem
 from probemeter.feature_files import load_features
 
@@ -283,9 +284,12 @@ class TaskText(ABC):
         locate its rows (:class:`~probemeter.encoders.hf.Prompt`, the texts task)."""
         return self.sentences
 
-    def token_rows(self, rows_per_sentence: np.ndarray) -> TaskText:
+    def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> TaskText:
         """This text with ``rows_per_sentence[i]`` rows of sentence ``i`` (pooling
-        ``"all"``): only tasks that declare that pooling have it."""
+        ``"all"``), or, with a ``learned`` pooling (:data:`~probemeter.data.LEARNED_POOLINGS`),
+        those rows laid out one row per sentence for probes that pool them
+        (:func:`~probemeter.datasets.token_spans.token_spans`): only tasks that declare those
+        poolings have them."""
         raise ValueError(f"{type(self).__name__} has no rows of tokens")
 
 
@@ -831,6 +835,8 @@ class _TextsText(TaskText):
     texts: TextsData
     task: TextsTask
     rows_per_text: tuple[int, ...] | None = None
+    #: pooling "attention" or "max": the rows of tokens laid out one row per text
+    learned: str | None = None
 
     @cached_property
     def sentences(self) -> list[str]:
@@ -865,7 +871,7 @@ class _TextsText(TaskText):
 
         task = self.task
         marked = task.marker is not None and pooling == "last"
-        text_tokens = pooling in (ALL_TOKENS, "mean")
+        text_tokens = pooling in (ALL_TOKENS, "mean", *LEARNED_POOLINGS)
         spans = text_tokens and (task.template is not None or task.chat)
         if not (marked or spans or task.chat):
             return self.sentences
@@ -874,10 +880,11 @@ class _TextsText(TaskText):
             for p in self._prompts
         ]
 
-    def token_rows(self, rows_per_sentence: np.ndarray) -> _TextsText:
+    def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> _TextsText:
         if self.task.pair is not None:  # refused before encoding (TextsTask.pooling_problem)
             raise ValueError("a contrast pair is one row: it has no rows of tokens")
-        return replace(self, rows_per_text=tuple(int(n) for n in rows_per_sentence))
+        counts = tuple(int(n) for n in rows_per_sentence)
+        return replace(self, rows_per_text=counts, learned=learned)
 
     @property
     def n_rows(self) -> int:
@@ -889,6 +896,8 @@ class _TextsText(TaskText):
 
     @property
     def labels_digest(self) -> str:
+        if self.learned is not None:
+            return _digest([self.texts.digest, self.rows_per_text, self.learned])
         if self.rows_per_text is not None:
             return _digest([self.texts.digest, self.rows_per_text])
         return self.texts.digest
@@ -897,7 +906,7 @@ class _TextsText(TaskText):
         self, features: np.ndarray, name: str, *, trees: bool, random_state: int
     ) -> ProbeData:
         task = self.task
-        return self.texts.probe_data(
+        data = self.texts.probe_data(
             features,
             test_size=float(task.test_size),
             random_state=random_state,
@@ -906,6 +915,7 @@ class _TextsText(TaskText):
             rows_per_text=self.rows_per_text,
             pair=task.pair,
         )
+        return data if self.learned is None else token_spans(data, self.learned)
 
     def row_split(self, random_state: int) -> RowSplit | None:
         """The texts' split; None for rows of tokens, whose data record each row's text
@@ -1024,7 +1034,7 @@ class TextsTask(TaskType):
     )
     paths = ("path",)
     reads_files = True
-    poolings = ("last", "mean", "cls", ALL_TOKENS)
+    poolings = ("last", "mean", "cls", ALL_TOKENS, *LEARNED_POOLINGS)
     bos = "drop"
     rows_are_sentences = True
 
