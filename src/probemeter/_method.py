@@ -178,6 +178,10 @@ class Method(Declared, ABC):
     #: they can pool edge-probing spans with learned self-attention (the data's
     #: ``span_tokens``)
     pools_spans: ClassVar[bool] = False
+    #: whether its probes train in the engine from :func:`~probemeter.probes.probe_for`, one
+    #: probe per representation, so that a direction twin's data (``directions``,
+    #: :mod:`probemeter.runs.directions`) make them direction probes fitted in closed form
+    fits_directions: ClassVar[bool] = False
     #: whether it measures label sets (multi-label targets, ``ProbeData.multilabel``): its
     #: probes train in the engine with one sigmoid per label (edge probing's ``multilabel``)
     measures_label_sets: ClassVar[bool] = False
@@ -225,6 +229,18 @@ class Method(Declared, ABC):
         only) and the representation ``names``, as (location, text); before any data are
         loaded."""
         return []
+
+    def direction_problem(self, name: str) -> tuple[str, str] | None:
+        """Why its probes cannot be the direction probes of twin ``name`` (``directions``), as
+        (location, text); None when they can (:attr:`fits_directions`)."""
+        if self.fits_directions:
+            return None
+        return (
+            "method.kind",
+            f"{name!r} is a direction twin (directions = [...]), whose probes the {self.kind} "
+            "method cannot fit in closed form: its probes are not the engine's one probe per "
+            "representation; use the curve, mdl (online code), power or k-sparse method",
+        )
 
     def layer_mix_problem(self, name: str) -> tuple[str, str] | None:
         """Why its probes cannot learn a scalar mix of the layers of representation ``name``

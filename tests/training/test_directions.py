@@ -120,7 +120,7 @@ def test_the_calibration_stops_at_the_optimum_of_its_subset(fit):
     # the stated rule: half the squared Newton decrement at most the tolerance
     assert g * g / (2 * h) <= CALIBRATION_TOLERANCE and h > 0
     # the optimum found independently, by bounded scalar minimisation of the same loss
-    means, log_prior = _reference_statistics(x, y, 3)
+    _, log_prior = _reference_statistics(x, y, 3)
     w = fits.weights[0].double().numpy() / a
     offsets = (fits.biases[0].double().numpy() - log_prior) / a
     scores = x.astype(np.float64) @ w + offsets
@@ -180,7 +180,7 @@ def test_chunks_cut_by_the_memory_budget_change_nothing():
         x, y, x[:50], y[:50], 2, subsets, keys, Direction("lda"), CONFIG, return_parameters=True
     )
     np.testing.assert_allclose(chunked.parameters[0][0], whole.parameters[0][0], rtol=1e-5)
-    with pytest.raises(ValueError, match="direction probe.*Raise max_memory"):
+    with pytest.raises(ValueError, match=r"direction probe.*Raise max_memory"):
         check_memory_budget(Direction("lda"), 64, 2, CONFIG, one_per_chunk / 4, sizes=[400])
 
 

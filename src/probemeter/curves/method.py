@@ -196,6 +196,7 @@ class CurveMethod(Method):
     mixes_layers = True
     pools_spans = True
     measures_label_sets = True
+    fits_directions = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
     writes_results_alone = True

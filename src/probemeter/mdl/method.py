@@ -224,6 +224,12 @@ class MDLMethod(OnlineCodeMethod):
     keeps_probes = True
 
     @property
+    def fits_directions(self) -> bool:  # type: ignore[override]
+        """The online code's probes come from ``probe_for``; the variational code's are
+        Bayesian MLPs, which no closed form gives."""
+        return not self.variational
+
+    @property
     def measures_label_sets(self) -> bool:  # type: ignore[override]
         """The online code's probes measure label sets (one sigmoid per label); the
         variational code's have one softmax."""

@@ -80,6 +80,7 @@ class PowerMethod(Method):
     kind = "power"
     compares_pairs = True
     pools_spans = True
+    fits_directions = True
     summary = "Zhu et al.: paired comparisons with a baseline; McNemar power, recommended N"
 
     def training(self) -> TrainingConfig:
@@ -213,8 +214,11 @@ def power_unit(
         y,
         splits,
         method.seeds,
-        probes={  # span probes where the rows are edge-probing spans (self-attention)
-            data.name: probe_for(data, method.probe) if data.span_tokens else MLP(method.probe)
+        probes={  # span probes where the rows are edge-probing spans (self-attention), a
+            # direction twin's direction probe
+            data.name: probe_for(data, method.probe)
+            if data.span_tokens or data.direction
+            else MLP(method.probe)
             for data in pair
         },
         config=method.training(),

@@ -3,6 +3,7 @@ encoding, fitting or training anything (:func:`check_data`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from probemeter._device import resolve_device
 from probemeter.data import ProbeData
 from probemeter.runs.config import Experiment, ExperimentError
+from probemeter.runs.directions import direction_problem
 from probemeter.runs.kinds import KINDS, Build, FileKind
 from probemeter.runs.kinds.words import length_problems
 from probemeter.runs.runner import task_inputs
@@ -84,6 +86,11 @@ def check_data(experiment: Experiment, *, max_memory: float | None = None) -> No
         where = rep.location
         try:
             data = kind.read(rep, inputs, standardize=False)
+            for family in rep.options.get("directions") or ():  # a twin: its family's probe
+                data = replace(data, direction=family)
+                problem = direction_problem(data, family)
+                if problem:
+                    raise ValueError(problem)
         except ValueError as error:
             problems.append(f"{where}: {error}")
             failed.add(rep.entry)

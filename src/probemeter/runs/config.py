@@ -29,6 +29,7 @@ from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
 from probemeter.runs.compatibility import setup_problems
+from probemeter.runs.directions import direction_twins
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
 from probemeter.runs.kinds import FILES, KINDS, Representation, mixes_layers
 from probemeter.runs.methods import DEFAULT_METHOD, METHODS
@@ -421,6 +422,7 @@ def _read_entry(
     refused = declaration.refused(entry)
     reps = declared.representations(name, where, path.parent, refused, reader.add)
     reps = erased_twins(reps, declared.erase, where, reader.add)
+    reps = direction_twins(reps, declared.directions, where, reader.add)
     generated.update(rep.name for rep in reps if rep.name != name)
     found.extend(reps)
 

@@ -58,7 +58,7 @@ from probemeter.runs.config import (
     pipeline_warnings,
     save_probes_problem,
 )
-from probemeter.runs.erasure import build_data
+from probemeter.runs.directions import build_data
 from probemeter.runs.kinds import Build, Representation
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock

@@ -126,6 +126,7 @@ class KSparseMethod(Method):
     max_epochs: int = online_option("max_epochs")
 
     kind = "k-sparse"
+    fits_directions = True
     summary = (
         "Gurnee et al.: k-sparse probes on the top-k ranked features; curves, codes, the "
         "frontier over k and its knee (dev)"
@@ -308,14 +309,14 @@ def k_sparse_unit(
     (:func:`~probemeter.sparse_probing.k_sparse.k_sparse_probes`) as the JSON of their
     :class:`~probemeter.sparse_probing.k_sparse.KSparseResult`, with the data's feature
     count."""
-    from probemeter.probes import MLP
+    from probemeter.probes import probe_for
     from probemeter.sparse_probing.k_sparse import k_sparse_probes
 
     result = k_sparse_probes(
         data,
         method.ks,
         ranking=method.ranking,
-        probe=MLP(tuple(method.probe)),
+        probe=probe_for(data, method.probe),  # a direction twin's: its direction
         sizes=method.sizes,
         seeds=method.seeds,
         config=method.training(),

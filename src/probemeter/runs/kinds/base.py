@@ -17,6 +17,7 @@ from probemeter.data import ProbeData
 from probemeter.encoders import FeatureCache
 from probemeter.erasure import eraser_settings
 from probemeter.runs.tasks import WORDS, Task, TaskInputs
+from probemeter.training.directions import DIRECTION_FAMILIES, families_problem
 
 #: what a kind reads: a numeric view of the task
 NUMERIC = "numeric"
@@ -110,8 +111,10 @@ class RepresentationKind(Declared, ABC):
     their fields the entry's own keys (``view``, ``n_components``, ``train`` and ``test`` among
     them are kept at the top of :class:`Representation`, the rest in its ``options``).
 
-    ``erase``, the one option every kind takes, is declared here: with it an entry's every
-    representation NAME has an erased twin ``NAME-erased`` (:mod:`probemeter.runs.erasure`)."""
+    ``erase`` and ``directions``, the options every kind takes, are declared here: with
+    them an entry's every representation NAME has an erased twin ``NAME-erased``
+    (:mod:`probemeter.runs.erasure`) and direction twins ``NAME-FAMILY``
+    (:mod:`probemeter.runs.directions`)."""
 
     erase: str | None = option(
         None,
@@ -120,6 +123,15 @@ class RepresentationKind(Declared, ABC):
         '(Belrose et al. 2023): "label" (the task\'s own label), or another label of the '
         "task's rows (a conllu word label, a texts column)",
         key_omits=None,
+    )
+    directions: tuple[str, ...] = option(
+        (),
+        check=valid.Check(families_problem),
+        help="also NAME-FAMILY for each direction family listed ("
+        + ", ".join(f'"{name}"' for name in DIRECTION_FAMILIES)
+        + "): NAME's data measured by closed-form direction probes (one temperature fitted "
+        "per probe), beside its trained probes in the same tables and layer figures",
+        key_omits=[],
     )
 
     #: the name in experiment files (``kind = ...``)
@@ -134,10 +146,10 @@ class RepresentationKind(Declared, ABC):
 
     @classmethod
     def options(cls) -> tuple[Option, ...]:
-        """The kind's own options in declaration order, then ``erase`` (which, declared on
-        this base, dataclasses would list first)."""
+        """The kind's own options in declaration order, then ``erase`` and ``directions``
+        (which, declared on this base, dataclasses would list first)."""
         found = super().options()
-        return tuple(sorted(found, key=lambda opt: opt.name == "erase"))
+        return tuple(sorted(found, key=lambda opt: opt.name in ("erase", "directions")))
 
     def representations(
         self, name: str, where: str, folder: Path, bad: set[str], report: Report
