@@ -146,3 +146,20 @@ def test_bad_inputs_are_refused_with_one_line():
         fit_ccs(X, y, [np.arange(21)], [(0,)], FAST)
     with pytest.raises(ValueError, match="restarts"):
         CCSTraining(restarts=0)
+
+
+def test_sides_equal_up_to_rounding_give_no_decision():
+    """Both texts ending in the same token give equal rows at the embeddings: the margins are
+    rounding, so the probe is marked indistinct, its map zero (the uniform code), not a
+    temperature fitted to noise."""
+    X, y = _planted(n=100, d=6)
+    rng = np.random.default_rng(3)
+    same = X[:, :6] * (1 + 1e-7 * rng.normal(size=(100, 6)))  # a float32 rounding's worth
+    pairs = np.concatenate([X[:, :6], same], axis=1)
+    fits = fit_ccs(pairs, y, [np.arange(100)], [(0,)], FAST)
+    assert fits.indistinct.tolist() == [True]
+    vectors, offsets = fits.signed_margin_map()
+    assert not vectors.any() and not offsets.any()
+    assert not fits.decisions(pairs).any()
+    planted = fit_ccs(X, y, [np.arange(100)], [(0,)], FAST)
+    assert planted.indistinct.tolist() == [False]

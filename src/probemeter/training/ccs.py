@@ -58,6 +58,9 @@ __all__ = ["CCSFits", "ccs_loss", "ccs_objective", "fit_ccs", "pair_halves"]
 #: a side's feature whose variance on the subset is at most this share of (1 + its squared
 #: mean) is constant there up to rounding: it is centred, not scaled (its σ taken as 1)
 _CONSTANT_VARIANCE = 1e-12
+#: a probe whose margins' root mean square on its subset is at most this share of its
+#: projections' reads equal sides (float32 features round at 6e-8; any signal is far above)
+_INDISTINCT = 1e-4
 
 
 def ccs_loss(p_first: torch.Tensor, p_second: torch.Tensor) -> torch.Tensor:
@@ -122,7 +125,11 @@ class CCSFits:
         sign: (P,) +1 or −1: the orientation fixed on the subset's labels.
         loss: (P,) the unsupervised loss of the kept restart on its subset.
         restart: (P,) the index of the kept restart.
-        train_accuracy: (P,) the signed decision's accuracy on the subset (≥ ½).
+        train_accuracy: (P,) the signed decision's accuracy on the subset (≥ ½ but for zero
+            margins).
+        indistinct: (P,) whether the probe's margins θᵀ(x̃⁺ − x̃⁻) on its subset are rounding
+            (their root mean square at most :data:`_INDISTINCT` times that of θᵀx̃): sides
+            equal up to float rounding. Its map is then zero (no decision, the uniform code).
     """
 
     theta: np.ndarray
@@ -135,15 +142,17 @@ class CCSFits:
     loss: np.ndarray
     restart: np.ndarray
     train_accuracy: np.ndarray
+    indistinct: np.ndarray
 
     def signed_margin_map(self) -> tuple[np.ndarray, np.ndarray]:
         """(v, c₀), (P, 2d) and (P,), with s·θᵀ(x̃⁺ − x̃⁻) = vᵀx + c₀ for a side-by-side row
-        x = [x⁺, x⁻]: v = s·[θ/σ⁺, −θ/σ⁻], c₀ = −s·θᵀ(μ⁺/σ⁺ − μ⁻/σ⁻)."""
+        x = [x⁺, x⁻]: v = s·[θ/σ⁺, −θ/σ⁻], c₀ = −s·θᵀ(μ⁺/σ⁺ − μ⁻/σ⁻); zero for an
+        :attr:`indistinct` probe."""
         first = self.theta / self.scale_first
         second = self.theta / self.scale_second
-        signs = self.sign[:, None]
-        vectors = signs * np.concatenate([first, -second], axis=1)
-        offsets = -self.sign * (
+        signs = np.where(self.indistinct, 0.0, self.sign)
+        vectors = signs[:, None] * np.concatenate([first, -second], axis=1)
+        offsets = -signs * (
             (first * self.mean_first).sum(axis=1) - (second * self.mean_second).sum(axis=1)
         )
         return vectors, offsets
@@ -221,7 +230,16 @@ def fit_ccs(
     theta, bias = theta[chosen], bias[chosen]
     # the margins θᵀ(x̃⁺ − x̃⁻) (n, P); the orientation of the higher accuracy on the subset
     # (at least ½ but for zero margins, which neither orientation calls true)
-    margins = _margins(first, second, theta, (mean_first, scale_first, mean_second, scale_second))
+    normalisation = (mean_first, scale_first, mean_second, scale_second)
+    z_first, z_second = _projections(first, second, theta, normalisation)
+    margins = z_first - z_second
+    # sides the direction cannot tell apart (equal up to rounding, e.g. the embedding of a last
+    # token both texts share): their margins are rounding, no decision; zero, they give the
+    # uniform code instead of a temperature fitted to noise
+    spread = (weights * margins.square()).sum(dim=0).sqrt()
+    size = (weights * (z_first.square() + z_second.square()) / 2).sum(dim=0).sqrt()
+    indistinct = spread <= _INDISTINCT * size
+    margins = torch.where(indistinct, 0.0, margins)
     truth = labels[union][:, None]
     accuracy_up = (weights * ((margins > 0).to(torch.int64) == truth).to(dtype)).sum(dim=0)
     accuracy_down = (weights * ((margins < 0).to(torch.int64) == truth).to(dtype)).sum(dim=0)
@@ -242,6 +260,7 @@ def fit_ccs(
         loss=host(losses.view(len(subsets), restarts).gather(1, kept[:, None]).squeeze(1)),
         restart=kept.cpu().numpy(),
         train_accuracy=host(accuracy),
+        indistinct=indistinct.cpu().numpy(),
     )
 
 
@@ -254,17 +273,19 @@ def _moments(side: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, t
     return mean, torch.where(constant, 1.0, variance.sqrt()).to(side.dtype)
 
 
-def _margins(
+def _projections(
     first: torch.Tensor,
     second: torch.Tensor,
     theta: torch.Tensor,
     normalisation: tuple[torch.Tensor, ...],
-) -> torch.Tensor:
-    """(n, P) θ_pᵀ(x̃⁺ − x̃⁻) of every row for every probe, the normalisation folded in."""
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(n, P) θ_pᵀx̃⁺ and θ_pᵀx̃⁻ of every row for every probe, the normalisation folded in."""
     mean_first, scale_first, mean_second, scale_second = normalisation
     scaled_first, scaled_second = theta / scale_first, theta / scale_second
-    offset = (scaled_first * mean_first).sum(dim=1) - (scaled_second * mean_second).sum(dim=1)
-    return first @ scaled_first.T - second @ scaled_second.T - offset
+    return (
+        first @ scaled_first.T - (scaled_first * mean_first).sum(dim=1),
+        second @ scaled_second.T - (scaled_second * mean_second).sum(dim=1),
+    )
 
 
 def _train(
