@@ -114,6 +114,11 @@ def test_a_pairs_row_is_made_of_both_texts_encoded_alone(tmp_path, model, poolin
             "all",
             "representations[0].pooling: 'all' reads a text's rows of tokens; a contrast pair",
         ),
+        (
+            'contrast_column = "negation"\npair = "difference"\n',
+            "attention",
+            "representations[0].pooling: 'attention' reads a text's rows of tokens",
+        ),
     ],
 )
 def test_pair_options_are_refused_with_one_line_before_encoding(
@@ -122,6 +127,26 @@ def test_pair_options_are_refused_with_one_line_before_encoding(
     _write_pairs(tmp_path)
     with pytest.raises(ExperimentError, match=re.escape(message)):
         load_experiment(_experiment(tmp_path, model, task, pooling))
+
+
+@pytest.mark.parametrize(
+    "task",
+    ["", 'contrast_column = "negation"\npair = "difference"\n'],
+)
+def test_ccs_needs_pairs_side_by_side_before_encoding(tmp_path, model, task):
+    _write_pairs(tmp_path)
+    path = _experiment(tmp_path, model, task)
+    path.write_text(path.read_text().replace("batch_size = 5\n", 'directions = ["ccs"]\n'))
+    with pytest.raises(
+        ExperimentError,
+        match=re.escape("representations[0].directions: 'ccs' reads contrast pairs side by side"),
+    ):
+        load_experiment(path)
+    path.write_text(path.read_text().replace('"ccs"', '"diff-means"'))
+    assert [rep.name for rep in load_experiment(path).representations] == [
+        "llama",
+        "llama-diff-means",
+    ]
 
 
 def test_a_missing_or_empty_contrast_column_is_named_by_check(tmp_path, model):
@@ -135,3 +160,60 @@ def test_a_missing_or_empty_contrast_column_is_named_by_check(tmp_path, model):
     experiment = _experiment(tmp_path, model, 'contrast_column = "negation"\npair = "concat"\n')
     with pytest.raises(ExperimentError, match="row 5: empty text in column 'negation'"):
         check_data(load_experiment(experiment))
+
+
+GOOD = ("good", "bad")
+
+
+def _write_planted_pairs(folder: Path, n: int = 60) -> Path:
+    """Pairs whose true member says "good" and whose false member says "bad" (or the reverse):
+    a direction in the model's activations (the last token's) that flips between the true and
+    the false member, on contents shared by both."""
+    rng = np.random.default_rng(2)
+    words = "the cat sat on the mat dogs bark at night".split()
+    rows = []
+    for index in range(n):
+        content = " ".join(rng.choice(words, size=int(rng.integers(2, 6))))
+        truth = index % 2  # 1: the statement is the true member
+        said = GOOD if truth else GOOD[::-1]
+        rows.append((f"{said[0]} {content}", f"{said[1]} {content}", truth))
+    path = folder / "pairs.csv"
+    pd.DataFrame(rows, columns=["claim", "negation", "truth"]).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.slow
+def test_probemeter_run_measures_a_probe_diff_means_and_ccs_on_planted_pairs(tmp_path, model):
+    """The done criterion: a supervised probe, a difference-in-means direction and CCS side
+    by side on one pair task, with their curves and every seed's CCS accuracy."""
+    import json
+
+    from probemeter.cli.main import main
+
+    _write_planted_pairs(tmp_path)
+    path = tmp_path / "pairs.toml"
+    path.write_text(
+        '[run]\nname = "pairs"\n[task]\ndataset = "texts"\npath = "pairs.csv"\n'
+        'text_column = "claim"\ncontrast_column = "negation"\npair = "concat"\n'
+        'label_column = "truth"\n'
+        f'[[representations]]\nname = "llama"\nkind = "transformer"\nmodel = "{model}"\n'
+        'layer = 2\ndirections = ["diff-means", "ccs"]\n'
+        "[method]\nepsilon = 0.5\nsizes = [8, 16, 40]\nprobe = []\nseeds = 3\nsteps = 200\n"
+        "lr = 0.01\n"
+    )
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "-q", "--n-jobs", "1"]) == 0
+    results = json.loads((out / "pairs" / "results.json").read_text())
+    curves = {curve["name"]: curve for curve in results["curves"]}
+    assert set(curves) == {"llama", "llama-diff-means", "llama-ccs"}
+    for name, curve in curves.items():
+        points = pd.DataFrame(curve["points"])
+        assert sorted(points["n"].unique()) == [8, 16, 40], name
+        assert sorted(points["seed"].unique()) == [0, 1, 2], name
+    # the contrast removes the shared contents, which the difference in means reads as noise
+    ccs = pd.DataFrame(curves["llama-ccs"]["points"])
+    final = ccs[ccs["n"] == 40]
+    assert len(final) == 3  # every seed's test accuracy, not only a mean
+    assert (final["accuracy"] >= 0.9).sum() >= 2, final
+    probe = pd.DataFrame(curves["llama"]["points"])
+    assert probe[probe["n"] == 40]["accuracy"].mean() >= 0.9

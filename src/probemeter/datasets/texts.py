@@ -68,6 +68,7 @@ __all__ = [
     "DEV_HANDLING",
     "FORMATS",
     "PAIRS",
+    "SIDE_BY_SIDE",
     "SPLITS",
     "TextsData",
     "pair_features",
@@ -83,9 +84,11 @@ DEV_HANDLING = ("pool", "drop")
 FORMATS = {".csv": "CSV", ".jsonl": "JSON lines", ".parquet": "Parquet"}
 #: a saved ``DatasetDict``'s splits, as the split column's values
 DATASET_SPLITS = {"train": "train", "validation": "dev", "test": "test"}
+#: the layout of contrast pairs side by side, [x_first, x_second] (what CCS reads)
+SIDE_BY_SIDE = "concat"
 #: how a contrast pair's two rows of features make its row: their difference
 #: x_first − x_second, or both side by side [x_first, x_second]
-PAIRS = ("difference", "concat")
+PAIRS = ("difference", SIDE_BY_SIDE)
 
 Label = str | int
 

@@ -29,7 +29,7 @@ from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
 from probemeter.runs.compatibility import setup_problems
-from probemeter.runs.directions import direction_twins
+from probemeter.runs.directions import direction_task_problems, direction_twins
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
 from probemeter.runs.kinds import FILES, KINDS, Representation, mixes_layers
 from probemeter.runs.methods import DEFAULT_METHOD, METHODS
@@ -452,6 +452,7 @@ def _check_against_task(
             reader.add(where, message)
     for rep in representations:
         erasure_task_problems(rep, task, f"representations[{rep.entry}]", reader.add)
+        direction_task_problems(rep, task, f"representations[{rep.entry}]", reader.add)
     return [
         KINDS[rep.kind].check_task(rep, task, f"representations[{rep.entry}]", reader.add)
         for rep in representations

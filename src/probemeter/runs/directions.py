@@ -26,9 +26,16 @@ from dataclasses import replace
 from probemeter.data import ProbeData
 from probemeter.runs.erasure import build_data as erased_or_built
 from probemeter.runs.kinds import Build, Report, Representation, mixes_layers
-from probemeter.runs.tasks import TaskInputs
+from probemeter.runs.tasks import Task, TaskInputs
+from probemeter.training.directions import DIRECTION_FAMILIES
 
-__all__ = ["build_data", "direction_problem", "direction_source", "direction_twins"]
+__all__ = [
+    "build_data",
+    "direction_problem",
+    "direction_source",
+    "direction_task_problems",
+    "direction_twins",
+]
 
 
 def direction_twins(
@@ -57,6 +64,21 @@ def direction_twins(
             options = {**rep.options, "directions": [family]}
             found.append(replace(rep, name=f"{rep.name}-{family}", sweep=sweep, options=options))
     return found
+
+
+def direction_task_problems(rep: Representation, task: Task, where: str, report: Report) -> None:
+    """Reports a direction twin (at ``where``) whose family reads contrast pairs side by side
+    (CCS) on a task whose rows are not laid out so, before anything is encoded."""
+    families = rep.options.get("directions") or ()
+    if task.declared.pairs_side_by_side():
+        return
+    for family in families:
+        if family in DIRECTION_FAMILIES and DIRECTION_FAMILIES[family].reads_pairs:
+            report(
+                f"{where}.directions",
+                f"{family!r} reads contrast pairs side by side: a texts task with "
+                f'contrast_column and pair = "concat"; the {task.dataset} task has none',
+            )
 
 
 def direction_source(rep: Representation) -> Representation:

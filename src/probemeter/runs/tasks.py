@@ -43,6 +43,7 @@ from probemeter.datasets.senteval import TASK_FILES, SentEvalData, senteval_file
 from probemeter.datasets.texts import (
     DEV_HANDLING,
     PAIRS,
+    SIDE_BY_SIDE,
     TextsData,
     read_texts,
     texts_format_problem,
@@ -183,6 +184,11 @@ class TaskType(Declared):
         """Why a transformer's ``pooling`` (one of :attr:`poolings`) cannot make this task's
         rows as its options lay them out, or None."""
         return None
+
+    def pairs_side_by_side(self) -> bool:
+        """Whether its rows are contrast pairs side by side, [x_first, x_second] (what CCS
+        reads)."""
+        return False
 
     def path_problems(self) -> list[tuple[str, str]]:
         """Problems of the files it names (made absolute), as (location, text); nothing is
@@ -1053,6 +1059,9 @@ class TextsTask(TaskType):
             return [("task.path", f"file {self.path!r} does not exist")]
         problem = texts_format_problem(self.path)
         return [] if problem is None else [("task.path", problem)]
+
+    def pairs_side_by_side(self) -> bool:
+        return self.contrast_column is not None and self.pair == SIDE_BY_SIDE
 
     def pooling_problem(self, pooling: str) -> str | None:
         """Contrast pairs take a pooling with one row per text: a pair of texts is one row."""

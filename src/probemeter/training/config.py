@@ -28,9 +28,9 @@ from probemeter._validation import boolean, check_scalar, one_of, positive
 
 __all__ = [
     "BF16_MIN_ROWS",
-    "CCSTraining",
     "GRID_OPTIONS",
     "PRECISIONS",
+    "CCSTraining",
     "ParserTraining",
     "StructuralTraining",
     "TrainingConfig",

@@ -573,6 +573,8 @@ class DirectionFamily:
             tuple of integers per probe, as the engine's trained probes do).
         problem: (d, K) → why the family cannot fit such data, or None (the engine asks
             before any work).
+        reads_pairs: whether it reads contrast pairs side by side (an experiment file's
+            task must lay its rows out so: a texts task's ``pair = "concat"``).
     """
 
     name: str
@@ -582,6 +584,7 @@ class DirectionFamily:
     fit_flops: Callable[[int, int, int], float]
     seeded: bool = False
     problem: Callable[[int, int], str | None] = _no_problem
+    reads_pairs: bool = False
 
 
 #: the direction families by name: each fits linear probes in closed form (module docstring)
@@ -614,6 +617,7 @@ DIRECTION_FAMILIES: dict[str, DirectionFamily] = {
             _ccs_flops,
             seeded=True,
             problem=_ccs_problem,
+            reads_pairs=True,
         ),
     )
 }
