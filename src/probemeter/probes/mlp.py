@@ -327,7 +327,9 @@ class Direction(MLP):
     Its specification ``{"family": name}`` keeps its unit keys apart from a linear probe's.
     The training settings (steps, learning rates, weight decay, batch size, early stopping)
     do not apply to a closed form and are ignored; a probe's seed does not enter either, so
-    probes of one size differ only by their subsets.
+    probes of one size differ only by their subsets — but for ``Direction("ccs")``, CCS on
+    contrast pairs (trained without labels, its own protocol), whose random starts the seed
+    draws.
 
     Examples:
         >>> from probemeter.probes import Direction
