@@ -1,7 +1,8 @@
 """Training probes: the settings of every trainer (``config``), the batched engine (all probes
 at once, stacked on a probe axis), its memory budget (``memory``), per-probe early stopping on a
-development set, the worker processes' link to their parent (``workers``), and features held in
-shared memory for them (``shared_memory``).
+development set, the worker processes' link to their parent (``workers``), features held in
+shared memory for them (``shared_memory``), and contrast-consistent search on contrast pairs
+(``ccs``).
 """
 
 from probemeter._lazy import lazy_exports
@@ -14,6 +15,9 @@ _EXPORTS = {
     "VariationalTraining": ".config",
     "ParserTraining": ".config",
     "StructuralTraining": ".config",
+    "CCSTraining": ".config",
+    "CCSFits": ".ccs",
+    "fit_ccs": ".ccs",
     "grid_settings": ".config",
     "weight_decay_for_c": ".config",
     "c_for_weight_decay": ".config",
