@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from probemeter.cli.main import main
+from probemeter.datasets.surface import SURFACE_FLOORS
 from probemeter.encoders.sites import SITES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,7 @@ def test_the_example_checks(demo, capsys):
         f"llama-{s}-{b}" for s in ("resid_post", "attn_out", "mlp_out") for b in (0, 1)
     ]
     assert "sae, sae-dense" in printed
+    assert f"surface-{', surface-'.join(SURFACE_FLOORS)}" in printed  # [task] controls
 
 
 @pytest.mark.slow
@@ -51,5 +53,10 @@ def test_the_example_runs(demo, tmp_path):
     assert main(["run", str(path), "--out", str(out), "-q", "--n-jobs", "1"]) == 0
     folder = out / "language-model"
     results = json.loads((folder / "results.json").read_text())
-    assert len(results["curves"]) == 8
+    assert len(results["curves"]) == 8 + len(SURFACE_FLOORS)
     assert (folder / "layers.png").is_file() and (folder / "layers.md").is_file()
+    # every surface floor in the layer table, after the layers
+    markdown = (folder / "layers.md").read_text()
+    for floor in SURFACE_FLOORS:
+        assert f"| surface-{floor} | — |" in markdown, floor
+    assert markdown.count("Against the surface floors") == 3  # one per sweep

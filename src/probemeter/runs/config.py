@@ -32,6 +32,7 @@ from probemeter.runs.compatibility import setup_problems
 from probemeter.runs.directions import direction_task_problems, direction_twins
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
 from probemeter.runs.kinds import FILES, KINDS, Representation, mixes_layers
+from probemeter.runs.kinds.surface import surface_representations
 from probemeter.runs.methods import DEFAULT_METHOD, METHODS
 from probemeter.runs.tasks import TASKS, Task
 from probemeter.runs.toml_text import read_toml
@@ -263,6 +264,8 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
         reader.add(keeping, "probes of label sets (multilabel) cannot be kept yet")
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
+        # [task] controls: the surface floors, after the entries (their tokens: the entries')
+        representations += surface_representations(task, representations, reader.add)
     if method is not None:
         kept = keeping if run.save_probes else None
         for where, message in setup_problems(method, task, representations, kept):

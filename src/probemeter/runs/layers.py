@@ -43,8 +43,17 @@ examples, as the bound counts them, unadjusted), and for a clustered test set th
 test sentences at which the decision's power reaches 0.8 at the observed per-sentence
 differences (:func:`probemeter.power.clustered.sentences_needed`).
 
+Surface floors (``[task] controls``, :mod:`probemeter.runs.kinds.surface`): their rows follow
+the layers' in the table, and each verdict compares its sweep's best layer with the best floor
+(:class:`FloorComparison`): the floor chosen on the same held-out data by the same measure, the
+two best probes tested on the test set by the same paired test (McNemar's, or the sign-flip
+test of sentences), that comparison Holm-adjusted together with the sweep's others. The verdict
+says by how much the best layer is more accurate than the best floor (in points of accuracy),
+and whether it *beats* it: an established difference (adjusted p < α, power ≥ 0.8) in the
+layer's favour (Hewitt & Liang 2019: a probe's accuracy means little before its controls').
+
 :func:`analyse_layers` computes it all; :func:`write_layer_files` writes the files, and
-``layers.json`` (schema ``probemeter.layers/2``) keeps every number, with which split chose the
+``layers.json`` (schema ``probemeter.layers/4``) keeps every number, with which split chose the
 best layer and which tested it.
 
 References:
@@ -62,6 +71,9 @@ References:
 
     Good, P. I. (2005). *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.
     Springer. doi:10.1007/b138696
+
+    Hewitt, J. & Liang, P. (2019). Designing and Interpreting Probes with Control Tasks.
+    EMNLP-IJCNLP. arXiv:1909.03368
 """
 
 from __future__ import annotations
@@ -92,6 +104,8 @@ from probemeter.power.simulation import SUFFICIENT_POWER, check_alpha
 
 __all__ = [
     "SCHEMA",
+    "FloorComparison",
+    "FloorRow",
     "LayerAnalysis",
     "LayerRow",
     "PairTest",
@@ -101,12 +115,13 @@ __all__ = [
     "write_layer_files",
 ]
 
-SCHEMA = "probemeter.layers/3"
+SCHEMA = "probemeter.layers/4"
 #: the schemas :meth:`LayerAnalysis.from_dict` reads: version 1 (before the verdicts recorded
 #: which split chose and tested, the test's name and Holm's adjustment) reads with those empty;
 #: version 2 (Obuchowski's asymptotic test, a power pooled over seeds at the unadjusted α)
-#: reads with that power marked as such and no decision level
-READABLE = ("probemeter.layers/1", "probemeter.layers/2", SCHEMA)
+#: reads with that power marked as such and no decision level; version 3 (before surface
+#: floors) reads without floors
+READABLE = ("probemeter.layers/1", "probemeter.layers/2", "probemeter.layers/3", SCHEMA)
 #: bootstrap test sets for the power of the decision
 SIMULATIONS = 1000
 #: the paired tests, by whether the test examples are clustered in sentences
@@ -332,6 +347,123 @@ class LayerRow:
 
 
 @dataclass(frozen=True)
+class FloorRow:
+    """One surface floor of the run (``[task] controls``): its measures and its best probes'
+    accuracy, beside the layers in the table."""
+
+    representation: str
+    estimates: Mapping[str, Estimate]
+    accuracy: Estimate
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "representation": self.representation,
+            "estimates": {name: e.to_dict() for name, e in self.estimates.items()},
+            "accuracy": self.accuracy.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> FloorRow:
+        return cls(
+            payload["representation"],
+            {name: Estimate.from_dict(e) for name, e in payload["estimates"].items()},
+            Estimate.from_dict(payload["accuracy"]),
+        )
+
+
+@dataclass(frozen=True)
+class FloorComparison:
+    """A sweep's best layer against the best surface floor (module docstring).
+
+    Attributes:
+        floor: the best floor by the ranking measure on the data that chose the best layer;
+            None when none is named (``reason``).
+        floor_value: its ranking estimate there, formatted.
+        chosen_on: which data chose it.
+        test: the paired test of the best layer's probes (``first``) against the floor's
+            (``second``) on the test set; None when none is made (``reason``).
+        reason: why no floor is named or tested.
+    """
+
+    floor: str | None
+    floor_value: str = ""
+    chosen_on: str = ""
+    test: PairTest | None = None
+    reason: str | None = None
+
+    @property
+    def difference(self) -> float | None:
+        """How much more accurate the best layer's probes are than the floor's on the test
+        set (a fraction of the test examples; negative: the floor is more accurate)."""
+        if self.test is None or self.test.problem is not None:
+            return None
+        return self.test.accuracy_first - self.test.accuracy_second
+
+    @property
+    def beats(self) -> bool:
+        """Whether the best layer beats the best floor: more accurate, an established
+        difference (Holm-adjusted p < α, power of the decision ≥ 0.8)."""
+        difference = self.difference
+        return difference is not None and difference > 0 and self.test.established
+
+    def describe(self, sweep: str, layer: int, accuracy: str = "accuracy") -> str:
+        """The comparison in words, ending with whether layer ``layer`` of ``sweep`` beats
+        the best floor."""
+        if self.floor is None:
+            return f"Against the surface floors: {self.reason}"
+        text = (
+            f"Against the surface floors: best floor {self.floor} ({self.floor_value}; chosen "
+            f"on {self.chosen_on})"
+        )
+        if self.test is None:
+            return f"{text}; {self.reason}"
+        difference = self.difference
+        if difference is None:
+            return f"{text}; {self.test.describe()}"
+        test = self.test
+        adjusted = "" if test.p_adjusted is None else f", Holm-adjusted {format_p(test.p_adjusted)}"
+        verdict = "beats" if self.beats else "does not beat"
+        why = (
+            "an established difference"
+            if self.beats
+            else "more accurate, but not an established difference (adjusted p ≥ α or power "
+            "of the decision < 0.8)"
+            if difference > 0
+            else "no more accurate"
+        )
+        return (
+            f"{text}: best layer {layer} − best floor = {100 * difference:+.2f} points of test "
+            f"{accuracy} ({test.accuracy_first:.4f} vs {test.accuracy_second:.4f}; {test.test}: "
+            f"{format_p(test.p_value, 'p')}{adjusted}, power {test.power:.2f}): {sweep}'s best "
+            f"layer {verdict} the best surface floor ({why})."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        difference = self.difference
+        return {
+            "floor": self.floor,
+            "floor_value": self.floor_value,
+            "chosen_on": self.chosen_on,
+            "test": None if self.test is None else self.test.to_dict(),
+            "reason": self.reason,
+            "difference": difference,
+            "difference_unit": "accuracy (fraction of the test examples)",
+            "beats": self.beats,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> FloorComparison:
+        test = payload["test"]
+        return cls(
+            payload["floor"],
+            payload["floor_value"],
+            payload["chosen_on"],
+            None if test is None else PairTest.from_dict(test),
+            payload["reason"],
+        )
+
+
+@dataclass(frozen=True)
 class SweepVerdict:
     """The best layer of one sweep by the ranking measure, the runner-up, and their test.
 
@@ -347,6 +479,7 @@ class SweepVerdict:
         chosen_on: which data chose the best layer and the runner-up (a development split of
             the pool, the pool itself, or ``"test"`` when the method measured nothing else).
         tested_on: which data tested them (``"test"``), or ``""`` when no test was made.
+        floor: the best layer against the best surface floor; None in a run without floors.
     """
 
     sweep: str
@@ -359,9 +492,18 @@ class SweepVerdict:
     runner_up_value: str = ""
     chosen_on: str = ""
     tested_on: str = ""
+    floor: FloorComparison | None = None
 
     def describe(self) -> str:
-        """The verdict in one paragraph."""
+        """The verdict in one paragraph (with the surface floors: then their comparison)."""
+        text = self._describe()
+        if self.floor is None:
+            return text
+        if self.best is None:
+            return f"{text}. Against the surface floors: no best layer to compare"
+        return f"{text} {self.floor.describe(self.sweep, self.best[0])}"
+
+    def _describe(self) -> str:
         if self.best is None:
             return f"{self.sweep}: no best layer by {self.measure}: {self.reason}"
         text = (
@@ -381,17 +523,20 @@ class SweepVerdict:
             "best": None if self.best is None else list(self.best),
             "runner_up": None if self.runner_up is None else list(self.runner_up),
             "test": None if self.test is None else self.test.to_dict(),
+            "floor": None if self.floor is None else self.floor.to_dict(),
         }
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> SweepVerdict:
         pair = payload["best"], payload["runner_up"]
+        floor = payload.get("floor")
         return cls(
             **{
                 **payload,
                 "best": None if pair[0] is None else (int(pair[0][0]), pair[0][1]),
                 "runner_up": None if pair[1] is None else (int(pair[1][0]), pair[1][1]),
                 "test": None if payload["test"] is None else PairTest.from_dict(payload["test"]),
+                "floor": None if floor is None else FloorComparison.from_dict(floor),
             }
         )
 
@@ -407,19 +552,23 @@ class LayerAnalysis(JsonResult):
     alpha: float
     #: what the best probes' test accuracy is called (``"UAS"`` for head selection)
     accuracy: str = "accuracy"
+    #: the run's surface floors (``[task] controls``), after the layers in the table
+    floors: tuple[FloorRow, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (sweep, layer, measure): value, seed range, lower-bound flag; the
         accuracy of the best probes is the measure :attr:`accuracy` (``"accuracy"``, or
-        ``"UAS"``)."""
+        ``"UAS"``); a surface floor's rows have its name as their sweep and no layer."""
         records = []
-        for row in self.rows:
+        rows = [(row.sweep, row.layer, row) for row in self.rows]
+        rows += [(floor.representation, None, floor) for floor in self.floors]
+        for sweep, layer, row in rows:
             measures = {**row.estimates, self.accuracy: row.accuracy}
             for measure, estimate in measures.items():
                 records.append(
                     {
-                        "sweep": row.sweep,
-                        "layer": row.layer,
+                        "sweep": sweep,
+                        "layer": layer,
                         "representation": row.representation,
                         "measure": measure,
                         **estimate.to_dict(),
@@ -436,12 +585,13 @@ class LayerAnalysis(JsonResult):
             "headlines": [asdict(headline) for headline in self.headlines],
             "rows": [row.to_dict() for row in self.rows],
             "verdicts": [verdict.to_dict() for verdict in self.verdicts],
+            "floors": [floor.to_dict() for floor in self.floors],
         }
 
     @classmethod
     def from_dict(cls, payload: Mapping[str, Any]) -> LayerAnalysis:
         if payload.get("schema") not in READABLE:
-            raise ValueError(f"not a {SCHEMA} document")
+            raise ValueError(f"not a layers document (readable: {', '.join(READABLE)})")
         return cls(
             payload["method"],
             tuple(Headline(**headline) for headline in payload["headlines"]),
@@ -449,6 +599,7 @@ class LayerAnalysis(JsonResult):
             tuple(SweepVerdict.from_dict(v) for v in payload["verdicts"]),
             float(payload["alpha"]),
             str(payload.get("accuracy", "accuracy")),
+            tuple(FloorRow.from_dict(floor) for floor in payload.get("floors", ())),
         )
 
     @property
@@ -479,6 +630,18 @@ class LayerAnalysis(JsonResult):
                     *(row.estimates[headline.name].format() for headline in self.headlines),
                     *([] if self.accuracy_is_headline else [row.accuracy.format()]),
                     "—" if row.previous is None else row.previous.cell(),
+                ]
+            )
+        if self.floors:  # the surface floors, each a row of its own: no layer, no previous
+            breaks.append(len(rows))
+        for floor in self.floors:
+            rows.append(
+                [
+                    floor.representation,
+                    "—",
+                    *(floor.estimates[headline.name].format() for headline in self.headlines),
+                    *([] if self.accuracy_is_headline else [floor.accuracy.format()]),
+                    "—",
                 ]
             )
         return render_table(header, rows, fmt, breaks=breaks)
@@ -701,18 +864,26 @@ def analyse_layers(
     alpha: float = 0.05,
     n_simulations: int = SIMULATIONS,
     random_state: int = 0,
+    floors: Sequence[str] = (),
 ) -> LayerAnalysis:
     """The layer table, figure data and verdicts of ``sweeps`` (a model's entry name → its
     ``(layer, representation)`` pairs) from a run's unit ``results`` (see the module
-    docstring).
+    docstring); with ``floors`` (the representations of surface floors), their rows and each
+    verdict's comparison of the best layer with the best floor.
 
     Raises:
-        ValueError: a sweep names a representation the results do not hold.
+        ValueError: a sweep or ``floors`` names a representation the results do not hold.
     """
     alpha = check_alpha(alpha)
     summaries = method.summaries(results)
     headlines = method.headlines()
     options = {"alpha": alpha, "n_simulations": n_simulations, "random_state": random_state}
+    missing = [name for name in floors if name not in summaries]
+    if missing:
+        raise ValueError(f"surface floors: no result for {missing}")
+    floor_rows = tuple(
+        FloorRow(name, summaries[name].estimates, summaries[name].accuracy) for name in floors
+    )
     rows, verdicts = [], []
     for sweep, members in sweeps.items():
         members = sorted(members)
@@ -720,10 +891,11 @@ def analyse_layers(
         if missing:
             raise ValueError(f"sweep {sweep!r}: no result for {missing}")
         verdict, tested = _verdict(sweep, members, summaries, headlines[0])
+        floor, against = _floor_choice(verdict, floors, summaries, headlines[0])
         pairs = [(members[i - 1][1], members[i][1]) for i in range(1, len(members))]
         testable = {
             frozenset(pair)
-            for pair in [*pairs, *([tested] if tested else [])]
+            for pair in [*pairs, *([tested] if tested else []), *([against] if against else [])]
             if _problem(summaries[pair[0]], summaries[pair[1]]) is None
         }
         sweep_options = {**options, "comparisons": max(1, len(testable))}
@@ -746,21 +918,81 @@ def analyse_layers(
                 best, summaries[best], runner_up, summaries[runner_up], **sweep_options
             )
             verdict = replace(verdict, test=test, tested_on="test")
+        if against is not None:
+            layer, best_floor = against
+            test = pair_test(
+                layer, summaries[layer], best_floor, summaries[best_floor], **sweep_options
+            )
+            floor = replace(floor, test=test)
+        if floor is not None:
+            verdict = replace(verdict, floor=floor)
         sweep_rows, verdict = _adjusted(sweep_rows, verdict)
         rows += sweep_rows
         verdicts.append(verdict)
     return LayerAnalysis(
-        method.kind, headlines, tuple(rows), tuple(verdicts), alpha, method.accuracy_name
+        method.kind,
+        headlines,
+        tuple(rows),
+        tuple(verdicts),
+        alpha,
+        method.accuracy_name,
+        floor_rows,
     )
+
+
+def _floor_choice(
+    verdict: SweepVerdict,
+    floors: Sequence[str],
+    summaries: Mapping[str, Summary],
+    ranking: Headline,
+) -> tuple[FloorComparison | None, tuple[str, str] | None]:
+    """The best surface floor by ``ranking``, chosen on the held-out data that chose the
+    sweep's best layer (the test scores where the layer was chosen on those), and the pair
+    (best layer, best floor) to test on the test set (None when no confirmatory test is made:
+    the comparison then says why); (None, None) without floors."""
+    if not floors:
+        return None, None
+    if verdict.best is None:
+        return FloorComparison(None, reason="no best layer to compare"), None
+    chosen = [summaries[name] for name in floors]
+    held_out = verdict.chosen_on != "test" and all(
+        summary.selection is not None and ranking.name in summary.selection for summary in chosen
+    )
+    if held_out:
+        estimates = [summary.selection[ranking.name] for summary in chosen]
+        splits = list(dict.fromkeys(summary.selection_split for summary in chosen))
+        chosen_on = "; ".join(split for split in splits if split) or "held-out data"
+    else:
+        estimates = [summary.estimates[ranking.name] for summary in chosen]
+        chosen_on = "test"
+    order = ranking.best_first(estimates)
+    best = floors[order[0]]
+    value = f"{ranking.label} {estimates[order[0]].format()}"
+    if estimates[order[0]].lower_bound:
+        reason = (
+            f"every floor's {ranking.label} is only a lower bound (the data ran out first), so "
+            "the floors cannot be ordered"
+        )
+        return FloorComparison(None, reason=reason), None
+    if not held_out:
+        reason = (
+            "no confirmatory test: the best layer or the floors were measured on no data held "
+            "out from the test set, and what is chosen on test scores looks better there"
+        )
+        return FloorComparison(best, value, chosen_on, reason=reason), None
+    return FloorComparison(best, value, chosen_on), (verdict.best[1], best)
 
 
 def _adjusted(rows: list[LayerRow], verdict: SweepVerdict) -> tuple[list[LayerRow], SweepVerdict]:
     """The sweep's rows and verdict with every test's p-value Holm-adjusted over the sweep's
-    distinct comparisons (each layer against the previous one, and the verdict's pair; a pair
-    tested twice counts once)."""
+    distinct comparisons (each layer against the previous one, the verdict's pair, and the
+    best layer against the best surface floor; a pair tested twice counts once)."""
     tests = [row.previous for row in rows if row.previous is not None]
     if verdict.test is not None:
         tests.append(verdict.test)
+    floor = verdict.floor
+    if floor is not None and floor.test is not None:
+        tests.append(floor.test)
     distinct = {
         frozenset((test.first, test.second)): test.p_value
         for test in tests
@@ -775,6 +1007,8 @@ def _adjusted(rows: list[LayerRow], verdict: SweepVerdict) -> tuple[list[LayerRo
         return replace(test, p_adjusted=float(adjusted[pair]))
 
     rows = [replace(row, previous=adjust(row.previous)) for row in rows]
+    if floor is not None:
+        verdict = replace(verdict, floor=replace(floor, test=adjust(floor.test)))
     return rows, replace(verdict, test=adjust(verdict.test))
 
 

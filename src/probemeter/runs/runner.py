@@ -60,6 +60,7 @@ from probemeter.runs.config import (
 )
 from probemeter.runs.directions import build_data
 from probemeter.runs.kinds import Build, Representation
+from probemeter.runs.kinds.surface import surface_floor_names
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
 from probemeter.runs.store import ResultStore, Unit, run_units
@@ -226,7 +227,10 @@ def run_experiment(
         sweeps = layer_sweeps(experiment.representations)
         layers = None
         if sweeps:
-            layers = analyse_layers(method, results, sweeps, random_state=random_state)
+            floors = surface_floor_names(experiment.representations)
+            layers = analyse_layers(
+                method, results, sweeps, random_state=random_state, floors=floors
+            )
             written = write_layer_files(layers, run_dir, figures)
             written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
@@ -297,9 +301,11 @@ def prepare_data(
     random_state = experiment.run.random_state
     inputs = task_inputs(experiment)
     cache = None if cache_dir is None else FeatureCache(cache_dir)
-    build = Build(
-        random_state, cache, experiment.run.device, progress, experiment.method.reads_trees
-    )
+    method = experiment.method
+    # sparse features (surface floors) densified for a method, or kept probes, that read
+    # dense ones only
+    dense = bool(method.sparse_problems()) or experiment.run.save_probes
+    build = Build(random_state, cache, experiment.run.device, progress, method.reads_trees, dense)
     datasets, problems = {}, []
     for rep in experiment.representations:
         where = rep.location

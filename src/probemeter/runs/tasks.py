@@ -40,6 +40,7 @@ from probemeter.datasets.conll import (
 from probemeter.datasets.edge_probing import SPAN_POOLINGS, EdgeProbingSet, edge_probe_data
 from probemeter.datasets.idx import FASHION_MNIST_ROOT
 from probemeter.datasets.senteval import TASK_FILES, SentEvalData, senteval_file
+from probemeter.datasets.surface import SURFACE_FLOORS
 from probemeter.datasets.texts import (
     DEV_HANDLING,
     PAIRS,
@@ -142,6 +143,9 @@ class TaskType(Declared):
     word_types: ClassVar[bool] = False
     #: the spaCy pipeline whose predictions are its labels (silver), if any
     silver_pipeline: ClassVar[str | None] = None
+    #: whether its rows are texts whose surface floors can be measured (``controls``,
+    #: :meth:`TaskText.surface_texts`)
+    surface: ClassVar[bool] = False
 
     @classmethod
     def from_written(cls, values: dict[str, Any]) -> TaskType:
@@ -297,6 +301,11 @@ class TaskText(ABC):
         (:func:`~probemeter.datasets.token_spans.token_spans`): only tasks that declare those
         poolings have them."""
         raise ValueError(f"{type(self).__name__} has no rows of tokens")
+
+    def surface_texts(self) -> tuple[str, ...]:
+        """The raw text of each row, as the task's file holds it (no template), for surface
+        floors (:mod:`probemeter.datasets.surface`): only tasks with ``controls`` have it."""
+        raise ValueError(f"{type(self).__name__} has no surface floors")
 
 
 def _digest(content: Any) -> str:
@@ -822,6 +831,20 @@ def _template(value: Any) -> str | None:
     return None
 
 
+def _controls(value: Any) -> str | None:
+    """A texts task's ``controls``: a list of distinct names of surface floors."""
+    known = list(SURFACE_FLOORS)
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return f"must be a list of surface floors among {known}; got {value!r}"
+    unknown = [item for item in value if item not in SURFACE_FLOORS]
+    if unknown:
+        return f"{unknown[0]!r} is no surface floor (known: {', '.join(known)})"
+    twice = [item for index, item in enumerate(value) if item in value[:index]]
+    if twice:
+        return f"{twice[0]!r} is listed twice"
+    return None
+
+
 #: where a template takes each text
 TEXT_SLOT = "{text}"
 #: the pooling with one row per token of each text
@@ -885,6 +908,12 @@ class _TextsText(TaskText):
             Prompt(p.text, p.span if spans else None, p.end if marked else None, task.chat)
             for p in self._prompts
         ]
+
+    def surface_texts(self) -> tuple[str, ...]:
+        """The file's texts as written: the surface floors never see the template."""
+        if self.rows_per_text is not None or self.task.pair is not None:
+            raise ValueError("surface floors read one text per row")
+        return self.texts.texts
 
     def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> _TextsText:
         if self.task.pair is not None:  # refused before encoding (TextsTask.pooling_problem)
@@ -1031,6 +1060,16 @@ class TextsTask(TaskType):
         "needs contrast_column",
         key_omits=None,
     )
+    controls: tuple[str, ...] = option(
+        (),
+        check=valid.Check(_controls),
+        help="surface floors measured beside the representations, each a representation "
+        "surface-NAME read from the raw texts (no template) alone: "
+        + "; ".join(f'"{floor.name}": {floor.help}' for floor in SURFACE_FLOORS.values())
+        + "; tokens: the one model's tokenizer of the run's transformer/sae entries, else "
+        "scikit-learn's words; layer sweeps report how much their best layer beats the best floor",
+        keyed=False,
+    )
 
     dataset = "texts"
     summary = (
@@ -1043,6 +1082,7 @@ class TextsTask(TaskType):
     poolings = ("last", "mean", "cls", ALL_TOKENS, *LEARNED_POOLINGS)
     bos = "drop"
     rows_are_sentences = True
+    surface = True
 
     def label_name(self) -> str:
         return self.label_column

@@ -32,6 +32,7 @@ from probemeter.runs.kinds.base import (
 from probemeter.runs.kinds.files import FileKind, NpzKind
 from probemeter.runs.kinds.numeric import CNNKind, PCAKind, RandomProjectionKind, RawKind, VAEKind
 from probemeter.runs.kinds.sae import SAEKind
+from probemeter.runs.kinds.surface import SurfaceKind
 from probemeter.runs.kinds.words import GloVeKind, SpacyKind, TransformerKind
 
 __all__ = [
@@ -65,5 +66,6 @@ KINDS.update(
         SpacyKind,
         NpzKind,
         ActivationsKind,
+        SurfaceKind,
     )
 )

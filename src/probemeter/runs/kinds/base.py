@@ -49,6 +49,9 @@ class Representation:
     #: the index of its ``[[representations]]`` entry in the file (where its problems are
     #: reported); not in any key
     entry: int = 0
+    #: where it is declared when no ``[[representations]]`` entry is (a surface floor:
+    #: ``task.controls``), where its problems are then reported; not in any key
+    declared_at: str | None = None
 
     @property
     def kind_class(self) -> type[RepresentationKind]:
@@ -65,14 +68,18 @@ class Representation:
     @property
     def location(self) -> str:
         """Where its problems are reported: its ``[[representations]]`` entry, and, for one
-        layer of a sweep, its name."""
+        layer of a sweep, its name (a representation no entry declares: where it is
+        declared, and its name)."""
+        if self.declared_at is not None:
+            return f"{self.declared_at} ({self.name!r})"
         where = f"representations[{self.entry}]"
         return f"{where} ({self.name!r})" if self.sweep is not None else where
 
     @property
     def described(self) -> str:
         """Its entry and name, e.g. ``representations[0], 'pca-8'``."""
-        return f"representations[{self.entry}], {self.name!r}"
+        where = self.declared_at or f"representations[{self.entry}]"
+        return f"{where}, {self.name!r}"
 
     def key_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` less what the kind's declaration leaves out of keys
@@ -95,14 +102,18 @@ class Representation:
 @dataclass(frozen=True)
 class Build:
     """How representations are built: the run's seed, the feature cache (None: no cache), the
-    device of encoders, whether they show progress, and whether head selection is laid out
-    for a method that reads trees (:func:`~probemeter.runs.tasks.tree_arguments`)."""
+    device of encoders, whether they show progress, whether head selection is laid out for a
+    method that reads trees (:func:`~probemeter.runs.tasks.tree_arguments`), and whether the
+    method needs dense features."""
 
     random_state: int
     cache: FeatureCache | None
     device: str
     progress: bool
     trees: bool = False
+    #: whether the method trains on dense features only (sparse ones are densified where
+    #: small: surface floors, :mod:`probemeter.runs.kinds.surface`)
+    dense: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
