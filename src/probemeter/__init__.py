@@ -38,6 +38,7 @@ _EXPORTS = {
     "load_features": ".feature_files",
     "MLP": ".probes",
     "Linear": ".probes",
+    "Direction": ".probes",
     "ProbeSet": ".probes",
     "SavedProbe": ".probes",
     "load_probes": ".probes",

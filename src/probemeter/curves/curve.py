@@ -568,6 +568,16 @@ def loss_data_curve(
         (240, 216, 24)
         >>> curve.development_curve().mean("loss").round(2).tolist()
         [0.54, 0.29, 0.27]
+
+        A direction baseline in place of the trained probe, fitted in closed form
+        (:class:`~probemeter.probes.Direction`: Fisher's discriminant, one temperature each):
+
+        >>> from probemeter import Direction
+        >>> lda = loss_data_curve(
+        ...     data, Direction("lda"), [10, 40, 160], seeds=2, execution=Execution(device="cpu")
+        ... )
+        >>> lda.mean("loss").round(2).tolist()
+        [1.29, 0.23, 0.18]
     """
     execution = execution_of(execution, old, "loss_data_curve")
     _check_request(data, random_state, keep_probes, pvi)

@@ -24,13 +24,18 @@ probe, is the one parameter fitted to the labels: for K = 2 the logit difference
 
 the class-mean difference (whitened for LDA) projected, with a one-parameter logistic
 calibration: the issue's "difference in means with a logistic calibration fitted on the same
-subset". a minimises the subset's mean cross-entropy, a convex function of a: damped Newton
-steps from a = 0 (projected on a ≥ 0, halved until the loss falls by a quarter of the
-predicted decrease) until half the squared Newton decrement, L'(a)² / (2 L''(a)), the
-loss still to gain by the quadratic model, is at most :data:`CALIBRATION_TOLERANCE` nats, or
-:data:`CALIBRATION_STEPS` steps. When the subset's scores separate its classes the loss has
-no minimiser (it falls towards 0 as a grows, as an unpenalised logistic regression's does);
-the same criterion then stops where the training loss is about that tolerance.
+subset". a minimises the subset's mean cross-entropy against add-one smoothed targets,
+(1 − ε) e_y + ε/K with ε = 1/(n + 1) (one pseudo-row spread evenly over the classes, as the
+class frequencies are add-one smoothed), a convex function of a: damped Newton steps from
+a = 0 (projected on a ≥ 0, halved until the loss falls by a quarter of the predicted
+decrease) until half the squared Newton decrement, L'(a)² / (2 L''(a)), the loss still to
+gain by the quadratic model, is at most :data:`CALIBRATION_TOLERANCE` nats, or
+:data:`CALIBRATION_STEPS` steps. Why smoothed: when a small subset's scores separate its
+classes (d > n makes it the rule, LDA's whitening more so), the plain cross-entropy has no
+minimiser — it falls towards 0 as a grows — and any stopping point is an arbitrary, huge a:
+test losses of tens of nats per example (82.7 at n = 20, d = 64 in
+``benchmarks/directions.py --quick`` before). With one pseudo-row the optimum is finite, its
+training margin about ln n; at the full pool ε is negligible.
 
 **CCS** (``"ccs"``, Burns et al. 2023): a third family, on contrast pairs side by side (a
 texts task's ``pair = "concat"``), is not closed-form: each probe is trained without labels
@@ -53,12 +58,14 @@ it is singular (a feature constant on the subset and δ = 0), by the pseudo-inve
 (scikit-learn's least-squares solution). A probe's seed does not enter: probes of one size
 differ only by their subsets.
 
-**Cost.** One pass over each probe's rows gathers the class sums (one matrix product of
-per-probe, per-class indicator weights with a block of rows) and, for LDA, the second
-moments Σ x xᵀ (a (d, d) product per probe and block); LDA's Ledoit–Wolf intensity needs
-Σ_i ‖x_i − μ_{y_i}‖⁴, a second O(n d) pass; the scores of the calibration are a third
-O(n d K) one. Then one (P, d, d) factorisation. A curve of P probes costs about one pass over
-the data per probe, against a trained probe's thousands of minibatch steps.
+**Cost.** One pass over the union of the probes' rows gathers every probe's class sums (one
+matrix product of per-probe, per-class indicator weights with each block of rows); for LDA,
+the second moments Σ x xᵀ are (d, d) products of each probe's rows, a probe whose subset
+extends another's (a curve's nested subsets of one seed) starting from the other's sum, so
+that they cost one pass per seed over its largest subset; LDA's Ledoit–Wolf intensity needs
+Σ_i ‖x_i − μ_{y_i}‖⁴, an O(n d) pass; the scores of the calibration another O(n d K) one.
+Then one (P, d, d) factorisation. A curve costs a few passes over the data, against a trained
+probe's thousands of minibatch steps (``benchmarks/directions.py``).
 
 References:
     Wu, Z., Arora, A., Geiger, A., Wang, Z., Huang, J., Jurafsky, D., Manning, C. D. & Potts, C.
@@ -195,19 +202,16 @@ class _Subsets:
 
 
 def _class_means(
-    rows: PoolRows, subsets: _Subsets, n_classes: int, *, second_moments: bool
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Per probe: class counts (P, K), class means (P, K, d) (a class absent from the subset:
-    the subset's mean) and, with ``second_moments``, Σ_i x_i x_iᵀ (P, d, d); float64.
+    rows: PoolRows, subsets: _Subsets, n_classes: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per probe: class counts (P, K) and class means (P, K, d) (a class absent from the
+    subset: the subset's mean), float64.
 
     The class sums of every probe are one product per block: the per-probe, per-class
     indicator weights (P·K, b) times the block's rows (b, d)."""
     n_probes, d = subsets.counts.shape[0], rows.n_features
     device = rows.device
     sums = torch.zeros(n_probes * n_classes, d, dtype=torch.float64, device=device)
-    moments = (
-        torch.zeros(n_probes, d, d, dtype=torch.float64, device=device) if second_moments else None
-    )
     counts = torch.zeros(n_probes, n_classes, dtype=torch.float64, device=device)
     for start, stop in subsets.blocks():
         x = rows.gather(subsets.union[start:stop])
@@ -216,19 +220,37 @@ def _class_means(
         indicator = weights[:, None, :] * onehot.T[None]  # (P, K, b)
         sums += indicator.reshape(n_probes * n_classes, -1) @ x
         counts += indicator.sum(dim=2)
-        if moments is not None:
-            for probe in range(n_probes):  # only the probe's own rows: Σ_p n_p d² in all
-                inside = torch.nonzero(weights[probe]).squeeze(1)
-                if inside.numel():
-                    chosen = x.index_select(0, inside)
-                    moments[probe].addmm_(chosen.T, chosen * weights[probe, inside, None])
     sums = sums.view(n_probes, n_classes, d)
     totals = counts.sum(dim=1, keepdim=True)
     overall = sums.sum(dim=1) / totals  # (P, d)
     means = torch.where(
         counts[:, :, None] > 0, sums / counts.clamp(min=1)[:, :, None], overall[:, None, :]
     )
-    return counts, means, moments
+    return counts, means
+
+
+def _second_moments(rows: PoolRows, subsets: Sequence[np.ndarray]) -> torch.Tensor:
+    """Per probe, Σ_i x_i x_iᵀ over its subset (P, d, d), float64, each a running sum of
+    block products; a probe whose subset extends another's (the other's rows are its first
+    rows: a curve's nested subsets of one seed) starts from the other's sum and adds its own
+    rows only, so a curve's seed costs one pass over its largest subset, not one per size."""
+    d = rows.n_features
+    moments = torch.zeros(len(subsets), d, d, dtype=torch.float64, device=rows.device)
+    done: list[int] = []
+    for probe in sorted(range(len(subsets)), key=lambda i: len(subsets[i])):
+        subset = np.asarray(subsets[probe])
+        start = 0
+        for other in reversed(done):  # the largest prefix among those already summed
+            n = len(subsets[other])
+            if n <= len(subset) and np.array_equal(subset[:n], subsets[other]):
+                moments[probe] = moments[other]
+                start = n
+                break
+        for begin in range(start, len(subset), BLOCK_ROWS):
+            x = rows.gather(subset[begin : begin + BLOCK_ROWS])
+            moments[probe].addmm_(x.T, x)
+        done.append(probe)
+    return moments
 
 
 def _fourth_moments(rows: PoolRows, subsets: _Subsets, means: torch.Tensor) -> torch.Tensor:
@@ -310,15 +332,21 @@ def _calibration_terms(
     row_weights: torch.Tensor,
     labels: torch.Tensor,
     log_prior: torch.Tensor,
+    smoothing: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Mean cross-entropy L(a) of each probe's logits a·score + ln π on its rows, and its
-    first and second derivatives in a: L' = mean(E_p[s] − s_y), L'' = mean(Var_p[s])."""
+    """Mean cross-entropy L(a) of each probe's logits a·score + ln π on its rows against
+    targets (1 − ε) e_y + ε/K (ε: ``smoothing``, (P,); None: 0), and its first and second
+    derivatives in a: L' = mean(E_p[s] − (1 − ε) s_y − ε s̄), L'' = mean(Var_p[s])."""
     logits = temperature[:, None, None] * scores + log_prior[:, None, :]
     log_p = torch.log_softmax(logits, dim=2)
     p = log_p.exp()
     total = row_weights.sum(dim=1)
     true_log_p = log_p.gather(2, labels[:, :, None]).squeeze(2)
     true_score = scores.gather(2, labels[:, :, None]).squeeze(2)
+    if smoothing is not None:
+        keep = (1 - smoothing)[:, None]
+        true_log_p = keep * true_log_p + smoothing[:, None] * log_p.mean(dim=2)
+        true_score = keep * true_score + smoothing[:, None] * scores.mean(dim=2)
     expected = (p * scores).sum(dim=2)
     variance = ((p * scores.square()).sum(dim=2) - expected.square()).clamp(min=0)
     loss = -(row_weights * true_log_p).sum(dim=1) / total
@@ -335,6 +363,7 @@ def calibrate(
     *,
     tolerance: float = CALIBRATION_TOLERANCE,
     max_steps: int = CALIBRATION_STEPS,
+    smoothed: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Each probe's temperature a ≥ 0 minimising the weighted mean cross-entropy of the logits
     a·score + ln π (damped, projected Newton from a = 0; the module docstring states the
@@ -347,12 +376,17 @@ def calibrate(
         log_prior: (P, K) ln π.
         tolerance: nats: stop when L'(a)² / (2 L''(a)) is at most this.
         max_steps: Newton steps at most.
+        smoothed: against add-one smoothed targets, (1 − ε) e_y + ε/K with ε = 1/(n + 1), n
+            each probe's rows (with multiplicity): one pseudo-row spread evenly over the
+            classes, so that a subset its scores separate still has a finite optimum (module
+            docstring); False: the plain cross-entropy.
 
     Returns:
         (a, L'(a), L''(a)), each (P,) float64.
     """
     temperature = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
-    terms = (scores, row_weights, labels, log_prior)
+    smoothing = 1 / (row_weights.sum(dim=1) + 1) if smoothed else None
+    terms = (scores, row_weights, labels, log_prior, smoothing)
     loss, gradient, curvature = _calibration_terms(temperature, *terms)
     for _ in range(max_steps):
         step = torch.where(curvature > 0, -gradient / curvature.clamp(min=1e-300), 0.0)
@@ -388,12 +422,12 @@ def _fit_class_means(
     linear map S⁻¹ μ_k and offsets −½ μ_kᵀ S⁻¹ μ_k, the calibration, then W = a S⁻¹ μᵀ,
     b = a·offset + ln π."""
     chosen = _Subsets.of(subsets, pool_y)
-    counts, means, moments = _class_means(rows, chosen, n_classes, second_moments=whiten)
+    counts, means = _class_means(rows, chosen, n_classes)
     n = counts.sum(dim=1)
     n_probes, d = means.shape[0], means.shape[2]
     shrinkage = torch.zeros(n_probes, dtype=torch.float64, device=rows.device)
     if whiten:
-        assert moments is not None
+        moments = _second_moments(rows, subsets)
         # S_W = (Σ x xᵀ − Σ_k n_k μ_k μ_kᵀ) / n; its Ledoit–Wolf shrinkage towards (tr/d) I
         between = torch.einsum("pk,pki,pkj->pij", counts, means, means)
         covariance = (moments - between) / n[:, None, None]
@@ -411,7 +445,9 @@ def _fit_class_means(
     offsets = -0.5 * torch.einsum("pkd,pdk->pk", means, directions)
     log_prior = torch.log((counts + 1) / (n + n_classes)[:, None])
     scores, row_weights, labels = _scores(rows, chosen, directions, offsets)
-    temperature, gradient, curvature = calibrate(scores, row_weights, labels, log_prior)
+    temperature, gradient, curvature = calibrate(
+        scores, row_weights, labels, log_prior, smoothed=True
+    )
     weights = (temperature[:, None, None] * directions).to(torch.float32)
     biases = (temperature[:, None] * offsets + log_prior).to(torch.float32)
     return DirectionFits(
