@@ -147,6 +147,23 @@ def test_a_floor_reads_the_raw_texts_fitted_on_the_pool(tmp_path):
     assert length.X_test.shape[0] == (table["split"] == "test").sum()
 
 
+def test_a_models_tokenizer_splits_the_raw_texts(tmp_path, model):
+    import transformers
+
+    entry = WORDS_ONLY + f'tokens = "{model}"\n'
+    data = prepare_data(load_experiment(_experiment(tmp_path, '["first-token"]', entry)))
+    tokenizer = transformers.AutoTokenizer.from_pretrained(model)
+    table = pd.read_csv(tmp_path / "keyword.csv")
+    pool = table[table["split"] == "train"]["text"].tolist()
+    pieces = CountVectorizer(analyzer=tokenizer.tokenize).fit(pool).vocabulary_
+    words = CountVectorizer().fit(pool).vocabulary_
+    assert data["bow"].n_features == len(pieces) != len(words)
+    # the entry's tokens are its own: controls read words where no transformer names a model
+    first = {CountVectorizer().build_analyzer()(text)[0] for text in pool}
+    assert data["surface-first-token"].n_features == len(first)
+    assert len({tokenizer.tokenize(text)[0] for text in pool}) != len(first)
+
+
 def test_a_method_on_dense_features_gets_small_floors_densified_and_large_ones_refused(
     tmp_path, monkeypatch
 ):
