@@ -255,18 +255,19 @@ def _second_moments(rows: PoolRows, subsets: Sequence[np.ndarray]) -> torch.Tens
 
 def _fourth_moments(rows: PoolRows, subsets: _Subsets, means: torch.Tensor) -> torch.Tensor:
     """Per probe, Σ_i ‖x_i − μ_{y_i}‖⁴ over its rows (with multiplicity): the β of Ledoit &
-    Wolf's intensity, a second O(n d) pass once the means are known."""
+    Wolf's intensity, an O(n d) pass once the means are known, batched over the probes:
+    ‖x − μ‖² = ‖x‖² − 2 xᵀμ + ‖μ‖², the products xᵀμ_k of a block for every probe one
+    batched product (P, b, K)."""
     n_probes = subsets.counts.shape[0]
     total = torch.zeros(n_probes, dtype=torch.float64, device=rows.device)
+    squared_means = means.square().sum(dim=2)  # (P, K)
     for start, stop in subsets.blocks():
         x = rows.gather(subsets.union[start:stop])
         labels, weights = subsets.labels[start:stop], subsets.counts[:, start:stop]
-        for probe in range(n_probes):
-            inside = torch.nonzero(weights[probe]).squeeze(1)
-            if inside.numel():
-                residuals = x.index_select(0, inside) - means[probe, labels[inside]]
-                squared = residuals.square().sum(dim=1)
-                total[probe] += (weights[probe, inside] * squared.square()).sum()
+        products = torch.matmul(x, means.transpose(1, 2))  # (P, b, K)
+        own = products[:, torch.arange(len(labels), device=x.device), labels]  # (P, b)
+        distance = x.square().sum(dim=1)[None] - 2 * own + squared_means[:, labels]
+        total += (weights * distance.square()).sum(dim=1)
     return total
 
 
@@ -298,60 +299,67 @@ def _solve(matrices: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     return solved
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The rows of every probe, flat: each (probe, row) pair once, with its probe, its
+    multiplicity in the probe's subset, its label and its class scores (N, K)."""
+
+    probe: torch.Tensor
+    weights: torch.Tensor
+    labels: torch.Tensor
+    scores: torch.Tensor
+    n_probes: int
+
+    def total(self, values: torch.Tensor) -> torch.Tensor:
+        """Per probe, the sum of ``values`` (N,) over its rows."""
+        summed = torch.zeros(self.n_probes, dtype=values.dtype, device=values.device)
+        return summed.index_add_(0, self.probe, values)
+
+
 def _scores(
     rows: PoolRows, subsets: _Subsets, weights: torch.Tensor, offsets: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Every probe's class scores on its own rows, padded to the largest subset:
-    (P, m, K) scores x W + c, (P, m) row weights (0 on padding) and (P, m) labels."""
-    n_probes, n_classes = weights.shape[0], weights.shape[2]
-    rows_of = [torch.nonzero(subsets.counts[p]).squeeze(1) for p in range(n_probes)]
-    width = max(r.numel() for r in rows_of)
-    device = rows.device
-    scores = torch.zeros(n_probes, width, n_classes, dtype=torch.float64, device=device)
-    row_weights = torch.zeros(n_probes, width, dtype=torch.float64, device=device)
-    labels = torch.zeros(n_probes, width, dtype=torch.int64, device=device)
-    filled = [0] * n_probes
+) -> _Rows:
+    """Every probe's class scores x W_p + c_p on its own rows: per block of the union, one
+    batched product (P, b, K) for every probe, of which each probe's rows are kept."""
+    kept: dict[str, list[torch.Tensor]] = {"probe": [], "weights": [], "labels": [], "scores": []}
     for start, stop in subsets.blocks():
         x = rows.gather(subsets.union[start:stop])
-        for probe in range(n_probes):
-            inside = torch.nonzero(subsets.counts[probe, start:stop]).squeeze(1)
-            count = inside.numel()
-            if not count:
-                continue
-            at = slice(filled[probe], filled[probe] + count)
-            scores[probe, at] = x.index_select(0, inside) @ weights[probe] + offsets[probe]
-            row_weights[probe, at] = subsets.counts[probe, start + inside]
-            labels[probe, at] = subsets.labels[start + inside]
-            filled[probe] += count
-    return scores, row_weights, labels
+        counts = subsets.counts[:, start:stop]
+        probe, row = torch.nonzero(counts, as_tuple=True)
+        scores = torch.matmul(x, weights) + offsets[:, None, :]  # (P, b, K)
+        kept["probe"].append(probe)
+        kept["weights"].append(counts[probe, row])
+        kept["labels"].append(subsets.labels[start:stop][row])
+        kept["scores"].append(scores[probe, row])
+    flat = {name: torch.cat(parts) for name, parts in kept.items()}
+    return _Rows(**flat, n_probes=weights.shape[0])
 
 
 def _calibration_terms(
     temperature: torch.Tensor,
-    scores: torch.Tensor,
-    row_weights: torch.Tensor,
-    labels: torch.Tensor,
+    data: _Rows,
     log_prior: torch.Tensor,
     smoothing: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Mean cross-entropy L(a) of each probe's logits a·score + ln π on its rows against
     targets (1 − ε) e_y + ε/K (ε: ``smoothing``, (P,); None: 0), and its first and second
     derivatives in a: L' = mean(E_p[s] − (1 − ε) s_y − ε s̄), L'' = mean(Var_p[s])."""
-    logits = temperature[:, None, None] * scores + log_prior[:, None, :]
-    log_p = torch.log_softmax(logits, dim=2)
+    scores, probe = data.scores, data.probe
+    logits = temperature[probe, None] * scores + log_prior[probe]
+    log_p = torch.log_softmax(logits, dim=1)
     p = log_p.exp()
-    total = row_weights.sum(dim=1)
-    true_log_p = log_p.gather(2, labels[:, :, None]).squeeze(2)
-    true_score = scores.gather(2, labels[:, :, None]).squeeze(2)
+    true_log_p = log_p.gather(1, data.labels[:, None]).squeeze(1)
+    true_score = scores.gather(1, data.labels[:, None]).squeeze(1)
     if smoothing is not None:
-        keep = (1 - smoothing)[:, None]
-        true_log_p = keep * true_log_p + smoothing[:, None] * log_p.mean(dim=2)
-        true_score = keep * true_score + smoothing[:, None] * scores.mean(dim=2)
-    expected = (p * scores).sum(dim=2)
-    variance = ((p * scores.square()).sum(dim=2) - expected.square()).clamp(min=0)
-    loss = -(row_weights * true_log_p).sum(dim=1) / total
-    gradient = (row_weights * (expected - true_score)).sum(dim=1) / total
-    curvature = (row_weights * variance).sum(dim=1) / total
+        keep = (1 - smoothing)[probe]
+        true_log_p = keep * true_log_p + smoothing[probe] * log_p.mean(dim=1)
+        true_score = keep * true_score + smoothing[probe] * scores.mean(dim=1)
+    expected = (p * scores).sum(dim=1)
+    variance = ((p * scores.square()).sum(dim=1) - expected.square()).clamp(min=0)
+    total = data.total(data.weights)
+    loss = -data.total(data.weights * true_log_p) / total
+    gradient = data.total(data.weights * (expected - true_score)) / total
+    curvature = data.total(data.weights * variance) / total
     return loss, gradient, curvature
 
 
@@ -384,9 +392,20 @@ def calibrate(
     Returns:
         (a, L'(a), L''(a)), each (P,) float64.
     """
-    temperature = torch.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
-    smoothing = 1 / (row_weights.sum(dim=1) + 1) if smoothed else None
-    terms = (scores, row_weights, labels, log_prior, smoothing)
+    probe, row = torch.nonzero(row_weights, as_tuple=True)
+    data = _Rows(
+        probe, row_weights[probe, row], labels[probe, row], scores[probe, row], scores.shape[0]
+    )
+    return _calibrate(data, log_prior, tolerance, max_steps, smoothed)
+
+
+def _calibrate(
+    data: _Rows, log_prior: torch.Tensor, tolerance: float, max_steps: int, smoothed: bool
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`calibrate` on the probes' rows, flat."""
+    temperature = torch.zeros(data.n_probes, dtype=data.scores.dtype, device=data.scores.device)
+    smoothing = 1 / (data.total(data.weights) + 1) if smoothed else None
+    terms = (data, log_prior, smoothing)
     loss, gradient, curvature = _calibration_terms(temperature, *terms)
     for _ in range(max_steps):
         step = torch.where(curvature > 0, -gradient / curvature.clamp(min=1e-300), 0.0)
@@ -444,9 +463,9 @@ def _fit_class_means(
         directions = means.transpose(1, 2).clone()
     offsets = -0.5 * torch.einsum("pkd,pdk->pk", means, directions)
     log_prior = torch.log((counts + 1) / (n + n_classes)[:, None])
-    scores, row_weights, labels = _scores(rows, chosen, directions, offsets)
-    temperature, gradient, curvature = calibrate(
-        scores, row_weights, labels, log_prior, smoothed=True
+    scored = _scores(rows, chosen, directions, offsets)
+    temperature, gradient, curvature = _calibrate(
+        scored, log_prior, CALIBRATION_TOLERANCE, CALIBRATION_STEPS, smoothed=True
     )
     weights = (temperature[:, None, None] * directions).to(torch.float32)
     biases = (temperature[:, None] * offsets + log_prior).to(torch.float32)
@@ -545,9 +564,11 @@ def fit_ccs_directions(
     vectors, offsets = (torch.as_tensor(a, device=rows.device) for a in fits.signed_margin_map())
     directions = torch.stack([torch.zeros_like(vectors), vectors], dim=2)  # (P, 2d, 2)
     offsets = torch.stack([torch.zeros_like(offsets), offsets], dim=1)  # (P, 2)
-    scores, row_weights, labels = _scores(rows, chosen, directions, offsets)
+    scored = _scores(rows, chosen, directions, offsets)
     no_offset = torch.zeros_like(offsets)
-    temperature, gradient, curvature = calibrate(scores, row_weights, labels, no_offset)
+    temperature, gradient, curvature = _calibrate(
+        scored, no_offset, CALIBRATION_TOLERANCE, CALIBRATION_STEPS, smoothed=False
+    )
     return DirectionFits(
         (temperature[:, None, None] * directions).to(torch.float32),
         (temperature[:, None] * offsets).to(torch.float32),
