@@ -250,6 +250,11 @@ def test_the_best_layer_beats_the_floor_chosen_on_the_development_split(tmp_path
     assert "| floor-a | — |" in table and "| floor-b | — |" in table
     loaded = LayerAnalysis.from_dict(json.loads(json.dumps(analysis.to_dict())))
     assert loaded.to_dict() == analysis.to_dict() and str(loaded) == str(analysis)
+    # the figure: the best floor of each panel as a level (test accuracy: floor b's 0.94)
+    figure = analysis.plot()
+    accuracy_panel = figure.axes[-1]
+    levels = {line.get_label(): line.get_ydata()[0] for line in accuracy_panel.get_lines()}
+    assert levels["best surface floor: floor-b"] == pytest.approx(0.94)
     payload = analysis.to_dict()["verdicts"][0]["floor"]
     assert payload["beats"] is True and payload["difference"] == pytest.approx(0.25)
 

@@ -678,7 +678,8 @@ class LayerAnalysis(JsonResult):
     def plot(self) -> Any:
         """One panel per headline panel (and test accuracy): the measure against layer, one
         line per sweep (dashed: a control), bars spanning the seeds, lower bounds as open
-        triangles, one legend below. Returns the matplotlib figure (save it with
+        triangles, the best surface floor of each measure as a grey dotted level, one legend
+        below. Returns the matplotlib figure (save it with
         :meth:`probemeter._figures.FigureOptions.save`)."""
         from matplotlib.figure import Figure
 
@@ -692,9 +693,12 @@ class LayerAnalysis(JsonResult):
                 if headline.panel == panel:  # a dashed line's role: its label less the panel's
                     role = headline.label.removesuffix(panel).rstrip(": ") or headline.label
                     self._draw(ax, sweeps, headline.name, headline.dashed, role)
+                    if not headline.dashed:
+                        self._draw_floor(ax, headline)
             ax.set_title(panel, fontsize=9)
         if extra:
             self._draw(axes[0][-1], sweeps, "accuracy", False, "accuracy")
+            self._draw_floor(axes[0][-1], None)
             axes[0][-1].set_title(f"test {self.accuracy} of the best probes", fontsize=9)
         layers = sorted({row.layer for row in self.rows})
         for ax in axes[0]:
@@ -707,6 +711,22 @@ class LayerAnalysis(JsonResult):
             fontsize=10,
         )
         return figure
+
+    def _draw_floor(self, ax: Any, headline: Headline | None) -> None:
+        """The best surface floor by ``headline`` (None: by test accuracy, higher is better)
+        as a horizontal dotted level; nothing without floors."""
+        if not self.floors:
+            return
+        if headline is None:
+            estimates = [floor.accuracy for floor in self.floors]
+            best = max(range(len(estimates)), key=lambda i: estimates[i].value)
+        else:
+            estimates = [floor.estimates[headline.name] for floor in self.floors]
+            best = headline.best_first(estimates)[0]
+        name = self.floors[best].representation
+        ax.axhline(
+            estimates[best].value, color="0.45", ls=":", lw=1.2, label=f"best surface floor: {name}"
+        )
 
     def _draw(self, ax: Any, sweeps: list[str], measure: str, dashed: bool, role: str) -> None:
         for index, sweep in enumerate(sweeps):
