@@ -5,11 +5,9 @@ solve and the last token or the mean of the tokens do not (issue 42, item 1)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 pytest.importorskip("transformers")
@@ -18,42 +16,16 @@ from probemeter.cli.main import main
 from probemeter.curves.results import load_curves
 from probemeter.data import ProbeData
 from probemeter.datasets.token_spans import token_spans
-from probemeter.encoders.tiny import tiny_decoder
-
-#: filler characters (one byte-level token each, or a merge of two): more kinds than the model
-#: is wide, so that no direction of the mean of a text's tokens escapes their noise
-FILLER = list("abcdefghijklmnopqrstuvwxyz0123456789")
-#: the one word that says the label, at a random position of the text
-KEYWORDS = {"a": ("cat", "dog"), "b": ("mat", "sat")}
-LENGTH = 200
-
-
-def _planted_texts(path: Path, n: int = 400, random_state: int = 0) -> Path:
-    """``n`` texts of ``LENGTH`` random filler characters with one keyword of the label (two
-    per label) at a random position."""
-    rng = np.random.default_rng(random_state)
-    rows = []
-    for index in range(n):
-        label = "ab"[index % 2]
-        left = int(rng.integers(0, LENGTH))
-        keyword = str(rng.choice(KEYWORDS[label]))
-        before = "".join(rng.choice(FILLER, size=left))
-        after = "".join(rng.choice(FILLER, size=LENGTH - left))
-        rows.append((f"{before} {keyword} {after}".strip(), label))
-    pd.DataFrame(rows, columns=["text", "label"]).to_csv(path, index=False)
-    return path
+from probemeter.encoders.tiny import keyword_texts, tiny_decoder
 
 
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory) -> Path:
-    """A tiny Llama-style decoder built from a config (rotary positions: its position limit is
-    raised to read 200-token texts; no weight depends on it) and the planted texts."""
+    """A tiny Llama-style decoder built from a config, long enough for 200-token texts, and
+    400 texts of 200 characters whose label one keyword at a random position carries."""
     folder = tmp_path_factory.mktemp("attention")
-    model = tiny_decoder(folder / "model")
-    config = json.loads((model / "config.json").read_text())
-    config["max_position_embeddings"] = 256
-    (model / "config.json").write_text(json.dumps(config))
-    _planted_texts(folder / "texts.csv")
+    tiny_decoder(folder / "model", positions=256)
+    keyword_texts(folder / "texts.csv", n=400, length=200)
     return folder
 
 

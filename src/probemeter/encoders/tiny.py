@@ -10,7 +10,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BLOCKS", "DECODERS", "HIDDEN", "TOKENIZER_TEXT", "byte_level_tokenizer", "tiny_decoder"]
+__all__ = [
+    "BLOCKS",
+    "DECODERS",
+    "HIDDEN",
+    "KEYWORDS",
+    "TOKENIZER_TEXT",
+    "byte_level_tokenizer",
+    "keyword_texts",
+    "tiny_decoder",
+]
 
 #: hidden size and number of blocks of the tiny decoders
 HIDDEN, BLOCKS = 32, 2
@@ -55,13 +64,18 @@ DECODERS = {
 
 
 def tiny_decoder(
-    folder: str | os.PathLike[str], family: str = "llama", texts: Sequence[str] = TOKENIZER_TEXT
+    folder: str | os.PathLike[str],
+    family: str = "llama",
+    texts: Sequence[str] = TOKENIZER_TEXT,
+    *,
+    positions: int = 64,
 ) -> Path:
     """A randomly initialised 2-block decoder of ``family`` (a key of :data:`DECODERS`: Llama,
-    Qwen2, Gemma 2, GPT-NeoX sequential or parallel like Pythia, GPT-2; hidden size 32, 4 heads)
-    saved to ``folder`` (created) with a byte-level BPE tokenizer trained on ``texts``
-    (:func:`byte_level_tokenizer`) that begins every text with a BOS token as Llama's does; returns
-    the folder. Its weights are random: a model to try sites, templates and SAEs on, offline."""
+    Qwen2, Gemma 2, GPT-NeoX sequential or parallel like Pythia, GPT-2; hidden size 32, 4 heads,
+    ``positions`` tokens at most) saved to ``folder`` (created) with a byte-level BPE tokenizer
+    trained on ``texts`` (:func:`byte_level_tokenizer`) that begins every text with a BOS token
+    as Llama's does; returns the folder. Its weights are random: a model to try sites, templates
+    and SAEs on, offline."""
     import torch
     import transformers
     from tokenizers import processors
@@ -78,9 +92,9 @@ def tiny_decoder(
     special = backend.token_to_id(eos)
     sizes = {"hidden_size": HIDDEN, "num_hidden_layers": BLOCKS, "num_attention_heads": 4}
     if family == "gpt2":
-        sizes = {"n_embd": HIDDEN, "n_layer": BLOCKS, "n_head": 4, "n_positions": 64}
+        sizes = {"n_embd": HIDDEN, "n_layer": BLOCKS, "n_head": 4, "n_positions": positions}
     else:
-        sizes |= {"intermediate_size": 48, "max_position_embeddings": 64}
+        sizes |= {"intermediate_size": 48, "max_position_embeddings": positions}
     config = getattr(transformers, class_name)(
         vocab_size=backend.get_vocab_size(),
         bos_token_id=special,
@@ -96,3 +110,38 @@ def tiny_decoder(
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+#: the words that say a label of :func:`keyword_texts`, two per label (one token each to the
+#: tokenizer of :func:`tiny_decoder`)
+KEYWORDS = {"a": ("cat", "dog"), "b": ("mat", "sat")}
+#: the characters :func:`keyword_texts` fills texts with: more kinds of token than the tiny
+#: decoders are wide, so that their noise covers every direction of a text's mean
+_FILLER = tuple("abcdefghijklmnopqrstuvwxyz0123456789")
+
+
+def keyword_texts(
+    path: str | os.PathLike[str], n: int = 400, length: int = 200, random_state: int = 0
+) -> Path:
+    """Write a CSV (``text``, ``label``) of ``n`` texts whose label one token at a random
+    position carries: ``length`` random filler characters with one keyword of the label
+    (:data:`KEYWORDS`) inserted at a random place, labels alternating ``a``/``b``. A probe that
+    reads one token at the right place — an attention probe — finds it; the last token and
+    the mean of the tokens (the keyword one of ~``length`` tokens) barely carry it. Read with
+    :func:`tiny_decoder`'s tokenizer the texts are about ``length`` tokens long: give the
+    model ``positions`` to match."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    rows = []
+    for index in range(n):
+        label = "ab"[index % 2]
+        left = int(rng.integers(0, length))
+        keyword = str(rng.choice(KEYWORDS[label]))
+        before = "".join(rng.choice(_FILLER, size=left))
+        after = "".join(rng.choice(_FILLER, size=length - left))
+        rows.append((f"{before} {keyword} {after}".strip(), label))
+    path = Path(path)
+    pd.DataFrame(rows, columns=["text", "label"]).to_csv(path, index=False)
+    return path

@@ -240,7 +240,8 @@ class _ModelKind(_WordKind):
         'the text\'s label and clustered by text), "attention" (probes learn a softmax '
         'attention over the text\'s tokens, then classify: attention probes) and "max" (the '
         "maximum over the text's tokens of per-token logits); the default: the task's first "
-        '(senteval "mean"; texts "last" for decoders, "mean" for encoders, whose last token is [SEP])',
+        '(senteval "mean"; texts "last" for decoders, "mean" for encoders, whose last token is '
+        "[SEP])",
         key_omits=WORDS,
     )
     bos: str | None = option(
@@ -281,10 +282,18 @@ class _ModelKind(_WordKind):
         :attr:`outside_encoder`, so that an option a kind adds is in the key unless it says
         otherwise."""
         values = self.key_values(self.values())
-        if values.get("pooling") in LEARNED_POOLINGS:  # the encoder gives every token (pooling
-            # "all": the same pass and layer files); the probes learn how to pool them
-            values["pooling"] = ALL_TOKENS
+        if "pooling" in values:
+            values["pooling"] = self.encoder_pooling
         return {name: value for name, value in values.items() if name not in self.outside_encoder}
+
+    @property
+    def encoder_pooling(self) -> str:
+        """How the encoder pools the tokens: the ``pooling`` option, but ``"all"`` (every
+        token: the same pass and layer files) where the probes learn the pooling
+        (``"attention"``, ``"max"``); ``"words"`` where the task sets none."""
+        if self.pooling in LEARNED_POOLINGS:
+            return ALL_TOKENS
+        return self.pooling or WORDS
 
     def encoder_key(self, encoder: Any) -> dict[str, Any]:
         """The key of every layer the loaded ``encoder`` gives of its site (feature cache): the
@@ -416,7 +425,7 @@ class TransformerKind(_ModelKind):
         by every entry with the same encoder; the model is loaded once for all its sites), then
         the chosen layer, or several side by side; of site ``"heads"``, the chosen heads."""
         declared = rep.declared
-        pooling = declared.encoder_options().get("pooling") or WORDS
+        pooling = declared.encoder_pooling
         site = declared.site
         group = _encoder_group(declared)
         encoded = (*group, site, declared.storage)
