@@ -153,7 +153,24 @@ def _declarations(key: str, registry: dict[str, Any], flags: bool) -> list[str]:
         lines += [f'### `{key} = "{name}"`', "", cls.summary, ""]
         options = cls.options()
         lines += _option_table(options, flags) if options else ["No options of its own.", ""]
+        lines += _language_model_defaults(cls)
     return lines
+
+
+def _language_model_defaults(cls: Any) -> list[str]:
+    """A method's defaults on tasks of texts that language models read
+    (``Method.language_model_defaults``, ``TaskType.language_models``), as a sentence."""
+    defaults = getattr(cls, "language_model_defaults", {})
+    if not defaults:
+        return []
+    tasks = [f"`{name}`" for name, task in TASKS.items() if task.language_models]
+    written = ", ".join(f"`{name} = {_toml_value(value)}`" for name, value in defaults.items())
+    return [
+        f"On a {' or '.join(tasks)} task (texts a language model reads) the defaults are "
+        f"{written} instead (a linear probe; a grid of settings is chosen on the development "
+        "split). Write the options out for a paper's protocol.",
+        "",
+    ]
 
 
 def run_section() -> list[str]:

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENGINE_KEYWORDS",
     "GPU_MEMORY_FRACTION",
+    "LANGUAGE_MODEL_PROBE",
     "MAX_MEMORY_GIB",
     "PROBES_ENTRY",
     "REQUIRED",
@@ -166,6 +167,12 @@ class ReportPart:
     layers: bool = True
 
 
+#: the probe of texts that language models read, where a method's papers train MLPs: a linear
+#: probe (``probe = []``), the probe of today's language-model probing (the page "Probe a
+#: language model": an MLP 512×512 took 10 min 31 s where a linear probe took 12 s, 2 cores)
+LANGUAGE_MODEL_PROBE: list[int] = []
+
+
 class Method(Declared, ABC):
     """Base of the method dataclasses (subclasses are ``@dataclass(frozen=True)``)."""
 
@@ -209,6 +216,11 @@ class Method(Declared, ABC):
     #: its results are pairs, not one representation each, so nothing is measured beyond a
     #: ``[run] baseline`` (conditional probing)
     compares_pairs: ClassVar[bool] = False
+    #: its options' defaults, as an experiment file writes them, on tasks whose rows are
+    #: texts a language model reads (:attr:`~probemeter.runs.tasks.TaskType.language_models`),
+    #: where they differ from the papers' protocol its other defaults follow: what a file
+    #: leaves out of ``[method]`` takes these there (the generated reference lists them)
+    language_model_defaults: ClassVar[dict[str, Any]] = {}
 
     section = "method"
 

@@ -20,13 +20,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from probemeter import _validation as valid
 from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
+    LANGUAGE_MODEL_PROBE,
     PROBES_ENTRY,
     EngineProbes,
     Method,
@@ -44,6 +45,7 @@ from probemeter.curves.defaults import (
     CURVE_PROBE,
     CURVE_SEEDS,
     CURVE_TRAINING,
+    LANGUAGE_MODEL_GRID,
 )
 from probemeter.data import ProbeData
 from probemeter.training.config import TrainingConfig
@@ -193,6 +195,10 @@ class CurveMethod(Method):
     )
 
     kind = "curve"
+    language_model_defaults: ClassVar[dict[str, Any]] = {
+        "probe": LANGUAGE_MODEL_PROBE,
+        **LANGUAGE_MODEL_GRID,
+    }
     mixes_layers = True
     pools_spans = True
     measures_label_sets = True

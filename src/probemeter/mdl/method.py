@@ -22,7 +22,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
+    LANGUAGE_MODEL_PROBE,
     PROBES_ENTRY,
     EngineProbes,
     Method,
@@ -218,6 +219,11 @@ class MDLMethod(OnlineCodeMethod):
     )
 
     kind = "mdl"
+    # texts have no word types to give random labels (the control task): none by default
+    language_model_defaults: ClassVar[dict[str, Any]] = {
+        "probe": LANGUAGE_MODEL_PROBE,
+        "control": False,
+    }
     mixes_layers = True
     pools_spans = True
     summary = "Voita & Titov: online code of each representation and its control task, bits"

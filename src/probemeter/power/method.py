@@ -14,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from probemeter import _validation as valid
 from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
+    LANGUAGE_MODEL_PROBE,
     REQUIRED,
     Method,
     MethodRun,
@@ -78,6 +79,7 @@ class PowerMethod(Method):
     )
 
     kind = "power"
+    language_model_defaults: ClassVar[dict[str, Any]] = {"probe": LANGUAGE_MODEL_PROBE}
     compares_pairs = True
     pools_spans = True
     fits_directions = True

@@ -256,7 +256,8 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
         KINDS[rep.kind].reads != FILES for rep in representations
     )
     task = _read_task(reader, reader.table(document, "task", required=needs_task), path)
-    method = _read_method(reader, reader.table(document, "method", required=True))
+    method_table = reader.table(document, "method", required=True)
+    method = _read_method(reader, method_table, _language_models(document.get("task")))
     problem = save_probes_problem(method) if run.save_probes and method else None
     if problem:
         reader.add(keeping, problem)
@@ -430,13 +431,27 @@ def _read_entry(
     found.extend(reps)
 
 
-def _read_method(reader: _Reader, table: dict[str, Any]) -> Method | None:
-    """The ``[method]`` table; None when its kind or any option is unusable."""
+def _language_models(task: Any) -> bool:
+    """Whether the ``[task]`` table names a task of texts that language models read
+    (:attr:`~probemeter.runs.tasks.TaskType.language_models`); False for anything else (a
+    bad table is reported where the task is read)."""
+    dataset = task.get("dataset") if isinstance(task, dict) else None
+    return isinstance(dataset, str) and dataset in TASKS and TASKS[dataset].language_models
+
+
+def _read_method(
+    reader: _Reader, table: dict[str, Any], language_models: bool = False
+) -> Method | None:
+    """The ``[method]`` table; None when its kind or any option is unusable. On a task of
+    texts that language models read (``language_models``), the options the table leaves out
+    take the method's :attr:`~probemeter._method.Method.language_model_defaults`."""
     kind = reader.get("method", table, "kind", _one_of(*METHODS), DEFAULT_METHOD)
     if kind is None:
         return None
     cls = METHODS[kind]
     reader.unknown("method", table, {"kind", *(opt.name for opt in cls.options())})
+    if language_models:
+        table = {**cls.language_model_defaults, **table}
     method, problems = cls.from_values(table)
     reader.problems.extend(problems)  # with problems the file is rejected; the method is
     return method  # still checked against the task, to report every problem at once

@@ -146,6 +146,10 @@ class TaskType(Declared):
     #: whether its rows are texts whose surface floors can be measured (``controls``,
     #: :meth:`TaskText.surface_texts`)
     surface: ClassVar[bool] = False
+    #: whether its rows are texts read by today's language models rather than a paper's
+    #: protocol: methods then take their :attr:`~probemeter._method.Method.language_model_defaults`
+    #: for the options a file leaves out
+    language_models: ClassVar[bool] = False
 
     @classmethod
     def from_written(cls, values: dict[str, Any]) -> TaskType:
@@ -1083,6 +1087,7 @@ class TextsTask(TaskType):
     bos = "drop"
     rows_are_sentences = True
     surface = True
+    language_models = True
 
     def label_name(self) -> str:
         return self.label_column

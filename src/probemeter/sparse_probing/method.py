@@ -23,13 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from probemeter import _validation as valid
 from probemeter._execution import Execution
 from probemeter._figures import FigureOptions
 from probemeter._method import (
     ENGINE_KEYWORDS,
+    LANGUAGE_MODEL_PROBE,
     Method,
     MethodRun,
     RunContext,
@@ -126,6 +127,7 @@ class KSparseMethod(Method):
     max_epochs: int = online_option("max_epochs")
 
     kind = "k-sparse"
+    language_model_defaults: ClassVar[dict[str, Any]] = {"probe": LANGUAGE_MODEL_PROBE}
     fits_directions = True
     summary = (
         "Gurnee et al.: k-sparse probes on the top-k ranked features; curves, codes, the "
