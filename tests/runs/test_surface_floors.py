@@ -27,7 +27,7 @@ from probemeter.datasets.surface import SURFACE_FLOORS, WORD_TOKENS
 from probemeter.runs.config import ExperimentError, load_experiment
 from probemeter.runs.kinds import surface
 from probemeter.runs.kinds.surface import SurfaceKind, floor_name
-from probemeter.runs.layers import LayerAnalysis, analyse_layers
+from probemeter.runs.layers import CLUSTERED, LayerAnalysis, analyse_layers
 from probemeter.runs.runner import prepare_data
 
 FLOORS = list(SURFACE_FLOORS)
@@ -77,12 +77,14 @@ def _experiment(
     return path
 
 
-def _transformer(model: Path, name: str = "gpt2", layer: str = '"all"') -> str:
+def _transformer(
+    model: Path, name: str = "gpt2", layer: str = '"all"', pooling: str = "mean"
+) -> str:
     """The tiny decoder's layers, each text's tokens averaged (the keyword's embedding is in
     the mean: the model can reach the floor)."""
     return (
         f'[[representations]]\nname = "{name}"\nkind = "transformer"\nmodel = "{model}"\n'
-        f'layer = {layer}\npooling = "mean"\n'
+        f'layer = {layer}\npooling = "{pooling}"\n'
     )
 
 
@@ -337,3 +339,33 @@ def test_floors_go_through_every_method(tmp_path, model, method):
     (verdict,) = layers["verdicts"]
     assert verdict["floor"]["floor"] in ("surface-bag-of-words", "surface-length")
     assert "surface-bag-of-words" in (out / "floors" / "table.md").read_text()
+
+
+MDL = (
+    'kind = "mdl"\nprobe = []\ncontrol = false\ntimesteps = [0.1, 0.25, 0.5, 1.0]\nmax_epochs = 5\n'
+)
+
+
+@pytest.mark.slow
+def test_floors_of_token_rows_are_paired_with_the_layers_by_the_sign_flip_test(tmp_path, model):
+    """pooling "all": the floors get the layers' rows (each text's floor once per token) and
+    clusters, so the verdict pairs them with the sign-flip test of texts."""
+    reps = _transformer(model, pooling="all")
+    path = _experiment(tmp_path, '["bag-of-words", "length"]', reps, MDL)
+    experiment = load_experiment(path)
+    assert experiment.representations[-1].key_dict()["rows"] == "token"
+    data = prepare_data(experiment, progress=False)
+    layer, floor = data["gpt2-1"], data["surface-bag-of-words"]
+    assert floor.pool_size == layer.pool_size > 150  # tokens, not texts
+    np.testing.assert_array_equal(floor.clusters_test, layer.clusters_test)
+    np.testing.assert_array_equal(floor.y_test, layer.y_test)
+    # each text's rows share one floor row
+    rows = floor.X_test.toarray()
+    for text in np.unique(floor.clusters_test)[:5]:
+        same = rows[floor.clusters_test == text]
+        assert (same == same[0]).all()
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "-q", "--n-jobs", "1"]) == 0
+    (verdict,) = json.loads((out / "floors" / "layers.json").read_text())["verdicts"]
+    test = verdict["floor"]["test"]
+    assert test["test"] == CLUSTERED and test["n_clusters"] == 50  # the 50 test texts

@@ -15,6 +15,12 @@ without the weights), otherwise scikit-learn's words
 holds which, and with it its unit key, beside the floor's name and settings. A floor reads the
 raw text of each row, never the template around it.
 
+Rows: one per text; where the run's one model is read with ``pooling = "all"`` (a row per
+token, clustered by text), ``controls`` gives the floors the same rows (``rows = "token"``:
+each text's floor repeated for each of its tokens, as that model's encoder counts them), so
+that the layers' and the floors' test sets are the same rows in the same texts and the verdict
+pairs them with the sign-flip test of texts.
+
 Sparse floors (bag of words, TF-IDF, one-hot tokens) stay scipy CSR for the methods that train
 on sparse rows (loss-data curves, online codes); for a method that trains on dense features only
 (:meth:`~probemeter._method.Method.sparse_problems`, or kept probes) they are densified when
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import scipy.sparse as sp
 
 from probemeter import _validation as valid
@@ -47,7 +54,7 @@ from probemeter.datasets.surface import (
 from probemeter.encoders.model_files import model_files
 from probemeter.runs.kinds.base import Build, Report, Representation, RepresentationKind
 from probemeter.runs.kinds.words import _ModelKind, _transformer_model
-from probemeter.runs.tasks import WORDS, Task, TaskInputs
+from probemeter.runs.tasks import ALL_TOKENS, WORDS, Task, TaskInputs, TaskText
 
 __all__ = [
     "CONTROLS",
@@ -63,6 +70,8 @@ __all__ = [
 SURFACE_PREFIX = "surface-"
 #: where ``controls`` are declared (the location of their problems)
 CONTROLS = "task.controls"
+#: a floor's rows: one per text, or each text's row repeated for each of its tokens
+ROWS = ("text", "token")
 #: the most values a sparse floor may hold once densified for a method that trains on dense
 #: features only (256 MiB of float32)
 DENSE_LIMIT = 1 << 26
@@ -101,6 +110,14 @@ class SurfaceKind(RepresentationKind):
         help=f'"{WORD_TOKENS}" (scikit-learn\'s default token pattern, lowercased: words of two '
         'characters or more), or a model ("minilm", a model folder relative to the experiment '
         "file, a Hub id in the cache) whose tokenizer splits the texts (read without weights)",
+    )
+    rows: str = option(
+        ROWS[0],
+        check=valid.one_of(*ROWS),
+        help='"text": a row per text; "token": each text\'s row repeated for each of its '
+        'tokens, as a transformer of the model tokens names with pooling "all" lays them out '
+        "(clustered by text; controls choose it where the run's one model pools so)",
+        key_omits=ROWS[0],
     )
 
     kind = "surface"
@@ -151,6 +168,9 @@ class SurfaceKind(RepresentationKind):
         split = text.row_split(build.random_state)
         assert split is not None, "a text per row has a row split"
         features = surface_features(declared.floor, texts, split.train, _tokenizer(declared.tokens))
+        if declared.rows == ROWS[1]:  # fitted on the texts, then a row per token
+            text = _token_rows(text, inputs, declared.tokens)
+            features = features[np.repeat(np.arange(len(texts)), text.rows_per_text)]
         if build.dense and sp.issparse(features):
             rows, columns = features.shape
             if rows * columns > DENSE_LIMIT:
@@ -162,6 +182,21 @@ class SurfaceKind(RepresentationKind):
                 )
             features = features.toarray()
         return text.probe_data(features, rep.name, trees=False, random_state=build.random_state)
+
+
+def _token_rows(text: TaskText, inputs: TaskInputs, model: str) -> TaskText:
+    """The text with a row per token, as the run's encoder of ``model`` with pooling ``"all"``
+    counted them (built before the floors: they follow the entries).
+
+    Raises:
+        ValueError: no such encoder in the run."""
+    for group, encoder in inputs.encoders.items():
+        if group[0] == model and getattr(encoder, "pooling", None) == ALL_TOKENS:
+            return text.token_rows(encoder.row_counts(text.encoder_inputs(ALL_TOKENS)))
+    raise ValueError(
+        f'rows = "token" repeats rows as a transformer entry of model {model!r} with pooling '
+        f'"{ALL_TOKENS}" lays them out; the run has none'
+    )
 
 
 def _run_model(reps: Sequence[Representation]) -> str | None:
@@ -186,6 +221,10 @@ def surface_representations(
         return []
     model = _run_model(reps)
     tokens = WORD_TOKENS if model is None else model
+    tokens_rows = model is not None and any(
+        issubclass(rep.kind_class, _ModelKind) and rep.declared.pooling == ALL_TOKENS
+        for rep in reps
+    )
     if model is not None:
         try:
             _tokenizer(model)
@@ -194,7 +233,8 @@ def surface_representations(
     names = {rep.name for rep in reps}
     found = []
     for floor in floors:
-        options = {"floor": floor, "tokens": tokens, "settings": SURFACE_FLOORS[floor].settings}
+        options = {"floor": floor, "tokens": tokens, "rows": ROWS[int(tokens_rows)]}
+        options["settings"] = SURFACE_FLOORS[floor].settings
         rep = Representation(
             floor_name(floor), SurfaceKind.kind, WORDS, options=options, declared_at=CONTROLS
         )
