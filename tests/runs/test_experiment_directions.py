@@ -178,3 +178,19 @@ def test_problems_are_refused_before_anything_is_trained(tmp_path, capsys):
     assert not (tmp_path / "runs" / "sparse" / "units").exists()
     assert main(["run", str(path), "--check"]) == 2
     assert "directions = ['lda']: cannot fit sparse features" in capsys.readouterr().err
+
+
+def test_power_and_k_sparse_fit_the_twins_directions(tmp_path):
+    _files(tmp_path, pool=600)
+    power = 'kind = "power"\nbaseline = "planted"\nper_class = [40]\nseeds = 2\nsteps = 50'
+    results = _run(tmp_path, power, "power", extra='directions = ["lda"]')
+    assert results["table"]["comparison"] == ["planted vs planted-lda"]
+    probes = results["metadata"]["training"]["probes"]
+    assert probes == {"planted": {"family": "mlp", "hidden": []}, "planted-lda": {"family": "lda"}}
+    k_sparse = (
+        'kind = "k-sparse"\nks = [1, 4, 16]\nsizes = [400]\nseeds = 2\nsteps = 50\nepsilon = 0.3'
+    )
+    results = _run(tmp_path, k_sparse, "k-sparse", extra='directions = ["diff-means"]')
+    plain, twin = results["results"]
+    assert (plain["name"], twin["name"]) == ("planted", "planted-diff-means")
+    assert '"family": "diff-means"' in json.dumps(twin) and "diff-means" not in json.dumps(plain)
