@@ -194,3 +194,10 @@ def test_power_and_k_sparse_fit_the_twins_directions(tmp_path):
     plain, twin = results["results"]
     assert (plain["name"], twin["name"]) == ("planted", "planted-diff-means")
     assert '"family": "diff-means"' in json.dumps(twin) and "diff-means" not in json.dumps(plain)
+
+
+def test_a_conditional_run_refuses_direction_twins(tmp_path):
+    _files(tmp_path)
+    text = _ENTRY.format(name="beyond", extra='directions = ["lda"]', method=_CURVE)
+    text = text.replace('[run]\nname = "beyond"', '[run]\nname = "beyond"\nbaseline = "planted"')
+    assert "run.baseline: conditional probing measures X beside B" in _problems(tmp_path, text)

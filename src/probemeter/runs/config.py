@@ -283,8 +283,9 @@ def baseline_problems(
     baseline: str, representations: Sequence[Representation], method: Method | None
 ) -> list[tuple[str, str]]:
     """``[run] baseline``: a representation of the run (after layer sweeps are expanded), not a
-    scalar mix, with another representation to measure beyond it, and a method that compares
-    representations one at a time (not ``power``, which compares pairs)."""
+    scalar mix, with another representation to measure beyond it, a method that compares
+    representations one at a time (not ``power``, which compares pairs), and no direction
+    twins."""
     names = [rep.name for rep in representations]
     if baseline not in names:
         return [("run.baseline", f"{baseline!r} is no representation of the run ({names})")]
@@ -299,6 +300,16 @@ def baseline_problems(
     if method is not None and method.compares_pairs:
         problems.append(
             ("run.baseline", f"method {method.kind!r} compares pairs itself; use another method")
+        )
+    twins = [rep.name for rep in representations if rep.options.get("directions")]
+    if twins:  # X|B and B would be measured by different probe families
+        problems.append(
+            (
+                "run.baseline",
+                "conditional probing measures X beside B and B alone with one probe family; "
+                f"direction twins {twins} would mix a direction with the baseline's trained "
+                "probe: leave directions out of a run with a baseline",
+            )
         )
     return problems
 
