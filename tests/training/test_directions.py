@@ -280,3 +280,25 @@ def test_a_subset_its_scores_separate_keeps_a_finite_temperature(family):
     assert g * g / (2 * h) <= CALIBRATION_TOLERANCE
     test = fit_evaluate(x, y, x[200:], y[200:], 2, [subset], [(0,)], Direction(family), CONFIG)
     assert test.loss[0] < 3.0
+
+
+@pytest.mark.parametrize("family", ["diff-means", "lda"])
+def test_a_pool_read_from_its_file_gives_the_same_probes(family, tmp_path, monkeypatch):
+    """A large memory-mapped pool is read by pread (``FileRows``), never mapped whole: the
+    rows, hence the fits, are the same."""
+    from probemeter import _resident as resident
+
+    x, y = _gaussians(500, d=16, seed=9)
+    np.save(tmp_path / "pool.npy", x)
+    mapped = np.load(tmp_path / "pool.npy", mmap_mode="r")
+    subsets, keys = [np.arange(100), np.arange(500)], [(0,), (1,)]
+    in_memory = fit_evaluate(
+        x, y, x[:50], y[:50], 2, subsets, keys, Direction(family), CONFIG, return_parameters=True
+    )
+    monkeypatch.setattr(resident, "RESIDENT_FILE_BYTES", 0)
+    assert resident.FileRows.of(mapped) is not None
+    from_file = fit_evaluate(
+        mapped, y, x[:50], y[:50], 2, subsets, keys, Direction(family), CONFIG,
+        return_parameters=True,
+    )  # fmt: skip
+    np.testing.assert_array_equal(from_file.parameters[0][0], in_memory.parameters[0][0])
