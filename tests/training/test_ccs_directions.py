@@ -42,14 +42,20 @@ def test_the_engines_ccs_probe_decides_as_ccs_and_is_calibrated():
     # the accuracy is CCS's decision, oriented by the sign fixed on the training subset
     np.testing.assert_array_equal(evaluation.predictions, fits.decisions(data.X_test))
     np.testing.assert_allclose(evaluation.accuracy, fits.accuracy(data.X_test, data.y_test))
-    # the loss: logits (0, a·s·u), a minimising the subset's cross-entropy (no offset)
+    # the loss: logits (0, a·s·u), a minimising the subset's cross-entropy against add-one
+    # smoothed targets (1 − ε) e_y + ε/2, ε = 1/(n + 1), as the other families' (no offset)
     vectors, offsets = fits.signed_margin_map()
     for probe, subset in enumerate(subsets):
         train = data.X_train[subset].astype(np.float64) @ vectors[probe] + offsets[probe]
         labels = data.y_train[subset]
 
-        def cross_entropy(a, margins=train, labels=labels):
-            return np.mean(np.logaddexp(0, a * margins) - labels * a * margins)
+        smoothing = 1 / (len(subset) + 1)
+
+        def cross_entropy(a, margins=train, labels=labels, eps=smoothing):
+            minus_log_p1 = np.logaddexp(0, a * margins) - a * margins
+            minus_log_p0 = np.logaddexp(0, a * margins)
+            own = np.where(labels == 1, minus_log_p1, minus_log_p0)
+            return np.mean((1 - eps) * own + eps / 2 * (minus_log_p0 + minus_log_p1))
 
         best = minimize_scalar(
             cross_entropy, bounds=(0, 100), method="bounded", options={"xatol": 1e-10}

@@ -542,8 +542,9 @@ def fit_ccs_directions(
     Each probe's logits on a row x = [x⁺, x⁻] are (0, a·s·θᵀ(x̃⁺ − x̃⁻)): class 1 ("the first
     text is the true one", after the sign) exactly where CCS decides so, ½(p(x⁺) + 1 − p(x⁻))
     > ½ oriented by s, so the probe's accuracy is CCS's decision's; a ≥ 0, the one calibrated
-    parameter, is fitted on the subset as the other families' temperature (module docstring),
-    and gives the probe its cross-entropy. There is no offset c (no ln π): an offset would
+    parameter, is fitted on the subset as the other families' temperature, against the same
+    add-one smoothed targets (module docstring: CCS separates a small subset as often as they
+    do), and gives the probe its cross-entropy. There is no offset c (no ln π): an offset would
     move the decision's threshold away from CCS's. The seed of each probe (``keys``) draws its
     restarts' initial parameters: CCS's probes differ by seed at every size.
 
@@ -567,7 +568,7 @@ def fit_ccs_directions(
     scored = _scores(rows, chosen, directions, offsets)
     no_offset = torch.zeros_like(offsets)
     temperature, gradient, curvature = _calibrate(
-        scored, no_offset, CALIBRATION_TOLERANCE, CALIBRATION_STEPS, smoothed=False
+        scored, no_offset, CALIBRATION_TOLERANCE, CALIBRATION_STEPS, smoothed=True
     )
     return DirectionFits(
         (temperature[:, None, None] * directions).to(torch.float32),
