@@ -189,11 +189,11 @@ N_TEST = 200
 METHOD = CurveMethod(epsilon=0.5, probe=(8,))
 
 
-def _curve(name: str, dev: float, wrong: range) -> dict:
+def _curve(name: str, dev: float | None, wrong: range) -> dict:
     """A curve over sizes 10 and 100, two seeds, whose probes of n = 10 lose ``dev`` on the
     development split (SDL there at ε = 0.5: 10 · (ln 2 − ε) + 90 · (dev − ε), the probes of
     n = 100 within ε) and whose probes of n = 100 get every test example right but
-    ``wrong``."""
+    ``wrong``; ``dev=None``: no development split."""
     correct = np.ones(N_TEST, dtype=bool)
     correct[list(wrong)] = False
     rows = [
@@ -203,13 +203,14 @@ def _curve(name: str, dev: float, wrong: range) -> dict:
     ]
     points = pd.DataFrame(rows)
     points.loc[points["n"] == 100, "accuracy"] = correct.mean()
-    points["dev_loss"] = [dev, dev, 0.3, 0.3]
-    points["dev_loss_truncated"] = np.minimum(points["dev_loss"], 1.0)
-    points["dev_accuracy"] = 0.5
-    metadata = {
-        "n_features": 4,
-        "development": {"fraction": 0.1, "n_dev": 11, "groups": "examples", "random_state": 0},
-    }
+    metadata: dict = {"n_features": 4}
+    if dev is not None:
+        points["dev_loss"] = [dev, dev, 0.3, 0.3]
+        points["dev_loss_truncated"] = np.minimum(points["dev_loss"], 1.0)
+        points["dev_accuracy"] = 0.5
+        metadata["development"] = {
+            "fraction": 0.1, "n_dev": 11, "groups": "examples", "random_state": 0,
+        }  # fmt: skip
     digest = labels_digest(np.arange(N_TEST) % 2)
     final = SeedCorrectness((0, 1), (correct,) * 2, digest, 100, None)
     return LossDataCurve(name, pd.DataFrame(points), 2, 100, N_TEST, metadata, final).to_dict()
@@ -282,6 +283,20 @@ def test_a_floor_as_accurate_as_the_best_layer_is_not_beaten():
     (plain,) = analyse_layers(METHOD, results[:2], SWEEP, n_simulations=200).verdicts
     assert plain.floor is None and "surface floor" not in plain.describe()
     assert math.isclose(plain.test.p_adjusted, plain.test.p_value)
+
+
+def test_a_floor_measured_on_no_held_out_data_is_named_but_not_tested():
+    results = [
+        _curve("m-0", 0.9, range(60)),
+        _curve("m-1", 0.6, range(10)),
+        _curve("floor", None, range(60)),
+    ]
+    analysis = analyse_layers(METHOD, results, SWEEP, floors=["floor"], n_simulations=200)
+    (verdict,) = analysis.verdicts
+    assert verdict.floor.floor == "floor" and verdict.floor.chosen_on == "test"
+    assert verdict.floor.test is None and not verdict.floor.beats
+    assert "whether m's best layer beats it is not tested" in verdict.describe()
+    assert verdict.test.comparisons == 1  # the untested comparison is no Holm comparison
 
 
 # ---- through probemeter run ------------------------------------------------------------------

@@ -410,16 +410,17 @@ class FloorComparison:
         """The comparison in words, ending with whether layer ``layer`` of ``sweep`` beats
         the best floor."""
         if self.floor is None:
-            return f"Against the surface floors: {self.reason}"
+            return f"Against the surface floors: {self.reason}."
         text = (
             f"Against the surface floors: best floor {self.floor} ({self.floor_value}; chosen "
             f"on {self.chosen_on})"
         )
+        untested = f"whether {sweep}'s best layer beats it is not tested"
         if self.test is None:
-            return f"{text}; {self.reason}"
+            return f"{text}; {self.reason}: {untested}."
         difference = self.difference
         if difference is None:
-            return f"{text}; {self.test.describe()}"
+            return f"{text}; {self.test.describe()}: {untested}."
         test = self.test
         adjusted = "" if test.p_adjusted is None else f", Holm-adjusted {format_p(test.p_adjusted)}"
         verdict = "beats" if self.beats else "does not beat"
@@ -499,8 +500,9 @@ class SweepVerdict:
         text = self._describe()
         if self.floor is None:
             return text
+        text += "" if text.endswith(".") else "."
         if self.best is None:
-            return f"{text}. Against the surface floors: no best layer to compare"
+            return f"{text} Against the surface floors: no best layer to compare."
         return f"{text} {self.floor.describe(self.sweep, self.best[0])}"
 
     def _describe(self) -> str:
