@@ -1,6 +1,8 @@
-"""Build the offline stand-ins the page "Probe a language model" runs on: a randomly initialised
-tiny Llama-style model, a SAELens sparse autoencoder over its block 1's residual stream, a
-texts file of labelled reviews, and the experiment file ``language_model.toml`` beside them.
+"""Build the offline stand-ins the pages "Probe a language model" and "Probes of today's
+practice" run on: a randomly initialised tiny Llama-style model, a SAELens sparse autoencoder
+over its block 1's residual stream, a texts file of labelled reviews, texts whose label one
+keyword carries (``keywords.csv``), contrast pairs (``pairs.csv``) and the experiment files
+beside them (:data:`EXPERIMENTS`).
 
     python examples/tiny_language_model.py lm-demo
     probemeter run lm-demo/language_model.toml --check
@@ -26,6 +28,15 @@ WORDS = {
     "negative": "dull awful boring clumsy tedious bland forgettable".split(),
 }
 FILLER = "the film was a story with acting and music that felt".split()
+#: the experiment files written beside the model: the page "Probe a language model"'s, and the
+#: page "Probes of today's practice"'s (attention probes, direction baselines and surface
+#: floors, contrast pairs)
+EXPERIMENTS = (
+    "language_model.toml",
+    "attention_probes.toml",
+    "directions.toml",
+    "contrast_pairs.toml",
+)
 
 
 def write_reviews(path: Path, n: int = 120, random_state: int = 0) -> None:
@@ -64,14 +75,29 @@ def main() -> None:
     parser.add_argument("folder", type=Path, help="where to write the model, SAE and files")
     folder = parser.parse_args().folder
     folder.mkdir(parents=True, exist_ok=True)
-    from probemeter.encoders.tiny import HIDDEN, tiny_decoder
+    from probemeter.encoders.tiny import (
+        HIDDEN,
+        TOKENIZER_TEXT,
+        contrast_pairs,
+        keyword_texts,
+        tiny_decoder,
+    )
 
     write_reviews(folder / "reviews.csv")
     texts = pd.read_csv(folder / "reviews.csv")["text"]
-    tiny_decoder(folder / "llama", "llama", texts=[*texts, "Review: Sentiment:"])
+    # the tokenizer also learns the tiny decoders' words (one token each for the keywords of
+    # keywords.csv), and 256 positions read its 200-token texts
+    tokenizer_texts = [*texts, "Review: Sentiment:", *TOKENIZER_TEXT]
+    tiny_decoder(folder / "llama", "llama", texts=tokenizer_texts, positions=256)
     write_sae(folder / "sae", d_in=HIDDEN)
-    shutil.copy(Path(__file__).with_name("language_model.toml"), folder / "language_model.toml")
-    print(f"wrote {folder}/: llama/, sae/, reviews.csv, language_model.toml")
+    keyword_texts(folder / "keywords.csv", n=400, length=200)
+    contrast_pairs(folder / "pairs.csv", n=60)
+    for name in EXPERIMENTS:
+        shutil.copy(Path(__file__).with_name(name), folder / name)
+    print(
+        f"wrote {folder}/: llama/, sae/, reviews.csv, keywords.csv, pairs.csv, "
+        + ", ".join(EXPERIMENTS)
+    )
 
 
 if __name__ == "__main__":

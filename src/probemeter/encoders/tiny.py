@@ -17,6 +17,7 @@ __all__ = [
     "KEYWORDS",
     "TOKENIZER_TEXT",
     "byte_level_tokenizer",
+    "contrast_pairs",
     "keyword_texts",
     "tiny_decoder",
 ]
@@ -144,4 +145,30 @@ def keyword_texts(
         rows.append((f"{before} {keyword} {after}".strip(), label))
     path = Path(path)
     pd.DataFrame(rows, columns=["text", "label"]).to_csv(path, index=False)
+    return path
+
+
+#: what the true and the false member of :func:`contrast_pairs` say
+_SAID = ("good", "bad")
+
+
+def contrast_pairs(path: str | os.PathLike[str], n: int = 60, random_state: int = 2) -> Path:
+    """Write a CSV (``claim``, ``negation``, ``truth``) of ``n`` contrast pairs: two texts that
+    share their contents (two to five words such as "the cat sat") and differ in one word, "good"
+    in the true member and "bad" in the false one; ``truth`` is 1 where the claim is the true
+    member (every other row). A direction that flips between the two members says which is
+    true: what contrast-consistent search looks for without the labels."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(random_state)
+    words = "the cat sat on the mat dogs bark at night".split()
+    rows = []
+    for index in range(n):
+        content = " ".join(rng.choice(words, size=int(rng.integers(2, 6))))
+        truth = index % 2
+        first, second = _SAID if truth else _SAID[::-1]
+        rows.append((f"{first} {content}", f"{second} {content}", truth))
+    path = Path(path)
+    pd.DataFrame(rows, columns=["claim", "negation", "truth"]).to_csv(path, index=False)
     return path
