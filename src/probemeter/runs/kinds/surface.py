@@ -175,7 +175,7 @@ class SurfaceKind(RepresentationKind):
             rows, columns = features.shape
             if rows * columns > DENSE_LIMIT:
                 raise ValueError(
-                    f"surface floor {declared.floor!r}: {rows:,} texts × {columns:,} columns "
+                    f"surface floor {declared.floor!r}: {rows:,} rows × {columns:,} columns "
                     f"would be {rows * columns * 4 / 2**30:.1f} GiB dense, and the method trains "
                     'on dense features only: use kind = "curve" or "mdl" (they train on sparse '
                     f"rows), or leave {declared.floor!r} out of {CONTROLS}"
