@@ -201,3 +201,14 @@ def test_a_conditional_run_refuses_direction_twins(tmp_path):
     text = _ENTRY.format(name="beyond", extra='directions = ["lda"]', method=_CURVE)
     text = text.replace('[run]\nname = "beyond"', '[run]\nname = "beyond"\nbaseline = "planted"')
     assert "run.baseline: conditional probing measures X beside B" in _problems(tmp_path, text)
+
+
+def test_an_erased_representation_gets_its_own_direction_twin(tmp_path):
+    """``erase`` and ``directions`` together: NAME-erased-lda measures the erased data (LEACE
+    leaves no linear information about the label: the direction guesses)."""
+    _files(tmp_path)
+    results = _run(tmp_path, _CURVE, "erased", extra='erase = "label"\ndirections = ["lda"]')
+    curves = {curve["name"]: curve for curve in results["curves"]}
+    assert list(curves) == ["planted", "planted-lda", "planted-erased", "planted-erased-lda"]
+    final = {name: curve["points"]["loss"][-1] for name, curve in curves.items()}
+    assert final["planted-lda"] < 0.6 and abs(final["planted-erased-lda"] - np.log(2)) < 0.05
