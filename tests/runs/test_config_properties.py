@@ -60,7 +60,7 @@ from probemeter.cli.main import main
 from probemeter.datasets import Treebank, write_conllu
 from probemeter.datasets.edge_probing import treebank_targets, write_edge_probing
 from probemeter.datasets.senteval import TASK_FILES, write_senteval
-from probemeter.encoders.tiny import tiny_decoder
+from probemeter.encoders.tiny import contrast_pairs, keyword_texts, tiny_decoder
 from probemeter.runs.check import check_data
 from probemeter.runs.config import ExperimentError, load_experiment
 
@@ -248,6 +248,10 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         for i in range(40)
     ]
     (folder / "reviews.csv").write_text("text,label,split\n" + "".join(reviews))
+    # the keyword texts and contrast pairs of examples/attention_probes.toml and
+    # contrast_pairs.toml, as the same script writes them
+    keyword_texts(folder / "keywords.csv", n=40, length=20)
+    contrast_pairs(folder / "pairs.csv", n=40)
     return folder
 
 

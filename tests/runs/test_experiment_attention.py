@@ -120,3 +120,45 @@ def test_token_spans_refuses_what_it_cannot_lay_out():
     )
     with pytest.raises(ValueError, match="disagree on its label"):
         token_spans(mixed)
+
+
+def test_the_cache_lays_texts_out_a_block_at_a_time_as_in_memory(planted, tmp_path):
+    """With a feature cache the padded rows are written from the layer files a block of token
+    rows at a time (TokenSpanSplit.save); the data equal those built in memory, byte for byte."""
+    from probemeter.runs.config import load_experiment
+    from probemeter.runs.runner import prepare_data
+
+    experiment = load_experiment(_experiment(planted, ["attention", "max"]))
+    in_memory = prepare_data(experiment, progress=False)
+    cached = prepare_data(experiment, tmp_path / "cache", progress=False)
+    again = prepare_data(experiment, tmp_path / "cache", progress=False)  # read back
+    for name, data in in_memory.items():
+        for built in (cached[name], again[name]):
+            assert isinstance(built.X_train, np.memmap)
+            for array in ("X_train", "X_test", "y_train", "y_test"):
+                np.testing.assert_array_equal(getattr(built, array), getattr(data, array))
+            fields = ("span_tokens", "span_pooling", "span_projection", "n_classes")
+            assert [getattr(built, f) for f in fields] == [getattr(data, f) for f in fields]
+    assert not list((tmp_path / "cache").rglob("tokens"))  # the scratch token rows are gone
+
+
+def test_token_span_split_saves_what_it_makes_in_memory(tmp_path):
+    from probemeter.data import RowSplit
+    from probemeter.datasets.token_spans import TokenSpanSplit
+
+    rng = np.random.default_rng(1)
+    counts = np.array([3, 1, 4, 2, 5, 2])
+    texts_of = np.repeat(np.arange(6), counts)
+    features = rng.normal(size=(counts.sum(), 7)).astype(np.float32)
+    train_texts, test_texts = [0, 2, 3, 5], [1, 4]
+    train, test = (np.flatnonzero(np.isin(texts_of, t)) for t in (train_texts, test_texts))
+    labels = np.array([0, 1, 1, 0, 1, 0])[texts_of]
+    rows = RowSplit(train, test, labels[train], labels[test], 2)
+    split = TokenSpanSplit(rows, texts_of[train], texts_of[test], "max", projection=4)
+    expected = split.probe_data(features, name="x")
+    split.save(tmp_path / "data", lambda indices: features[indices], 7, name="x")
+    saved = ProbeData.load(tmp_path / "data")
+    for array in ("X_train", "X_test", "y_train", "y_test"):
+        np.testing.assert_array_equal(getattr(saved, array), getattr(expected, array))
+    assert (saved.span_tokens, saved.span_pooling, saved.span_projection) == ((5,), "max", 4)
+    assert not (tmp_path / "data" / "tokens").exists()

@@ -25,7 +25,11 @@ standard deviation); the counts and the zero padding are not standardised. The t
 labels are their tokens' (checked equal), and the rows are texts: nothing is clustered any
 more, since the texts are the units sampled. The layout is written a block of token rows at a
 time, so token rows that are a memory map (a feature cache's layer files) are read once, in
-order; the padded rows themselves take n · (1 + T·d) floats.
+order; the padded rows themselves take n · (1 + T·d) floats, in memory or, with ``out``, in
+``.npy`` files read back memory-mapped. :class:`TokenSpanSplit` builds the same data straight
+from a layer file larger than memory (a run's feature cache): the token rows standardised a
+block at a time (:meth:`~probemeter.data.RowSplit.save`, byte for byte what
+:meth:`~probemeter.data.RowSplit.probe_data` computes), then laid out into the cache's files.
 
 References:
     McKenzie, A., Pawar, U., Blandfort, P., Bankes, W., Krueger, D., Lubana, E. S. &
@@ -40,12 +44,17 @@ References:
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
 import numpy as np
 
 from probemeter._validation import one_of
-from probemeter.data import ATTENTION, LEARNED_POOLINGS, ProbeData
+from probemeter.data import ATTENTION, LEARNED_POOLINGS, ProbeData, RowSplit
 
-__all__ = ["default_projection", "token_spans"]
+__all__ = ["TokenSpanSplit", "default_projection", "token_spans"]
 
 #: token rows copied into the padded layout at a time
 _BLOCK_ROWS = 4096
@@ -58,7 +67,11 @@ def default_projection(pooling: str, n_classes: int) -> int:
 
 
 def token_spans(
-    data: ProbeData, pooling: str = ATTENTION, *, projection: int | None = None
+    data: ProbeData,
+    pooling: str = ATTENTION,
+    *,
+    projection: int | None = None,
+    out: str | Path | None = None,
 ) -> ProbeData:
     """One row per text from rows of tokens (module docstring), for probes that pool each
     text's tokens with ``pooling`` after projecting them to ``projection`` dimensions.
@@ -69,6 +82,9 @@ def token_spans(
         pooling: ``"attention"`` or ``"max"`` (:data:`~probemeter.data.LEARNED_POOLINGS`).
         projection: q, the width tokens are projected to before pooling; None:
             :func:`default_projection`.
+        out: a folder to write the padded rows to (``X_train.npy``, ``X_test.npy``, where
+            :meth:`~probemeter.data.ProbeData.save` of the result to that folder finds
+            them), returned memory-mapped; None: in memory.
 
     Returns:
         ProbeData with ``span_tokens = (T,)``, ``span_pooling`` and ``span_projection`` set,
@@ -110,8 +126,9 @@ def token_spans(
     train = _texts(data.clusters_train, "clusters_train")
     test = _texts(data.clusters_test, "clusters_test")
     longest = int(max(train[1].max(initial=0), test[1].max(initial=0)))
-    X_train, y_train = _layout(data.X_train, data.y_train, *train, longest, "train")
-    X_test, y_test = _layout(data.X_test, data.y_test, *test, longest, "test")
+    folder = None if out is None else Path(out)
+    X_train, y_train = _layout(data.X_train, data.y_train, *train, longest, "train", folder)
+    X_test, y_test = _layout(data.X_test, data.y_test, *test, longest, "test", folder)
     q = default_projection(pooling, data.n_classes) if projection is None else int(projection)
     return ProbeData(
         X_train,
@@ -145,13 +162,22 @@ def _layout(
     counts: np.ndarray,
     longest: int,
     split: str,
+    out: Path | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The padded rows (n_texts, 1 + longest · d) of one split and each text's label."""
+    """The padded rows (n_texts, 1 + longest · d) of one split and each text's label; with
+    ``out``, written to ``out / X_<split>.npy`` and read back memory-mapped."""
     width = int(tokens.shape[1])
     y = np.asarray(labels)[starts]
     if not np.array_equal(np.asarray(labels), np.repeat(y, counts, axis=0)):
         raise ValueError(f"data: the tokens of a {split} text disagree on its label")
-    X = np.zeros((len(starts), 1 + longest * width), dtype=np.float32)
+    shape = (len(starts), 1 + longest * width)
+    if out is None:
+        X = np.zeros(shape, dtype=np.float32)
+    else:  # a new file reads as zeros where nothing is written: the padding
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"X_{split}.npy"
+        path.unlink(missing_ok=True)
+        X = np.lib.format.open_memmap(path, mode="w+", dtype=np.float32, shape=shape)
     X[:, 0] = counts
     padded = X[:, 1:].reshape(len(starts), longest, width)  # a view: the last axis is split
     text = np.repeat(np.arange(len(starts)), counts)
@@ -159,4 +185,60 @@ def _layout(
     for first in range(0, len(text), _BLOCK_ROWS):
         block = slice(first, first + _BLOCK_ROWS)
         padded[text[block], position[block]] = np.asarray(tokens[block], dtype=np.float32)
-    return X, y
+    if out is None:
+        return X, y
+    X.flush()
+    del padded, X
+    return np.load(out / f"X_{split}.npy", mmap_mode="r"), y
+
+
+@dataclass(frozen=True)
+class TokenSpanSplit:
+    """Which token rows of a layer file make the pool's and the test set's texts, for
+    :func:`token_spans` built without holding the layer (:meth:`save`).
+
+    Attributes:
+        rows: the token rows of the pool's texts and of the test set's, in text order, with
+            their labels (their text's), as :meth:`~probemeter.data.RowSplit.probe_data` takes them.
+        texts_train, texts_test: the text of each of those rows (its cluster).
+        pooling: ``"attention"`` or ``"max"``.
+        projection: q; None: :func:`default_projection`.
+    """
+
+    rows: RowSplit
+    texts_train: np.ndarray
+    texts_test: np.ndarray
+    pooling: str = ATTENTION
+    projection: int | None = None
+
+    def probe_data(self, features: object, *, name: str) -> ProbeData:
+        """:func:`token_spans` of the token rows' data, in memory."""
+        return self._spans(self.rows.probe_data(features, name=name), None)
+
+    def save(
+        self,
+        folder: str | Path,
+        read_rows: Callable[[np.ndarray], np.ndarray],
+        n_features: int,
+        *,
+        name: str,
+    ) -> Path:
+        """Write what :meth:`probe_data` makes to ``folder``, as
+        :meth:`~probemeter.data.ProbeData.save` would and as
+        :meth:`~probemeter.data.RowSplit.save` does: the token rows are read a block at a time
+        with ``read_rows(indices)`` (n, ``n_features``) and standardised into a scratch folder
+        inside ``folder`` (:meth:`~probemeter.data.RowSplit.save`: the same numbers as in
+        memory), then laid out a block of token rows at a time into ``folder/X_train.npy`` and
+        ``X_test.npy``; the labels and the JSON follow, the JSON last, and the scratch folder
+        is removed. Returns the folder."""
+        folder = Path(folder)
+        scratch = folder / "tokens"
+        self.rows.save(scratch, read_rows, n_features, name=name)
+        try:
+            return self._spans(ProbeData.load(scratch), folder).save(folder)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _spans(self, tokens: ProbeData, out: Path | None) -> ProbeData:
+        clustered = replace(tokens, clusters_train=self.texts_train, clusters_test=self.texts_test)
+        return token_spans(clustered, self.pooling, projection=self.projection, out=out)

@@ -29,16 +29,16 @@ import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from probemeter._io import read_json, save_npy_atomic, write_text_atomic
 from probemeter._resident import FileRows
 from probemeter._validation import check_scalar, integer_list
-from probemeter.data import ProbeData, RowSplit
+from probemeter.data import ProbeData
 
-__all__ = ["STORAGES", "Bfloat16Rows", "FeatureCache", "to_bfloat16_bits"]
+__all__ = ["STORAGES", "Bfloat16Rows", "FeatureCache", "SplitRows", "to_bfloat16_bits"]
 
 #: the dtypes layer files can be stored as (``storage``), with their bytes per value
 STORAGES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -58,6 +58,21 @@ def _digest(value: object, name: str) -> str:
     except TypeError as error:
         raise ValueError(f"{name} must be JSON-serialisable to be hashed: {error}") from error
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class SplitRows(Protocol):
+    """What :meth:`FeatureCache.split_probe_data` builds data from: a split of a feature
+    matrix's rows that writes its data to a folder a block of rows at a time
+    (:meth:`~probemeter.data.RowSplit.save`)."""
+
+    def save(
+        self,
+        folder: str | os.PathLike[str],
+        read_rows: Callable[[np.ndarray], np.ndarray],
+        n_features: int,
+        *,
+        name: str,
+    ) -> Path: ...
 
 
 class FeatureCache:
@@ -260,7 +275,7 @@ class FeatureCache:
         return data
 
     def split_probe_data(
-        self, key: Mapping[str, Any], features: Any, split: RowSplit, *, name: str
+        self, key: Mapping[str, Any], features: Any, split: SplitRows, *, name: str
     ) -> ProbeData:
         """:meth:`probe_data` of ``split.probe_data(features, name=name)`` (the same key, the
         same files), built without holding the pool: on a miss the rows are read a block at a
@@ -272,7 +287,10 @@ class FeatureCache:
             key: as for :meth:`probe_data`.
             features: ``(n_rows, d)`` features, e.g. a layer of :meth:`layers` (a memory map,
                 or :class:`Bfloat16Rows`), or any array.
-            split: the pool's and the test set's rows and labels.
+            split: the pool's and the test set's rows and labels (a
+                :class:`~probemeter.data.RowSplit`, or any :class:`SplitRows`: a texts
+                task's rows of tokens laid out one row per text,
+                :class:`~probemeter.datasets.token_spans.TokenSpanSplit`).
             name: the data's name.
         """
         folder = self.root / "probe-data" / self._hash(key, None)

@@ -49,7 +49,7 @@ from probemeter.datasets.texts import (
     read_texts,
     texts_format_problem,
 )
-from probemeter.datasets.token_spans import token_spans
+from probemeter.datasets.token_spans import TokenSpanSplit, token_spans
 from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits, split_label_problem
 from probemeter.feature_files import load_features
 
@@ -286,11 +286,12 @@ class TaskText(ABC):
             ValueError: its rows carry no other label."""
         raise ValueError(f"the rows of this task carry no label {concept!r}")
 
-    def row_split(self, random_state: int) -> RowSplit | None:
+    def row_split(self, random_state: int) -> RowSplit | TokenSpanSplit | None:
         """The rows of the features that :meth:`probe_data` takes as pool and test set, with
-        their labels, when its data is just that split, standardised (then
+        their labels, when its data is just that split, standardised — or those rows laid out
+        one row per text (:class:`~probemeter.datasets.token_spans.TokenSpanSplit`) — so that
         :meth:`~probemeter.encoders.FeatureCache.split_probe_data` builds the same data a block
-        of rows at a time); None for tasks that pool or pair rows."""
+        of rows at a time; None for tasks that pool or pair rows."""
         return None
 
     def encoder_inputs(self, pooling: str) -> list[Any]:
@@ -956,11 +957,23 @@ class _TextsText(TaskText):
         )
         return data if self.learned is None else token_spans(data, self.learned)
 
-    def row_split(self, random_state: int) -> RowSplit | None:
-        """The texts' split; None for rows of tokens, whose data record each row's text
-        (:attr:`~probemeter.data.ProbeData.clusters_train`), which a :class:`RowSplit`
-        does not carry, and for contrast pairs, whose rows are made of two rows of
-        features each."""
+    def row_split(self, random_state: int) -> RowSplit | TokenSpanSplit | None:
+        """The texts' split; for a learned pooling, the split of the token rows laid out one
+        row per text (:class:`~probemeter.datasets.token_spans.TokenSpanSplit`, which writes
+        them a block of token rows at a time); None for rows of tokens, whose data record each
+        row's text (:attr:`~probemeter.data.ProbeData.clusters_train`), which a
+        :class:`RowSplit` does not carry, and for contrast pairs, whose rows are made of two
+        rows of features each."""
+        if self.learned is not None:
+            task = self.task
+            rows = self.texts.row_split(
+                test_size=float(task.test_size),
+                random_state=random_state,
+                dev=task.dev,
+                rows_per_text=self.rows_per_text,
+            )
+            texts_of = self.texts.text_of_rows(self.rows_per_text)
+            return TokenSpanSplit(rows, texts_of[rows.train], texts_of[rows.test], self.learned)
         if self.rows_per_text is not None or self.task.pair is not None:
             return None
         return self._texts_split(random_state)
