@@ -13,8 +13,8 @@ matrix S,
 
     score_k(x) = μ_kᵀ S⁻¹ x − ½ μ_kᵀ S⁻¹ μ_k,        logit_k(x) = a · score_k(x) + ln π_k,
 
-with S = I for ``"diff-means"`` (difference in means: AxBench's DiffMean, Wu et al. 2025,
-§3; Marks & Tegmark 2023's mass-mean probe, §4) and S the pooled within-class covariance,
+with S = I for ``"diff-means"`` (difference in means: AxBench's DiffMean, Wu et al. 2025;
+Marks & Tegmark 2023's mass-mean probe) and S the pooled within-class covariance,
 shrunk by Ledoit & Wolf (2004), for ``"lda"`` (Fisher's linear discriminant, as
 scikit-learn's ``LinearDiscriminantAnalysis(solver="lsqr")`` computes it). These are the
 logits of the Gaussian class model with shared covariance S; ``a ≥ 0``, one temperature per
@@ -55,8 +55,8 @@ intensity of the within-class residuals x_i − μ_{y_i} (scikit-learn's
 shrinkage instead estimates δ per class on standardised features, which a batched fit
 cannot hold: K covariances per probe). S is solved by a Cholesky factorisation, or, where
 it is singular (a feature constant on the subset and δ = 0), by the pseudo-inverse
-(scikit-learn's least-squares solution). A probe's seed does not enter: probes of one size
-differ only by their subsets.
+(scikit-learn's least-squares solution). A probe's seed does not enter these two families:
+their probes of one size differ only by their subsets.
 
 **Cost.** One pass over the union of the probes' rows gathers every probe's class sums (one
 matrix product of per-probe, per-class indicator weights with each block of rows); for LDA,
