@@ -28,7 +28,10 @@ def _experiment(tmp_path: Path, method: str, task: str = "texts") -> Path:
     if task == "texts":
         if not (tmp_path / "model").exists():
             tiny_decoder(tmp_path / "model")
-        representation = '[[representations]]\nname = "tiny"\nkind = "transformer"\nmodel = "model"\nlayer = [0, 1]\n'
+        representation = (
+            '[[representations]]\nname = "tiny"\nkind = "transformer"\nmodel = "model"\n'
+            "layer = [0, 1]\n"
+        )
     else:
         representation = '[[representations]]\nname = "pixels"\nkind = "raw"\n'
     path = tmp_path / "experiment.toml"
@@ -78,3 +81,28 @@ def test_the_generated_reference_states_the_defaults():
             section = page.split(f'### `kind = "{cls.kind}"`')[1].split("### ")[0]
             assert "texts a language model reads" in section
             assert all(f"`{name} = " in section for name in cls.language_model_defaults)
+
+
+def test_direction_twins_take_no_settings_grid(tmp_path):
+    """A closed-form direction is the same at every learning rate and weight decay: under the
+    default grid its curve is fitted once, and its results record the fit, not Adam's."""
+    import numpy as np
+
+    from probemeter import Execution
+    from probemeter.curves.curve import loss_data_curve
+    from probemeter.data import ProbeData
+    from probemeter.probes import MLP, Direction
+
+    method = load_experiment(_experiment(tmp_path, 'kind = "curve"\nepsilon = 0.1\n')).method
+    assert method.settings_for(Direction("lda")) is None
+    assert method.settings_for(MLP(())) == LANGUAGE_MODEL_GRID
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 200)
+    X = rng.normal(size=(200, 4)) + y[:, None]
+    data = ProbeData.from_arrays(X[:150], y[:150], X[150:], y[150:])
+    with pytest.raises(ValueError, match="closed form"):
+        loss_data_curve(data, Direction("lda"), [50, 135], 1, settings=LANGUAGE_MODEL_GRID)
+    curve = loss_data_curve(data, Direction("lda"), [50, 135], 1, execution=Execution(n_jobs=1))
+    assert curve.metadata["training"]["family"] == "lda"
+    assert curve.metadata["training"]["training"] == "closed form"
+    assert "settings" not in curve.metadata

@@ -34,7 +34,7 @@ from probemeter.curves.defaults import (
     CURVE_TRAINING,
 )
 from probemeter.data import ProbeData, check_probe_data, nested_subset
-from probemeter.probes import MLP
+from probemeter.probes import MLP, Direction
 from probemeter.probes.saved import ProbeSet
 from probemeter.pvi import PVIResult, pointwise_v_information
 from probemeter.training.config import TrainingConfig, config_or_default, grid_settings
@@ -585,6 +585,11 @@ def loss_data_curve(
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
     )
+    if settings is not None and isinstance(probe, Direction):
+        raise ValueError(
+            f"settings: a {probe.family} direction is fitted in closed form, which no "
+            "learning rate or weight decay changes; give no grid"
+        )
     configs = _settings_grid(config, settings, dev_fraction)
     train_rows, dev_rows = _development_split(data, dev_fraction, random_state)
     pool_size = train_rows.size

@@ -274,6 +274,14 @@ class CurveMethod(Method):
             return None
         return {"weight_decay": _grid_values(self.weight_decay), "lr": _grid_values(self.lr)}
 
+    def settings_for(self, probe: Any) -> dict[str, list[float]] | None:
+        """:meth:`settings_grid` for ``probe``'s curve: none for a direction twin's
+        (:class:`~probemeter.probes.Direction`, fitted in closed form: no learning rate or
+        weight decay changes it, so a grid would fit it once per setting for nothing)."""
+        from probemeter.probes import Direction
+
+        return None if isinstance(probe, Direction) else self.settings_grid()
+
     def check_options(self) -> list[tuple[Option, str]]:
         """A grid of settings needs a development split to be chosen on."""
         if self.settings_grid() is not None and self.dev_fraction == 0:
@@ -295,15 +303,16 @@ class CurveMethod(Method):
         for name, data in datasets.items():
             left = self._training_pool(name, data, context.random_state)
             sizes = [int(n) for n in (self.sizes or default_sizes(left))]
+            probe = probe_for(data, self.probe)
             spec = {
-                "probe": probe_for(data, self.probe).to_dict(),
+                "probe": probe.to_dict(),
                 "training": self.training().to_dict(),
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
                 "dev_fraction": self.dev_fraction,
                 **self.key_values({"pvi": self.pvi}),
             }
-            grid = self.settings_grid()
+            grid = self.settings_for(probe)
             if grid is not None:  # one setting has no grid: its spec names no "settings"
                 spec["settings"] = grid
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
@@ -419,9 +428,10 @@ def curve_unit(
     from probemeter.curves.curve import loss_data_curve
     from probemeter.probes import probe_for
 
+    probe = probe_for(data, method.probe)
     curve = loss_data_curve(
         data,
-        probe_for(data, method.probe),
+        probe,
         sizes,
         method.seeds,
         config=method.training(),
@@ -430,7 +440,7 @@ def curve_unit(
         keep_probes=keep_probes,
         dev_fraction=method.dev_fraction,
         pvi=method.pvi,
-        settings=method.settings_grid(),
+        settings=method.settings_for(probe),
     )
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}

@@ -633,6 +633,9 @@ class DirectionFamily:
             before any work).
         reads_pairs: whether it reads contrast pairs side by side (an experiment file's
             task must lay its rows out so: a texts task's ``pair = "concat"``).
+        protocol: how its probes train where they are not closed-form (CCS's
+            :class:`~probemeter.training.config.CCSTraining`), recorded in results; None for a
+            closed form.
     """
 
     name: str
@@ -643,6 +646,13 @@ class DirectionFamily:
     seeded: bool = False
     problem: Callable[[int, int], str | None] = _no_problem
     reads_pairs: bool = False
+    protocol: Any = None
+
+    def record(self) -> dict[str, Any]:
+        """What results record as a direction's training (in place of the engine's settings,
+        which do not apply): the family, what it fits, and its protocol where it trains."""
+        how = "closed form" if self.protocol is None else self.protocol.to_dict()
+        return {"family": self.name, "fit": self.help, "training": how}
 
 
 #: the direction families by name: each fits linear probes in closed form (module docstring)
@@ -676,6 +686,7 @@ DIRECTION_FAMILIES: dict[str, DirectionFamily] = {
             seeded=True,
             problem=_ccs_problem,
             reads_pairs=True,
+            protocol=_CCS,
         ),
     )
 }

@@ -17,6 +17,8 @@ from probemeter._io import environment
 from probemeter._summary import LayerWeights
 from probemeter._validation import check_scalar
 from probemeter.data import ProbeData, seed_ids
+from probemeter.probes import Direction
+from probemeter.training.directions import DIRECTION_FAMILIES
 
 __all__ = [
     "Stopwatch",
@@ -114,14 +116,18 @@ def run_metadata(
     """The metadata of a result trained by probes, in the order results record it.
 
     Keys: ``probe`` (its ``to_dict()``; or ``probes``, name -> ``to_dict()``, when ``probe``
-    is a mapping of probes), ``training``, then ``settings``, ``random_state``, ``device``
-    (resolved), ``data_fingerprint`` (when ``data`` is given), then ``data_fields``,
-    ``train_seconds`` and ``versions`` (:func:`probemeter._io.environment`).
+    is a mapping of probes), ``training`` (a :class:`~probemeter.probes.Direction`'s fit
+    instead: :meth:`~probemeter.training.directions.DirectionFamily.record`), then
+    ``settings``, ``random_state``, ``device`` (resolved), ``data_fingerprint`` (when
+    ``data`` is given), then ``data_fields``, ``train_seconds`` and ``versions``
+    (:func:`probemeter._io.environment`).
     """
     if isinstance(probe, Mapping):
         probes: dict[str, Any] = {"probes": {name: p.to_dict() for name, p in probe.items()}}
     else:
         probes = {"probe": probe.to_dict()}
+    if isinstance(probe, Direction):  # the engine's settings do not apply to its fit
+        training = DIRECTION_FAMILIES[probe.family].record()
     fingerprint = {} if data is None else {"data_fingerprint": data.fingerprint()}
     return {
         **probes,
