@@ -1,9 +1,11 @@
 """The documentation hooks (``docs/_hooks``) as a module for the docs tests: ``references``
-generates the reference pages that ``make docs`` builds."""
+generates the reference pages that ``make docs`` builds; ``lm_demo``, the folder
+``examples/tiny_language_model.py`` writes, which the language-model pages follow."""
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,3 +23,16 @@ def references():
     spec.loader.exec_module(module)
     yield module
     del sys.modules[spec.name]
+
+
+@pytest.fixture(scope="session")
+def lm_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``examples/tiny_language_model.py lm-demo``'s folder: the tiny model, its SAE, the texts
+    and the experiment files of the pages "Probe a language model" and "Probes of today's
+    practice" (once for both)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sae_lens", reason="sae-lens is not installed (the script writes an SAE)")
+    folder = tmp_path_factory.mktemp("lm") / "lm-demo"
+    script = _DOCS.parent / "examples" / "tiny_language_model.py"
+    subprocess.run([sys.executable, str(script), str(folder)], check=True, capture_output=True)
+    return folder

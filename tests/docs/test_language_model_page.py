@@ -3,8 +3,6 @@ the SAE and the texts file, and the experiment file it shows checks and runs."""
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,11 +19,8 @@ pytest.importorskip("sae_lens", reason="sae-lens is not installed")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("lm") / "lm-demo"
-    script = ROOT / "examples" / "tiny_language_model.py"
-    subprocess.run([sys.executable, str(script), str(folder)], check=True, capture_output=True)
-    return folder
+def demo(lm_demo: Path) -> Path:
+    return lm_demo
 
 
 def test_the_page_names_every_site_and_shows_the_example_file():

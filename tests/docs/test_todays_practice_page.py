@@ -4,8 +4,6 @@ what the page says: attention probes read the one keyword the last token and the
 direction twins and surface floors beside the layers with the floor verdict, and a supervised
 probe, diff-means and CCS side by side on contrast pairs with every seed's accuracy."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,11 +21,8 @@ pytest.importorskip("sae_lens", reason="sae-lens is not installed (the script wr
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("practice") / "lm-demo"
-    script = ROOT / "examples" / "tiny_language_model.py"
-    subprocess.run([sys.executable, str(script), str(folder)], check=True, capture_output=True)
-    return folder
+def demo(lm_demo: Path) -> Path:
+    return lm_demo
 
 
 def _final(run: Path) -> dict[str, "object"]:

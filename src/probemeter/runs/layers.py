@@ -977,16 +977,7 @@ def _floor_choice(
     if verdict.best is None:
         return FloorComparison(None, reason="no best layer to compare"), None
     chosen = [summaries[name] for name in floors]
-    held_out = verdict.chosen_on != "test" and all(
-        summary.selection is not None and ranking.name in summary.selection for summary in chosen
-    )
-    if held_out:
-        estimates = [summary.selection[ranking.name] for summary in chosen]
-        splits = list(dict.fromkeys(summary.selection_split for summary in chosen))
-        chosen_on = "; ".join(split for split in splits if split) or "held-out data"
-    else:
-        estimates = [summary.estimates[ranking.name] for summary in chosen]
-        chosen_on = "test"
+    estimates, chosen_on = _choice_estimates(chosen, ranking, verdict.chosen_on != "test")
     order = ranking.best_first(estimates)
     best = floors[order[0]]
     value = f"{ranking.label} {estimates[order[0]].format()}"
@@ -996,7 +987,7 @@ def _floor_choice(
             "the floors cannot be ordered"
         )
         return FloorComparison(None, reason=reason), None
-    if not held_out:
+    if chosen_on == "test":
         reason = (
             "no confirmatory test: the best layer or the floors were measured on no data held "
             "out from the test set, and what is chosen on test scores looks better there"
@@ -1034,6 +1025,21 @@ def _adjusted(rows: list[LayerRow], verdict: SweepVerdict) -> tuple[list[LayerRo
     return rows, replace(verdict, test=adjust(verdict.test))
 
 
+def _choice_estimates(
+    chosen: Sequence[Summary], ranking: Headline, held_out: bool = True
+) -> tuple[list[Estimate], str]:
+    """The estimates by ``ranking`` to choose among ``chosen`` on, and where they come from:
+    their held-out (development) values where every one has them and ``held_out`` allows,
+    else their test values (``"test"``: then no choice is tested)."""
+    if held_out and all(
+        summary.selection is not None and ranking.name in summary.selection for summary in chosen
+    ):
+        splits = list(dict.fromkeys(summary.selection_split for summary in chosen))
+        chosen_on = "; ".join(split for split in splits if split) or "held-out data"
+        return [summary.selection[ranking.name] for summary in chosen], chosen_on
+    return [summary.estimates[ranking.name] for summary in chosen], "test"
+
+
 def _verdict(
     sweep: str,
     members: Sequence[tuple[int, str]],
@@ -1044,16 +1050,7 @@ def _verdict(
     module docstring), with the pair of representations to test on the test set (None when
     no confirmatory test is made; the verdict then says why)."""
     chosen = [summaries[name] for _, name in members]
-    held_out = all(
-        summary.selection is not None and ranking.name in summary.selection for summary in chosen
-    )
-    if held_out:
-        estimates = [summary.selection[ranking.name] for summary in chosen]
-        splits = list(dict.fromkeys(summary.selection_split for summary in chosen))
-        chosen_on = "; ".join(split for split in splits if split) or "held-out data"
-    else:
-        estimates = [summary.estimates[ranking.name] for summary in chosen]
-        chosen_on = "test"
+    estimates, chosen_on = _choice_estimates(chosen, ranking)
     order = ranking.best_first(estimates)
     best = members[order[0]]
     common = {"chosen_on": chosen_on}
@@ -1070,7 +1067,7 @@ def _verdict(
         return verdict, None
     runner_up = members[order[1]]
     runner_up_value = estimates[order[1]].format()
-    if not held_out:
+    if chosen_on == "test":
         reason = (
             "no confirmatory test: this method measured no data held out from the test set, and "
             "a layer chosen on its test scores, tested on the same scores, would look better "
