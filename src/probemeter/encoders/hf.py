@@ -897,6 +897,30 @@ class TransformerEncoder:
             )
         return self._counts[checked]
 
+    def row_offsets(self, inputs: Sequence[str | Prompt]) -> list[np.ndarray]:
+        """Each sentence's rows of ``pooling="all"`` (:meth:`row_counts`'s) as the characters
+        they cover: an (n_rows, 2) int64 array of [start, end) offsets into the sentence's own
+        text — a :class:`Prompt`'s counted from the start of its ``span`` (the text a template
+        holds), a plain string's from its first character. A row the tokenizer added (a kept
+        BOS) covers no character (start = end). What labels given as character spans are
+        matched against (:mod:`probemeter.datasets.token_labels`).
+
+        Raises:
+            ValueError: as :meth:`row_counts`.
+        """
+        if self.pooling != "all":
+            raise ValueError(f"row_offsets reads the rows of pooling='all'; got {self.pooling!r}")
+        checked = tuple(self._check_inputs(inputs))
+        prepared = [self._prepare(item) for item in checked]
+        encoding = self._tokenize(prepared, offsets=True, padding=False, return_tensors=None)
+        found = []
+        for index, item in enumerate(prepared):
+            rows = self._token_rows(encoding, index, item, checked_index=index)
+            spans = np.asarray(encoding["offset_mapping"][index], dtype=np.int64).reshape(-1, 2)
+            shift = 0 if item.span is None else item.span[0]
+            found.append(np.clip(spans[rows] - shift, 0, None))
+        return found
+
     def encode_layers_into(
         self,
         inputs: Sequence[str] | Sequence[Sequence[str]],
@@ -1135,12 +1159,14 @@ class TransformerEncoder:
             ids = self._tokenize([self._prepare(item) for item in checked])["input_ids"]
         return np.array([len(row) for row in ids])
 
-    def _tokenize(self, batch: list[_Prepared], **padding: Any) -> BatchEncoding:
+    def _tokenize(
+        self, batch: list[_Prepared], *, offsets: bool = False, **padding: Any
+    ) -> BatchEncoding:
         """The tokenizer on prepared sentences: the offsets mapping where characters are
-        located (a span, a marked position), special tokens added but to chat prompts (their
-        template wrote them), the special-tokens mask where a BOS is left out or rows are
-        tokens."""
-        located = any(item.span is not None or item.end is not None for item in batch)
+        located (a span, a marked position) or ``offsets`` asks for it, special tokens added
+        but to chat prompts (their template wrote them), the special-tokens mask where a BOS
+        is left out or rows are tokens."""
+        located = offsets or any(item.span is not None or item.end is not None for item in batch)
         extra = {"return_offsets_mapping": True} if located else {}
         if any(item.chat for item in batch):  # all of them: _check_prompts
             extra["add_special_tokens"] = False
