@@ -183,3 +183,55 @@ def test_a_class_label_column_gives_its_names(tmp_path):
     missing.save_to_disk(tmp_path / "missing")
     with pytest.raises(ValueError, match=r"row 2: missing label in column 'label'"):
         read_texts(tmp_path / "missing")
+
+
+def test_a_dataset_dict_with_an_extra_split_reads_the_splits_named(tmp_path):
+    """IMDB's shape: train, test and an unlabelled ``unsupervised`` split. Refused without
+    ``dataset_splits`` (the message names the way round it); with it, the named splits are
+    the rows' train/dev/test in that order (whatever the DatasetDict calls them), the extra
+    split left out with one warning, ``ClassLabel`` names kept; a named split the folder lacks
+    is one line naming it and the splits there are."""
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features(
+        {"text": datasets.Value("string"), "label": datasets.ClassLabel(names=["neg", "pos"])}
+    )
+
+    def part(texts, labels):
+        return datasets.Dataset.from_dict({"text": texts, "label": labels}, features=features)
+
+    saved = datasets.DatasetDict(
+        {
+            "unsupervised": part(["no label here", "nor here"], [-1, -1]),
+            "test": part(["lovely", "dull"], [1, 0]),
+            "heldout": part(["great"], [1]),
+            "train": part(["good film", "bad film", "fine", "awful"], [1, 0, 1, 0]),
+        }
+    )
+    saved.save_to_disk(tmp_path / "imdb")
+    with pytest.raises(ValueError, match=r"'unsupervised', 'heldout' are none of .*splits = "):
+        read_texts(tmp_path / "imdb")
+
+    with pytest.warns(UserWarning, match=r"split\(s\) 'unsupervised' left out") as caught:
+        texts = read_texts(
+            tmp_path / "imdb",
+            dataset_splits={"train": "train", "dev": "heldout", "test": "test"},
+        )
+    assert len(caught) == 1
+    assert texts.texts == ("good film", "bad film", "fine", "awful", "great", "lovely", "dull")
+    assert texts.labels == ("pos", "neg", "pos", "neg", "pos", "pos", "neg")
+    assert texts.splits == ("train",) * 4 + ("dev",) + ("test",) * 2
+    pool, test = texts.split(dev="drop")
+    assert list(pool) == [0, 1, 2, 3] and list(test) == [5, 6]
+
+    with pytest.warns(UserWarning, match=r"'unsupervised', 'heldout' left out"):
+        no_dev = read_texts(tmp_path / "imdb", dataset_splits={"train": "train", "test": "test"})
+    assert no_dev.splits == ("train",) * 4 + ("test",) * 2
+
+    with pytest.raises(ValueError, match=r"splits names split 'validation', which the "):
+        read_texts(tmp_path / "imdb", dataset_splits={"train": "train", "test": "validation"})
+    saved["train"].save_to_disk(tmp_path / "one")
+    with pytest.raises(ValueError, match=r"is a Dataset without splits; splits names"):
+        read_texts(tmp_path / "one", dataset_splits={"train": "train", "test": "test"})
+    pd.DataFrame({"text": ["a", "b"], "label": [0, 1]}).to_csv(tmp_path / "t.csv", index=False)
+    with pytest.raises(ValueError, match=r"splits names the splits of a saved DatasetDict"):
+        read_texts(tmp_path / "t.csv", dataset_splits={"train": "train", "test": "test"})

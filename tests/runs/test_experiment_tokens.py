@@ -412,6 +412,48 @@ def test_a_saved_dataset_in_an_experiment_file(tmp_path, models):
     assert (data.pool_size, len(data.y_test)) == (half, len(frame) - half)
 
 
+def test_a_dataset_dict_with_an_extra_split_through_task_splits(tmp_path, models):
+    """``[task] splits`` names the DatasetDict's splits: IMDB's ``unsupervised`` split (labels
+    -1) is left out with a warning and the pool and test set are the named splits; bad tables
+    are refused when the file is read, one line naming ``task.splits``."""
+    datasets = pytest.importorskip("datasets")
+    frame = pd.read_csv(_write_texts(tmp_path, 40))
+    unlabelled = pd.DataFrame({"text": ["no label", "none either"], "label": ["?", "?"]})
+    saved = datasets.DatasetDict(
+        {
+            "fit": datasets.Dataset.from_pandas(frame[:30], preserve_index=False),
+            "unsupervised": datasets.Dataset.from_pandas(unlabelled, preserve_index=False),
+            "test": datasets.Dataset.from_pandas(frame[30:], preserve_index=False),
+        }
+    )
+    saved.save_to_disk(tmp_path / "saved")
+    path = _experiment(tmp_path, models["llama"])
+    path.write_text(path.read_text().replace('"reviews.csv"', '"saved"'))
+    with pytest.raises(ValueError, match=r"'fit', 'unsupervised' are none of train, "):
+        prepare_data(load_experiment(path), progress=False)
+    path = _experiment(tmp_path, models["llama"], 'splits = {train = "fit", test = "test"}\n')
+    path.write_text(path.read_text().replace('"reviews.csv"', '"saved"'))
+    with pytest.warns(UserWarning, match=r"split\(s\) 'unsupervised' left out"):
+        data = prepare_data(load_experiment(path), progress=False)["llama"]
+    assert (data.pool_size, len(data.y_test)) == (30, 10)
+    cases = {
+        'splits = {train = "fit"}\n': r"task.splits: names no test split",
+        'splits = {train = "fit", test = "fit"}\n': r"task.splits: names the split 'fit' twice",
+        'splits = {fit = "fit", test = "test"}\n': r"task.splits: 'fit' is none of train, dev",
+        'splits = "fit"\n': r"task.splits: must be a table of the DatasetDict's split names",
+        'splits = {train = "fit", test = "test"}\nsplit_column = "s"\n': r"task.splits: a "
+        "DatasetDict's splits are the split; leave split_column out",
+    }
+    for task, message in cases.items():
+        path = _experiment(tmp_path, models["llama"], task)
+        path.write_text(path.read_text().replace('"reviews.csv"', '"saved"'))
+        with pytest.raises(ExperimentError, match=message):
+            load_experiment(path)
+    path = _experiment(tmp_path, models["llama"], 'splits = {train = "fit", test = "test"}\n')
+    with pytest.raises(ExperimentError, match=r"task.splits: names a saved DatasetDict's splits"):
+        load_experiment(path)
+
+
 def test_errors_of_markers_chat_and_all(tmp_path, models):
     _write_texts(tmp_path)
     cases = {

@@ -3,8 +3,9 @@ column and an optional split column — the shape of most probing sets of langua
 (sentiment, truthfulness, deception) — or a folder a Hugging Face ``datasets`` ``Dataset`` or
 ``DatasetDict`` was saved to (``save_to_disk``; read with ``load_from_disk``, nothing
 downloaded): a ``DatasetDict``'s ``train``, ``validation`` and ``test`` splits are the split
-column's ``train``, ``dev`` and ``test``, and a ``ClassLabel`` column's labels are its class
-names (``names``), not the integers ``datasets`` stores.
+column's ``train``, ``dev`` and ``test`` (or the splits ``dataset_splits`` names, any other
+split then left out with a warning: IMDB's ``unsupervised``), and a ``ClassLabel`` column's
+labels are its class names (``names``), not the integers ``datasets`` stores.
 
 :func:`read_texts` reads a file (its format from its suffix: ``.csv``, ``.jsonl``,
 ``.parquet``) into :class:`TextsData`, checking every row: a missing column is named with the
@@ -52,6 +53,8 @@ import hashlib
 import importlib.util
 import json
 import math
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
@@ -342,6 +345,7 @@ def read_texts(
     label_column: str = "label",
     split_column: str | None = None,
     contrast_column: str | None = None,
+    dataset_splits: Mapping[str, str] | None = None,
 ) -> TextsData:
     """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
 
@@ -355,13 +359,19 @@ def read_texts(
             with a ``DatasetDict``, whose splits are the split.
         contrast_column: with contrast pairs, the column of each row's second text (checked
             as the text column is); None: one text per row.
+        dataset_splits: with a ``DatasetDict``, which of its splits are the rows' ``train``,
+            ``dev`` and ``test`` (e.g. ``{"train": "train", "test": "test"}``; ``train`` and
+            ``test`` named, ``dev`` optional); its other splits are left out with a one-line
+            warning. None: :data:`DATASET_SPLITS`, every split one of them.
 
     Raises:
         ValueError: a missing file, an unknown suffix, a file that cannot be parsed, a
             missing column (listing those present), an empty text or contrast, a missing
             label or a bad split value (naming the row), or a file without rows; a contrast
             column that is the text or label column; a folder that is no saved dataset, a
-            ``DatasetDict`` with other splits or with ``split_column`` given.
+            ``DatasetDict`` with other splits (without ``dataset_splits``) or with
+            ``split_column`` given; ``dataset_splits`` naming a split the ``DatasetDict``
+            lacks, or given for anything but a ``DatasetDict``.
         ImportError: a Parquet file without pyarrow installed; a folder without ``datasets``.
     """
     file = Path(path)
@@ -372,10 +382,15 @@ def read_texts(
     if error is not None:
         raise error
     if file.is_dir():
-        columns, records, splits_given = _read_dataset(file, where, split_column)
+        columns, records, splits_given = _read_dataset(file, where, split_column, dataset_splits)
         if splits_given:
             split_column = _DATASET_SPLIT
     else:
+        if dataset_splits is not None:
+            raise ValueError(
+                f"{where}: splits names the splits of a saved DatasetDict; this is a file "
+                "(give its split column with split_column)"
+            )
         columns, records = _read_records(file, file.suffix.lower(), where)
     wanted = {"text_column": text_column, "label_column": label_column}
     if split_column is not None:
@@ -489,7 +504,10 @@ _DATASET_SPLIT = "__split__"
 
 
 def _read_dataset(
-    folder: Path, where: str, split_column: str | None
+    folder: Path,
+    where: str,
+    split_column: str | None,
+    dataset_splits: Mapping[str, str] | None = None,
 ) -> tuple[list[str], list[dict[str, Any]], bool]:
     """The columns and rows of a folder ``save_to_disk`` wrote, and whether they carry a
     DatasetDict's splits (in :data:`_DATASET_SPLIT`, the splits one after another)."""
@@ -500,13 +518,13 @@ def _read_dataset(
     except (OSError, ValueError, FileNotFoundError) as error:
         raise ValueError(f"{where} is no readable saved dataset: {error}") from None
     if not isinstance(loaded, datasets.DatasetDict):
+        if dataset_splits is not None:
+            raise ValueError(
+                f"{where} is a Dataset without splits; splits names a DatasetDict's (leave it "
+                "out: a seeded split is made)"
+            )
         return list(loaded.column_names), _named_rows(loaded), False
-    unknown = [name for name in loaded if name not in DATASET_SPLITS]
-    if unknown:
-        raise ValueError(
-            f"{where}: DatasetDict split(s) {listed([repr(n) for n in unknown])} are none of "
-            f"{', '.join(DATASET_SPLITS)}"
-        )
+    chosen = _chosen_splits(loaded, where, dataset_splits)
     if split_column is not None:
         raise ValueError(
             f"{where} is a DatasetDict: its splits are the split; leave split_column out "
@@ -514,11 +532,44 @@ def _read_dataset(
         )
     columns: dict[str, None] = {}
     records = []
-    for name, split in DATASET_SPLITS.items():
+    for name, split in chosen.items():
         if name in loaded:
             columns.update(dict.fromkeys(loaded[name].column_names))
             records += [{**row, _DATASET_SPLIT: split} for row in _named_rows(loaded[name])]
     return [*columns, _DATASET_SPLIT], records, True
+
+
+def _chosen_splits(
+    loaded: Any, where: str, dataset_splits: Mapping[str, str] | None
+) -> dict[str, str]:
+    """A DatasetDict's splits read, each as its split column value (``train``/``dev``/
+    ``test``), in that order: :data:`DATASET_SPLITS` (every split one of them), or the splits
+    ``dataset_splits`` names, the others left out with a warning."""
+    if dataset_splits is None:
+        unknown = [name for name in loaded if name not in DATASET_SPLITS]
+        if unknown:
+            raise ValueError(
+                f"{where}: DatasetDict split(s) {listed([repr(n) for n in unknown])} are none of "
+                f"{', '.join(DATASET_SPLITS)}; name the ones to use with splits, e.g. "
+                'splits = {train = "train", test = "test"}'
+            )
+        return DATASET_SPLITS
+    missing = [name for name in dataset_splits.values() if name not in loaded]
+    if missing:
+        raise ValueError(
+            f"{where}: splits names split {missing[0]!r}, which the DatasetDict lacks "
+            f"(its splits: {', '.join(map(repr, loaded))})"
+        )
+    chosen = {dataset_splits[role]: role for role in SPLITS if role in dataset_splits}
+    left = [name for name in loaded if name not in chosen]
+    if left:
+        warnings.warn(
+            f"{where}: DatasetDict split(s) {listed([repr(n) for n in left])} left out "
+            "(splits names none of them)",
+            UserWarning,
+            stacklevel=4,
+        )
+    return chosen
 
 
 def _named_rows(dataset: Any) -> list[dict[str, Any]]:

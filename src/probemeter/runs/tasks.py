@@ -45,6 +45,7 @@ from probemeter.datasets.texts import (
     DEV_HANDLING,
     PAIRS,
     SIDE_BY_SIDE,
+    SPLITS,
     TextsData,
     read_texts,
     texts_format_problem,
@@ -836,6 +837,30 @@ def _template(value: Any) -> str | None:
     return None
 
 
+def _dataset_splits(value: Any) -> str | None:
+    """A texts task's ``splits``: a table from ``train``, ``test`` and optionally ``dev`` to
+    distinct split names of a saved ``DatasetDict``."""
+    shape = (
+        'must be a table of the DatasetDict\'s split names, e.g. {train = "train", dev = '
+        f'"validation", test = "test"}}; got {value!r}'
+    )
+    if not isinstance(value, dict) or not all(
+        isinstance(name, str) and name.strip() for name in value.values()
+    ):
+        return shape
+    unknown = [role for role in value if role not in SPLITS]
+    if unknown:
+        return f"{unknown[0]!r} is none of {', '.join(SPLITS)}"
+    absent = [role for role in ("train", "test") if role not in value]
+    if absent:
+        return f"names no {absent[0]} split (train and test are needed, dev is optional)"
+    names = list(value.values())
+    twice = [name for index, name in enumerate(names) if name in names[:index]]
+    if twice:
+        return f"names the split {twice[0]!r} twice"
+    return None
+
+
 def _controls(value: Any) -> str | None:
     """A texts task's ``controls``: a list of distinct names of surface floors."""
     known = list(SURFACE_FLOORS)
@@ -1001,6 +1026,7 @@ class _TextsText(TaskText):
             label_column=concept,
             split_column=task.split_column,
             contrast_column=task.contrast_column,
+            dataset_splits=None if task.splits is None else dict(task.splits),
         )
         values = [other.labels[row] for row in split.train]
         index = {value: i for i, value in enumerate(sorted(set(values)))}
@@ -1031,6 +1057,21 @@ class TextsTask(TaskType):
         0.2,
         check=valid.number(0, 1, "neither"),
         help="share of the texts in the test set (without a split column)",
+    )
+    splits: tuple[tuple[str, str], ...] | None = option(
+        None,
+        check=valid.Check(_dataset_splits),
+        help="a saved DatasetDict's splits used as train, dev (optional) and test, e.g. "
+        '{train = "train", dev = "validation", test = "test"}: any other split (IMDB\'s '
+        '"unsupervised") is left out with a warning; without it the DatasetDict may hold only '
+        "train, validation and test",
+        parse=lambda value: (
+            None
+            if value is None
+            else tuple((role, value[role]) for role in SPLITS if role in value)
+        ),
+        show=lambda value: None if value is None else dict(value),
+        key_omits=None,
     )
     dev: str = option(
         "pool",
@@ -1116,7 +1157,17 @@ class TextsTask(TaskType):
         if not Path(self.path).exists():
             return [("task.path", f"file {self.path!r} does not exist")]
         problem = texts_format_problem(self.path)
-        return [] if problem is None else [("task.path", problem)]
+        if problem is not None:
+            return [("task.path", problem)]
+        if self.splits is not None and not Path(self.path).is_dir():
+            return [
+                (
+                    "task.splits",
+                    f"names a saved DatasetDict's splits; {self.path!r} is a file (give its "
+                    "split column with split_column)",
+                )
+            ]
+        return []
 
     def pairs_side_by_side(self) -> bool:
         return self.contrast_column is not None and self.pair == SIDE_BY_SIDE
@@ -1135,7 +1186,15 @@ class TextsTask(TaskType):
         """A marker needs a template that holds it exactly once, apart from ``{text}``;
         contrast pairs need both ``contrast_column`` and ``pair``, the column apart from the
         text and label columns."""
-        return self._pair_problems() + self._marker_problems()
+        problems = self._pair_problems() + self._marker_problems()
+        if self.splits is not None and self.split_column is not None:
+            problems.append(
+                (
+                    self.option_named("splits"),
+                    "a DatasetDict's splits are the split; leave split_column out",
+                )
+            )
+        return problems
 
     def _pair_problems(self) -> list[tuple[Option, str]]:
         column, pair = self.contrast_column, self.pair
@@ -1183,6 +1242,7 @@ class TextsTask(TaskType):
             label_column=self.label_column,
             split_column=self.split_column,
             contrast_column=self.contrast_column,
+            dataset_splits=None if self.splits is None else dict(self.splits),
         )
         return TaskInputs(text=_TextsText(texts, self))
 
