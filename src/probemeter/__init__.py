@@ -42,6 +42,8 @@ _EXPORTS = {
     "ProbeSet": ".probes",
     "SavedProbe": ".probes",
     "load_probes": ".probes",
+    "ProbeDirection": ".probes",
+    "pool_moments": ".data",
     "TrainingConfig": ".training",
     "Execution": "._execution",
     "digits_representations": ".datasets",

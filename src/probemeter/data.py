@@ -52,6 +52,7 @@ __all__ = [
     "check_single_label",
     "layer_data",
     "nested_subset",
+    "pool_moments",
     "seed_ids",
     "subset_permutation",
 ]
@@ -353,8 +354,7 @@ class ProbeData:
         if standardize and sparse:  # scale only: centring would make the features dense
             X, X_test = scale_columns(X, X_test)
         elif standardize:
-            mean, std = _column_moments(X)
-            std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
+            mean, std = pool_moments(X)
             X = _standardized(X, mean, std, in_place=not copy)
             X_test = _standardized(X_test, mean, std, in_place=not copy)
         return cls(
@@ -755,6 +755,16 @@ def _column_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         deviation = X[start : start + step] - mean
         squares += np.einsum("ij,ij->j", deviation, deviation)
     return mean, np.sqrt(squares / X.shape[0])
+
+
+def pool_moments(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The mean μ and standard deviation σ (ddof 0, float64; a constant column's σ taken as 1)
+    with which :meth:`ProbeData.from_arrays` standardises dense features, ``(x − μ)/σ``, from
+    the raw pool ``X`` (n_pool, d): what a probe of standardised features needs to be written
+    in the features' own space (:class:`~probemeter.probes.direction.ProbeDirection`)."""
+    mean, std = _column_moments(X)
+    std[std == 0] = 1.0  # constant features stay constant (zero) instead of NaN
+    return mean, std
 
 
 def _standardized(
