@@ -14,6 +14,9 @@ $(BIN)/probemeter: pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet $(TORCH_PIN)
 	$(BIN)/pip install --quiet -e '.[dev,encoders,text,ray,docs,lens,erasure]'
+	# nnsight is optional: where it does not install cleanly beside the pinned torch, its
+	# tests skip with the reason (tests/encoders/test_in_memory.py)
+	$(BIN)/pip install --quiet -e '.[nnsight]' $(TORCH_PIN) || echo "nnsight not installed: its tests skip"
 	touch $(BIN)/probemeter
 
 venv: $(BIN)/probemeter

@@ -79,6 +79,9 @@ _EXPORTS = {
     "load_experiment": ".runs",
     "run_experiment": ".runs",
     "load_run_probes": ".runs",
+    # probes of a TransformerLens or nnsight model in memory, and back into it
+    "probe_model": ".runs",
+    "ModelProbes": ".runs",
 }
 __all__ = sorted(_EXPORTS)
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -197,6 +197,10 @@ class Method(Declared, ABC):
     #: whether its units can keep their trained probes (``save_probes``): then their functions
     #: take ``keep_probes`` and, when it is true, return a ProbeSet under :data:`PROBES_ENTRY`
     keeps_probes: ClassVar[bool] = False
+    #: whether its units score their probes on the data's shifted test sets
+    #: (:attr:`~probemeter.data.ProbeData.shifted`: a texts task's ``shifted``); a task with
+    #: shifted sets is refused for a method without it
+    evaluates_shifted: ClassVar[bool] = False
     #: whether it probes dependency trees (structural probes): it runs on head selection
     #: (task label ``"arcs"``) only, and its data carry each word's UPOS tag id in ``groups``
     #: (punctuation), not its word type, and the model's features unstandardised

@@ -47,6 +47,7 @@ __all__ = [
     "LEARNED_POOLINGS",
     "ProbeData",
     "RowSplit",
+    "ShiftedSet",
     "check_attention_spans",
     "check_probe_data",
     "check_single_label",
@@ -147,6 +148,28 @@ def _as_labels(
     return labels
 
 
+@dataclass(frozen=True)
+class ShiftedSet:
+    """A further test set of a :class:`ProbeData`: examples drawn from another distribution
+    than the pool's (a shifted test set; Goldowsky-Dill et al. 2025), labelled with the pool's
+    classes and standardised with the pool's statistics, on which the probes trained on the
+    pool are evaluated beside the in-distribution test set.
+
+    Attributes:
+        name: the set's name (a key of a texts task's ``shifted``, or a split value).
+        X: (n, d) float32 features (scipy CSR where the data's are sparse).
+        y: (n,) int64 class indices of the pool's classes.
+
+    References:
+        Goldowsky-Dill, N., Chughtai, B., Heimersheim, S. & Hobbhahn, M. (2025). Detecting
+        Strategic Deception Using Linear Probes. arXiv:2502.03407
+    """
+
+    name: str
+    X: Any = field(repr=False)
+    y: np.ndarray = field(repr=False)
+
+
 @dataclass(frozen=True, eq=False)
 class ProbeData:
     """Features and labels for probing: a training pool and a test set.
@@ -194,6 +217,10 @@ class ProbeData:
             Development splits hold out whole clusters, and paired tests between
             representations run at the cluster level
             (:attr:`probemeter._summary.SeedCorrectness.clusters`).
+        shifted: further test sets (a texts task's ``shifted`` files and ``shifted_splits``:
+            text unlike the pool's), each a :class:`ShiftedSet` standardised with the pool's
+            statistics as ``X_test`` is; every probe is trained once and evaluated on the test
+            set and on each of them. Empty by default.
     """
 
     X_train: np.ndarray
@@ -215,6 +242,7 @@ class ProbeData:
     clusters_test: np.ndarray | None = field(default=None, repr=False)
     group_names: tuple[str, ...] | None = field(default=None, repr=False)
     direction: str | None = field(default=None, repr=False)
+    shifted: tuple[ShiftedSet, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_arrays(
@@ -410,6 +438,12 @@ class ProbeData:
             digest.update(repr(self.classes).encode())
         if self.group_names is not None:
             digest.update(repr(self.group_names).encode())
+        for shifted in self.shifted:  # only with shifted sets: other fingerprints stay
+            digest.update(shifted.name.encode())
+            for array in (shifted.X, shifted.y):
+                digest.update(str(array.shape).encode())
+                dense = array.toarray() if sp.issparse(array) else array
+                _hash_blocks(digest, np.ascontiguousarray(dense))
         return digest.hexdigest()[:16]
 
     def save(self, folder: str | os.PathLike[str]) -> Path:

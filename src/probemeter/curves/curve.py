@@ -33,6 +33,7 @@ from probemeter.curves.defaults import (
     CURVE_SEEDS,
     CURVE_TRAINING,
 )
+from probemeter.curves.shifted import shifted_evaluations
 from probemeter.data import ProbeData, check_probe_data, nested_subset
 from probemeter.probes import MLP, Direction
 from probemeter.probes.saved import ProbeSet
@@ -110,6 +111,19 @@ class LossDataCurve(JsonResult):
             example under the probes of the largest size, per seed
             (:class:`~probemeter.pvi.PVIResult`); else None. Written by :meth:`to_dict` when
             present; not carried by :meth:`truncate`, :meth:`for_seed` and :meth:`merge`.
+        monitor: for two classes (single labels), the monitor metrics of the probes of the
+            largest size, per seed and their mean (:func:`probemeter.monitor.monitor_metrics`:
+            AUROC, recall at 1 % and 5 % FPR with thresholds fixed on the development split,
+            Brier score, ECE, cluster-bootstrap intervals over the test set), with
+            ``"positive"`` (the positive class's index and label); None for more classes or
+            label sets. Written by :meth:`to_dict` when present; not carried by
+            :meth:`truncate`, :meth:`for_seed` and :meth:`merge`.
+
+        shifted: for data with shifted test sets (:attr:`~probemeter.data.ProbeData.shifted`),
+            the probes of the largest size on each, per seed and example
+            (:func:`probemeter.curves.shifted.shifted_evaluations`); else None. Written by
+            :meth:`to_dict` when present; not carried by :meth:`truncate`, :meth:`for_seed`
+            and :meth:`merge`.
 
     A curve measured with a development split (``loss_data_curve(..., dev_fraction=...)``)
     has the columns ``dev_loss, dev_loss_truncated, dev_accuracy`` too: the same probes on
@@ -127,6 +141,8 @@ class LossDataCurve(JsonResult):
     probes: ProbeSet | None = field(default=None, repr=False, compare=False)
     multilabel: bool = False
     pvi: PVIResult | None = field(default=None, repr=False, compare=False)
+    monitor: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+    shifted: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         needed = {"n", "seed", *METRICS, *(F1_METRICS if self.multilabel else ())}
@@ -242,6 +258,8 @@ class LossDataCurve(JsonResult):
             final_correct=final,
             probes=None,
             pvi=None,
+            monitor=None,
+            shifted=None,
         )
 
     def for_seed(self, seed: int) -> LossDataCurve:
@@ -254,8 +272,9 @@ class LossDataCurve(JsonResult):
         final = self._final_correct_at(int(kept["n"].max()), final)
         metadata = dict(self.metadata)
         return replace(
-            self, points=kept, metadata=metadata, final_correct=final, probes=None, pvi=None
-        )
+            self, points=kept, metadata=metadata, final_correct=final, probes=None, pvi=None,
+            monitor=None, shifted=None,
+        )  # fmt: skip
 
     @staticmethod
     def _final_correct_at(
@@ -283,8 +302,9 @@ class LossDataCurve(JsonResult):
         )
         metadata = dict(self.metadata)
         return replace(
-            self, points=points, metadata=metadata, final_correct=final, probes=None, pvi=None
-        )
+            self, points=points, metadata=metadata, final_correct=final, probes=None, pvi=None,
+            monitor=None, shifted=None,
+        )  # fmt: skip
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy per-probe table, with the representation's name as a column."""
@@ -307,6 +327,8 @@ class LossDataCurve(JsonResult):
             "final_correct": None if self.final_correct is None else self.final_correct.to_dict(),
             **({"multilabel": True} if self.multilabel else {}),
             **({} if self.pvi is None else {"pvi": self.pvi.to_dict()}),
+            **({} if self.monitor is None else {"monitor": self.monitor}),
+            **({} if self.shifted is None else {"shifted": self.shifted}),
         }
 
     @classmethod
@@ -327,6 +349,8 @@ class LossDataCurve(JsonResult):
                 classes=classes_from_json(payload.get("classes")),
                 multilabel=bool(payload.get("multilabel", False)),
                 pvi=None if pvi is None else PVIResult.from_dict(pvi),
+                monitor=payload.get("monitor"),
+                shifted=payload.get("shifted"),
             )
         except KeyError as missing:
             raise ValueError(f"curve dictionary lacks the key {missing}") from None
@@ -612,7 +636,8 @@ def loss_data_curve(
             configs[0],
             execution=execution,
             per_example=True,
-            return_parameters=keep_probes,
+            # shifted test sets are scored by the trained probes themselves, after training
+            return_parameters=keep_probes or bool(data.shifted),
             pool_rows=None if dev_rows is None else [dev_rows] * n_probes,
             **_settings_per_probe(configs, len(subsets), settings),
         )
@@ -655,6 +680,9 @@ def loss_data_curve(
         else None,
         multilabel=data.multilabel,
         pvi=_final_pvi(data, evaluation, final, subsets, grid) if pvi else None,
+        shifted=shifted_evaluations(
+            data, evaluation, final, [grid[i][0] for i in final], size_values[-1], execution.device
+        ),
     )
 
 

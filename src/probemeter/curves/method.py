@@ -205,6 +205,7 @@ class CurveMethod(Method):
     fits_directions = True
     summary = "Whitney et al.: loss-data curves; VA, MI, MDL, SDL and εSC (Table 1)"
     keeps_probes = True
+    evaluates_shifted = True
     writes_results_alone = True
 
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:

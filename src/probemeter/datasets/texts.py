@@ -346,6 +346,7 @@ def read_texts(
     split_column: str | None = None,
     contrast_column: str | None = None,
     dataset_splits: Mapping[str, str] | None = None,
+    extra_splits: tuple[str, ...] = (),
 ) -> TextsData:
     """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
 
@@ -359,6 +360,9 @@ def read_texts(
             with a ``DatasetDict``, whose splits are the split.
         contrast_column: with contrast pairs, the column of each row's second text (checked
             as the text column is); None: one text per row.
+        extra_splits: further values the split column may hold (a texts task's
+            ``shifted_splits``): their rows are neither pool nor test (:meth:`TextsData.split`
+            leaves them out); a shifted test set takes them.
         dataset_splits: with a ``DatasetDict``, which of its splits are the rows' ``train``,
             ``dev`` and ``test`` (e.g. ``{"train": "train", "test": "test"}``; ``train`` and
             ``test`` named, ``dev`` optional); its other splits are left out with a one-line
@@ -421,10 +425,10 @@ def read_texts(
         labels.append(_label(record.get(label_column), f"{where}, row {number}", label_column))
         if split_column is not None:
             split = record.get(split_column)
-            if split not in SPLITS:
+            if split not in SPLITS and split not in extra_splits:
                 raise ValueError(
                     f"{where}, row {number}: split {split!r} in column {split_column!r} is not "
-                    f"one of {', '.join(SPLITS)}"
+                    f"one of {', '.join((*SPLITS, *extra_splits))}"
                 )
             splits.append(split)
     return TextsData(

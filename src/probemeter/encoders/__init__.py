@@ -10,6 +10,7 @@ from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.functional import CallableEncoder, SklearnEncoder
 from probemeter.encoders.hf import TransformerEncoder, minilm_path
 from probemeter.encoders.image_models import TrainedImageEncoder, train_cnn, train_vae
+from probemeter.encoders.in_memory import ModelEncoder
 from probemeter.encoders.spacy_vectors import SpacyTokenVectors
 from probemeter.encoders.static import StaticWordVectors, glove_6b_50d
 
@@ -17,6 +18,7 @@ __all__ = [
     "CallableEncoder",
     "Encoder",
     "FeatureCache",
+    "ModelEncoder",
     "SklearnEncoder",
     "SpacyTokenVectors",
     "StaticWordVectors",

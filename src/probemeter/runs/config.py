@@ -95,6 +95,22 @@ class RunSettings:
     baseline: str | None = None
 
 
+def shifted_problem(task: Task | None, method: Method | None) -> tuple[str, str] | None:
+    """(location, text) where a task names shifted test sets (a texts task's ``shifted`` or
+    ``shifted_splits``) and the method does not score its probes on them; else None."""
+    if task is None or method is None or method.evaluates_shifted:
+        return None
+    for name in ("shifted", "shifted_splits"):
+        if task.options.get(name):
+            scoring = [kind for kind, known in METHODS.items() if known.evaluates_shifted]
+            return (
+                f"task.{name}",
+                f"shifted test sets are scored by the {' or '.join(scoring)} method's probes; "
+                f"{method.kind!r} does not score them",
+            )
+    return None
+
+
 def save_probes_problem(method: Method) -> str | None:
     """Why a run of ``method`` cannot save its probes here (the method keeps none, or
     safetensors is missing), or None."""
@@ -263,6 +279,9 @@ def load_experiment(path: str | Path, *, save_probes: bool = False) -> Experimen
         reader.add(keeping, problem)
     if run.save_probes and task is not None and task.options.get("multilabel"):
         reader.add(keeping, "probes of label sets (multilabel) cannot be kept yet")
+    shifted = shifted_problem(task, method)
+    if shifted is not None:
+        reader.add(*shifted)
     if task is not None:
         representations = _check_against_task(reader, task, representations, method)
         # [task] controls: the surface floors, after the entries (their tokens: the entries')
@@ -346,8 +365,13 @@ def _read_task(reader: _Reader, table: dict[str, Any], path: Path) -> Task | Non
         return None
     options = declared.values()
     for key in declaration.paths:
-        if options[key] is not None:
-            options[key] = str((path.parent / options[key]).resolve())
+        value = options[key]
+        if isinstance(value, str):
+            options[key] = str((path.parent / value).resolve())
+        elif value:  # a table of files by name (a texts task's shifted)
+            options[key] = {
+                name: str((path.parent / file).resolve()) for name, file in dict(value).items()
+            }
     task = Task(dataset, options)
     for where, message in task.declared.path_problems():
         reader.add(where, message)

@@ -63,6 +63,7 @@ from probemeter.runs.kinds import Build, Representation
 from probemeter.runs.kinds.surface import surface_floor_names
 from probemeter.runs.layers import LayerAnalysis, analyse_layers, write_layer_files
 from probemeter.runs.lock import RunLock
+from probemeter.runs.shift import analyse_shift, write_shift_files
 from probemeter.runs.store import ResultStore, Unit, run_units
 from probemeter.runs.tasks import TaskInputs
 from probemeter.training.engine import warm_workers
@@ -235,6 +236,12 @@ def run_experiment(
             written += export_frames({"layers": layers.to_frame()}, run_dir, formats)
             table = f"{finished.table}\n\n{layers}"
             finished = replace(finished, table=table, files=(*finished.files, *written))
+        if method.evaluates_shifted and any(data.shifted for data in named.values()):
+            shift = _shift_analysis(results, random_state)
+            if shift is not None:
+                written = write_shift_files(shift, run_dir)
+                table = f"{finished.table}\n\n{shift}"
+                finished = replace(finished, table=table, files=(*finished.files, *written))
         if beyond:
             others = {s: [(i, n) for i, n in pairs if n != baseline] for s, pairs in sweeps.items()}
             conditional = analyse_conditional(method, results, baseline, beyond, others)
@@ -251,6 +258,14 @@ def run_experiment(
         results=tuple(results),
         layers=layers,
     )
+
+
+def _shift_analysis(results: list[Mapping[str, Any]], random_state: int) -> Any:
+    """The shift analysis (:func:`~probemeter.runs.shift.analyse_shift`) of curve results."""
+    from probemeter.curves.curve import LossDataCurve
+
+    curves = [LossDataCurve.from_dict(dict(result)) for result in results]
+    return analyse_shift(curves, random_state=random_state)
 
 
 def _spec(

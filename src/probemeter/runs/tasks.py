@@ -27,7 +27,7 @@ import numpy as np
 
 from probemeter import _validation as valid
 from probemeter._declared import Declared, Option, option
-from probemeter.data import LEARNED_POOLINGS, ProbeData, RowSplit
+from probemeter.data import LEARNED_POOLINGS, ProbeData, RowSplit, ShiftedSet
 from probemeter.datasets.arcs import ARC_HEADS, head_probe_data
 from probemeter.datasets.conll import (
     DEFAULT_SPACY_MODEL,
@@ -312,6 +312,12 @@ class TaskText(ABC):
         """The raw text of each row, as the task's file holds it (no template), for surface
         floors (:mod:`probemeter.datasets.surface`): only tasks with ``controls`` have it."""
         raise ValueError(f"{type(self).__name__} has no surface floors")
+
+    def shifted_sets(self, data: ProbeData, features: Any, random_state: int) -> ProbeData:
+        """``data`` with the task's shifted test sets built from ``features`` (all rows
+        :attr:`sentences` gives; :attr:`~probemeter.data.ProbeData.shifted`): only the texts
+        task has them (``shifted``, ``shifted_splits``); ``data`` itself elsewhere."""
+        return data
 
 
 def _digest(content: Any) -> str:
@@ -875,6 +881,50 @@ def _controls(value: Any) -> str | None:
     return None
 
 
+def _shifted_files(value: Any) -> str | None:
+    """A texts task's ``shifted``: a table of names to files (relative to the experiment
+    file)."""
+    pairs = value.items() if isinstance(value, dict) else value
+    if not isinstance(pairs, tuple | list | type({}.items())) or not all(
+        isinstance(pair, tuple | list)
+        and len(pair) == 2
+        and all(isinstance(part, str) and part.strip() for part in pair)
+        for pair in pairs
+    ):
+        return f'must be a table of names to files, e.g. {{ood = "other.csv"}}; got {value!r}'
+    reserved = [name for name, _ in pairs if name in SPLITS]
+    if reserved:
+        return f"{reserved[0]!r} names a split of the task's own; give the set another name"
+    return None
+
+
+def _shifted_splits(value: Any) -> str | None:
+    """A texts task's ``shifted_splits``: distinct split column values other than the
+    task's own splits."""
+    if not isinstance(value, list | tuple) or not all(
+        isinstance(item, str) and item.strip() for item in value
+    ):
+        return f'must be a list of split column values, e.g. ["ood"]; got {value!r}'
+    own = [item for item in value if item in SPLITS]
+    if own:
+        return f"{own[0]!r} is one of the task's own splits ({', '.join(SPLITS)})"
+    twice = [item for index, item in enumerate(value) if item in value[:index]]
+    if twice:
+        return f"{twice[0]!r} is listed twice"
+    return None
+
+
+def _check_shifted_labels(where: str, labels: Any, known: set[Any], file: str) -> None:
+    """A shifted set's labels are among the pool's classes: a probe cannot predict a class it
+    never saw."""
+    unseen = sorted({str(label) for label in labels if label not in known})
+    if unseen:
+        raise ValueError(
+            f"{where}: {file!r} holds label(s) {', '.join(map(repr, unseen[:5]))} that no pool "
+            f"row holds (the pool's: {', '.join(map(repr, sorted(map(str, known))))})"
+        )
+
+
 #: where a template takes each text
 TEXT_SLOT = "{text}"
 #: the pooling with one row per token of each text
@@ -896,6 +946,45 @@ class _TextsText(TaskText):
     rows_per_text: tuple[int, ...] | None = None
     #: pooling "attention" or "max": the rows of tokens laid out one row per text
     learned: str | None = None
+    #: the task's shifted files, read (``task.shifted``): their texts are encoded after the
+    #: task's, in the same pass
+    shifted_files: tuple[tuple[str, TextsData], ...] = ()
+
+    @property
+    def _encoded_texts(self) -> tuple[str, ...]:
+        """What is encoded, in one list (one encoder pass, one feature cache entry): the
+        task's texts (and contrasts), then every shifted file's texts."""
+        extra = tuple(text for _, read in self.shifted_files for text in read.texts)
+        return self.texts.all_texts + extra
+
+    def shifted_sets(self, data: ProbeData, features: Any, random_state: int) -> ProbeData:
+        """``data`` with its shifted test sets (:class:`~probemeter.data.ShiftedSet`): the rows
+        of each ``shifted_splits`` value and of each shifted file (after the task's rows in
+        ``features``), labelled with the pool's classes and standardised with the pool's
+        statistics exactly as the test set is (the same :class:`~probemeter.data.RowSplit`
+        standardisation, the shifted rows in the test set's place)."""
+        task = self.task
+        if not (task.shifted or task.shifted_splits):
+            return data
+        split = self._texts_split(random_state)
+        index = {label: i for i, label in enumerate(split.classes or ())}
+        sets = []
+        splits = np.array(self.texts.splits or (), dtype=object)
+        for value in task.shifted_splits:
+            rows = np.flatnonzero(splits == value)
+            sets.append((value, rows, [self.texts.labels[row] for row in rows]))
+        start = len(self.texts.all_texts)
+        for name, read in self.shifted_files:
+            rows = np.arange(start, start + read.n_rows)
+            sets.append((name, rows, list(read.labels)))
+            start += read.n_rows
+        shifted = []
+        for name, rows, labels in sets:
+            y = np.array([index[label] for label in labels], dtype=np.int64)
+            moved = RowSplit(split.train, rows, split.y_train, y, split.n_classes, split.classes)
+            X = moved.probe_data(features, name=data.name).X_test
+            shifted.append(ShiftedSet(name, X, y))
+        return replace(data, shifted=tuple(shifted))
 
     @cached_property
     def sentences(self) -> list[str]:
@@ -914,7 +1003,7 @@ class _TextsText(TaskText):
             template = template.replace(task.marker, "")
         start = template.index(TEXT_SLOT)  # the first {text}: nothing of a text before it
         prompts = []
-        for text in self.texts.all_texts:
+        for text in self._encoded_texts:
             # replace, not str.format: braces elsewhere in the template or the texts stay
             whole = template.replace(TEXT_SLOT, text)
             end = None if marked is None else len(template[:marked].replace(TEXT_SLOT, text))
@@ -943,7 +1032,7 @@ class _TextsText(TaskText):
         """The file's texts as written: the surface floors never see the template."""
         if self.rows_per_text is not None or self.task.pair is not None:
             raise ValueError("surface floors read one text per row")
-        return self.texts.texts
+        return self._encoded_texts
 
     def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> _TextsText:
         if self.task.pair is not None:  # refused before encoding (TextsTask.pooling_problem)
@@ -957,7 +1046,7 @@ class _TextsText(TaskText):
         contrast pairs), or per token."""
         if self.rows_per_text is not None:
             return sum(self.rows_per_text)
-        return len(self.texts.all_texts)
+        return len(self._encoded_texts)
 
     @property
     def labels_digest(self) -> str:
@@ -971,8 +1060,10 @@ class _TextsText(TaskText):
         self, features: np.ndarray, name: str, *, trees: bool, random_state: int
     ) -> ProbeData:
         task = self.task
+        n_task = len(self.texts.all_texts)
+        own = features if features.shape[0] == n_task else features[:n_task]
         data = self.texts.probe_data(
-            features,
+            own,
             test_size=float(task.test_size),
             random_state=random_state,
             dev=task.dev,
@@ -980,7 +1071,9 @@ class _TextsText(TaskText):
             rows_per_text=self.rows_per_text,
             pair=task.pair,
         )
-        return data if self.learned is None else token_spans(data, self.learned)
+        if self.learned is not None:
+            return token_spans(data, self.learned)
+        return self.shifted_sets(data, features, random_state)
 
     def row_split(self, random_state: int) -> RowSplit | TokenSpanSplit | None:
         """The texts' split; for a learned pooling, the split of the token rows laid out one
@@ -1027,6 +1120,7 @@ class _TextsText(TaskText):
             split_column=task.split_column,
             contrast_column=task.contrast_column,
             dataset_splits=None if task.splits is None else dict(task.splits),
+            extra_splits=task.shifted_splits,
         )
         values = [other.labels[row] for row in split.train]
         index = {value: i for i, value in enumerate(sorted(set(values)))}
@@ -1128,6 +1222,26 @@ class TextsTask(TaskType):
         "scikit-learn's words; layer sweeps report how much their best layer beats the best floor",
         keyed=False,
     )
+    shifted: tuple[tuple[str, str], ...] = option(
+        (),
+        check=valid.Check(_shifted_files),
+        help="further test sets, each a file of the same format and columns as path (read and "
+        'checked like it, labels among the pool\'s), by name, e.g. {paraphrased = "other.csv"}: '
+        "encoded in the same pass as the task's texts; every probe is trained once and also "
+        "evaluated on each (shift.md: accuracy and loss there, the gap to the test set with a "
+        "bootstrap interval, a paired test between representations on the shifted set)",
+        parse=lambda value: tuple(value.items()) if isinstance(value, dict) else value,
+        show=lambda value: {name: file for name, file in value},
+        key_omits={},
+    )
+    shifted_splits: tuple[str, ...] = option(
+        (),
+        check=valid.Check(_shifted_splits),
+        help="further test sets within the file: values of the split column (other than "
+        'train, dev and test) whose rows form a shifted test set of that name, e.g. ["ood"]; '
+        "needs split_column",
+        key_omits=[],
+    )
 
     dataset = "texts"
     summary = (
@@ -1135,7 +1249,7 @@ class TextsTask(TaskType):
         '(sentiment, truthfulness, ...): one row per text (per token with pooling "all"), the '
         "file's split column or a seeded stratified split"
     )
-    paths = ("path",)
+    paths = ("path", "shifted")
     reads_files = True
     poolings = ("last", "mean", "cls", ALL_TOKENS, *LEARNED_POOLINGS)
     bos = "drop"
@@ -1159,6 +1273,12 @@ class TextsTask(TaskType):
         problem = texts_format_problem(self.path)
         if problem is not None:
             return [("task.path", problem)]
+        for name, file in self.shifted:
+            if not Path(file).exists():
+                return [(f"task.shifted.{name}", f"file {file!r} does not exist")]
+            problem = texts_format_problem(file)
+            if problem is not None:
+                return [(f"task.shifted.{name}", problem)]
         if self.splits is not None and not Path(self.path).is_dir():
             return [
                 (
@@ -1173,7 +1293,14 @@ class TextsTask(TaskType):
         return self.contrast_column is not None and self.pair == SIDE_BY_SIDE
 
     def pooling_problem(self, pooling: str) -> str | None:
-        """Contrast pairs take a pooling with one row per text: a pair of texts is one row."""
+        """Contrast pairs and shifted test sets take a pooling with one row per text: a pair
+        of texts is one row; a shifted set is evaluated a text per row."""
+        if (self.shifted or self.shifted_splits) and pooling not in ONE_ROW_POOLINGS:
+            return (
+                f"{pooling!r} reads a text's rows of tokens; shifted test sets (task.shifted, "
+                "task.shifted_splits) are evaluated one row per text: use "
+                f"{', '.join(map(repr, ONE_ROW_POOLINGS))}"
+            )
         if self.pair is not None and pooling not in ONE_ROW_POOLINGS:
             return (
                 f"{pooling!r} reads a text's rows of tokens; a contrast pair (task.pair) is one "
@@ -1186,7 +1313,7 @@ class TextsTask(TaskType):
         """A marker needs a template that holds it exactly once, apart from ``{text}``;
         contrast pairs need both ``contrast_column`` and ``pair``, the column apart from the
         text and label columns."""
-        problems = self._pair_problems() + self._marker_problems()
+        problems = self._pair_problems() + self._marker_problems() + self._shift_problems()
         if self.splits is not None and self.split_column is not None:
             problems.append(
                 (
@@ -1214,6 +1341,36 @@ class TextsTask(TaskType):
             if column == getattr(self, name):
                 return [(where, f"{column!r} is the {name}; the contrast needs its own column")]
         return []
+
+    def _shift_problems(self) -> list[tuple[Option, str]]:
+        """Shifted sets: a split value needs the split column; a name once among both
+        options; one row per text (no contrast pairs)."""
+        problems: list[tuple[Option, str]] = []
+        if self.shifted_splits and self.split_column is None:
+            problems.append(
+                (
+                    self.option_named("shifted_splits"),
+                    f"{self.shifted_splits[0]!r} is a value of the split column; give split_column",
+                )
+            )
+        names = [name for name, _ in self.shifted]
+        twice = [name for name in self.shifted_splits if name in names]
+        if twice:
+            problems.append(
+                (
+                    self.option_named("shifted_splits"),
+                    f"{twice[0]!r} names a shifted set in shifted too; give each set one name",
+                )
+            )
+        if (self.shifted or self.shifted_splits) and self.pair is not None:
+            where = "shifted" if self.shifted else "shifted_splits"
+            problems.append(
+                (
+                    self.option_named(where),
+                    "shifted test sets are texts one per row; a contrast pair (task.pair) is two",
+                )
+            )
+        return problems
 
     def _marker_problems(self) -> list[tuple[Option, str]]:
         marker, template = self.marker, self.template
@@ -1243,8 +1400,47 @@ class TextsTask(TaskType):
             split_column=self.split_column,
             contrast_column=self.contrast_column,
             dataset_splits=None if self.splits is None else dict(self.splits),
+            extra_splits=self.shifted_splits,
         )
-        return TaskInputs(text=_TextsText(texts, self))
+        text = _TextsText(texts, self, shifted_files=self._shifted_texts(texts))
+        return TaskInputs(text=text)
+
+    def _shifted_texts(self, texts: TextsData) -> tuple[tuple[str, TextsData], ...]:
+        """Each shifted file read like ``path`` (the same columns; a split column, if any,
+        ignored: every row is the set's), its labels checked against the pool's classes
+        (those the seeded split or the split column gives), before anything is encoded.
+
+        Raises:
+            ValueError: one line naming ``task.shifted.NAME``: a file that cannot be read, a
+                missing column, a label no pool row holds; or a ``shifted_splits`` value no row
+                holds."""
+        if not (self.shifted or self.shifted_splits):
+            return ()
+        pool, _ = texts.split(test_size=float(self.test_size), random_state=0, dev=self.dev)
+        known = set(texts.classes(pool))
+        found = []
+        for name, file in self.shifted:
+            try:
+                read = read_texts(
+                    file,
+                    text_column=self.text_column,
+                    label_column=self.label_column,
+                    contrast_column=self.contrast_column,
+                )
+            except ValueError as error:
+                raise ValueError(f"task.shifted.{name}: {error}") from None
+            _check_shifted_labels(f"task.shifted.{name}", read.labels, known, file)
+            found.append((name, read))
+        for value in self.shifted_splits:
+            rows = [i for i, split in enumerate(texts.splits or ()) if split == value]
+            if not rows:
+                raise ValueError(
+                    f"task.shifted_splits: no row of {self.path!r} has {value!r} in its split "
+                    f"column {self.split_column!r}"
+                )
+            labels = [texts.labels[row] for row in rows]
+            _check_shifted_labels("task.shifted_splits", labels, known, self.path)
+        return tuple(found)
 
 
 #: every task of ``[task] dataset``, by name, in the order the docs list them

@@ -130,6 +130,8 @@ class _WordKind(RepresentationKind):
             data = build.cache.split_probe_data(key, features, rows, name=rep.name)
         else:  # the same arrays for "concat" and "scalar-mix"
             data = build.cache.probe_data(key, split)
+        # shifted test sets are not saved with the cached data: built again from the features
+        data = text.shifted_sets(data, features, build.random_state)
         return replace(data, name=rep.name, mix_layers=mix_layers(rep))
 
     @classmethod
