@@ -12,7 +12,7 @@ verdict.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "SeedCorrectness",
     "Summary",
     "labels_digest",
+    "measured_headlines",
 ]
 
 #: which way a measure improves
@@ -151,6 +152,20 @@ class Headline:
             range(len(estimates)),
             key=lambda i: (estimates[i].lower_bound, sign * estimates[i].value),
         )
+
+
+def measured_headlines(
+    headlines: Sequence[Headline], summaries: Iterable[Summary]
+) -> tuple[Headline, ...]:
+    """The ``headlines`` that every one of ``summaries`` estimates, in order: a method may
+    declare measures that only some tasks have (the curve method's monitor metrics, of
+    two-class tasks alone), and a table shows a column only where every row has a value."""
+    summaries = list(summaries)
+    return tuple(
+        headline
+        for headline in headlines
+        if all(headline.name in summary.estimates for summary in summaries)
+    )
 
 
 def labels_digest(labels: np.ndarray) -> str:

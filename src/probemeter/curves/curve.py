@@ -506,6 +506,7 @@ def loss_data_curve(
     dev_fraction: float = CURVE_DEV_FRACTION,
     pvi: bool = False,
     settings: Mapping[str, Sequence[float]] | None = None,
+    positive: int = 1,
     **old: Any,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
@@ -570,6 +571,13 @@ def loss_data_curve(
             size, ``chosen_on = "dev"``, ``tested_on = "test"`` and every setting's
             development loss per size (:meth:`LossDataCurve.settings_frame`). Needs a
             development split (``dev_fraction > 0``).
+        positive: for two classes, the index of the positive class of the monitor metrics
+            (default 1, the second class; :attr:`LossDataCurve.monitor`): AUROC, recall at 1 %
+            and 5 % FPR with each threshold fixed on the development split's negatives, Brier
+            score and ECE of the largest size's probes, from their per-example test and
+            development cross-entropies (p(y_i) = exp(−nll_i)), with cluster-bootstrap
+            intervals over the test set (:mod:`probemeter.monitor`). Without a development
+            split no threshold is set, so no recall is given. Not computed for more classes.
 
     Examples:
         Linear probes on three separable classes, two seeds per size, with a short training
@@ -605,6 +613,8 @@ def loss_data_curve(
     """
     execution = execution_of(execution, old, "loss_data_curve")
     _check_request(data, random_state, keep_probes, pvi)
+    if positive not in (0, 1):
+        raise ValueError(f"positive: the positive class's index must be 0 or 1; got {positive!r}")
     config = config_or_default(config, CURVE_TRAINING)
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
@@ -683,6 +693,7 @@ def loss_data_curve(
         shifted=shifted_evaluations(
             data, evaluation, final, [grid[i][0] for i in final], size_values[-1], execution.device
         ),
+        monitor=_final_monitor(data, evaluation, final, grid, dev_rows, positive, random_state),
     )
 
 
@@ -801,6 +812,43 @@ def _final_pvi(
         classes=data.classes,
         sentences=data.clusters_test,
     )
+
+
+def _final_monitor(
+    data: ProbeData,
+    evaluation: Any,
+    final: Sequence[int],
+    grid: Sequence[tuple[int, int]],
+    dev_rows: np.ndarray | None,
+    positive: int,
+    random_state: int,
+) -> dict[str, Any] | None:
+    """The monitor metrics of the probes of the largest size (positions ``final``), for two
+    classes of single labels (None otherwise): their test scores against the test set's
+    clusters, their thresholds from the development rows alone."""
+    from probemeter.monitor import monitor_metrics, positive_scores
+
+    if data.multilabel or data.n_classes != 2:
+        return None
+    test = [positive_scores(evaluation.nll[i], data.y_test, positive) for i in final]
+    dev = None
+    if dev_rows is not None:
+        labels = np.asarray(data.y_train)[dev_rows]
+        dev = [positive_scores(evaluation.pool_nll[i], labels, positive) for i in final]
+    found = monitor_metrics(
+        test,
+        dev,
+        seeds=[grid[i][0] for i in final],
+        clusters=data.clusters_test,
+        random_state=random_state,
+    )
+    label = None if data.classes is None else data.classes[positive]
+    return {"positive": {"index": positive, "label": _plain(label)}, **found}
+
+
+def _plain(value: Any) -> Any:
+    """A class label as JSON holds it (numpy scalars as Python ones)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _points(

@@ -48,6 +48,7 @@ from probemeter.curves.defaults import (
     LANGUAGE_MODEL_GRID,
 )
 from probemeter.data import ProbeData
+from probemeter.monitor import MONITOR_METRICS
 from probemeter.training.config import TrainingConfig
 
 __all__ = [
@@ -193,6 +194,13 @@ class CurveMethod(Method):
         "probes (Ethayarajh et al. 2022): pvi.csv, and pvi.png by label",
         key_omits=False,
     )
+    choose_by: str = option(
+        "SDL",
+        check=valid.one_of("SDL", "SC", *MONITOR_METRICS),
+        help="the measure a layer sweep's verdict chooses the best layer by, on the development "
+        "split (then tested on the test set): SDL, SC (εSC), or a monitor metric of two-class "
+        "tasks (auroc, recall@1%fpr, recall@5%fpr with the threshold set on dev, brier, ece)",
+    )
 
     kind = "curve"
     language_model_defaults: ClassVar[dict[str, Any]] = {
@@ -211,6 +219,8 @@ class CurveMethod(Method):
     def check_pool(self, pool_size: int, n_classes: int | None = None) -> list[tuple[str, str]]:
         from probemeter.training.probe_runs import held_out_count
 
+        if n_classes is not None and n_classes != 2 and self.choose_by in MONITOR_METRICS:
+            return [("method.choose_by", self._monitor_refusal(n_classes))]
         left = pool_size
         if self.dev_fraction > 0 and pool_size > 1:
             left -= held_out_count(pool_size, self.dev_fraction)
@@ -221,6 +231,12 @@ class CurveMethod(Method):
             )
             return [("method.sizes", message)]
         return []
+
+    def _monitor_refusal(self, n_classes: int | str) -> str:
+        return (
+            f"{self.choose_by!r} is a monitor metric of two-class tasks; the task has "
+            f"{n_classes} classes (choose by SDL or SC)"
+        )
 
     def _training_pool(self, name: str, data: ProbeData, random_state: int) -> int:
         """The pool examples the probes may train on: the pool less its development split
@@ -284,7 +300,16 @@ class CurveMethod(Method):
         return None if isinstance(probe, Direction) else self.settings_grid()
 
     def check_options(self) -> list[tuple[Option, str]]:
-        """A grid of settings needs a development split to be chosen on."""
+        """A grid of settings needs a development split to be chosen on, and so does a layer
+        choice by recall at a false-positive rate (its threshold is set there)."""
+        if self.choose_by.startswith("recall@") and self.dev_fraction == 0:
+            return [
+                (
+                    self.option_named("choose_by"),
+                    "recall at a false-positive rate takes its threshold from the development "
+                    "split: dev_fraction must be > 0",
+                )
+            ]
         if self.settings_grid() is not None and self.dev_fraction == 0:
             name = "lr" if isinstance(self.lr, tuple) else "weight_decay"
             return [
@@ -300,6 +325,13 @@ class CurveMethod(Method):
         from probemeter.curves.curve import default_sizes
         from probemeter.probes import probe_for
 
+        if self.choose_by in MONITOR_METRICS:  # refused before any probe trains
+            for data in datasets.values():
+                if data.multilabel or data.n_classes != 2:
+                    classes = (
+                        f"label sets of {data.n_classes}" if data.multilabel else data.n_classes
+                    )
+                    raise ValueError(f"method.choose_by: {self._monitor_refusal(classes)}")
         plans = []
         for name, data in datasets.items():
             left = self._training_pool(name, data, context.random_state)
@@ -332,7 +364,12 @@ class CurveMethod(Method):
         from probemeter.curves.curve import LossDataCurve
         from probemeter.curves.plotting import plot_curves
         from probemeter.curves.report import RESULTS_NAME, ranked
-        from probemeter.curves.results import result_frames, save_results, settings_note
+        from probemeter.curves.results import (
+            monitor_table,
+            result_frames,
+            save_results,
+            settings_note,
+        )
 
         curves = tuple(LossDataCurve.from_dict(result) for result in results)
         comparison = compare(curves, self.epsilon, unit=self.unit)
@@ -344,9 +381,14 @@ class CurveMethod(Method):
         if self.pvi:
             files += write_pvi(curves, run_dir, figures)
             frames = {**frames, "pvi": _pvi_frame(curves)}
-        table = "\n\n".join(text for text in (str(comparison), settings_note(curves)) if text)
+        notes = (settings_note(curves), monitor_table(curves, "text"))
+        table = "\n\n".join(text for text in (str(comparison), *notes) if text)
         best_first = ranked(comparison)  # as the report writes its tables
-        tables = (table, best_first.to_markdown(), best_first.to_latex())
+        tables = (
+            table,
+            _joined(best_first.to_markdown(), monitor_table(curves, "markdown")),
+            _joined(best_first.to_latex(), monitor_table(curves, "latex")),
+        )
         return write_run_files(self, run_dir, tables, files, extra, frames)
 
     @classmethod
@@ -359,10 +401,18 @@ class CurveMethod(Method):
         return curve_report(run_dir, epsilon)
 
     def headlines(self) -> tuple[Headline, ...]:
-        """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer)."""
+        """SDL(ε) and εSC(ε) at the full pool (Whitney et al., §4; Table 2 by layer), then the
+        monitor metrics of two-class tasks (:mod:`probemeter.monitor`; a layer table shows
+        those its representations have); ``choose_by``'s first, the one a layer verdict ranks
+        by."""
         sdl = f"SDL at ε = {self.epsilon:g} ({self.unit})"
         sc = f"εSC at ε = {self.epsilon:g} (examples)"
-        return (Headline("SDL", sdl, "lower", sdl), Headline("SC", sc, "lower", sc))
+        found = [Headline("SDL", sdl, "lower", sdl), Headline("SC", sc, "lower", sc)]
+        found += [
+            Headline(name, label, better, label)
+            for name, (label, better) in MONITOR_METRICS.items()
+        ]
+        return tuple(sorted(found, key=lambda headline: headline.name != self.choose_by))
 
     def summaries(self, results: Sequence[Mapping[str, Any]]) -> dict[str, Summary]:
         """Per curve: SDL and εSC of the seed-averaged curve at the full pool, with their range
@@ -378,14 +428,17 @@ class CurveMethod(Method):
             mix = curve.metadata.get("scalar_mix")
             held_out = curve.metadata.get("development")
             found[curve.name] = Summary(
-                self._estimates(curve),
+                {**self._estimates(curve), **_monitor_estimates(curve, "test")},
                 Estimate.over_seeds(final.tolist()),
                 curve.final_correct,
                 self.probe,
                 curve.metadata.get("n_features"),
                 curve.n_classes,
                 None if mix is None else LayerWeights.from_dict(mix),
-                selection=self._estimates(curve.development_curve())
+                selection={
+                    **self._estimates(curve.development_curve()),
+                    **_monitor_estimates(curve, "dev"),
+                }
                 if curve.has_development
                 else None,
                 selection_split=""
@@ -413,6 +466,24 @@ class CurveMethod(Method):
                 seed_bounds=[r.lower_bound for r in single],
             )
         return estimates
+
+
+def _joined(*tables: str) -> str:
+    """Tables one after the other, a blank line between (empty ones left out)."""
+    return "\n\n".join(table for table in tables if table)
+
+
+def _monitor_estimates(curve: Any, split: str) -> dict[str, Estimate]:
+    """The monitor metrics of ``curve``'s largest probes on ``split`` (``"test"`` or
+    ``"dev"``): the mean over seeds with the range over seeds (the test intervals of the
+    cluster bootstrap are in ``results.json`` and the tables); none for more than two classes
+    or without a development split's threshold."""
+    if curve.monitor is None:
+        return {}
+    if split == "test":
+        found = curve.monitor["metrics"]
+        return {name: Estimate.over_seeds(m["per_seed"]) for name, m in found.items()}
+    return {name: Estimate.over_seeds(values) for name, values in curve.monitor["dev"].items()}
 
 
 def curve_unit(

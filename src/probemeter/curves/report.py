@@ -18,7 +18,7 @@ from probemeter._io import read_json
 from probemeter._method import ReportPart
 from probemeter.curves.comparison import Comparison, compare
 from probemeter.curves.curve import LossDataCurve
-from probemeter.curves.results import SCHEMA, load_curves
+from probemeter.curves.results import SCHEMA, load_curves, monitor_table
 
 __all__ = ["RESULTS_NAME", "curve_report", "ranked"]
 
@@ -49,15 +49,31 @@ def curve_report(run_dir: Path, epsilon: float | None) -> ReportPart:
         "figures_title": "Loss-data curves",
         "figures_note": "Lines: mean over seeds; bands: min–max over seeds; dashed line: ε.",
         "representations": [_representation(curve) for curve in curves],
+        "monitor": _monitor(curves),
     }
     recorded = {key: payload.get(key) for key in ("experiment", "timings", "versions")}
     return ReportPart(
         f"probemeter report: {names}",
         {"created": payload.get("created", "unknown"), **recorded},
         sections,
-        (comparison.to_markdown(), comparison.to_latex()),
+        tuple(
+            "\n\n".join(text for text in (table, monitor_table(curves, fmt)) if text)
+            for table, fmt in (
+                (comparison.to_markdown(), "markdown"),
+                (comparison.to_latex(), "latex"),
+            )
+        ),
         layers=epsilon is None,  # the layer analysis is at the run's own ε
     )
+
+
+def _monitor(curves: Sequence[LossDataCurve]) -> Any:
+    """The monitor metrics' table as HTML (rendered and escaped already), None when no curve
+    has them (more than two classes)."""
+    import markupsafe
+
+    table = monitor_table(curves, "html")
+    return markupsafe.Markup(table) if table else None  # rendered and escaped already
 
 
 def ranked(comparison: Comparison) -> Comparison:

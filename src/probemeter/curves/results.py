@@ -8,7 +8,8 @@ Schema ``probemeter.results/1`` (documented in the docs' Results and reports pag
       "versions": {"probemeter", "python", "numpy", "torch", "pandas"},
       "curves": [LossDataCurve.to_dict(), ...],      # losses in nats; "classes": the
                                                      # original labels of the class indices
-                                                     # (list), null or absent
+                                                     # (list), null or absent; "monitor":
+                                                     # two-class monitor metrics, or absent
       "comparison": Comparison.to_dict() or null,    # measures at the chosen ε
       "experiment": {...},                           # optional: the parsed experiment file
       "timings": {name: {"key", "seconds", "loaded"}}  # optional: per unit of `probemeter run`
@@ -37,6 +38,8 @@ from probemeter.curves.curve import METRICS, LossDataCurve
 __all__ = [
     "SCHEMA",
     "load_curves",
+    "monitor_frame",
+    "monitor_table",
     "result_frames",
     "save_results",
     "settings_note",
@@ -121,7 +124,89 @@ def result_frames(
     ]
     if grids:
         frames["settings"] = pd.concat(grids, ignore_index=True)
+    monitor = monitor_frame(curves)
+    if monitor is not None:
+        frames["monitor"] = monitor
     return frames
+
+
+def monitor_frame(curves: Sequence[LossDataCurve]) -> Any:
+    """The monitor metrics of the curves that have them (two classes;
+    :attr:`LossDataCurve.monitor`), one row per representation and metric: ``value`` (mean over
+    seeds), ``ci_low``/``ci_high`` (its cluster-bootstrap interval), ``seed_low``/``seed_high``,
+    ``test_fpr`` (for recall: the test FPR reached at the dev threshold), ``positive`` (the
+    positive class) and ``threshold_split``; None when no curve has them."""
+    import pandas as pd
+
+    records = []
+    for curve in curves:
+        if curve.monitor is None:
+            continue
+        positive = curve.monitor["positive"]
+        for name, metric in curve.monitor["metrics"].items():
+            fpr = curve.monitor["test_fpr"].get(name)
+            records.append(
+                {
+                    "representation": curve.name,
+                    "metric": name,
+                    "value": metric["value"],
+                    "ci_low": metric["low"],
+                    "ci_high": metric["high"],
+                    "seed_low": metric["seed_low"],
+                    "seed_high": metric["seed_high"],
+                    "test_fpr": None if fpr is None else fpr["value"],
+                    "positive": _positive_name(positive),
+                    "threshold_split": "dev" if fpr is not None else None,
+                }
+            )
+    return pd.DataFrame(records) if records else None
+
+
+def _positive_name(positive: Mapping[str, Any]) -> str:
+    label = positive.get("label")
+    return f"class {positive['index']}" + ("" if label is None else f" ({label})")
+
+
+def monitor_table(curves: Sequence[LossDataCurve], fmt: str = "markdown") -> str:
+    """The monitor metrics of the curves that have them as a table in ``fmt`` (one row per
+    representation: each metric's mean over seeds with its cluster-bootstrap interval, recall
+    with the test FPR its dev threshold reached), titled with the positive class, the
+    bootstrap and where the thresholds were set; empty when no curve has them."""
+    from probemeter._tables import render_table
+    from probemeter.monitor import MONITOR_METRICS
+
+    found = [curve for curve in curves if curve.monitor is not None]
+    if not found:
+        return ""
+    first = found[0].monitor
+    names = [name for name in MONITOR_METRICS if name in first["metrics"]]
+    rows = []
+    for curve in found:
+        cells = [curve.name]
+        for name in names:
+            metric = curve.monitor["metrics"].get(name)
+            cell = "—" if metric is None else _interval(metric)
+            fpr = curve.monitor["test_fpr"].get(name)
+            if fpr is not None:
+                cell += f"; test FPR {fpr['value']:.1%}"
+            cells.append(cell)
+        rows.append(cells)
+    boot = first["bootstrap"]
+    seeds = len(first["seeds"])
+    title = (
+        f"Monitor metrics of the largest size's probes, mean over {seeds} seed"
+        f"{'s' if seeds > 1 else ''} [{boot['confidence']:.0%} bootstrap interval over "
+        f"{boot['n_units']:,} test {boot['resampled']}, {boot['replicates']:,} replicates]; "
+        f"positive class: {_positive_name(first['positive'])}; recall at a false-positive "
+        "rate: threshold set on the development split's negatives, applied unchanged to the "
+        f"test set (the test FPR it reached after it); ECE: {first['ece_bins']}."
+    )
+    header = ["representation", *(MONITOR_METRICS[name][0] for name in names)]
+    return render_table(header, rows, fmt, title=title)
+
+
+def _interval(metric: Mapping[str, Any]) -> str:
+    return f"{metric['value']:.3f} [{metric['low']:.3f}, {metric['high']:.3f}]"
 
 
 def settings_note(curves: Sequence[LossDataCurve]) -> str:

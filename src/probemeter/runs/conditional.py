@@ -51,7 +51,7 @@ import scipy.sparse as sp
 from probemeter._figures import FigureOptions, shared_legend
 from probemeter._io import JsonResult, write_text_atomic
 from probemeter._method import Method
-from probemeter._summary import Estimate, Headline
+from probemeter._summary import Estimate, Headline, measured_headlines
 from probemeter._tables import render_table
 from probemeter.data import ProbeData
 from probemeter.runs.kinds import Representation
@@ -405,18 +405,19 @@ def analyse_conditional(
     if missing:
         raise ValueError(f"no result for {missing}")
     given = summaries[baseline]
+    headlines = measured_headlines(method.headlines(), summaries.values())
     rows = {}
     for name in names:
         both = summaries[conditional_name(name, baseline)]
         measures = {
             h.name: beyond(given.estimates[h.name], both.estimates[h.name], h.better)
-            for h in method.headlines()
+            for h in headlines
         }
         measures[ACCURACY] = beyond(given.accuracy, both.accuracy, "higher")
         rows[name] = measures
     return ConditionalAnalysis(
         baseline=baseline,
-        headlines=tuple(method.headlines()),
+        headlines=headlines,
         rows=rows,
         sweeps=dict(sweeps or {}),
         method=method.kind,

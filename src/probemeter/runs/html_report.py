@@ -156,6 +156,7 @@ def _common(
         "warnings": pipeline_warnings(experiment) if experiment else [],
         "comparison": None,
         "method_table": None,
+        "monitor": None,
         "figures": [],
         "figures_title": "Figures",
         "figures_note": None,

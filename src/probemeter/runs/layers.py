@@ -89,7 +89,7 @@ import pandas as pd
 from probemeter._figures import FigureOptions, shared_legend
 from probemeter._io import JsonResult, write_text_atomic
 from probemeter._method import Method
-from probemeter._summary import Estimate, Headline, Summary
+from probemeter._summary import Estimate, Headline, Summary, measured_headlines
 from probemeter._tables import render_table
 from probemeter.power.bounds import probe_parameter_count, recommend_train_size
 from probemeter.power.clustered import (
@@ -898,7 +898,7 @@ def analyse_layers(
     """
     alpha = check_alpha(alpha)
     summaries = method.summaries(results)
-    headlines = method.headlines()
+    headlines = measured_headlines(method.headlines(), summaries.values())
     options = {"alpha": alpha, "n_simulations": n_simulations, "random_state": random_state}
     missing = [name for name in floors if name not in summaries]
     if missing:
