@@ -8,6 +8,7 @@ decoder reads as the keyword and the bag-of-words floor never saw."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +114,12 @@ def test_a_shifted_file_is_read_and_checked_like_the_task_file(tmp_path):
         ValueError, match=r"task: task\.shifted\.synonyms: texts file .* has no column 'label'"
     ):
         prepare_data(load_experiment(path), progress=False)
+    # a split value no row holds
+    ood = _experiment(tmp_path, 'shifted_splits = ["ood"]\n')
+    with pytest.raises(ValueError, match=r"task\.shifted_splits: no row of .* has 'ood'"):
+        prepare_data(load_experiment(ood), progress=False)
     # a label the pool never saw
+    path = _experiment(tmp_path, 'shifted = {synonyms = "shifted.csv"}\n')
     table = pd.read_csv(tmp_path / "texts.csv")
     pd.DataFrame({"text": ["the cat"], "label": ["c"]}).to_csv(
         tmp_path / "shifted.csv", index=False
@@ -185,6 +191,29 @@ def test_a_shifted_set_equal_to_the_test_set_gives_the_test_sets_numbers(tmp_pat
     assert row.loss_gap_low <= 0 <= row.loss_gap_high
     assert [test.p_value for test in analysis.tests] == [1.0]
     assert ShiftAnalysis.from_dict(analysis.to_dict()) == analysis
+
+
+@pytest.mark.parametrize("family", ["diff-means", "lda", "mlp", "grid"])
+def test_every_probe_family_scores_a_copy_of_the_test_set_as_the_engine_did(family):
+    """Direction baselines (fitted in closed form), a hidden layer and a settings grid (the
+    chosen setting's probes): a shifted copy of the test set gives the curve's points."""
+    from probemeter import MLP, Direction, Execution, Linear, TrainingConfig
+
+    data = _data(np.random.default_rng(2))
+    data = replace(data, shifted=(ShiftedSet("same", data.X_test, data.y_test),))
+    config = {"config": TrainingConfig(steps=50, lr=1e-2)}
+    probe, options = {
+        "diff-means": (Direction("diff-means"), {}),
+        "lda": (Direction("lda"), {}),
+        "mlp": (MLP((8,)), config),
+        "grid": (Linear(), {**config, "settings": {"lr": [1e-3, 1e-2]}}),
+    }[family]
+    curve = loss_data_curve(
+        data, probe, [20, 60], seeds=2, execution=Execution(device="cpu"), **options
+    )
+    final = curve.points[curve.points["n"] == 60]
+    assert curve.shifted["sets"]["same"]["loss"] == final["loss"].tolist()
+    assert curve.shifted["sets"]["same"]["accuracy"] == final["accuracy"].tolist()
 
 
 def test_the_gap_interval_and_the_paired_test_by_hand():
