@@ -61,6 +61,7 @@ from _proc_tree import TreeMonitor, load_average
 from curve_speed import start_worker_pool
 
 import probemeter.curves.curve as curve_module
+from probemeter import Execution
 from probemeter._method import RunContext
 from probemeter.curves.method import CurveMethod
 from probemeter.data import ProbeData
@@ -73,7 +74,7 @@ EXAMPLE = ROOT / "examples" / "ewt-upos-curve.toml"
 UD = ROOT.parent / "shared" / "ud"
 CACHE = Path(tempfile.gettempdir()) / "probemeter-benchmarks"
 #: the engine's settings of a run on this machine: worker processes on every core
-ENGINE = {"device": "cpu", "n_jobs": -1, "max_memory": None, "progress": False}
+ENGINE = {"execution": Execution(device="cpu", n_jobs=-1, max_memory=None, progress=False)}
 
 
 def example_method(**overrides: Any) -> CurveMethod:
@@ -175,7 +176,8 @@ def _record(*args: Any, execution: Any, **options: Any):
 def curve_calls(method: CurveMethod, datasets: dict[str, ProbeData]) -> list[EngineCall]:
     """The engine call of every unit of ``method`` on ``datasets``, in the runner's order: each
     unit's function run until it calls the engine (recorded, not made)."""
-    context = RunContext(0, ENGINE["device"], ENGINE["n_jobs"], None, False, "upos")
+    execution = ENGINE["execution"]
+    context = RunContext(0, execution.device, execution.n_jobs, None, False, "upos")
     calls = []
     for plan in method.units(datasets, context):
         with mock.patch.object(curve_module, "fit_evaluate", _record):
@@ -304,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"full case skipped: {datasets}")
             return 0
         method = example_method()
-    start = start_worker_pool(ENGINE["n_jobs"])
+    start = start_worker_pool(ENGINE["execution"].n_jobs)
     print(f"worker pool started in {start:.1f} s (not counted below)", flush=True)
     calls = curve_calls(method, datasets)
     case = describe(calls, method)
