@@ -11,7 +11,7 @@ import pytest
 from tiny_models import BLOCKS, make_tiny_decoder
 
 from probemeter.cli.main import main
-from probemeter.runs.config import ExperimentError, load_experiment
+from probemeter.runs.config import ExperimentError, load_experiment, site_sweeps
 from probemeter.runs.runner import prepare_data
 
 pytest.importorskip("transformers")
@@ -63,6 +63,34 @@ def test_a_site_sweep_is_one_representation_per_site_and_block(tmp_path, llama):
     keys = [rep.key_dict() for rep in experiment.representations]
     assert [key["site"] for key in keys] == [site for site in SITES for _ in range(BLOCKS)]
     assert all("heads" not in key and "storage" not in key for key in keys)
+    # the sweeps are sites of one entry: the across-sites verdict ranks them together
+    assert site_sweeps(experiment.representations) == {
+        "llama": {site: f"llama-{site}" for site in SITES}
+    }
+
+
+def test_sites_of_one_entry_are_grouped_apart_from_its_random_twin_and_other_entries(
+    tmp_path, llama
+):
+    """``random_init = "also"`` gives a random-weight twin of every site: its sites are a group
+    of their own (NAME-random), and an entry read at one site is no group; the hidden states
+    as a site name the group without a suffix."""
+    _write_texts(tmp_path)
+    second = (
+        f'[[representations]]\nname = "one"\nkind = "transformer"\nmodel = "{llama}"\n'
+        'layer = "all"\nsite = "mlp_out"\npooling = "last"\n'
+    )
+    path = _experiment(tmp_path, llama, 'random_init = "also"\n' + second)
+    groups = site_sweeps(load_experiment(path).representations)
+    assert groups == {
+        "llama": {site: f"llama-{site}" for site in SITES},
+        "llama-random": {site: f"llama-random-{site}" for site in SITES},
+    }
+    path = _experiment(tmp_path, llama)
+    path.write_text(path.read_text().replace('"resid_post"', '"hidden"'))
+    groups = site_sweeps(load_experiment(path).representations)
+    assert groups == {"llama": {"hidden": "llama", "attn_out": "llama-attn_out",
+                                "mlp_out": "llama-mlp_out"}}  # fmt: skip
 
 
 def test_site_features_equal_transformer_lens_activations_read_back(tmp_path, llama):
@@ -156,6 +184,47 @@ def test_probemeter_run_on_three_sites_of_a_tiny_llama(tmp_path, llama):
     layers = json.loads((out / "sites" / "layers.json").read_text())
     assert set(json.dumps(layers)) and all(f"llama-{site}" in json.dumps(layers) for site in SITES)
     assert (out / "sites" / "layers.png").is_file()
+
+
+@pytest.mark.slow
+def test_one_verdict_across_three_sites_through_probemeter_run(tmp_path, llama):
+    """``probemeter run`` on three sites of every block: besides each site's sweep, one
+    ranking of every (site, block) on the development split, the best tested against the
+    runner-up and each other site's best (Holm over those), in layers.json, layers.md, the
+    report and the figure sites.png, one line per site."""
+    _write_texts(tmp_path)
+    path = _experiment(tmp_path, llama)
+    path.write_text(
+        path.read_text()
+        .replace("sizes = [8, 16, 30]", "sizes = [8, 30]")
+        .replace("steps = 30", "steps = 5")
+    )
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "-q", "--n-jobs", "1"]) == 0
+    run = out / "sites"
+    layers = json.loads((run / "layers.json").read_text())
+    assert layers["schema"] == "probemeter.layers/5"
+    assert [v["sweep"] for v in layers["verdicts"]] == [f"llama-{site}" for site in SITES]
+    (verdict,) = layers["sites"]
+    assert verdict["entry"] == "llama" and verdict["sites"] == list(SITES)
+    ranked = {(block["site"], block["layer"]) for block in verdict["ranking"]}
+    assert ranked == {(site, block) for site in SITES for block in range(BLOCKS)}
+    assert verdict["chosen_on"].startswith("dev") and verdict["tested_on"] == "test"
+    best = verdict["best"]
+    others = {c["other"]["representation"]: c["roles"] for c in verdict["comparisons"]}
+    runner_up = verdict["ranking"][1]["representation"]
+    assert "runner-up" in others[runner_up]
+    for site in SITES:  # each other site's best, by the ranking on the development split
+        if site != best["site"]:
+            top = next(b for b in verdict["ranking"] if b["site"] == site)
+            assert f"best of {site}" in others[top["representation"]]
+    tests = [c["test"] for c in verdict["comparisons"]]
+    assert {t["comparisons"] for t in tests} == {len(tests)}
+    assert all(t["first"] == best["representation"] for t in tests)
+    assert "## Across sites" in (run / "layers.md").read_text()
+    assert (run / "sites.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = (run / "report.html").read_text()
+    assert "<h3>Across sites</h3>" in report and 'id="sites-figure"' in report
 
 
 def test_cached_site_data_are_split_a_block_at_a_time_into_the_same_arrays(tmp_path, llama):

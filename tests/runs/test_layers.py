@@ -379,3 +379,119 @@ def test_a_control_line_is_listed_once_per_model_in_the_legend():
     )  # fmt: skip
     labels = [text.get_text() for text in analysis.plot().legends[0].get_texts()]
     assert labels == ["m", "m, control"]
+
+
+# Three sites a, b, c of one entry e, two blocks each. SDL on the development split (= the test
+# losses here) is FIRST_BLOCK + 90·(mean L(10) − ε): a0 +9, a1 +13.5, b0 +18, b1 +27, c0 +36, c1
+# a lower bound (L(100) > ε): the ranking is a0, a1, b0, b1, c0, c1. The best a0 errs on 10
+# test examples; its runner-up a1 (the same site) on those and 30 more, b's best b0 on 4 more,
+# c's best c0 on 20 more.
+SITE_RESULTS = [
+    _curve("e-a-0", {10: [0.6, 0.6], 100: [0.3, 0.3]}, range(10)),
+    _curve("e-a-1", {10: [0.65, 0.65], 100: [0.3, 0.3]}, range(40)),
+    _curve("e-b-0", {10: [0.7, 0.7], 100: [0.3, 0.3]}, range(14)),
+    _curve("e-b-1", {10: [0.8, 0.8], 100: [0.3, 0.3]}, range(12)),
+    _curve("e-c-0", {10: [0.9, 0.9], 100: [0.3, 0.3]}, range(30)),
+    _curve("e-c-1", {10: [0.7, 0.7], 100: [0.6, 0.6]}, range(12)),
+]
+SITE_SWEEPS = {f"e-{s}": [(1, f"e-{s}-1"), (0, f"e-{s}-0")] for s in "abc"}
+SITES = {"e": {"a": "e-a", "b": "e-b", "c": "e-c"}}
+
+
+def test_one_verdict_across_sites_and_blocks_with_holm_over_its_family():
+    """The best (site, block) by SDL on the development split, tested against the runner-up
+    and the best block of each other site: three distinct comparisons, their p-values
+    McNemar's by hand (χ² at 30 discordant pairs, the exact binomial below 25) and Holm's
+    adjustment over m = 3 by hand; the power asked at α/3."""
+    analysis = analyse_layers(METHOD, SITE_RESULTS, SITE_SWEEPS, n_simulations=200, sites=SITES)
+    (verdict,) = analysis.sites
+    assert [(b.site, b.layer) for b in verdict.ranking] == [
+        ("a", 0), ("a", 1), ("b", 0), ("b", 1), ("c", 0), ("c", 1),
+    ]  # fmt: skip
+    assert verdict.ranking[0].estimate.value == pytest.approx(FIRST_BLOCK + 9)
+    assert verdict.ranking[-1].estimate.lower_bound
+    assert (verdict.best.site, verdict.best.layer) == ("a", 0)
+    assert verdict.chosen_on.startswith("dev: 11 pool examples") and verdict.tested_on == "test"
+    roles = {c.roles: (c.other.site, c.other.layer) for c in verdict.comparisons}
+    assert roles == {("runner-up",): ("a", 1), ("best of b",): ("b", 0), ("best of c",): ("c", 0)}
+    p = {c.other.representation: c.test.p_value for c in verdict.comparisons}
+    p_a1, p_b0, p_c0 = stats.chi2.sf(30.0, df=1), 2 * 0.5**4, 2 * 0.5**20
+    assert p == pytest.approx({"e-a-1": p_a1, "e-b-0": p_b0, "e-c-0": p_c0})
+    # Holm, ascending: 3·p_a1; max(3·p_a1, 2·p_c0) = 2·p_c0; max(2·p_c0, 1·p_b0) = p_b0
+    adjusted = {c.other.representation: c.test.p_adjusted for c in verdict.comparisons}
+    assert adjusted == pytest.approx({"e-a-1": 3 * p_a1, "e-b-0": p_b0, "e-c-0": 2 * p_c0})
+    for comparison in verdict.comparisons:
+        test = comparison.test
+        assert test.first == "e-a-0" and test.comparisons == 3
+        assert test.power_level == pytest.approx(0.05 / 3)
+    established = {c.other.representation: c.test.established for c in verdict.comparisons}
+    assert established == {"e-a-1": True, "e-b-0": False, "e-c-0": True}
+    assert not verdict.established_best  # b's best is not separated from it
+    text = verdict.describe()
+    assert "best a block 0 of 6 (site, block) pairs by SDL" in text
+    assert "Holm-adjusted over the family's m = 3 comparisons" in text
+    assert "across-sites family's comparisons" in text
+    assert "a block 0 is not established as the best (site, block)" in text
+    # the per-site sweeps are as before: their own verdicts, Holm over their own comparisons
+    assert [v.sweep for v in analysis.verdicts] == ["e-a", "e-b", "e-c"]
+
+
+def test_a_runner_up_that_is_another_sites_best_is_one_comparison():
+    """With two sites, the runner-up b0 is also b's best: one comparison (m = 1), its
+    adjusted p-value the p-value itself."""
+    results = [SITE_RESULTS[i] for i in (0, 2, 3, 5)]  # a0, b0, b1, c1 as a's second block
+    sweeps = {"e-a": [(0, "e-a-0"), (1, "e-c-1")], "e-b": [(0, "e-b-0"), (1, "e-b-1")]}
+    analysis = analyse_layers(
+        METHOD, results, sweeps, n_simulations=200, sites={"e": {"a": "e-a", "b": "e-b"}}
+    )
+    (verdict,) = analysis.sites
+    (comparison,) = verdict.comparisons
+    assert comparison.roles == ("runner-up", "best of b")
+    assert comparison.test.p_adjusted == comparison.test.p_value == pytest.approx(2 * 0.5**4)
+    assert comparison.test.comparisons == 1
+
+
+def test_no_confirmatory_test_across_sites_without_a_development_split():
+    results = [_curve(f"e-{s}-{b}", {10: [0.6 + 0.05 * (2 * "ab".index(s) + b)] * 2,
+                                     100: [0.3, 0.3]}, range(10), dev=False)
+               for s in "ab" for b in (0, 1)]  # fmt: skip
+    sweeps = {f"e-{s}": [(0, f"e-{s}-0"), (1, f"e-{s}-1")] for s in "ab"}
+    analysis = analyse_layers(
+        METHOD, results, sweeps, n_simulations=50, sites={"e": {"a": "e-a", "b": "e-b"}}
+    )
+    (verdict,) = analysis.sites
+    assert verdict.chosen_on == "test" and verdict.tested_on == ""
+    assert all(c.test is None for c in verdict.comparisons)
+    assert "no confirmatory test" in verdict.describe()
+
+
+def test_the_across_sites_files_round_trip_with_its_figure(tmp_path):
+    analysis = analyse_layers(METHOD, SITE_RESULTS, SITE_SWEEPS, n_simulations=100, sites=SITES)
+    paths = write_layer_files(analysis, tmp_path)
+    assert [p.name for p in paths] == [
+        "layers.png", "layers.pdf", "sites.png", "sites.pdf", "layers.json", "layers.md",
+        "layers.tex",
+    ]  # fmt: skip
+    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    figure = analysis.plot_sites()
+    (ax,) = figure.axes
+    assert ax.get_title().startswith("e: SDL at ε = 0.5 (nats) on dev")
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert set(labels) == {
+        "a", "b", "c", "c: lower bound", "best (site, block)", "tested against the best",
+    }  # fmt: skip
+    payload = json.loads(paths[4].read_text())
+    assert payload["schema"] == "probemeter.layers/5"
+    loaded = LayerAnalysis.load(paths[4])
+    assert loaded.to_dict() == payload == analysis.to_dict()
+    assert str(loaded) == str(analysis)
+    markdown = paths[5].read_text()
+    assert "## Across sites" in markdown
+    assert "| 1 | a | 0 | 10.9 [10.9, 10.9] | best |" in markdown
+    assert "| 3 | b | 0 |" in markdown and "best of b: accuracy 0.9500 vs 0.9300" in markdown
+    assert "% Across sites" not in paths[6].read_text()
+    assert "\\section*{Across sites}" in paths[6].read_text()
+    # a version-4 document (before the across-sites verdicts) reads with none
+    old = {**analysis.to_dict(), "schema": "probemeter.layers/4"}
+    del old["sites"]
+    assert LayerAnalysis.from_dict(old).sites == ()

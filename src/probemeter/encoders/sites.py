@@ -56,6 +56,7 @@ __all__ = [
     "SitePlan",
     "hook_name",
     "plan_site",
+    "site_label",
     "site_problem",
     "site_width",
 ]
@@ -179,6 +180,16 @@ def site_problem(value: Any) -> str | None:
             )
         return None
     return f"must be one of {', '.join(SITES)}, or module:<path with {{i}}>; got {value!r}"
+
+
+def site_label(site: str) -> str:
+    """How a site names the representations of its sweep (``NAME-<label>-<layer>``): its name,
+    or a module path's part after the block (``module:layers.{i}.mlp.up_proj`` →
+    ``mlp.up_proj``)."""
+    if not site.startswith(MODULE_PREFIX):
+        return site
+    after = site[len(MODULE_PREFIX) :].split("{i}", 1)[1].strip(".")
+    return after or "block"
 
 
 def _module(model: torch.nn.Module, path: str) -> torch.nn.Module | None:

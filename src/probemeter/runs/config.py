@@ -28,6 +28,7 @@ import torch
 from probemeter import _validation as valid
 from probemeter._declared import REQUIRED
 from probemeter._method import Method
+from probemeter.encoders.sites import HIDDEN, site_label
 from probemeter.runs.compatibility import setup_problems
 from probemeter.runs.directions import direction_task_problems, direction_twins
 from probemeter.runs.erasure import erased_twins, erasure_task_problems
@@ -51,6 +52,7 @@ __all__ = [
     "load_experiment",
     "pipeline_warnings",
     "save_probes_problem",
+    "site_sweeps",
 ]
 
 
@@ -407,6 +409,29 @@ def layer_sweeps(representations: Sequence[Representation]) -> dict[str, list[tu
         if rep.sweep is not None:
             sweeps.setdefault(rep.sweep, []).append((rep.options["layer"], rep.name))
     return sweeps
+
+
+def site_sweeps(representations: Sequence[Representation]) -> dict[str, dict[str, str]]:
+    """The layer sweeps that are sites of one entry (``site = [...]``): the entry's name
+    (``NAME``, or ``NAME-random`` for its random-weight twin) → ``{site: sweep}``, for every
+    entry read at two sites or more; the sweeps of one entry differ in nothing but their site
+    (the across-sites verdict of :func:`probemeter.runs.layers.analyse_layers` ranks them)."""
+    groups: dict[tuple[Any, ...], dict[str, str]] = {}
+    for rep in representations:
+        site = rep.options.get("site")
+        if rep.sweep is None or not isinstance(site, str):
+            continue
+        rest = tuple(
+            sorted((k, repr(v)) for k, v in rep.options.items() if k not in ("site", "layer"))
+        )
+        groups.setdefault((rep.entry, rest), {}).setdefault(site, rep.sweep)
+    found = {}
+    for sites in groups.values():
+        if len(sites) > 1:
+            site, sweep = next(iter(sites.items()))
+            label = "" if site == HIDDEN else f"-{site_label(site)}"
+            found[sweep.removesuffix(label)] = sites
+    return found
 
 
 def _read_representations(reader: _Reader, entries: Any, path: Path) -> list[Representation]:

@@ -212,6 +212,29 @@ def _layers(run_dir: Path) -> dict[str, Any] | None:
         "table": markupsafe.Markup(analysis.table("html")),  # rendered and escaped already
         "how": how,
         "verdicts": verdicts,
+        "sites": _sites(run_dir, analysis),
+    }
+
+
+def _sites(run_dir: Path, analysis: LayerAnalysis) -> dict[str, Any] | None:
+    """The verdicts across the sites and blocks of entries read at several sites: the
+    figure (``sites.png``), how to read them, and per entry its ranking and verdict."""
+    import markupsafe
+
+    if not analysis.sites:
+        return None
+    figure = next(
+        (run_dir / f"sites.{f}" for f in ("png", "svg") if (run_dir / f"sites.{f}").is_file()),
+        None,
+    )
+    _, how, *parts = analysis.sites_section("html")
+    return {
+        "figure": "" if figure is None else _embedded(figure, "sites-figure", "")["src"],
+        "how": how,
+        "entries": [
+            {"table": markupsafe.Markup(table), "verdict": verdict}
+            for table, verdict in zip(parts[::2], parts[1::2])
+        ],
     }
 
 

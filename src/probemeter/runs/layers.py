@@ -109,19 +109,28 @@ __all__ = [
     "LayerAnalysis",
     "LayerRow",
     "PairTest",
+    "SiteBlock",
+    "SiteComparison",
+    "SitesVerdict",
     "SweepVerdict",
     "analyse_layers",
     "pair_test",
     "write_layer_files",
 ]
 
-SCHEMA = "probemeter.layers/4"
+SCHEMA = "probemeter.layers/5"
 #: the schemas :meth:`LayerAnalysis.from_dict` reads: version 1 (before the verdicts recorded
 #: which split chose and tested, the test's name and Holm's adjustment) reads with those empty;
 #: version 2 (Obuchowski's asymptotic test, a power pooled over seeds at the unadjusted α)
 #: reads with that power marked as such and no decision level; version 3 (before surface
-#: floors) reads without floors
-READABLE = ("probemeter.layers/1", "probemeter.layers/2", "probemeter.layers/3", SCHEMA)
+#: floors) reads without floors; version 4 (before the across-sites verdicts) without those
+READABLE = (
+    "probemeter.layers/1",
+    "probemeter.layers/2",
+    "probemeter.layers/3",
+    "probemeter.layers/4",
+    SCHEMA,
+)
 #: bootstrap test sets for the power of the decision
 SIMULATIONS = 1000
 #: the paired tests, by whether the test examples are clustered in sentences
@@ -163,6 +172,8 @@ class PairTest:
             observed per-sentence differences (None: not computed, or not reached by
             ``sentences_searched``).
         sentences_searched: the most test sentences that search would try (its limit).
+        family: whose comparisons Holm adjusts over: ``"sweep"`` (a sweep's), or
+            ``"across-sites"`` (the across-sites verdict's, :class:`SitesVerdict`).
     """
 
     first: str
@@ -183,6 +194,7 @@ class PairTest:
     power_level: float | None = None
     sentences_needed: int | None = None
     sentences_searched: int | None = None
+    family: str = "sweep"
 
     @property
     def p_value(self) -> float | None:
@@ -200,6 +212,11 @@ class PairTest:
             and self.power is not None
             and self.power >= SUFFICIENT_POWER
         )
+
+    @property
+    def _family_text(self) -> str:
+        """Whose comparisons Holm adjusted over, in words."""
+        return "sweep's" if self.family == "sweep" else f"{self.family} family's"
 
     @property
     def rejections(self) -> int:
@@ -232,7 +249,7 @@ class PairTest:
             f"α = {self.alpha:g}"
             if self.comparisons == 1
             else f"α/m = {self.alpha:g}/{self.comparisons} = {self.power_level:.2g}, Holm's "
-            f"first step over the sweep's m = {self.comparisons} comparisons"
+            f"first step over the {self._family_text} m = {self.comparisons} comparisons"
         )
         resampled = "test examples" if self.n_clusters is None else "whole sentences"
         return (
@@ -257,7 +274,8 @@ class PairTest:
         adjusted = (
             ""
             if self.p_adjusted is None
-            else f", Holm-adjusted over the sweep's comparisons {format_p(self.p_adjusted)}"
+            else f", Holm-adjusted over the {self._family_text} comparisons "
+            f"{format_p(self.p_adjusted)}"
         )
         name = f"{self.test} ({self.detail})" if self.detail else self.test
         text = (
@@ -544,6 +562,202 @@ class SweepVerdict:
 
 
 @dataclass(frozen=True)
+class SiteBlock:
+    """One (site, block) of an entry read at several sites: its representation and the ranking
+    measure on the data that chose among them (:attr:`SitesVerdict.chosen_on`)."""
+
+    site: str
+    layer: int
+    representation: str
+    estimate: Estimate
+
+    def name(self) -> str:
+        """``"SITE block N"``, as the verdict and the tables write it."""
+        return f"{self.site} block {self.layer}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "estimate": self.estimate.to_dict()}
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> SiteBlock:
+        return cls(
+            payload["site"],
+            int(payload["layer"]),
+            payload["representation"],
+            Estimate.from_dict(payload["estimate"]),
+        )
+
+
+@dataclass(frozen=True)
+class SiteComparison:
+    """The best (site, block) against another, on the test set.
+
+    Attributes:
+        roles: what the other is: ``"runner-up"`` and/or ``"best of SITE"`` (the runner-up is
+            often the best of its site: one comparison then, counted once by Holm).
+        other: the other (site, block).
+        test: the paired test of the best's probes (``first``) against the other's; None when
+            no confirmatory test is made (:attr:`SitesVerdict.reason`).
+    """
+
+    roles: tuple[str, ...]
+    other: SiteBlock
+    test: PairTest | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "roles": list(self.roles),
+            "other": self.other.to_dict(),
+            "test": None if self.test is None else self.test.to_dict(),
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> SiteComparison:
+        test = payload["test"]
+        return cls(
+            tuple(payload["roles"]),
+            SiteBlock.from_dict(payload["other"]),
+            None if test is None else PairTest.from_dict(test),
+        )
+
+
+@dataclass(frozen=True)
+class SitesVerdict:
+    """One verdict across the sites and blocks of one entry (``site = [...]``): every (site,
+    block) ranked by the sweeps' ranking measure on the same held-out data, the best tested on
+    the test set against the runner-up and against the best block of each other site, the
+    p-values Holm-adjusted over that family of distinct comparisons (module docstring).
+
+    Attributes:
+        entry: the entry's name (its sweeps are ``entry-SITE``).
+        measure: the ranking headline's label.
+        sites: the sites, in the entry's order.
+        ranking: every (site, block), best first (lower bounds last).
+        chosen_on: which data ranked them (a development split, the pool, or ``"test"``).
+        best: the best (site, block); None when none can be named (``reason``).
+        comparisons: the best against the runner-up and each other site's best, one per
+            distinct other (site, block).
+        tested_on: ``"test"`` when the comparisons were tested, else ``""``.
+        reason: why no best is named, or why the comparisons are not tested.
+    """
+
+    entry: str
+    measure: str
+    sites: tuple[str, ...]
+    ranking: tuple[SiteBlock, ...]
+    chosen_on: str
+    best: SiteBlock | None
+    comparisons: tuple[SiteComparison, ...] = ()
+    tested_on: str = ""
+    reason: str | None = None
+
+    @property
+    def established_best(self) -> bool:
+        """Whether the best (site, block) is more accurate than every other compared, each an
+        established difference after Holm's adjustment (adjusted p < α, power ≥ 0.8)."""
+        tests = [comparison.test for comparison in self.comparisons]
+        return bool(tests) and all(
+            test is not None
+            and test.problem is None
+            and test.established
+            and test.accuracy_first > test.accuracy_second
+            for test in tests
+        )
+
+    def describe(self, accuracy: str = "accuracy") -> str:
+        """The verdict in one paragraph."""
+        sites = ", ".join(self.sites)
+        if self.best is None:
+            return (
+                f"Across the sites of {self.entry} ({sites}): no best (site, block) by "
+                f"{self.measure}: {self.reason}"
+            )
+        text = (
+            f"Across the sites of {self.entry} ({sites}): best {self.best.name()} of "
+            f"{len(self.ranking)} (site, block) pairs by {self.measure} "
+            f"({self.best.estimate.format()}; chosen on {self.chosen_on})"
+        )
+        others = [
+            f"{' and '.join(c.roles)}: {c.other.name()} ({c.other.estimate.format()})"
+            for c in self.comparisons
+        ]
+        if others:
+            text += "; " + "; ".join(others)
+        if not self.tested_on:
+            return f"{text}; {self.reason}."
+        m = max(c.test.comparisons for c in self.comparisons if c.test is not None)
+        tests = [
+            f"against the {' and '.join(c.roles)}: "
+            + c.test.describe().replace("test accuracy", f"test {accuracy}")
+            for c in self.comparisons
+        ]
+        verdict = (
+            f"{self.best.name()} is the best (site, block): more accurate than each compared, "
+            "every difference established"
+            if self.established_best
+            else f"{self.best.name()} is not established as the best (site, block): not every "
+            "comparison is an established difference in its favour"
+        )
+        return (
+            f"{text}. Best probes tested on the {self.tested_on} set, Holm-adjusted over the "
+            f"family's m = {m} comparisons: " + "; ".join(tests) + f". {verdict}."
+        )
+
+    def table(self, fmt: str = "markdown", accuracy: str = "accuracy") -> str:
+        """The ranking: rank, site, block, the measure on the choosing data, and for the
+        best's comparisons the test {accuracy}, p (Holm) and power."""
+        compared = {c.other.representation: c for c in self.comparisons}
+        where = "test" if self.chosen_on == "test" else "held out"
+        header = ["rank", "site", "block", f"{self.measure} ({where})", "compared"]
+        rows = []
+        for rank, block in enumerate(self.ranking, start=1):
+            comparison = compared.get(block.representation)
+            if self.best is not None and block.representation == self.best.representation:
+                cell = "best"
+            elif comparison is None:
+                cell = ""
+            elif comparison.test is None:
+                cell = " and ".join(comparison.roles)
+            else:
+                test = comparison.test
+                cell = (
+                    f"{' and '.join(comparison.roles)}: {accuracy} {test.accuracy_first:.4f} vs "
+                    f"{test.accuracy_second:.4f}; {test.cell()}"
+                )
+            rows.append([str(rank), block.site, str(block.layer), block.estimate.format(), cell])
+        return render_table(header, rows, fmt)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "entry": self.entry,
+            "measure": self.measure,
+            "sites": list(self.sites),
+            "ranking": [block.to_dict() for block in self.ranking],
+            "chosen_on": self.chosen_on,
+            "best": None if self.best is None else self.best.to_dict(),
+            "comparisons": [comparison.to_dict() for comparison in self.comparisons],
+            "tested_on": self.tested_on,
+            "reason": self.reason,
+            "established_best": self.established_best,
+        }
+
+    @classmethod
+    def from_dict(cls, payload: Mapping[str, Any]) -> SitesVerdict:
+        best = payload["best"]
+        return cls(
+            payload["entry"],
+            payload["measure"],
+            tuple(payload["sites"]),
+            tuple(SiteBlock.from_dict(block) for block in payload["ranking"]),
+            payload["chosen_on"],
+            None if best is None else SiteBlock.from_dict(best),
+            tuple(SiteComparison.from_dict(c) for c in payload["comparisons"]),
+            payload["tested_on"],
+            payload["reason"],
+        )
+
+
+@dataclass(frozen=True)
 class LayerAnalysis(JsonResult):
     """Every sweep of a run, layer by layer, with its verdict (see the module docstring)."""
 
@@ -556,6 +770,8 @@ class LayerAnalysis(JsonResult):
     accuracy: str = "accuracy"
     #: the run's surface floors (``[task] controls``), after the layers in the table
     floors: tuple[FloorRow, ...] = ()
+    #: one verdict across the sites and blocks of each entry read at several sites
+    sites: tuple[SitesVerdict, ...] = ()
 
     def to_frame(self) -> pd.DataFrame:
         """One row per (sweep, layer, measure): value, seed range, lower-bound flag; the
@@ -588,6 +804,7 @@ class LayerAnalysis(JsonResult):
             "rows": [row.to_dict() for row in self.rows],
             "verdicts": [verdict.to_dict() for verdict in self.verdicts],
             "floors": [floor.to_dict() for floor in self.floors],
+            "sites": [verdict.to_dict() for verdict in self.sites],
         }
 
     @classmethod
@@ -602,6 +819,7 @@ class LayerAnalysis(JsonResult):
             float(payload["alpha"]),
             str(payload.get("accuracy", "accuracy")),
             tuple(FloorRow.from_dict(floor) for floor in payload.get("floors", ())),
+            tuple(SitesVerdict.from_dict(verdict) for verdict in payload.get("sites", ())),
         )
 
     @property
@@ -675,7 +893,25 @@ class LayerAnalysis(JsonResult):
         ]
 
     def __str__(self) -> str:
-        return "\n\n".join([self.table("text"), *self.notes()])
+        return "\n\n".join([self.table("text"), *self.notes(), *self.sites_section("text")])
+
+    def sites_section(self, fmt: str = "markdown") -> list[str]:
+        """The section "Across sites" (empty without an entry read at several sites): its
+        heading, then per entry its ranking of every (site, block) and its verdict."""
+        if not self.sites:
+            return []
+        heading = {"markdown": "## Across sites", "latex": "\\section*{Across sites}"}
+        parts = [
+            heading.get(fmt, "Across sites"),
+            "Every (site, block) of an entry read at several sites, ranked by the sweeps' "
+            "measure on the same held-out data; the best tested on the test set against the "
+            "runner-up and the best block of each other site, by the same paired test, the "
+            "p-values Holm-adjusted over that family of distinct comparisons, the power that of "
+            "the decision at α/m.",
+        ]
+        for verdict in self.sites:
+            parts += [verdict.table(fmt, self.accuracy), verdict.describe(self.accuracy)]
+        return parts
 
     def plot(self) -> Any:
         """One panel per headline panel (and test accuracy): the measure against layer, one
@@ -710,6 +946,74 @@ class LayerAnalysis(JsonResult):
         figure.suptitle(
             f"{self.method} method: measures by layer (bars: range over seeds; open "
             "triangles: lower bounds)",
+            fontsize=10,
+        )
+        return figure
+
+    def plot_sites(self) -> Any:
+        """The across-sites figure: per entry read at several sites, a panel of the ranking
+        measure on the data that chose (a development split) against block, one line per
+        site, bars spanning the seeds, lower bounds as open triangles, the best (site, block)
+        starred and each block it was tested against ringed. Returns the matplotlib figure,
+        or None without such an entry."""
+        if not self.sites:
+            return None
+        from matplotlib.figure import Figure
+
+        count = len(self.sites)
+        figure = Figure(figsize=(4.8 * count, 4.0), layout="constrained")
+        axes = figure.subplots(1, count, squeeze=False)[0]
+        for ax, verdict in zip(axes, self.sites):
+            for index, site in enumerate(verdict.sites):
+                blocks = sorted(
+                    (b for b in verdict.ranking if b.site == site), key=lambda b: b.layer
+                )
+                layers = np.array([b.layer for b in blocks])
+                values = np.array([b.estimate.value for b in blocks])
+                low = np.array(
+                    [
+                        b.estimate.low if b.estimate.low is not None else b.estimate.value
+                        for b in blocks
+                    ]
+                )
+                high = np.array(
+                    [
+                        b.estimate.high if b.estimate.high is not None else b.estimate.value
+                        for b in blocks
+                    ]
+                )
+                spread = [np.maximum(values - low, 0.0), np.maximum(high - values, 0.0)]
+                colour = f"C{index % 10}"
+                ax.errorbar(
+                    layers, values, yerr=spread, color=colour, marker="o", ms=4, capsize=3,
+                    label=site,
+                )  # fmt: skip
+                bounds = np.array([b.estimate.lower_bound for b in blocks])
+                if bounds.any():
+                    ax.plot(
+                        layers[bounds], values[bounds], ls="none", marker="^", ms=10,
+                        markerfacecolor="white", color=colour, label=f"{site}: lower bound",
+                    )  # fmt: skip
+            if verdict.best is not None:
+                best = verdict.best
+                ax.plot(
+                    [best.layer], [best.estimate.value], ls="none", marker="*", ms=16,
+                    color="black", markerfacecolor="gold", label="best (site, block)",
+                )  # fmt: skip
+                compared = [c.other for c in verdict.comparisons]
+                ax.plot(
+                    [b.layer for b in compared], [b.estimate.value for b in compared], ls="none",
+                    marker="o", ms=11, markerfacecolor="none", color="black",
+                    label="tested against the best",
+                )  # fmt: skip
+            ax.set_title(f"{verdict.entry}: {verdict.measure} on {verdict.chosen_on}", fontsize=9)
+            ax.set_xlabel(
+                "block (hidden: layer, 0 = embeddings)" if "hidden" in verdict.sites else "block"
+            )
+            ax.set_xticks(sorted({b.layer for b in verdict.ranking}))
+        shared_legend(figure, list(axes), columns=4)
+        figure.suptitle(
+            f"{self.method} method: one ranking across sites and blocks, on the data that chose",
             fontsize=10,
         )
         return figure
@@ -804,6 +1108,7 @@ def pair_test(
     random_state: int = 0,
     comparisons: int = 1,
     sentences: bool = True,
+    family: str = "sweep",
 ) -> PairTest:
     """The paired test between the best probes of two representations, per paired seed —
     McNemar's, or the sign-flip test of sentences when the test examples are words of
@@ -868,6 +1173,7 @@ def pair_test(
         power_level=decision.level,
         sentences_needed=needed,
         sentences_searched=searched,
+        family=family,
     )
 
 
@@ -887,14 +1193,18 @@ def analyse_layers(
     n_simulations: int = SIMULATIONS,
     random_state: int = 0,
     floors: Sequence[str] = (),
+    sites: Mapping[str, Mapping[str, str]] | None = None,
 ) -> LayerAnalysis:
     """The layer table, figure data and verdicts of ``sweeps`` (a model's entry name → its
     ``(layer, representation)`` pairs) from a run's unit ``results`` (see the module
     docstring); with ``floors`` (the representations of surface floors), their rows and each
-    verdict's comparison of the best layer with the best floor.
+    verdict's comparison of the best layer with the best floor; with ``sites`` (an entry's
+    name → ``{site: sweep}``, :func:`probemeter.runs.config.site_sweeps`), one verdict across
+    each entry's sites and blocks (:class:`SitesVerdict`).
 
     Raises:
-        ValueError: a sweep or ``floors`` names a representation the results do not hold.
+        ValueError: a sweep or ``floors`` names a representation the results do not hold;
+            ``sites`` names a sweep ``sweeps`` does not hold.
     """
     alpha = check_alpha(alpha)
     summaries = method.summaries(results)
@@ -951,6 +1261,12 @@ def analyse_layers(
         sweep_rows, verdict = _adjusted(sweep_rows, verdict)
         rows += sweep_rows
         verdicts.append(verdict)
+    across = []
+    for entry, named in (sites or {}).items():
+        unknown = [sweep for sweep in named.values() if sweep not in sweeps]
+        if unknown:
+            raise ValueError(f"sites of {entry!r}: no sweep {unknown}")
+        across.append(_across_sites(entry, named, sweeps, summaries, headlines[0], options))
     return LayerAnalysis(
         method.kind,
         headlines,
@@ -959,7 +1275,80 @@ def analyse_layers(
         alpha,
         method.accuracy_name,
         floor_rows,
+        tuple(across),
     )
+
+
+def _across_sites(
+    entry: str,
+    sites: Mapping[str, str],
+    sweeps: Mapping[str, Sequence[tuple[int, str]]],
+    summaries: Mapping[str, Summary],
+    ranking: Headline,
+    options: Mapping[str, Any],
+) -> SitesVerdict:
+    """One verdict across the sites of ``entry`` (``sites``: site → its sweep's name): every
+    (site, block) ranked by ``ranking`` on the held-out data (:func:`_choice_estimates`, as a
+    sweep's verdict), the best tested on the test set (:func:`pair_test`) against the
+    runner-up and against the best block of each other site, the distinct comparisons'
+    p-values Holm-adjusted together and each decision's power at α/m (module docstring)."""
+    blocks = [
+        (site, layer, name)
+        for site, sweep in sites.items()
+        for layer, name in sorted(sweeps[sweep])
+    ]
+    chosen = [summaries[name] for _, _, name in blocks]
+    estimates, chosen_on = _choice_estimates(chosen, ranking)
+    order = ranking.best_first(estimates)
+    ranked = tuple(SiteBlock(*blocks[i], estimates[i]) for i in order)
+    common = {"entry": entry, "measure": ranking.label, "sites": tuple(sites)}
+    common.update(ranking=ranked, chosen_on=chosen_on)
+    best = ranked[0]
+    if best.estimate.lower_bound:
+        reason = (
+            "every (site, block)'s value is only a lower bound: the data ran out before the "
+            "measure was reached (Whitney et al. §4), so they cannot be ordered"
+        )
+        return SitesVerdict(**common, best=None, reason=reason)
+    roles: dict[str, list[str]] = {ranked[1].representation: ["runner-up"]}
+    for site in sites:
+        if site != best.site:
+            top = next(block for block in ranked if block.site == site)
+            roles.setdefault(top.representation, []).append(f"best of {site}")
+    by_name = {block.representation: block for block in ranked}
+    others = [by_name[name] for name in sorted(roles, key=lambda n: ranked.index(by_name[n]))]
+    if chosen_on == "test":
+        reason = (
+            "no confirmatory test: this method measured no data held out from the test set, and "
+            "a (site, block) chosen on its test scores, tested on the same scores, would look "
+            "better than it is"
+        )
+        untested = tuple(SiteComparison(tuple(roles[o.representation]), o) for o in others)
+        return SitesVerdict(**common, best=best, comparisons=untested, reason=reason)
+    first = summaries[best.representation]
+    testable = [
+        other for other in others if _problem(first, summaries[other.representation]) is None
+    ]
+    adjusted_over = {**options, "comparisons": max(1, len(testable))}
+    tests = [
+        pair_test(
+            best.representation,
+            first,
+            other.representation,
+            summaries[other.representation],
+            family="across-sites",
+            **adjusted_over,
+        )
+        for other in others
+    ]
+    measured = [i for i, test in enumerate(tests) if test.p_value is not None]
+    adjusted = holm([tests[i].p_value for i in measured]) if measured else []
+    for i, p in zip(measured, adjusted):
+        tests[i] = replace(tests[i], p_adjusted=float(p))
+    comparisons = tuple(
+        SiteComparison(tuple(roles[o.representation]), o, test) for o, test in zip(others, tests)
+    )
+    return SitesVerdict(**common, best=best, comparisons=comparisons, tested_on="test")
 
 
 def _floor_choice(
@@ -1098,11 +1487,17 @@ def write_layer_files(
     atomically; returns the paths, the figures first."""
     run_dir = Path(run_dir)
     notes = analysis.notes()
-    figure_files = (figures or FigureOptions()).save(analysis.plot(), run_dir / "layers")
+    figures = figures or FigureOptions()
+    figure_files = figures.save(analysis.plot(), run_dir / "layers")
+    if analysis.sites:  # the across-sites figure: one line per site
+        figure_files += figures.save(analysis.plot_sites(), run_dir / "sites")
     files = {name: run_dir / f"layers.{name}" for name in ("json", "md", "tex")}
     analysis.save(files["json"])
-    markdown = "\n\n".join([analysis.table("markdown"), *notes])
+    markdown = "\n\n".join([analysis.table("markdown"), *notes, *analysis.sites_section()])
     write_text_atomic(files["md"], markdown + "\n")
-    latex = "\n".join([analysis.table("latex"), *(f"% {note}" for note in notes)])
+    across = [
+        part if part.startswith("\\") else f"% {part}" for part in analysis.sites_section("latex")
+    ]
+    latex = "\n".join([analysis.table("latex"), *(f"% {note}" for note in notes), *across])
     write_text_atomic(files["tex"], latex + "\n")
     return (*figure_files, *files.values())

@@ -57,6 +57,7 @@ from probemeter.runs.config import (
     layer_sweeps,
     pipeline_warnings,
     save_probes_problem,
+    site_sweeps,
 )
 from probemeter.runs.directions import build_data
 from probemeter.runs.kinds import Build, Representation
@@ -229,8 +230,9 @@ def run_experiment(
         layers = None
         if sweeps:
             floors = surface_floor_names(experiment.representations)
+            sites = site_sweeps(experiment.representations)
             layers = analyse_layers(
-                method, results, sweeps, random_state=random_state, floors=floors
+                method, results, sweeps, random_state=random_state, floors=floors, sites=sites
             )
             written = write_layer_files(layers, run_dir, figures)
             written += export_frames({"layers": layers.to_frame()}, run_dir, formats)

@@ -34,7 +34,7 @@ from probemeter.encoders.hf import (
     token_counts,
 )
 from probemeter.encoders.model_files import model_files
-from probemeter.encoders.sites import HIDDEN, MODULE_PREFIX, site_problem
+from probemeter.encoders.sites import HIDDEN, site_label, site_problem
 from probemeter.runs.kinds.base import (
     COMBINATIONS,
     COMBINE_HELP,
@@ -170,16 +170,6 @@ def _heads(value: Any) -> str | None:
         return None
     problem = valid.integer_list(0, distinct=True, non_empty=True).problem(value)
     return None if problem is None else f'must be "all" or a list of head indices; got {value!r}'
-
-
-def _site_label(site: str) -> str:
-    """How a site names the representations of its sweep (``NAME-<label>-<layer>``): its name,
-    or a module path's part after the block (``module:layers.{i}.mlp.up_proj`` →
-    ``mlp.up_proj``)."""
-    if not site.startswith(MODULE_PREFIX):
-        return site
-    after = site[len(MODULE_PREFIX) :].split("{i}", 1)[1].strip(".")
-    return after or "block"
 
 
 _SITE_HELP = (
@@ -412,7 +402,7 @@ class TransformerKind(_ModelKind):
         for control in controls:
             suffix = "-random" if len(controls) > 1 and control["random_init"] else ""
             for site in sites if options["site"] is not None else [HIDDEN]:
-                label = "" if site == HIDDEN else f"-{_site_label(site)}"
+                label = "" if site == HIDDEN else f"-{site_label(site)}"
                 rep = Representation(
                     f"{name}{suffix}{label}", self.kind, WORDS, options={**control, "site": site}
                 )
