@@ -182,11 +182,18 @@ def test_a_shifted_set_equal_to_the_test_set_gives_the_test_sets_numbers(tmp_pat
     assert found["loss"] == final["loss"].tolist()  # bit for bit: the engine's arithmetic
     assert found["accuracy"] == final["accuracy"].tolist()
     assert found["nll"] == curve.shifted["test_nll"]
+    # monitor metrics: the same scores and the same thresholds, set on the development split
+    assert found["monitor"] == {k: v for k, v in curve.monitor.items() if k != "positive"}
+    assert found["monitor"]["thresholds"]["split"] == "dev"
     # through JSON and the analysis: zero gaps, McNemar's p = 1 against itself
     curve = LossDataCurve.from_dict(json.loads(json.dumps(curve.to_dict())))
     analysis = analyse_shift([curve, LossDataCurve(**{**curve.__dict__, "name": "twin"})])
     row = analysis.rows[0]
     assert row.accuracy_gap == 0 and row.loss_gap == 0
+    assert set(row.monitor) == {"auroc", "recall@1%fpr", "recall@5%fpr", "brier", "ece"}
+    for values in row.monitor.values():
+        assert values["test"] == values["shifted"]
+        assert values.get("test_fpr") == values.get("shifted_fpr")
     assert row.accuracy_gap_low <= 0 <= row.accuracy_gap_high
     assert row.loss_gap_low <= 0 <= row.loss_gap_high
     assert [test.p_value for test in analysis.tests] == [1.0]
@@ -325,6 +332,9 @@ def test_a_planted_shift_collapses_the_surface_floor_and_not_the_layer(tmp_path,
     best = max(layers, key=lambda row: row.shifted_accuracy)
     assert best.test_accuracy >= 0.9 and best.shifted_accuracy >= 0.9
     assert best.accuracy_gap_low <= 0.05
+    # as a monitor: the floor ranks the shifted texts at chance, the layer as on the test set
+    assert floor.monitor["auroc"]["test"] >= 0.95 and floor.monitor["auroc"]["shifted"] <= 0.7
+    assert best.monitor["auroc"]["shifted"] >= 0.95
     test = next(test for test in analysis.tests if "bag-of-words" in test.second)
     assert analysis.chosen.startswith("llama") and test.p_adjusted < 0.01
     markdown = (out / "shift.md").read_text()

@@ -691,7 +691,15 @@ def loss_data_curve(
         multilabel=data.multilabel,
         pvi=_final_pvi(data, evaluation, final, subsets, grid) if pvi else None,
         shifted=shifted_evaluations(
-            data, evaluation, final, [grid[i][0] for i in final], size_values[-1], execution.device
+            data,
+            evaluation,
+            final,
+            [grid[i][0] for i in final],
+            size_values[-1],
+            execution.device,
+            dev_rows=dev_rows,
+            positive=positive,
+            random_state=random_state,
         ),
         monitor=_final_monitor(data, evaluation, final, grid, dev_rows, positive, random_state),
     )

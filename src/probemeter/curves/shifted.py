@@ -40,12 +40,21 @@ def shifted_evaluations(
     seeds: Sequence[int],
     n_train: int,
     device: str,
+    *,
+    dev_rows: np.ndarray | None = None,
+    positive: int = 1,
+    random_state: int = 0,
 ) -> dict[str, Any] | None:
     """The probes at positions ``final`` of the engine's ``evaluation`` (trained with
     ``return_parameters``), one per seed of ``seeds``, on each of ``data.shifted``: a
     JSON-ready dictionary ``{"seeds", "n_train", "test_nll", "sets": {name: {"n", "loss",
     "accuracy", "nll", "predictions", "labels"}}}`` (per seed: mean loss and accuracy; per seed
-    and example: cross-entropy and prediction), or None without shifted sets.
+    and example: cross-entropy and prediction), or None without shifted sets. For two classes
+    each set also has ``"monitor"``: :func:`~probemeter.monitor.monitor_metrics` of the same
+    probes on it (AUROC, Brier, ECE; with ``dev_rows``, the pool rows of the curve's
+    development split, recall at 1 % and 5 % FPR with each probe's threshold set on the
+    in-distribution development split, never on a shifted set), ``positive`` the positive
+    class, ``random_state`` the bootstrap's seed.
 
     Raises:
         ValueError: the evaluation holds no parameters; label sets (one class per example is
@@ -68,6 +77,11 @@ def shifted_evaluations(
             "predictions": [score["predictions"].astype(int).tolist() for score in scored],
             "labels": np.asarray(shifted.y).astype(int).tolist(),
         }
+        monitor = _monitor(
+            data, evaluation, final, scored, shifted.y, seeds, dev_rows, positive, random_state
+        )
+        if monitor is not None:
+            sets[shifted.name]["monitor"] = monitor
     return {
         "seeds": [int(seed) for seed in seeds],
         "n_train": int(n_train),
@@ -95,3 +109,29 @@ def _score(evaluation: Any, probe: int, X: np.ndarray, y: np.ndarray, device: st
     row = 0 if evaluation.stack_rows is None else int(evaluation.stack_rows[probe])
     metrics = evaluate_as_row(layers, row, features, labels, per_example=True, mix=mix)
     return {name: np.asarray(values[0]) for name, values in metrics.items()}
+
+
+def _monitor(
+    data: ProbeData,
+    evaluation: Any,
+    final: Sequence[int],
+    scored: Sequence[Any],
+    labels: np.ndarray,
+    seeds: Sequence[int],
+    dev_rows: np.ndarray | None,
+    positive: int,
+    random_state: int,
+) -> dict[str, Any] | None:
+    """The monitor metrics of the probes on a shifted set, their thresholds from the
+    in-distribution development split; None for more than two classes or a set of one class
+    (no AUROC)."""
+    from probemeter.monitor import monitor_metrics, positive_scores
+
+    if data.n_classes != 2 or len(np.unique(labels)) < 2:
+        return None
+    test = [positive_scores(score["nll"], labels, positive) for score in scored]
+    dev = None
+    if dev_rows is not None:
+        dev_labels = np.asarray(data.y_train)[dev_rows]
+        dev = [positive_scores(evaluation.pool_nll[i], dev_labels, positive) for i in final]
+    return monitor_metrics(test, dev, seeds=list(seeds), random_state=random_state)

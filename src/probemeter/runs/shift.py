@@ -18,11 +18,13 @@ trained once, are scored on the in-distribution test set and on each shifted set
   test per seed on the shifted set's examples (the largest p over the seeds, as the layer
   verdict takes it), Holm-adjusted over that set's comparisons.
 
+* on two-class tasks, the monitor metrics (:mod:`probemeter.monitor`) on the test set and on
+  the shifted set: AUROC, Brier score, ECE and recall at 1 % and 5 % FPR, each probe's
+  threshold set on the in-distribution development split (never on a shifted set), as a
+  monitor deployed on shifted text would have it.
+
 A probe whose accuracy holds on the test set and collapses on the shifted set read a surface
-of the pool's texts, not what they mean (Goldowsky-Dill et al. 2025, §4.3). Monitor metrics
-(AUROC, recall at a false-positive rate with its threshold from the in-distribution
-development split) are not computed on shifted sets yet: the per-example cross-entropies of
-every shifted set are in the curves (``shifted.sets[name].nll``) for them.
+of the pool's texts, not what they mean (Goldowsky-Dill et al. 2025).
 
 References:
     Goldowsky-Dill, N., Chughtai, B., Heimersheim, S. & Hobbhahn, M. (2025). Detecting
@@ -63,6 +65,8 @@ BOOTSTRAP = 2000
 LEVEL = 0.95
 #: ``shift.json``'s schema
 SCHEMA = "probemeter.shift/1"
+#: the monitor metrics the table shows, in order (:mod:`probemeter.monitor`'s names)
+MONITOR_COLUMNS = ("auroc", "recall@1%fpr", "recall@5%fpr", "brier", "ece")
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,9 @@ class ShiftRow:
     loss_gap: float
     loss_gap_low: float
     loss_gap_high: float
+    #: two classes: per monitor metric, its mean over seeds on the test set and on the
+    #: shifted set (``{"auroc": {"test": ..., "shifted": ...}, ...}``); else None
+    monitor: dict[str, dict[str, float]] | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,27 @@ class ShiftAnalysis:
         ]
         return render_table(header, body, fmt)
 
+    def monitor_table(self, fmt: str = "markdown") -> str:
+        """Per representation and shifted set, the monitor metrics on the test set → on the
+        shifted set (two-class tasks; empty otherwise)."""
+        rows = [row for row in self.rows if row.monitor]
+        if not rows:
+            return ""
+        names = [name for name in MONITOR_COLUMNS if name in rows[0].monitor]
+        header = ["representation", "shifted set", *(f"{name} (test → shifted)" for name in names)]
+        body = [
+            [
+                row.representation,
+                row.shifted,
+                *(
+                    _monitor_cell(row.monitor[name]) if name in row.monitor else "–"
+                    for name in names
+                ),
+            ]
+            for row in rows
+        ]
+        return render_table(header, body, fmt)
+
     def tests_table(self, fmt: str = "markdown") -> str:
         header = ["shifted set", "chosen", "against", "acc. chosen", "acc. other", "p", "p (Holm)"]
         body = [
@@ -195,13 +223,31 @@ class ShiftAnalysis:
             f"Paired tests on each shifted set: {self.chosen!r}, chosen on {where}, against "
             "every other representation (McNemar's test per seed, the largest p over seeds; "
             "Holm-adjusted over the set's comparisons).",
+            *(
+                [
+                    "Monitor metrics: recall at a false-positive rate with each probe's threshold "
+                    "set on the in-distribution development split, applied unchanged to both sets."
+                ]
+                if any(row.monitor for row in self.rows)
+                else []
+            ),
         ]
 
     def __str__(self) -> str:
         parts = [self.table()]
+        if self.monitor_table():
+            parts.append(self.monitor_table())
         if self.tests:
             parts.append(self.tests_table())
         return "\n\n".join([*parts, *self.notes()])
+
+
+def _monitor_cell(values: Mapping[str, float]) -> str:
+    """``test → shifted``, with the false-positive rates a recall's threshold reached."""
+    cell = f"{values['test']:.3f} → {values['shifted']:.3f}"
+    if "test_fpr" in values:
+        cell += f" (FPR {values['test_fpr']:.2f} → {values['shifted_fpr']:.2f})"
+    return cell
 
 
 def analyse_shift(
@@ -285,7 +331,29 @@ def _row(curve: Any, name: str, found: Mapping[str, Any], rng: Any, n_bootstrap:
         shifted_loss - test_loss,
         loss_low,
         loss_high,
+        _monitor(curve, found),
     )
+
+
+def _monitor(curve: Any, found: Mapping[str, Any]) -> dict[str, dict[str, float]] | None:
+    """Each monitor metric both sets have: its mean over seeds on the test set and on the
+    shifted set."""
+    if curve.monitor is None or "monitor" not in found:
+        return None
+    found_monitor = found["monitor"]
+    measured = {}
+    for name in MONITOR_COLUMNS:
+        values = [
+            part["metrics"].get(name, {}).get("value") for part in (curve.monitor, found_monitor)
+        ]
+        if None in values:  # not measured (no threshold), or undefined on one set
+            continue
+        measured[name] = {"test": float(values[0]), "shifted": float(values[1])}
+        if name in found_monitor.get("test_fpr", {}):  # the false-positive rate it reached
+            reached = [part["test_fpr"][name]["value"] for part in (curve.monitor, found_monitor)]
+            if None not in reached:
+                measured[name] |= {"test_fpr": float(reached[0]), "shifted_fpr": float(reached[1])}
+    return measured
 
 
 def _gap_interval(
