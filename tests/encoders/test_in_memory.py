@@ -4,6 +4,8 @@ weights."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from tiny_models import BLOCKS, make_tiny_gpt2
@@ -166,3 +168,65 @@ def test_bad_input_is_one_line(folder):
         probe_model(model, ["a b"] * 4, [0, 1] * 2, ["blocks.0.hook_resid_post"], pooling="all")
     with pytest.raises(ValueError, match="labels has 3"):
         probe_model(model, ["a b"] * 4, [0, 1, 0], ["blocks.0.hook_resid_post"])
+
+
+def _experiment(tmp_path, folder, texts, labels) -> Path:
+    """A texts file whose split column tests the last quarter, and an experiment file reading
+    it with ``kind = "transformer"`` at every block's ``resid_post``."""
+    import pandas as pd
+
+    split = ["test" if index >= 3 * len(texts) // 4 else "train" for index in range(len(texts))]
+    pd.DataFrame({"text": texts, "label": labels, "split": split}).to_csv(
+        tmp_path / "texts.csv", index=False
+    )
+    path = tmp_path / "run.toml"
+    path.write_text(
+        '[run]\nname = "gpt"\n[task]\ndataset = "texts"\npath = "texts.csv"\n'
+        'split_column = "split"\n[[representations]]\nname = "gpt"\nkind = "transformer"\n'
+        f'model = "{folder}"\nlayer = "all"\nsite = "resid_post"\npooling = "mean"\n'
+        "batch_tokens = 40\n[method]\nepsilon = 0.5\nsizes = [10, 40]\nprobe = []\nseeds = 2\n"
+        "steps = 40\nlr = 0.01\n"
+    )
+    return path
+
+
+@pytest.mark.slow
+def test_an_experiment_files_transformer_run_and_probe_model_agree(tmp_path, folder):
+    """``probemeter run`` with ``kind = "transformer"`` and probe_model on an nnsight model of
+    the same folder, on the file's split: the same data bit for bit, the same curves to float32
+    rounding."""
+    nnsight = pytest.importorskip("nnsight", reason="nnsight is an optional extra")
+    from probemeter import load_curves, load_experiment, run_experiment
+    from probemeter.data import RowSplit
+    from probemeter.runs.runner import prepare_data
+
+    texts, labels = _texts()
+    experiment = load_experiment(_experiment(tmp_path, folder, texts, labels))
+    run = run_experiment(experiment, tmp_path / "out", progress=False, n_jobs=1)
+    hf = transformers.AutoModelForCausalLM.from_pretrained(folder)
+    lm = nnsight.LanguageModel(hf, tokenizer=transformers.AutoTokenizer.from_pretrained(folder))
+    rows = np.arange(len(texts))
+    encoded = np.unique(labels, return_inverse=True)[1]
+    train, test = rows[rows < 45], rows[rows >= 45]
+    split = RowSplit(train, test, encoded[train], encoded[test], 2, ("cat", "dog"))
+    hooks = [f"transformer.h.{block}" for block in range(BLOCKS)]
+    config = TrainingConfig(steps=40, lr=0.01)
+    found = probe_model(
+        lm, texts, labels, hooks, split=split, sizes=[10, 40], seeds=2, config=config
+    )
+    stored = {curve.name: curve for curve in load_curves(tmp_path / "out" / "gpt" / "results.json")}
+    prepared = prepare_data(experiment, progress=False)
+    for block, hook in enumerate(hooks):
+        data = prepared[f"gpt-resid_post-{block}"]
+        for part in ("X_train", "X_test", "y_train", "y_test"):
+            np.testing.assert_array_equal(getattr(data, part), getattr(found.data[hook], part))
+        ours = found.curves[hook].to_dict()["points"]
+        theirs = stored[f"gpt-resid_post-{block}"].to_dict()["points"]
+        # the same probes on the same data: a run stacks its units' probes otherwise than one
+        # curve alone, and MKL rounds float32 products by their operands' alignment, so the
+        # losses agree to float32 rounding over 40 Adam steps, not bit for bit
+        assert ours["n"] == theirs["n"] and ours["seed"] == theirs["seed"]
+        assert ours["accuracy"] == theirs["accuracy"], hook
+        for measure in ("loss", "dev_loss"):
+            np.testing.assert_allclose(ours[measure], theirs[measure], rtol=1e-5, err_msg=hook)
+    assert run is not None
