@@ -339,5 +339,7 @@ def test_a_planted_shift_collapses_the_surface_floor_and_not_the_layer(tmp_path,
     assert analysis.chosen.startswith("llama") and test.p_adjusted < 0.01
     markdown = (out / "shift.md").read_text()
     assert "synonyms" in markdown and "surface-bag-of-words" in markdown
+    report = (out / "report.html").read_text()
+    assert '<div id="shift-table"' in report and '<div id="shift-tests"' in report
     results = json.loads((out / "results.json").read_text())
     assert "synonyms" in json.dumps(results)

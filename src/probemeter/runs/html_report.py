@@ -18,7 +18,9 @@ The template receives one context (every key present, None or empty when it does
 ``title``, ``created``, ``written``, ``warnings`` (lines), ``comparison`` (``caption``,
 ``header``: names, ``rows``: ``n``, ``label``, ``cells``, ``group``), ``method_table`` (text),
 ``figures`` (``id``, ``alt``, ``src``), ``figures_title``, ``figures_note``, ``layers``
-(``figure``, ``alt``, ``table``: HTML, ``how``, ``verdicts``), ``representations`` (``name``,
+(``figure``, ``alt``, ``table``: HTML, ``how``, ``verdicts``), ``shift`` (shifted test sets,
+:mod:`probemeter.runs.shift`: ``table``, ``monitor`` and ``tests`` as HTML, ``notes``),
+``representations`` (``name``,
 ``facts``, ``rows``: ``n``, ``seeds``, ``loss``, ``accuracy``), ``experiment`` (``source``,
 ``text``), ``timings`` (``unit``, ``seconds``, ``loaded``), ``versions`` (pairs).
 """
@@ -39,11 +41,14 @@ from probemeter.curves.report import ranked
 from probemeter.runs.config import pipeline_warnings
 from probemeter.runs.layers import LayerAnalysis
 from probemeter.runs.methods import run_method
+from probemeter.runs.shift import ShiftAnalysis
 
 __all__ = ["TEMPLATE", "ReportFiles", "ranked", "write_report"]
 
 #: the layer analysis of a layer sweep (:func:`probemeter.runs.layers.write_layer_files`)
 LAYERS_NAME = "layers.json"
+#: the shifted test sets' analysis (:func:`probemeter.runs.shift.write_shift_files`)
+SHIFT_NAME = "shift.json"
 #: the run folder's copy of the experiment file, as the user wrote it
 EXPERIMENT_NAME = "experiment.toml"
 #: the default template, a resource of this package
@@ -161,6 +166,7 @@ def _common(
         "figures_title": "Figures",
         "figures_note": None,
         "layers": _layers(run_dir),
+        "shift": _shift(run_dir),
         "representations": [],
         "experiment": _experiment(run_dir, experiment),
         "timings": _timings(timings) if isinstance(timings, dict) else [],
@@ -213,6 +219,23 @@ def _layers(run_dir: Path) -> dict[str, Any] | None:
         "how": how,
         "verdicts": verdicts,
         "sites": _sites(run_dir, analysis),
+    }
+
+
+def _shift(run_dir: Path) -> dict[str, Any] | None:
+    """The shifted test sets of a run (``shift.json``, :mod:`probemeter.runs.shift`): the
+    table of gaps, the monitor metrics, the paired tests and how to read them."""
+    import markupsafe
+
+    if not (run_dir / SHIFT_NAME).is_file():
+        return None
+    analysis = ShiftAnalysis.from_dict(read_json(run_dir / SHIFT_NAME, "shift file"))
+    monitor = analysis.monitor_table("html")
+    return {
+        "table": markupsafe.Markup(analysis.table("html")),  # rendered and escaped already
+        "monitor": markupsafe.Markup(monitor) if monitor else None,
+        "tests": markupsafe.Markup(analysis.tests_table("html")) if analysis.tests else None,
+        "notes": analysis.notes(),
     }
 
 
