@@ -230,3 +230,22 @@ def test_an_experiment_files_transformer_run_and_probe_model_agree(tmp_path, fol
         for measure in ("loss", "dev_loss"):
             np.testing.assert_allclose(ours[measure], theirs[measure], rtol=1e-5, err_msg=hook)
     assert run is not None
+
+
+@pytest.mark.slow
+def test_a_transformer_bridge_reads_what_the_transformer_kind_reads(folder):
+    """A TransformerBridge booted on the folder wraps the same Hugging Face modules: its hook
+    points (aliases such as ``blocks.0.hook_resid_post`` of ``blocks.0.hook_out``) give the
+    transformer kind's site features, to float32 rounding (the bridge reorders some of the
+    block's arithmetic)."""
+    pytest.importorskip("transformer_lens", reason="needs transformer-lens")
+    from transformer_lens.model_bridge import TransformerBridge
+
+    bridge = TransformerBridge.boot_transformers(str(folder), device="cpu")
+    hooks = [f"blocks.{block}.hook_resid_post" for block in range(BLOCKS)]
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    encoder = ModelEncoder(bridge, hooks, tokenizer=tokenizer, batch_tokens=40)
+    read = encoder.encode_all_layers(_texts()[0])
+    expected = _transformer_features(folder, batch_tokens=40)
+    for block in range(BLOCKS):
+        np.testing.assert_allclose(read[block], expected[block], rtol=1e-5, atol=1e-6)

@@ -239,10 +239,15 @@ class ModelEncoder(TransformerEncoder):
         if self.backend == LENS:
             found: dict[str, torch.Tensor] = {}
 
-            def keep(value: torch.Tensor, hook: Any) -> None:
-                found[hook.name] = value
+            def keeper(name: str) -> Any:
+                # by the name asked for: a TransformerBridge's hook.name is the canonical one
+                # of an alias (blocks.0.hook_resid_post is blocks.0.hook_out)
+                def keep(value: torch.Tensor, hook: Any) -> None:
+                    found[name] = value
 
-            hooks = [(name, keep) for name in self.hook_names]
+                return keep
+
+            hooks = [(name, keeper(name)) for name in self.hook_names]
             self.model.run_with_hooks(ids, attention_mask=mask, return_type=None, fwd_hooks=hooks)
             values = [found[name] for name in self.hook_names]
         else:
