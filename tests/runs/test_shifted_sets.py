@@ -343,3 +343,28 @@ def test_a_planted_shift_collapses_the_surface_floor_and_not_the_layer(tmp_path,
     assert '<div id="shift-table"' in report and '<div id="shift-tests"' in report
     results = json.loads((out / "results.json").read_text())
     assert "synonyms" in json.dumps(results)
+
+
+def test_a_bfloat16_layer_file_gives_the_shifted_rows_of_its_widened_values(tmp_path):
+    """A cached layer stored as bfloat16 (:class:`~probemeter.encoders.cache.Bfloat16Rows`) is
+    read only at the pool's and the shifted set's rows, and gives the rows its widened float32
+    values give, standardised with the pool's mean and (ddof 0) std."""
+    from probemeter.encoders.cache import Bfloat16Rows
+    from probemeter.runs.tasks import TextsTask
+
+    table = pd.read_csv(_texts(tmp_path / "texts.csv", KEYWORD, 80, 0))
+    table.loc[:9, "split"] = "ood"
+    table.to_csv(tmp_path / "texts.csv", index=False)
+    task = TextsTask(
+        path=str(tmp_path / "texts.csv"), split_column="split", shifted_splits=("ood",)
+    )
+    text = task.inputs(0).text
+    values = np.random.default_rng(3).normal(size=(80, 4)).astype(np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)
+    widened = (bits.astype(np.uint32) << 16).view(np.float32)
+    data = text.probe_data(widened, "x", trees=False, random_state=0)
+    from_bits = text.shifted_sets(data, Bfloat16Rows(bits), 0).shifted[0]
+    assert from_bits.name == "ood" and np.array_equal(from_bits.X, data.shifted[0].X)
+    pool = widened[table["split"].to_numpy() == "train"].astype(np.float64)
+    expected = (widened[:10] - pool.mean(axis=0)) / pool.std(axis=0)
+    np.testing.assert_allclose(from_bits.X, expected, rtol=1e-5, atol=1e-6)

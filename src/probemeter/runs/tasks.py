@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 
 from probemeter import _validation as valid
 from probemeter._declared import Declared, Option, option
@@ -978,12 +979,19 @@ class _TextsText(TaskText):
             rows = np.arange(start, start + read.n_rows)
             sets.append((name, rows, list(read.labels)))
             start += read.n_rows
-        shifted = []
+        # only the pool's and the shifted sets' rows are read (a layer file may be far larger
+        # than memory, or stored as bfloat16 bits): the pool's first, then every set's
+        wanted = np.concatenate([split.train, *(rows for _, rows, _ in sets)])
+        X = features[wanted]
+        X = X if sp.issparse(X) else np.asarray(X, dtype=np.float32)
+        pool = np.arange(len(split.train))
+        start, shifted = len(split.train), []
         for name, rows, labels in sets:
             y = np.array([index[label] for label in labels], dtype=np.int64)
-            moved = RowSplit(split.train, rows, split.y_train, y, split.n_classes, split.classes)
-            X = moved.probe_data(features, name=data.name).X_test
-            shifted.append(ShiftedSet(name, X, y))
+            own = np.arange(start, start + len(rows))
+            moved = RowSplit(pool, own, split.y_train, y, split.n_classes, split.classes)
+            shifted.append(ShiftedSet(name, moved.probe_data(X, name=data.name).X_test, y))
+            start += len(rows)
         return replace(data, shifted=tuple(shifted))
 
     @cached_property
