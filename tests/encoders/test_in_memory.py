@@ -249,3 +249,27 @@ def test_a_transformer_bridge_reads_what_the_transformer_kind_reads(folder):
     expected = _transformer_features(folder, batch_tokens=40)
     for block in range(BLOCKS):
         np.testing.assert_allclose(read[block], expected[block], rtol=1e-5, atol=1e-6)
+
+
+def test_a_feature_cache_keeps_the_hooks_features(folder, tmp_path, monkeypatch):
+    """With a cache, a second call reads every hook's features back without a forward pass."""
+    from probemeter.encoders import FeatureCache
+
+    model = _lens_from_hf(folder)
+    texts, labels = _texts()
+    hooks = ["blocks.0.hook_resid_post", "blocks.1.hook_resid_post"]
+    cache = FeatureCache(tmp_path / "cache")
+    options = {"sizes": [20], "seeds": 1, "config": CONFIG, "cache": cache}
+    first = probe_model(model, texts, labels, hooks, cache_key={"model": "tiny"}, **options)
+    assert len(list((tmp_path / "cache").glob("*.layer*.npy"))) == len(hooks)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("encoded again")
+
+    monkeypatch.setattr(ModelEncoder, "encode_layers_into", refuse)
+    again = probe_model(model, texts, labels, hooks, cache_key={"model": "tiny"}, **options)
+    for hook in hooks:
+        np.testing.assert_array_equal(again.data[hook].X_train, first.data[hook].X_train)
+    assert cache.hits == 1
+    with pytest.raises(ValueError, match="cache_key"):
+        probe_model(model, texts, labels, hooks, cache=cache)

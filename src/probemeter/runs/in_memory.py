@@ -34,6 +34,7 @@ from probemeter._validation import check_scalar, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.data import ProbeData, RowSplit, pool_moments
+from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.in_memory import ModelEncoder
 from probemeter.probes import MLP, Linear
 from probemeter.probes.direction import ProbeDirection
@@ -145,6 +146,8 @@ def probe_model(
     execution: Execution | None = None,
     split: RowSplit | None = None,
     encoder_options: Mapping[str, Any] | None = None,
+    cache: FeatureCache | None = None,
+    cache_key: Mapping[str, Any] | None = None,
 ) -> ModelProbes:
     """Loss-data curves of ``texts`` read at each of ``hook_names`` of ``model`` (the module
     docstring).
@@ -163,6 +166,12 @@ def probe_model(
         test_size, split: the test fraction of :func:`split_texts`, or a split given whole.
         batch_size, batch_tokens, max_length, truncate, keep_bos, tokenizer: the encoder's.
         encoder_options: further keywords of :class:`ModelEncoder`.
+        cache, cache_key: a :class:`~probemeter.encoders.FeatureCache` to keep the hooks'
+            features in (one memory-mapped file per hook, :meth:`FeatureCache.layers`: a
+            second call reads them back without a forward pass), with ``cache_key`` naming the
+            model's weights (e.g. ``{"model": "gpt2", "revision": "..."}``): an object in
+            memory has no file to name them, so the key is required with a cache. The hooks,
+            pooling, tokenizer and length options are added to it.
 
     Raises:
         ValueError: one line naming the argument, before any forward pass for the texts:
@@ -170,6 +179,11 @@ def probe_model(
             and what :class:`ModelEncoder`, :func:`split_texts` and ``loss_data_curve`` refuse.
     """
     one_of(*SENTENCE_POOLINGS)(pooling, "pooling")
+    if (cache is None) != (cache_key is None):
+        raise ValueError(
+            "cache_key: give it with cache (a model in memory has no file that names its "
+            "weights), and neither without one"
+        )
     if isinstance(texts, str) or not isinstance(texts, Sequence) or not texts:
         raise ValueError("texts must be a non-empty list of strings")
     texts = list(texts)
@@ -192,8 +206,25 @@ def probe_model(
         keep_bos=keep_bos,
         **dict(encoder_options or {}),
     )
-    features = [np.empty((len(texts), encoder.dimension), dtype=np.float32) for _ in hook_names]
-    encoder.encode_layers_into(texts, features)
+    shape = (len(encoder.hook_names), len(texts), encoder.dimension)
+    if cache is None:
+        features = [np.empty(shape[1:], dtype=np.float32) for _ in encoder.hook_names]
+        encoder.encode_layers_into(texts, features)
+    else:
+        key = {
+            "model": dict(cache_key),  # type: ignore[arg-type]
+            "backend": encoder.backend,
+            "hook_names": list(encoder.hook_names),
+            "pooling": pooling,
+            "keep_bos": encoder.keep_bos,
+            "max_length": encoder.max_length,
+            "truncate": truncate,
+            "tokenizer": str(getattr(encoder.tokenizer, "name_or_path", "")),
+            "bos": encoder.tokenizer("a")["input_ids"][:1],  # whether it prepends a BOS
+        }
+        features = cache.layers(
+            key, texts, shape, lambda outputs: encoder.encode_layers_into(texts, outputs)
+        )
     family = Linear() if probe is None else probe
     curves, data, moments = {}, {}, {}
     for hook, X in zip(encoder.hook_names, features):
