@@ -13,6 +13,7 @@ from tiny_models import BLOCKS, make_tiny_gpt2
 from probemeter import Linear, TrainingConfig, loss_data_curve
 from probemeter.encoders import TransformerEncoder
 from probemeter.encoders.in_memory import ModelEncoder
+from probemeter.mdl import online_codelength
 from probemeter.runs.in_memory import probe_model, split_texts
 
 torch = pytest.importorskip("torch")
@@ -70,8 +71,9 @@ def test_nnsight_gives_the_transformer_kinds_features_and_curves(folder):
     # the same split and training give the same curve, point for point
     split = split_texts(labels, test_size=0.25, random_state=0)
     found = probe_model(
-        lm, texts, labels, hooks, split=split, sizes=[10, 40], seeds=2, config=CONFIG
-    )
+        lm, texts, labels, hooks, split=split, sizes=[10, 40], seeds=2, config=CONFIG,
+        online_code=True, timesteps=(0.25, 0.5, 1.0),
+    )  # fmt: skip
     for block, hook in enumerate(hooks):
         data = split.probe_data(_transformer_features(folder)[block], name=hook)
         reference = loss_data_curve(data, Linear(), sizes=[10, 40], seeds=2, config=CONFIG)
@@ -80,6 +82,8 @@ def test_nnsight_gives_the_transformer_kinds_features_and_curves(folder):
             result["metadata"].pop("train_seconds")
         assert ours == theirs
         np.testing.assert_array_equal(found.data[hook].X_train, data.X_train)
+        code = online_codelength(data, Linear(), (0.25, 0.5, 1.0), 2, config=CONFIG)
+        assert found.codes[hook].codelength_bits == code.codelength_bits
     assert found.split.classes == ("cat", "dog")
 
 

@@ -15,6 +15,8 @@ al. 2021): the same objects an experiment file's curve run gives, comparable wit
 References:
     Whitney, W. F. et al. (2021). Evaluating representations by the complexity of learning
     low-loss predictors. arXiv:2009.07368
+    Voita, E. and Titov, I. (2020). Information-Theoretic Probing with Minimum Description
+    Length. arXiv:2003.12298
     Nanda, N. and Bloom, J. (2022). TransformerLens.
     https://github.com/TransformerLensOrg/TransformerLens
     Fiotto-Kaufman, J. et al. (2024). NNsight and NDIF. arXiv:2407.14561
@@ -36,6 +38,8 @@ from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_SEEDS
 from probemeter.data import ProbeData, RowSplit, pool_moments
 from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.in_memory import ModelEncoder
+from probemeter.mdl.defaults import PAPER_TIMESTEPS
+from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.probes import MLP, Linear
 from probemeter.probes.direction import ProbeDirection
 from probemeter.training.config import TrainingConfig
@@ -56,12 +60,15 @@ class ModelProbes:
         moments: each hook's pool mean μ and standard deviation σ (float64), with which its
             data were standardised.
         split: the texts' split (pool and test rows, encoded labels, classes).
+        codes: with ``online_code=True``, each hook's online code (Voita & Titov 2020,
+            :func:`~probemeter.mdl.online_codelength`) on the same data; else empty.
     """
 
     curves: dict[str, LossDataCurve]
     data: dict[str, ProbeData] = field(repr=False)
     moments: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
     split: RowSplit = field(repr=False)
+    codes: dict[str, OnlineCode] = field(default_factory=dict)
 
     def direction(self, hook_name: str, *, n: int | None = None, seed: int = 0) -> ProbeDirection:
         """The kept linear probe of ``hook_name`` (trained on ``n`` examples, default the
@@ -148,6 +155,8 @@ def probe_model(
     encoder_options: Mapping[str, Any] | None = None,
     cache: FeatureCache | None = None,
     cache_key: Mapping[str, Any] | None = None,
+    online_code: bool = False,
+    timesteps: Sequence[float] = PAPER_TIMESTEPS,
 ) -> ModelProbes:
     """Loss-data curves of ``texts`` read at each of ``hook_names`` of ``model`` (the module
     docstring).
@@ -172,6 +181,9 @@ def probe_model(
             model's weights (e.g. ``{"model": "gpt2", "revision": "..."}``): an object in
             memory has no file to name them, so the key is required with a cache. The hooks,
             pooling, tokenizer and length options are added to it.
+        online_code, timesteps: also each hook's online code with these block ends (the
+            same probe family, seeds, config and random state), as ``[method] kind = "mdl"``
+            computes it.
 
     Raises:
         ValueError: one line naming the argument, before any forward pass for the texts:
@@ -241,4 +253,16 @@ def probe_model(
             keep_probes=keep_probes,
             dev_fraction=dev_fraction,
         )
-    return ModelProbes(curves, data, moments, split)
+    codes = {}
+    if online_code:
+        for hook in encoder.hook_names:
+            codes[hook] = online_codelength(
+                data[hook],
+                family,
+                timesteps,
+                seeds,
+                config=config,
+                random_state=random_state,
+                execution=execution,
+            )
+    return ModelProbes(curves, data, moments, split, codes)
