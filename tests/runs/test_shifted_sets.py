@@ -165,6 +165,7 @@ def _data(rng: np.random.Generator, n: int = 120) -> ProbeData:
     return ProbeData.from_arrays(X[:80], labels[:80], X[80:], labels[80:])
 
 
+@pytest.mark.numerics
 def test_a_shifted_set_equal_to_the_test_set_gives_the_test_sets_numbers(tmp_path):
     from probemeter import Execution, Linear, TrainingConfig
 
@@ -200,6 +201,7 @@ def test_a_shifted_set_equal_to_the_test_set_gives_the_test_sets_numbers(tmp_pat
     assert ShiftAnalysis.from_dict(analysis.to_dict()) == analysis
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("family", ["diff-means", "lda", "mlp", "grid"])
 def test_every_probe_family_scores_a_copy_of_the_test_set_as_the_engine_did(family):
     """Direction baselines (fitted in closed form), a hidden layer and a settings grid (the
