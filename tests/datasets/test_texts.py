@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from probemeter.datasets.texts import read_texts, texts_format_problem
+from probemeter.datasets.texts import dataset_splits_problem, read_texts, texts_format_problem
 
 ROWS = [
     ("a fine film", "pos", "train"),
@@ -229,6 +229,13 @@ def test_a_dataset_dict_with_an_extra_split_reads_the_splits_named(tmp_path):
 
     with pytest.raises(ValueError, match=r"splits names split 'validation', which the "):
         read_texts(tmp_path / "imdb", dataset_splits={"train": "train", "test": "validation"})
+    # the same, read off the folder's index (dataset_dict.json) without loading the data
+    named = {"train": "train", "dev": "heldout", "test": "test"}
+    assert dataset_splits_problem(tmp_path / "imdb", named) is None
+    assert "'unsupervised', 'heldout' of" in dataset_splits_problem(tmp_path / "imdb", None)
+    assert "names split 'validation', which the DatasetDict" in dataset_splits_problem(
+        tmp_path / "imdb", {"train": "train", "test": "validation"}
+    )
     saved["train"].save_to_disk(tmp_path / "one")
     with pytest.raises(ValueError, match=r"is a Dataset without splits; splits names"):
         read_texts(tmp_path / "one", dataset_splits={"train": "train", "test": "test"})

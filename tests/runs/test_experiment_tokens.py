@@ -429,8 +429,9 @@ def test_a_dataset_dict_with_an_extra_split_through_task_splits(tmp_path, models
     saved.save_to_disk(tmp_path / "saved")
     path = _experiment(tmp_path, models["llama"])
     path.write_text(path.read_text().replace('"reviews.csv"', '"saved"'))
-    with pytest.raises(ValueError, match=r"'fit', 'unsupervised' are none of train, "):
-        prepare_data(load_experiment(path), progress=False)
+    # read off the folder's index when the file is read, before any data are loaded
+    with pytest.raises(ExperimentError, match=r"task.path: DatasetDict split\(s\) 'fit', "):
+        load_experiment(path)
     path = _experiment(tmp_path, models["llama"], 'splits = {train = "fit", test = "test"}\n')
     path.write_text(path.read_text().replace('"reviews.csv"', '"saved"'))
     with pytest.warns(UserWarning, match=r"split\(s\) 'unsupervised' left out"):
@@ -443,6 +444,9 @@ def test_a_dataset_dict_with_an_extra_split_through_task_splits(tmp_path, models
         'splits = "fit"\n': r"task.splits: must be a table of the DatasetDict's split names",
         'splits = {train = "fit", test = "test"}\nsplit_column = "s"\n': r"task.splits: a "
         "DatasetDict's splits are the split; leave split_column out",
+        'splits = {train = "fit", test = "validation"}\n': r"task.splits: names split "
+        r"'validation', which the DatasetDict .* lacks \(its splits: 'fit', 'unsupervised', "
+        r"'test'\)",
     }
     for task, message in cases.items():
         path = _experiment(tmp_path, models["llama"], task)

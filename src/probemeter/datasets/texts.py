@@ -74,6 +74,7 @@ __all__ = [
     "SIDE_BY_SIDE",
     "SPLITS",
     "TextsData",
+    "dataset_splits_problem",
     "pair_features",
     "read_texts",
     "texts_format_problem",
@@ -447,6 +448,48 @@ def _text(value: Any, where: str, column: str) -> str:
     if _missing(value) or not value.strip():
         raise ValueError(f"{where}: empty text in column {column!r}")
     return value
+
+
+def dataset_splits_problem(path: str | Path, splits: Mapping[str, str] | None) -> str | None:
+    """What is wrong with ``splits`` (:func:`read_texts`'s ``dataset_splits``) for the folder
+    ``path``, read from the index ``save_to_disk`` writes (``dataset_dict.json``: the split
+    names) without loading the data: given for a file or a ``Dataset``, or naming a split the
+    ``DatasetDict`` lacks; or what is wrong without it, a split none of
+    :data:`DATASET_SPLITS`. None when fine (or when the index is unreadable: reading the data
+    then says why)."""
+    folder = Path(path)
+    if not folder.is_dir():
+        if splits is None:
+            return None
+        return (
+            f"names a saved DatasetDict's splits; {str(folder)!r} is a file (give its split "
+            "column with split_column)"
+        )
+    index = folder / _DATASET_FILES[0]
+    if not index.is_file():
+        if splits is None:
+            return None
+        return f"names a DatasetDict's splits; {str(folder)!r} is a Dataset without splits"
+    try:
+        present = json.loads(index.read_text(encoding="utf-8"))["splits"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if splits is None:
+        unknown = [name for name in present if name not in DATASET_SPLITS]
+        if unknown:
+            return (
+                f"DatasetDict split(s) {listed([repr(n) for n in unknown])} of {str(folder)!r} "
+                f"are none of {', '.join(DATASET_SPLITS)}; name the ones to use with splits, "
+                'e.g. splits = {train = "train", test = "test"}'
+            )
+        return None
+    missing = [name for name in splits.values() if name not in present]
+    if missing:
+        return (
+            f"names split {missing[0]!r}, which the DatasetDict {str(folder)!r} lacks "
+            f"(its splits: {', '.join(map(repr, present))})"
+        )
+    return None
 
 
 def texts_format_problem(path: str | Path) -> str | None:

@@ -48,6 +48,7 @@ from probemeter.datasets.texts import (
     SIDE_BY_SIDE,
     SPLITS,
     TextsData,
+    dataset_splits_problem,
     read_texts,
     texts_format_problem,
 )
@@ -1287,14 +1288,10 @@ class TextsTask(TaskType):
             problem = texts_format_problem(file)
             if problem is not None:
                 return [(f"task.shifted.{name}", problem)]
-        if self.splits is not None and not Path(self.path).is_dir():
-            return [
-                (
-                    "task.splits",
-                    f"names a saved DatasetDict's splits; {self.path!r} is a file (give its "
-                    "split column with split_column)",
-                )
-            ]
+        splits = None if self.splits is None else dict(self.splits)
+        problem = dataset_splits_problem(self.path, splits)
+        if problem is not None:  # from the folder's index: before any data are read
+            return [("task.splits" if splits is not None else "task.path", problem)]
         return []
 
     def pairs_side_by_side(self) -> bool:
