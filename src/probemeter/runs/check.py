@@ -112,6 +112,8 @@ def _text_task_problems(inputs: TaskInputs, method: Any, build: Build) -> list[s
     """The problems of a text task's data (built over a stand-in column of zeros, one row per
     word or sentence) and of the method's sizes against its pool."""
     text, dataset = inputs.text, inputs.task.dataset
+    if text.labels_tokens:  # labels of tokens: checked with each representation's tokens
+        return []
     stand_in = np.zeros((text.n_rows, 1), dtype=np.float32)
     try:
         data = text.probe_data(

@@ -52,6 +52,7 @@ from probemeter.datasets.texts import (
     read_texts,
     texts_format_problem,
 )
+from probemeter.datasets.token_labels import OUTSIDE, row_labels
 from probemeter.datasets.token_spans import TokenSpanSplit, token_spans
 from probemeter.datasets.treebank_splits import ARC_LABELS, TreebankSplits, split_label_problem
 from probemeter.feature_files import load_features
@@ -302,12 +303,24 @@ class TaskText(ABC):
         locate its rows (:class:`~probemeter.encoders.hf.Prompt`, the texts task)."""
         return self.sentences
 
-    def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> TaskText:
+    @property
+    def labels_tokens(self) -> bool:
+        """Whether its rows of tokens carry labels of their own (a texts task's
+        ``token_labels``): then :meth:`token_rows` needs each token's characters."""
+        return False
+
+    def token_rows(
+        self,
+        rows_per_sentence: np.ndarray,
+        learned: str | None = None,
+        offsets: list[np.ndarray] | None = None,
+    ) -> TaskText:
         """This text with ``rows_per_sentence[i]`` rows of sentence ``i`` (pooling
         ``"all"``), or, with a ``learned`` pooling (:data:`~probemeter.data.LEARNED_POOLINGS`),
         those rows laid out one row per sentence for probes that pool them
-        (:func:`~probemeter.datasets.token_spans.token_spans`): only tasks that declare those
-        poolings have them."""
+        (:func:`~probemeter.datasets.token_spans.token_spans`); ``offsets``: each row's
+        characters (:meth:`~probemeter.encoders.hf.TransformerEncoder.row_offsets`), where
+        :attr:`labels_tokens`. Only tasks that declare those poolings have them."""
         raise ValueError(f"{type(self).__name__} has no rows of tokens")
 
     def surface_texts(self) -> tuple[str, ...]:
@@ -951,6 +964,8 @@ class _TextsText(TaskText):
     #: the task's shifted files, read (``task.shifted``): their texts are encoded after the
     #: task's, in the same pass
     shifted_files: tuple[tuple[str, TextsData], ...] = ()
+    #: with token labels, each row of tokens' label (from the spans its characters fall in)
+    row_labels: tuple[Any, ...] | None = None
 
     @property
     def _encoded_texts(self) -> tuple[str, ...]:
@@ -1043,11 +1058,25 @@ class _TextsText(TaskText):
             raise ValueError("surface floors read one text per row")
         return self._encoded_texts
 
-    def token_rows(self, rows_per_sentence: np.ndarray, learned: str | None = None) -> _TextsText:
+    @property
+    def labels_tokens(self) -> bool:
+        return self.task.token_labels
+
+    def token_rows(
+        self,
+        rows_per_sentence: np.ndarray,
+        learned: str | None = None,
+        offsets: list[np.ndarray] | None = None,
+    ) -> _TextsText:
         if self.task.pair is not None:  # refused before encoding (TextsTask.pooling_problem)
             raise ValueError("a contrast pair is one row: it has no rows of tokens")
         counts = tuple(int(n) for n in rows_per_sentence)
-        return replace(self, rows_per_text=counts, learned=learned)
+        labels = None
+        if self.task.token_labels:
+            if offsets is None or self.texts.spans is None:
+                raise ValueError("token labels need each token's characters (row_offsets)")
+            labels = tuple(row_labels(offsets, self.texts.spans, self.task.outside))
+        return replace(self, rows_per_text=counts, learned=learned, row_labels=labels)
 
     @property
     def n_rows(self) -> int:
@@ -1059,6 +1088,8 @@ class _TextsText(TaskText):
 
     @property
     def labels_digest(self) -> str:
+        if self.row_labels is not None:
+            return _digest([self.texts.digest, self.rows_per_text, list(self.row_labels)])
         if self.learned is not None:
             return _digest([self.texts.digest, self.rows_per_text, self.learned])
         if self.rows_per_text is not None:
@@ -1070,7 +1101,9 @@ class _TextsText(TaskText):
     ) -> ProbeData:
         task = self.task
         n_task = len(self.texts.all_texts)
-        own = features if features.shape[0] == n_task else features[:n_task]
+        # the shifted files' texts are encoded after the task's (one row per text: rows of
+        # tokens take no shifted sets, TextsTask.pooling_problem)
+        own = features[:n_task] if self.shifted_files else features
         data = self.texts.probe_data(
             own,
             test_size=float(task.test_size),
@@ -1079,6 +1112,7 @@ class _TextsText(TaskText):
             name=name,
             rows_per_text=self.rows_per_text,
             pair=task.pair,
+            row_labels=self.row_labels,
         )
         if self.learned is not None:
             return token_spans(data, self.learned)
@@ -1243,6 +1277,21 @@ class TextsTask(TaskType):
         show=lambda value: {name: file for name, file in value},
         key_omits={},
     )
+    token_labels: bool = option(
+        False,
+        check=valid.boolean(),
+        help="the label column holds each text's labelled character spans, [[start, end, "
+        "label], ...] (a JSON list; in a CSV cell, its JSON text): every token is a row "
+        '(pooling "all"), labelled by the span covering most of its characters, outside '
+        "elsewhere, clustered by its text",
+        key_omits=False,
+    )
+    outside: str = option(
+        OUTSIDE,
+        check=valid.text(),
+        help="with token_labels, the label of a token in no span",
+        key_omits=OUTSIDE,
+    )
     shifted_splits: tuple[str, ...] = option(
         (),
         check=valid.Check(_shifted_splits),
@@ -1299,7 +1348,13 @@ class TextsTask(TaskType):
 
     def pooling_problem(self, pooling: str) -> str | None:
         """Contrast pairs and shifted test sets take a pooling with one row per text: a pair
-        of texts is one row; a shifted set is evaluated a text per row."""
+        of texts is one row; a shifted set is evaluated a text per row. Token labels label
+        every token: pooling ``"all"`` only."""
+        if self.token_labels and pooling != ALL_TOKENS:
+            return (
+                f"{pooling!r} makes rows other than the tokens; token labels (task.token_labels) "
+                f"label every token of a text: use {ALL_TOKENS!r}"
+            )
         if (self.shifted or self.shifted_splits) and pooling not in ONE_ROW_POOLINGS:
             return (
                 f"{pooling!r} reads a text's rows of tokens; shifted test sets (task.shifted, "
@@ -1319,6 +1374,21 @@ class TextsTask(TaskType):
         contrast pairs need both ``contrast_column`` and ``pair``, the column apart from the
         text and label columns."""
         problems = self._pair_problems() + self._marker_problems() + self._shift_problems()
+        if self.token_labels:
+            others = [
+                name
+                for name in ("contrast_column", "shifted", "shifted_splits", "controls")
+                if getattr(self, name)
+            ]
+            if others:
+                problems.append(
+                    (
+                        self.option_named("token_labels"),
+                        "labels tokens, not texts: it takes no "
+                        + ", ".join(others)
+                        + " (a text per row)",
+                    )
+                )
         if self.splits is not None and self.split_column is not None:
             problems.append(
                 (
@@ -1406,6 +1476,7 @@ class TextsTask(TaskType):
             contrast_column=self.contrast_column,
             dataset_splits=None if self.splits is None else dict(self.splits),
             extra_splits=self.shifted_splits,
+            token_labels=self.token_labels,
         )
         text = _TextsText(texts, self, shifted_files=self._shifted_texts(texts))
         return TaskInputs(text=text)

@@ -347,8 +347,10 @@ class _ModelKind(_WordKind):
         if pooling != ALL_TOKENS and not learned:
             return inputs.text
         encoder = inputs.encoders[_encoder_group(rep.declared)]
-        counts = encoder.row_counts(inputs.text.encoder_inputs(ALL_TOKENS))
-        return inputs.text.token_rows(counts, pooling if learned else None)
+        sentences = inputs.text.encoder_inputs(ALL_TOKENS)
+        counts = encoder.row_counts(sentences)
+        offsets = encoder.row_offsets(sentences) if inputs.text.labels_tokens else None
+        return inputs.text.token_rows(counts, pooling if learned else None, offsets)
 
 
 @dataclass(frozen=True, kw_only=True)
