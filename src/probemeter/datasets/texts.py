@@ -65,6 +65,7 @@ import scipy.sparse as sp
 
 from probemeter._validation import listed
 from probemeter.data import ProbeData, RowSplit
+from probemeter.datasets.token_labels import Span, parse_spans
 
 __all__ = [
     "DATASET_SPLITS",
@@ -115,6 +116,9 @@ class TextsData:
     splits: tuple[str, ...] | None = None
     source: str = "<rows>"
     contrasts: tuple[str, ...] | None = None
+    #: with token labels, each text's labelled character spans
+    #: (:mod:`probemeter.datasets.token_labels`; its ``labels`` are then empty strings)
+    spans: tuple[tuple[Span, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.contrasts is not None and len(self.contrasts) != len(self.texts):
@@ -141,6 +145,8 @@ class TextsData:
         content = [self.texts, [str(label) for label in self.labels], self.splits]
         if self.contrasts is not None:  # only then: the digests of plain texts stay
             content.append(self.contrasts)
+        if self.spans is not None:
+            content.append(["token spans", [[list(span) for span in own] for own in self.spans]])
         text = json.dumps(content, separators=(",", ":"))
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -165,10 +171,23 @@ class TextsData:
             for name, rows in (("pool (" + "/".join(kept) + " rows)", pool), ("test", test)):
                 if not len(rows):
                     raise ValueError(f"texts file {self.source!r}: its {name} is empty")
+        elif self.spans is not None:  # labels are the tokens': a seeded split of the texts
+            pool, test = self._seeded(test_size, random_state)
         else:
             pool, test = self._stratified(test_size, random_state)
-        self._check_classes(pool, test)
+        if self.spans is None:  # token labels are checked per row (row_split)
+            self._check_classes(pool, test)
         return pool, test
+
+    def _seeded(self, test_size: float, random_state: int) -> tuple[np.ndarray, np.ndarray]:
+        from sklearn.model_selection import train_test_split
+
+        if not (isinstance(test_size, float | int) and 0 < test_size < 1):
+            raise ValueError(f"test_size must be a fraction in (0, 1); got {test_size!r}")
+        pool, test = train_test_split(
+            np.arange(self.n_rows), test_size=test_size, random_state=random_state
+        )
+        return np.sort(pool), np.sort(test)
 
     def _stratified(self, test_size: float, random_state: int) -> tuple[np.ndarray, np.ndarray]:
         from sklearn.model_selection import train_test_split
@@ -234,12 +253,15 @@ class TextsData:
         name: str = "texts",
         rows_per_text: Any = None,
         pair: str | None = None,
+        row_labels: Any = None,
     ) -> ProbeData:
         """Features of the rows (one per text, in file order; or ``rows_per_text[i]`` rows of
         text ``i``, the texts' rows in file order) with their labels, split by :meth:`split`
         (by text); class ``i`` is ``classes[i]``. Rows of tokens record their text as their
         cluster (module docstring). With ``pair`` (contrast pairs), ``features`` are those of
-        :attr:`all_texts` (2n rows), made one row per pair by :func:`pair_features`.
+        :attr:`all_texts` (2n rows), made one row per pair by :func:`pair_features`. With
+        ``row_labels`` (token labels: one label per row of tokens), the rows take those, not
+        their text's (:meth:`row_split`).
 
         Raises:
             ValueError: ``features`` not 2-D or with a row count other than :attr:`n_rows` (or
@@ -262,7 +284,11 @@ class TextsData:
         if X.ndim != 2 or X.shape[0] != n_rows:
             raise ValueError(f"features must be (n_rows={n_rows}, d); got shape {X.shape}")
         split = self.row_split(
-            test_size=test_size, random_state=random_state, dev=dev, rows_per_text=rows_per_text
+            test_size=test_size,
+            random_state=random_state,
+            dev=dev,
+            rows_per_text=rows_per_text,
+            row_labels=row_labels,
         )
         data = split.probe_data(X, name=name)
         if texts_of is None:
@@ -278,10 +304,20 @@ class TextsData:
         random_state: int = 0,
         dev: str = "pool",
         rows_per_text: Any = None,
+        row_labels: Any = None,
     ) -> RowSplit:
         """The rows :meth:`probe_data` takes as pool and test set (:meth:`split`) with their
         class indices (``classes[i]`` is class ``i``), before any feature is read: with
-        ``rows_per_text``, every row of each text of the pool (of the test set), in order."""
+        ``rows_per_text``, every row of each text of the pool (of the test set), in order;
+        with ``row_labels`` too, each row's own label, the classes the pool rows' labels.
+
+        Raises:
+            ValueError: as :meth:`split`; ``row_labels`` not one per row, fewer than two
+                classes among the pool's rows, or a test row with a label no pool row holds."""
+        if row_labels is not None:
+            return self._token_label_split(
+                test_size, random_state, dev, rows_per_text, list(row_labels)
+            )
         pool, test = self.split(test_size=test_size, random_state=random_state, dev=dev)
         classes = self.classes(pool)
         index = {label: i for i, label in enumerate(classes)}
@@ -290,6 +326,43 @@ class TextsData:
             texts_of = self.text_of_rows(rows_per_text)
             pool, test = (np.flatnonzero(np.isin(texts_of, texts)) for texts in (pool, test))
             y = y[texts_of]
+        return RowSplit(pool, test, y[pool], y[test], len(classes), classes)
+
+    def _token_label_split(
+        self,
+        test_size: float,
+        random_state: int,
+        dev: str,
+        rows_per_text: Any,
+        row_labels: list[Label],
+    ) -> RowSplit:
+        """:meth:`row_split` of rows of tokens labelled one by one."""
+        if rows_per_text is None:
+            raise ValueError("row_labels label rows of tokens: give rows_per_text")
+        texts_of = self.text_of_rows(rows_per_text)
+        if len(row_labels) != len(texts_of):
+            raise ValueError(
+                f"row_labels must be one per row ({len(texts_of)}); got {len(row_labels)}"
+            )
+        pool_texts, test_texts = self.split(test_size=test_size, random_state=random_state, dev=dev)
+        pool, test = (np.flatnonzero(np.isin(texts_of, t)) for t in (pool_texts, test_texts))
+        labels = _uniform(row_labels)
+        classes = tuple(sorted({labels[row] for row in pool}))
+        if len(classes) < 2:
+            raise ValueError(
+                f"texts file {self.source!r}: the pool's tokens hold one label only "
+                f"({classes[0]!r} if classes else 'none'); a probe needs two or more"
+            )
+        index = {label: i for i, label in enumerate(classes)}
+        unseen = [row for row in test if labels[row] not in index]
+        if unseen:
+            names = sorted({str(labels[row]) for row in unseen})
+            raise ValueError(
+                f"texts file {self.source!r}: {len(unseen)} test token(s) hold label(s) "
+                f"{listed([repr(name) for name in names])} that no pool token holds (the first "
+                f"in text {int(texts_of[unseen[0]]) + 1}); the classes are the pool's"
+            )
+        y = np.array([index[label] if label in index else -1 for label in labels], np.int64)
         return RowSplit(pool, test, y[pool], y[test], len(classes), classes)
 
     def text_of_rows(self, rows_per_text: Any) -> np.ndarray:
@@ -348,6 +421,7 @@ def read_texts(
     contrast_column: str | None = None,
     dataset_splits: Mapping[str, str] | None = None,
     extra_splits: tuple[str, ...] = (),
+    token_labels: bool = False,
 ) -> TextsData:
     """Read a CSV, JSON-lines or Parquet file of labelled texts (module docstring).
 
@@ -368,6 +442,10 @@ def read_texts(
             ``dev`` and ``test`` (e.g. ``{"train": "train", "test": "test"}``; ``train`` and
             ``test`` named, ``dev`` optional); its other splits are left out with a one-line
             warning. None: :data:`DATASET_SPLITS`, every split one of them.
+        token_labels: the label column holds each text's labelled character spans
+            (:func:`~probemeter.datasets.token_labels.parse_spans`, checked against the
+            text), kept in :attr:`TextsData.spans`; the texts are then split without
+            stratification (their tokens carry the labels).
 
     Raises:
         ValueError: a missing file, an unknown suffix, a file that cannot be parsed, a
@@ -417,13 +495,19 @@ def read_texts(
     if not records:
         raise ValueError(f"{where} holds no rows")
     texts, labels, splits, contrasts = [], [], [], []
+    spans: list[tuple[Span, ...]] = []
     for number, record in enumerate(records, start=1):
         texts.append(_text(record.get(text_column), f"{where}, row {number}", text_column))
         if contrast_column is not None:
             contrasts.append(
                 _text(record.get(contrast_column), f"{where}, row {number}", contrast_column)
             )
-        labels.append(_label(record.get(label_column), f"{where}, row {number}", label_column))
+        row = f"{where}, row {number}"
+        if token_labels:  # the column holds the text's labelled character spans
+            spans.append(parse_spans(record.get(label_column), texts[-1], f"{row}, {label_column}"))
+            labels.append("")
+        else:
+            labels.append(_label(record.get(label_column), row, label_column))
         if split_column is not None:
             split = record.get(split_column)
             if split not in SPLITS and split not in extra_splits:
@@ -438,6 +522,7 @@ def read_texts(
         tuple(splits) if split_column is not None else None,
         source=str(file),
         contrasts=tuple(contrasts) if contrast_column is not None else None,
+        spans=tuple(spans) if token_labels else None,
     )
 
 
