@@ -126,6 +126,18 @@ def test_a_curves_thresholds_never_see_the_test_labels():
     assert true.monitor["metrics"]["auroc"]["value"] > 0.7
 
 
+def test_no_dev_negative_means_no_threshold_and_a_one_class_test_set_no_auroc():
+    labels, p1 = _predictions(4)
+    test = _from_probabilities(p1, labels)
+    dev = MonitorScores(np.array([0.5, 1.0]), np.array([True, True]))  # positives only
+    found = monitor_metrics([test], [dev], seeds=[0], n_boot=20)
+    assert "recall@1%fpr" not in found["metrics"] and "no negative" in found["thresholds"]["note"]
+    positives = MonitorScores(test.scores, np.ones_like(test.positive))
+    alone = monitor_metrics([positives], None, seeds=[0], n_boot=20)["metrics"]
+    assert alone["auroc"]["value"] is None and alone["auroc"]["low"] is None
+    assert alone["brier"]["value"] == pytest.approx(brier(positives))
+
+
 def test_more_than_two_classes_get_no_monitor_metrics():
     rng = np.random.default_rng(0)
     y = np.arange(300) % 3

@@ -194,6 +194,11 @@ def expected_calibration_error(scores: MonitorScores) -> float:
     return float(gap.sum() / n.sum())
 
 
+def _finite(value: Any) -> float | None:
+    """A float, or None where it is undefined (NaN: e.g. AUROC of a one-class test set)."""
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
 def _replicate_weights(clusters: np.ndarray | None, n: int, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, n) example weights of the cluster bootstrap: each replicate draws the test set's
     units (clusters, else examples) with replacement, a multinomial count per unit, and every
@@ -264,6 +269,10 @@ def monitor_metrics(
     thresholds: list[dict[str, float]] = [{} for _ in test]
     dev_values: dict[str, list[float]] = {}
     dev_fpr: dict[str, list[float]] = {}
+    no_threshold = None
+    if dev is not None and not all((~seed_dev.positive).any() for seed_dev in dev):
+        no_threshold = "the development split holds no negative example: no threshold, no recall"
+        dev = None
     if dev is not None:
         names += [_recall_name(fpr) for fpr in FPR_TARGETS]
         for seed_dev, chosen in zip(dev, thresholds):
@@ -284,16 +293,23 @@ def monitor_metrics(
     tail = 50 * (1 - confidence)
 
     def summarise(name: str) -> dict[str, Any]:
-        per_seed = [float(values[name][0]) for values in point]
+        per_seed = [_finite(values[name][0]) for values in point]
         replicate_means = np.mean([values[name] for values in boot], axis=0)
-        low, high = np.nanpercentile(replicate_means, [tail, 100 - tail])
+        replicate_means = replicate_means[np.isfinite(replicate_means)]
+        # a metric undefined on the test set (one class only) is null, as is its interval
+        low, high = (
+            np.percentile(replicate_means, [tail, 100 - tail])
+            if replicate_means.size and None not in per_seed
+            else (None, None)
+        )
+        defined = [value for value in per_seed if value is not None]
         return {
-            "value": float(np.mean(per_seed)),
-            "low": float(low),
-            "high": float(high),
+            "value": float(np.mean(defined)) if len(defined) == len(per_seed) else None,
+            "low": _finite(low),
+            "high": _finite(high),
             "per_seed": per_seed,
-            "seed_low": min(per_seed),
-            "seed_high": max(per_seed),
+            "seed_low": min(defined, default=None),
+            "seed_high": max(defined, default=None),
         }
 
     recalls = [name for name in names if name.startswith("recall@")]
@@ -302,11 +318,12 @@ def monitor_metrics(
         "seeds": [int(seed) for seed in seeds],
         "metrics": {name: summarise(name) for name in names},
         "test_fpr": {name: summarise(f"{name}:test_fpr") for name in recalls},
-        "dev": {name: [float(v) for v in values] for name, values in dev_values.items()},
-        "dev_fpr": {name: [float(v) for v in values] for name, values in dev_fpr.items()},
+        "dev": {name: [_finite(v) for v in values] for name, values in dev_values.items()},
+        "dev_fpr": {name: [_finite(v) for v in values] for name, values in dev_fpr.items()},
         "thresholds": {
             "split": "dev",
             "scores": "log-odds of the positive class; flagged when above",
+            **({} if no_threshold is None else {"note": no_threshold}),
             "dev_negatives": [] if dev is None else [int((~d.positive).sum()) for d in dev],
             **{name: [t[name] for t in thresholds] for name in recalls},
         },

@@ -53,7 +53,8 @@ def test_curve_without_epsilon_exports_points_only(features, tmp_path):
     out = tmp_path / "run"
     _curve(features, out, "--export", "parquet", "--export", "csv")
     frames = result_frames(pm.load_curves(out / "results.json"))
-    assert list(frames) == ["points"] and not (out / "measures.csv").exists()
+    # two classes: the monitor metrics' table too (probemeter.monitor)
+    assert list(frames) == ["points", "monitor"] and not (out / "measures.csv").exists()
     assert_exported(out, frames, ("csv", "parquet"))
 
 

@@ -35,6 +35,8 @@ EXPERIMENT_ONLY = {"structural", "k-sparse"}
 FIXED = {
     "mdl": {"control": True},
     "power": {"baseline": "pixels", "probe": ()},
+    # a layer verdict's ranking and the monitor metrics' positive class: experiment files only
+    "curve": {"choose_by": "SDL", "positive": None},
     # the biaffine family parses sentences: experiment files only, no flags on feature files
     "pareto": {
         name: METHODS["pareto"].option_named(name).default

@@ -46,14 +46,14 @@ def _write(folder, extra, classes=2):
 
 @pytest.mark.slow
 def test_a_sweep_chosen_by_auroc_on_dev_reports_the_monitor_metrics(tmp_path):
-    path = _write(tmp_path, 'choose_by = "auroc"')
+    path = _write(tmp_path, 'choose_by = "auroc"\npositive = "no"')
     out = tmp_path / "runs"
     assert main(["run", str(path), "--out", str(out), "--n-jobs", "1", "--no-progress", "-q"]) == 0
     run_dir = out / "monitor"
     curves = json.loads((run_dir / "results.json").read_text())["curves"]
     monitors = {curve["name"]: curve["monitor"] for curve in curves}
     for monitor in monitors.values():
-        assert monitor["positive"] == {"index": 1, "label": "yes"}
+        assert monitor["positive"] == {"index": 0, "label": "no"}
         assert monitor["thresholds"]["split"] == "dev"
         assert monitor["bootstrap"]["replicates"] == 1000
         for metric in monitor["metrics"].values():
@@ -68,8 +68,18 @@ def test_a_sweep_chosen_by_auroc_on_dev_reports_the_monitor_metrics(tmp_path):
     assert verdict["tested_on"] == "test"
     assert "AUROC" in (run_dir / "layers.md").read_text()
     table = (run_dir / "table.md").read_text()
-    assert "Monitor metrics" in table and "positive class: class 1 (yes)" in table
+    assert "Monitor metrics" in table and "positive class: class 0 (no)" in table
     assert 'id="monitor"' in (run_dir / "report.html").read_text()
+
+
+def test_a_positive_class_the_data_lack_is_refused_before_any_unit(tmp_path, capsys):
+    path = _write(tmp_path, 'positive = "maybe"')
+    out = tmp_path / "runs"
+    assert main(["run", str(path), "--out", str(out), "--no-progress", "-q"]) == 2
+    assert capsys.readouterr().err == (
+        "probemeter: error: method.positive: 'maybe' is no class of 'h-0' ('no', 'yes')\n"
+    )
+    assert not list(out.glob("*/units/*"))
 
 
 def test_choose_by_a_monitor_metric_is_refused_for_three_classes(tmp_path, capsys):

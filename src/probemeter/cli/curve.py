@@ -117,7 +117,9 @@ def _shown(value: Any) -> str:
 
 
 def _training_options(parser: argparse.ArgumentParser) -> None:
-    add_method_options(parser, CurveMethod, skip=("epsilon", "unit"), title="probe training")
+    # choose_by and positive are of a run's layer verdict and monitor metrics (experiment files)
+    skip = ("epsilon", "unit", "choose_by", "positive")
+    add_method_options(parser, CurveMethod, skip=skip, title="probe training")
     add_run_options(parser, memory=True)
 
 

@@ -92,6 +92,34 @@ def _grid_values(value: float | tuple[float, ...]) -> list[float]:
     return list(value) if isinstance(value, tuple) else [value]
 
 
+def _positive_label(value: Any) -> str | None:
+    """A label: none (the second class), or a string, integer or boolean."""
+    if value is None or isinstance(value, (str, int, bool)):
+        return None
+    return f"must be one of the task's labels (a string or integer); got {value!r}"
+
+
+def _positive_index(name: str, data: ProbeData, label: Any) -> int:
+    """The class index of the positive ``label`` in ``data`` (None: 1, the second class).
+
+    Raises:
+        ValueError: the data have not two classes, or no class is ``label``.
+    """
+    if label is None:
+        return 1
+    if data.multilabel or data.n_classes != 2:
+        raise ValueError(
+            f"method.positive: monitor metrics are of two-class tasks; {name!r} has "
+            f"{data.n_classes} classes"
+        )
+    classes = list(range(2)) if data.classes is None else list(data.classes)
+    found = [i for i, c in enumerate(classes) if c == label or str(c) == str(label)]
+    if not found:
+        shown = ", ".join(repr(c) for c in classes)
+        raise ValueError(f"method.positive: {label!r} is no class of {name!r} ({shown})")
+    return found[0]
+
+
 def _sizes(value: Any) -> str | None:
     if value in ("default", None):
         return None
@@ -200,6 +228,15 @@ class CurveMethod(Method):
         help="the measure a layer sweep's verdict chooses the best layer by, on the development "
         "split (then tested on the test set): SDL, SC (εSC), or a monitor metric of two-class "
         "tasks (auroc, recall@1%fpr, recall@5%fpr with the threshold set on dev, brier, ece)",
+        keyed=False,
+    )
+    positive: str | int | None = option(
+        None,
+        check=valid.Check(_positive_label),
+        help="the positive class of the monitor metrics of two-class tasks, one of the task's "
+        "labels as the data write them (default: the second class, index 1)",
+        parse=lambda value: value,
+        key_omits=None,
     )
 
     kind = "curve"
@@ -332,6 +369,9 @@ class CurveMethod(Method):
                         f"label sets of {data.n_classes}" if data.multilabel else data.n_classes
                     )
                     raise ValueError(f"method.choose_by: {self._monitor_refusal(classes)}")
+        positives = {
+            name: _positive_index(name, data, self.positive) for name, data in datasets.items()
+        }  # refused before any probe trains, for every representation at once
         plans = []
         for name, data in datasets.items():
             left = self._training_pool(name, data, context.random_state)
@@ -343,13 +383,13 @@ class CurveMethod(Method):
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
                 "dev_fraction": self.dev_fraction,
-                **self.key_values({"pvi": self.pvi}),
+                **self.key_values({"pvi": self.pvi, "positive": self.positive}),
             }
             grid = self.settings_for(probe)
             if grid is not None:  # one setting has no grid: its spec names no "settings"
                 spec["settings"] = grid
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
-            options = {"method": self, "sizes": sizes, **keywords}
+            options = {"method": self, "sizes": sizes, "positive": positives[name], **keywords}
             plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
         return plans
 
@@ -428,7 +468,7 @@ class CurveMethod(Method):
             mix = curve.metadata.get("scalar_mix")
             held_out = curve.metadata.get("development")
             found[curve.name] = Summary(
-                {**self._estimates(curve), **_monitor_estimates(curve, "test")},
+                self._checked({**self._estimates(curve), **_monitor_estimates(curve, "test")}),
                 Estimate.over_seeds(final.tolist()),
                 curve.final_correct,
                 self.probe,
@@ -449,6 +489,19 @@ class CurveMethod(Method):
                 ),
             )
         return found
+
+    def _checked(self, estimates: dict[str, Estimate]) -> dict[str, Estimate]:
+        """``estimates``, which must hold ``choose_by``'s: a layer verdict ranks by it.
+
+        Raises:
+            ValueError: a representation lacks it (a split with one class only).
+        """
+        if self.choose_by not in estimates:
+            raise ValueError(
+                f"method.choose_by: {self.choose_by!r} is undefined for a representation (its "
+                "test set or development split holds one class only); choose by SDL or SC"
+            )
+        return estimates
 
     def _estimates(self, curve: Any) -> dict[str, Estimate]:
         """SDL and εSC of ``curve`` averaged over seeds, with their range over single seeds."""
@@ -481,9 +534,13 @@ def _monitor_estimates(curve: Any, split: str) -> dict[str, Estimate]:
     if curve.monitor is None:
         return {}
     if split == "test":
-        found = curve.monitor["metrics"]
-        return {name: Estimate.over_seeds(m["per_seed"]) for name, m in found.items()}
-    return {name: Estimate.over_seeds(values) for name, values in curve.monitor["dev"].items()}
+        found = {name: m["per_seed"] for name, m in curve.monitor["metrics"].items()}
+    else:
+        found = curve.monitor["dev"]
+    # a metric undefined on a split (one class there) has no estimate, so no column
+    return {
+        name: Estimate.over_seeds(values) for name, values in found.items() if None not in values
+    }
 
 
 def curve_unit(
@@ -494,9 +551,11 @@ def curve_unit(
     random_state: int,
     execution: Execution,
     keep_probes: bool = False,
+    positive: int = 1,
 ) -> dict[str, Any]:
     """One unit: the loss-data curve of ``data``, as a JSON dictionary; with ``keep_probes``
-    also its probes (:attr:`LossDataCurve.probes`) under :data:`PROBES_ENTRY`."""
+    also its probes (:attr:`LossDataCurve.probes`) under :data:`PROBES_ENTRY`; ``positive``:
+    the positive class's index of the monitor metrics (two classes)."""
     from probemeter.curves.curve import loss_data_curve
     from probemeter.probes import probe_for
 
@@ -513,6 +572,7 @@ def curve_unit(
         dev_fraction=method.dev_fraction,
         pvi=method.pvi,
         settings=method.settings_for(probe),
+        positive=positive,
     )
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}

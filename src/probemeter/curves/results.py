@@ -187,7 +187,7 @@ def monitor_table(curves: Sequence[LossDataCurve], fmt: str = "markdown") -> str
             metric = curve.monitor["metrics"].get(name)
             cell = "—" if metric is None else _interval(metric)
             fpr = curve.monitor["test_fpr"].get(name)
-            if fpr is not None:
+            if fpr is not None and fpr["value"] is not None:
                 cell += f"; test FPR {fpr['value']:.1%}"
             cells.append(cell)
         rows.append(cells)
@@ -206,6 +206,9 @@ def monitor_table(curves: Sequence[LossDataCurve], fmt: str = "markdown") -> str
 
 
 def _interval(metric: Mapping[str, Any]) -> str:
+    """``"v [low, high]"``; ``"—"`` for a metric undefined on the test set (one class)."""
+    if metric["value"] is None or metric["low"] is None:
+        return "—"
     return f"{metric['value']:.3f} [{metric['low']:.3f}, {metric['high']:.3f}]"
 
 
