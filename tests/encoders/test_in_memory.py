@@ -277,3 +277,20 @@ def test_a_feature_cache_keeps_the_hooks_features(folder, tmp_path, monkeypatch)
     assert cache.hits == 1
     with pytest.raises(ValueError, match="cache_key"):
         probe_model(model, texts, labels, hooks, cache=cache)
+
+
+def test_one_verdict_over_the_hooks(folder):
+    """The position embedding's mean depends on a text's length alone, which the label does
+    not: the block that read the animal's token wins the verdict over it, chosen on dev and
+    tested on the test set."""
+    model = _lens_from_hf(folder)
+    texts, labels = _texts()
+    hooks = ["hook_pos_embed", "blocks.1.hook_resid_post"]
+    found = probe_model(model, texts, labels, hooks, sizes=[10, 40], seeds=2, config=CONFIG)
+    analysis = found.verdict(0.5)
+    [verdict] = analysis.verdicts
+    assert verdict.best == (1, "blocks.1.hook_resid_post")
+    assert verdict.runner_up == (0, "hook_pos_embed")
+    assert verdict.chosen_on.startswith("dev") and verdict.tested_on == "test"
+    assert verdict.test.n_test == len(found.split.test)
+    assert found.curves[hooks[0]].points["accuracy"].max() < 0.8  # the length is no label

@@ -10,7 +10,8 @@ and trains a loss-data curve on each (:func:`~probemeter.curves.loss_data_curve`
 al. 2021): the same objects an experiment file's curve run gives, comparable with
 :func:`~probemeter.curves.compare`. It keeps each hook's pool mean and standard deviation, so
 :meth:`ModelProbes.direction` turns a kept linear probe into a
-:class:`~probemeter.probes.direction.ProbeDirection` at its hook, to steer or ablate with.
+:class:`~probemeter.probes.direction.ProbeDirection` at its hook, to steer or ablate with, and
+:meth:`ModelProbes.verdict` gives the layer sweep's verdict over the hooks.
 
 References:
     Whitney, W. F. et al. (2021). Evaluating representations by the complexity of learning
@@ -35,6 +36,7 @@ from probemeter._execution import Execution
 from probemeter._validation import check_scalar, one_of
 from probemeter.curves.curve import LossDataCurve, loss_data_curve
 from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_SEEDS
+from probemeter.curves.method import CurveMethod
 from probemeter.data import ProbeData, RowSplit, pool_moments
 from probemeter.encoders.cache import FeatureCache
 from probemeter.encoders.in_memory import ModelEncoder
@@ -42,6 +44,7 @@ from probemeter.mdl.defaults import PAPER_TIMESTEPS
 from probemeter.mdl.online import OnlineCode, online_codelength
 from probemeter.probes import MLP, Linear
 from probemeter.probes.direction import ProbeDirection
+from probemeter.runs.layers import LayerAnalysis, analyse_layers
 from probemeter.training.config import TrainingConfig
 
 __all__ = ["SENTENCE_POOLINGS", "ModelProbes", "probe_model", "split_texts"]
@@ -91,6 +94,25 @@ class ModelProbes:
         source = {"representation": curve.name, "hook_name": hook_name}
         return ProbeDirection.from_probe(
             probe, mean, std, hook_name=hook_name, classes=classes, source=source
+        )
+
+    def verdict(
+        self, epsilon: float, *, alpha: float = 0.05, random_state: int = 0
+    ) -> LayerAnalysis:
+        """One verdict over the hooks, as a run's layer sweep gives it (:mod:`probemeter.runs.
+        layers`): the hooks ranked by SDL at ``epsilon`` (the curve method's headline), the
+        best chosen on the development split held out of the pool and tested against the
+        runner-up on the test set (McNemar's test, Holm-adjusted, with its power); hook ``l``
+        is layer ``l`` of the sweep, in ``hook_names``' order.
+
+        Raises:
+            ValueError: a bad ``epsilon`` or ``alpha`` (as the curve method's).
+        """
+        method = CurveMethod(epsilon=epsilon)
+        results = [curve.to_dict() for curve in self.curves.values()]
+        members = list(enumerate(self.curves))
+        return analyse_layers(
+            method, results, {"hooks": members}, alpha=alpha, random_state=random_state
         )
 
 
