@@ -167,3 +167,30 @@ def test_the_bootstrap_resamples_clusters():
         assert (wide["high"] - wide["low"]) > 2 * (narrow["high"] - narrow["low"]), name
     # without a development split there is no threshold, so no recall
     assert "recall@1%fpr" not in clustered["metrics"]
+
+
+def test_a_curve_resamples_its_test_sets_clusters():
+    from dataclasses import replace
+
+    rng = np.random.default_rng(0)
+    y = np.arange(300) % 2
+    data = ProbeData.from_arrays(
+        rng.normal(size=(300, 2)) + y[:, None], y, rng.normal(size=(120, 2)), np.arange(120) % 2
+    )
+    clustered = replace(data, clusters_train=np.arange(240) // 6, clusters_test=np.arange(120) // 6)
+    options = {"sizes": [20, 200], "seeds": 1, "config": TrainingConfig(steps=10)}
+    curve = loss_data_curve(clustered, Linear(), **options, execution=Execution(device="cpu"))
+    assert curve.monitor["bootstrap"]["n_units"] == 20  # the test set's 20 texts, not 120 rows
+    assert curve.monitor["bootstrap"]["resampled"] == "clusters (texts or sentences)"
+
+
+def test_the_bootstrap_in_blocks_equals_it_at_once(monkeypatch):
+    import probemeter.monitor as monitor
+
+    labels, p1 = _predictions(5, 300)
+    test, dev = _from_probabilities(p1, labels), _from_probabilities(p1[::-1], labels[::-1])
+    texts = np.arange(300) // 3
+    at_once = monitor_metrics([test, dev], [dev, test], seeds=[0, 1], clusters=texts, n_boot=64)
+    monkeypatch.setattr(monitor, "_WEIGHTS_AT_ONCE", 300 * 5)  # blocks of 5 replicates
+    blocks = monitor_metrics([test, dev], [dev, test], seeds=[0, 1], clusters=texts, n_boot=64)
+    assert blocks == at_once

@@ -199,15 +199,39 @@ def _finite(value: Any) -> float | None:
     return None if value is None or not np.isfinite(value) else float(value)
 
 
-def _replicate_weights(clusters: np.ndarray | None, n: int, n_boot: int, seed: int) -> np.ndarray:
-    """(n_boot, n) example weights of the cluster bootstrap: each replicate draws the test set's
-    units (clusters, else examples) with replacement, a multinomial count per unit, and every
-    example weighs its unit's count."""
+def _replicate_draws(
+    clusters: np.ndarray | None, n: int, n_boot: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The cluster bootstrap's draws: each replicate draws the test set's units (clusters, else
+    examples) with replacement, a multinomial count per unit, (n_boot, units); and each
+    example's unit, (n,): an example weighs its unit's count."""
     units = np.arange(n) if clusters is None else np.unique(clusters, return_inverse=True)[1]
     n_units = int(units.max()) + 1
     rng = np.random.default_rng([int(seed), n_units, 0x40C])
     draws = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=n_boot)
-    return draws[:, units].astype(np.float64)
+    return draws, units
+
+
+#: example weights held at once by the bootstrap (replicates x examples), 32 MiB of float64
+_WEIGHTS_AT_ONCE = 1 << 22
+
+
+def _bootstrap(
+    scores: MonitorScores,
+    draws: np.ndarray,
+    units: np.ndarray,
+    thresholds: dict[str, float],
+) -> dict[str, np.ndarray]:
+    """Every metric on each replicate, the replicates' example weights made a block at a time
+    (a test set of token rows may hold 10^5 rows: 1000 replicates at once would be 800 MB)."""
+    step = max(1, _WEIGHTS_AT_ONCE // max(1, units.size))
+    blocks = [
+        _weighted_metrics(
+            scores, draws[start : start + step][:, units].astype(np.float64), thresholds
+        )
+        for start in range(0, draws.shape[0], step)
+    ]
+    return {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}
 
 
 def _weighted_metrics(
@@ -264,7 +288,7 @@ def monitor_metrics(
         mean over seeds, ``low``/``high`` its bootstrap interval.
     """
     n = test[0].scores.size
-    weights = _replicate_weights(clusters, n, n_boot, random_state)
+    draws, units = _replicate_draws(clusters, n, n_boot, random_state)
     names = ["auroc", "brier", "ece"]
     thresholds: list[dict[str, float]] = [{} for _ in test]
     dev_values: dict[str, list[float]] = {}
@@ -289,7 +313,7 @@ def monitor_metrics(
             ):
                 dev_values.setdefault(name, []).append(measure(seed_dev))
     point = [_weighted_metrics(s, np.ones((1, n)), t) for s, t in zip(test, thresholds)]
-    boot = [_weighted_metrics(s, weights, t) for s, t in zip(test, thresholds)]
+    boot = [_bootstrap(s, draws, units, t) for s, t in zip(test, thresholds)]
     tail = 50 * (1 - confidence)
 
     def summarise(name: str) -> dict[str, Any]:
