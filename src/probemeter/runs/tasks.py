@@ -898,9 +898,9 @@ def _controls(value: Any) -> str | None:
 
 def _shifted_files(value: Any) -> str | None:
     """A texts task's ``shifted``: a table of names to files (relative to the experiment
-    file)."""
-    pairs = value.items() if isinstance(value, dict) else value
-    if not isinstance(pairs, tuple | list | type({}.items())) or not all(
+    file); in Python also (name, file) pairs, as the option holds it."""
+    pairs = list(value.items()) if isinstance(value, dict) else value
+    if not isinstance(pairs, tuple | list) or not all(
         isinstance(pair, tuple | list)
         and len(pair) == 2
         and all(isinstance(part, str) and part.strip() for part in pair)
@@ -1273,7 +1273,9 @@ class TextsTask(TaskType):
         "encoded in the same pass as the task's texts; every probe is trained once and also "
         "evaluated on each (shift.md: accuracy and loss there, the gap to the test set with a "
         "bootstrap interval, a paired test between representations on the shifted set)",
-        parse=lambda value: tuple(value.items()) if isinstance(value, dict) else value,
+        parse=lambda value: tuple(
+            tuple(pair) for pair in (value.items() if isinstance(value, dict) else value)
+        ),
         show=lambda value: {name: file for name, file in value},
         key_omits={},
     )
