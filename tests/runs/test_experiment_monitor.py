@@ -113,3 +113,15 @@ def test_choose_by_problems_are_one_line_at_check(tmp_path, capsys, extra, probl
     assert main(["run", str(path), "--check"]) == 2
     error = capsys.readouterr().err
     assert problem in error and error.count("\n") == 1
+
+
+def test_the_digits_ten_classes_refuse_choose_by_auroc_before_any_encoding(tmp_path, capsys):
+    from experiment_files import digits_experiment
+
+    method = 'epsilon = 0.5\nchoose_by = "auroc"'
+    path = tmp_path / "digits.toml"
+    path.write_text(digits_experiment(method, name="digits"))
+    assert main(["run", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert error[0].endswith("digits.toml: 2 problems")
+    assert all("the task has 10 classes (choose by SDL or SC)" in line for line in error[1:])
