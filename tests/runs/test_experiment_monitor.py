@@ -115,7 +115,7 @@ def test_choose_by_problems_are_one_line_at_check(tmp_path, capsys, extra, probl
     assert problem in error and error.count("\n") == 1
 
 
-def test_the_digits_ten_classes_refuse_choose_by_auroc_before_any_encoding(tmp_path, capsys):
+def test_the_digits_ten_classes_refuse_choose_by_auroc_before_any_unit(tmp_path, capsys):
     from experiment_files import digits_experiment
 
     method = 'epsilon = 0.5\nchoose_by = "auroc"'
