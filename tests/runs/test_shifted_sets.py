@@ -104,6 +104,18 @@ def test_shifted_sets_are_checked_before_anything_is_encoded(tmp_path):
     assert "task.shifted: unknown key (known: dataset, n_test)" in error.value.problems
 
 
+def test_check_refuses_a_shifted_label_the_pool_never_saw(tmp_path, capsys):
+    """``probemeter run --check`` reads the shifted file whole, before anything is encoded."""
+    path = _experiment(tmp_path, 'shifted = {synonyms = "shifted.csv"}\n')
+    pd.DataFrame({"text": ["the cat"], "label": ["c"]}).to_csv(
+        tmp_path / "shifted.csv", index=False
+    )
+    assert main(["run", str(path), "--check"]) != 0
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 1 and "task.shifted.synonyms:" in errors[0]
+    assert "holds label(s) 'c' that no pool row holds" in errors[0]
+
+
 def test_a_shifted_file_is_read_and_checked_like_the_task_file(tmp_path):
     path = _experiment(tmp_path, 'shifted = {synonyms = "shifted.csv"}\n')
     # a missing column, named with the option
