@@ -199,10 +199,23 @@ def monitor_table(curves: Sequence[LossDataCurve], fmt: str = "markdown") -> str
         f"{boot['n_units']:,} test {boot['resampled']}, {boot['replicates']:,} replicates]; "
         f"positive class: {_positive_name(first['positive'])}; recall at a false-positive "
         "rate: threshold set on the development split's negatives, applied unchanged to the "
-        f"test set (the test FPR it reached after it); ECE: {first['ece_bins']}."
+        f"test set (the test FPR it reached after it){_few_negatives(found)}; ECE: "
+        f"{first['ece_bins']}."
     )
     header = ["representation", *(MONITOR_METRICS[name][0] for name in names)]
     return render_table(header, rows, fmt, title=title)
+
+
+def _few_negatives(curves: Sequence[LossDataCurve]) -> str:
+    """A warning where a development split holds fewer than 100 negatives: no threshold can
+    then reach 1 % FPR there, and it is their highest score (no negative flagged)."""
+    counts = [n for curve in curves for n in curve.monitor["thresholds"].get("dev_negatives", [])]
+    if not counts or min(counts) >= 100:
+        return ""
+    return (
+        f" — as few as {min(counts):,} development negatives: below 1/FPR of them, the "
+        "threshold is their highest score"
+    )
 
 
 def _interval(metric: Mapping[str, Any]) -> str:
