@@ -498,11 +498,18 @@ def test_save_and_load_round_trip_memory_mapped_or_in_memory(tmp_path):
     )
     folder = data.save(tmp_path / "saved")
     assert sorted(p.name for p in folder.iterdir()) == [
-        "X_test.npy", "X_train.npy", "groups_test.npy", "groups_train.npy", "probe_data.json",
-        "y_test.npy", "y_train.npy",
+        "X_test.npy", "X_train.npy", "groups_test.npy", "groups_train.npy", "pool_mean.npy",
+        "pool_std.npy", "probe_data.json", "y_test.npy", "y_train.npy",
     ]  # fmt: skip
+    # x = z·σ + μ gives back the raw pool rows (each a row of X), to float32 rounding
+    raw = data.X_train * data.pool_std + data.pool_mean
+    nearest = np.abs(raw[:, None, :] - X[None, :, :]).max(axis=2).min(axis=1)
+    assert nearest.max() < 1e-5
     for mmap in (True, False):
         loaded = ProbeData.load(folder, mmap=mmap)
+        # the pool's moments, kept for writing a probe back in the raw features' space
+        np.testing.assert_array_equal(loaded.pool_mean, data.pool_mean)
+        np.testing.assert_array_equal(loaded.pool_std, data.pool_std)
         assert isinstance(loaded.X_train, np.memmap) is mmap
         assert loaded.fingerprint() == data.fingerprint() == _old_fingerprint(data)
         assert (loaded.name, loaded.n_classes, loaded.classes) == (

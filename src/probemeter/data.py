@@ -82,6 +82,8 @@ _ARRAYS = (
     "sentences_test",
     "clusters_train",
     "clusters_test",
+    "pool_mean",
+    "pool_std",
 )
 _META = "probe_data.json"
 _SCHEMA = "probemeter.probe_data/1"
@@ -221,6 +223,11 @@ class ProbeData:
             text unlike the pool's), each a :class:`ShiftedSet` standardised with the pool's
             statistics as ``X_test`` is; every probe is trained once and evaluated on the test
             set and on each of them. Empty by default.
+        pool_mean, pool_std: the pool's mean μ and standard deviation σ (float64 (d,),
+            :func:`pool_moments`) the dense features were standardised with, ``(x − μ)/σ``;
+            kept so that a linear probe can be written back in the features' own space
+            (:class:`~probemeter.probes.direction.ProbeDirection`); None where the features were
+            not standardised here (sparse, ``standardize=False``, built otherwise).
     """
 
     X_train: np.ndarray
@@ -243,6 +250,8 @@ class ProbeData:
     group_names: tuple[str, ...] | None = field(default=None, repr=False)
     direction: str | None = field(default=None, repr=False)
     shifted: tuple[ShiftedSet, ...] = field(default=(), repr=False)
+    pool_mean: np.ndarray | None = field(default=None, repr=False)
+    pool_std: np.ndarray | None = field(default=None, repr=False)
 
     @classmethod
     def from_arrays(
@@ -379,6 +388,7 @@ class ProbeData:
                     "cannot predict them and their loss is high",
                     stacklevel=2,
                 )
+        mean = std = None
         if standardize and sparse:  # scale only: centring would make the features dense
             X, X_test = scale_columns(X, X_test)
         elif standardize:
@@ -395,6 +405,8 @@ class ProbeData:
             groups_train=group_ids,
             groups_test=test_group_ids,
             classes=classes,
+            pool_mean=mean,
+            pool_std=std,
         )
 
     @property
@@ -520,7 +532,7 @@ class ProbeData:
                     )
                 except (OSError, ValueError, EOFError) as error:
                     raise ValueError(f"{str(path)!r} cannot be read: {error}") from None
-            elif not name.startswith(("groups", "sentences", "clusters")):
+            elif not name.startswith(("groups", "sentences", "clusters", "pool")):
                 raise ValueError(f"saved ProbeData {str(folder)!r} lacks {path.name}")
         X, y, X_test, y_test = (arrays[name] for name in _ARRAYS[:4])
         fits = X.shape[0] == len(y) and X_test.shape[0] == len(y_test)
@@ -545,6 +557,8 @@ class ProbeData:
             sentences_test=arrays.get("sentences_test"),
             clusters_train=arrays.get("clusters_train"),
             clusters_test=arrays.get("clusters_test"),
+            pool_mean=arrays.get("pool_mean"),
+            pool_std=arrays.get("pool_std"),
             classes=classes_from_json(meta.get("classes")),
         )
 
@@ -698,6 +712,8 @@ class RowSplit:
             X_train=np.load(folder / "X_train.npy", mmap_mode="r"),
             X_test=np.load(folder / "X_test.npy", mmap_mode="r"),
             classes=self.classes,
+            pool_mean=mean,
+            pool_std=std,
         )
         return written.save(folder)
 

@@ -185,7 +185,7 @@ def _experiment(tmp_path, folder, texts, labels) -> Path:
     )
     path = tmp_path / "run.toml"
     path.write_text(
-        '[run]\nname = "gpt"\n[task]\ndataset = "texts"\npath = "texts.csv"\n'
+        '[run]\nname = "gpt"\nsave_probes = true\n[task]\ndataset = "texts"\npath = "texts.csv"\n'
         'split_column = "split"\n[[representations]]\nname = "gpt"\nkind = "transformer"\n'
         f'model = "{folder}"\nlayer = "all"\nsite = "resid_post"\npooling = "mean"\n'
         "batch_tokens = 40\n[method]\nepsilon = 0.5\nsizes = [10, 40]\nprobe = []\nseeds = 2\n"
@@ -200,8 +200,10 @@ def test_an_experiment_files_transformer_run_and_probe_model_agree(tmp_path, fol
     the same folder, on the file's split: the same data bit for bit, the same curves to float32
     rounding."""
     nnsight = pytest.importorskip("nnsight", reason="nnsight is an optional extra")
-    from probemeter import load_curves, load_experiment, run_experiment
+    from probemeter import load_curves, load_experiment, load_run_probes, run_experiment
     from probemeter.data import RowSplit
+    from probemeter.encoders.sites import hook_name
+    from probemeter.probes.direction import ProbeDirection
     from probemeter.runs.runner import prepare_data
 
     texts, labels = _texts()
@@ -234,6 +236,17 @@ def test_an_experiment_files_transformer_run_and_probe_model_agree(tmp_path, fol
         for measure in ("loss", "dev_loss"):
             np.testing.assert_allclose(ours[measure], theirs[measure], rtol=1e-5, err_msg=hook)
     assert run is not None
+    # the run kept its pools' moments with its probes: each exports back into the model, and
+    # agrees with probe_model's export of the same probe to float32 rounding
+    kept = load_run_probes(tmp_path / "out" / "gpt")
+    for block, hook in enumerate(hooks):
+        probes = kept[f"gpt-resid_post-{block}"]
+        np.testing.assert_array_equal(probes.moments[0], found.moments[hook][0])
+        name = hook_name("resid_post", block)
+        direction = ProbeDirection.from_set(probes, hook_name=name, n=40, seed=0)
+        ours = found.direction(hook, n=40, seed=0)
+        assert direction.hook_name == f"blocks.{block}.hook_resid_post"
+        np.testing.assert_allclose(direction.direction, ours.direction, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.slow

@@ -6,7 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from probemeter import Direction, Linear, ProbeData, TrainingConfig, loss_data_curve, pool_moments
+from probemeter import (
+    Direction,
+    Linear,
+    ProbeData,
+    ProbeSet,
+    TrainingConfig,
+    load_probes,
+    loss_data_curve,
+    pool_moments,
+)
 from probemeter.probes.direction import CLASS_LOGITS, LOGIT_DIFFERENCE, ProbeDirection
 
 transformer_lens = pytest.importorskip("transformer_lens", reason="needs transformer-lens")
@@ -109,7 +118,7 @@ def test_projecting_the_direction_out_leaves_chance(model, tokens):
     assert np.mean((ablated > 0) == labels) == pytest.approx(0.5)
 
 
-def test_class_logits_and_refusals():
+def test_class_logits_and_refusals(tmp_path):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(90, 4)).astype(np.float32) * 3 + 1
     y = np.arange(90) % 3
@@ -122,6 +131,16 @@ def test_class_logits_and_refusals():
     with torch.no_grad():
         expected = curve.probes[0].module()(torch.from_numpy(np.asarray(data.X_test))).numpy()
     np.testing.assert_allclose(exported.logits(X[:30]), expected, rtol=1e-4, atol=1e-4)
+    # the set records the pool's moments: from_set needs no mean and std, and they survive
+    # a save and load
+    assert curve.probes.moments is not None
+    np.testing.assert_array_equal(curve.probes.moments[0], mean)
+    curve.probes.save(tmp_path / "probes.safetensors")
+    loaded = load_probes(tmp_path / "probes.safetensors")
+    again = ProbeDirection.from_set(loaded, hook_name="h", classes="abc", n=60)
+    np.testing.assert_array_equal(again.direction, exported.direction)
+    with pytest.raises(ValueError, match="no pool mean and std"):
+        ProbeDirection.from_set(ProbeSet("x", loaded.probes), hook_name="h")
     with pytest.raises(ValueError, match="features"):
         ProbeDirection.from_probe(curve.probes[0], mean[:3], std[:3], hook_name="h")
     with pytest.raises(ValueError, match="classes"):

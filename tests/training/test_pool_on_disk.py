@@ -24,7 +24,15 @@ from probemeter.encoders.cache import FeatureCache
 from probemeter.probes import MLP
 from probemeter.training import TrainingConfig
 
-FILES = ("X_train.npy", "X_test.npy", "y_train.npy", "y_test.npy", "probe_data.json")
+FILES = (
+    "X_train.npy",
+    "X_test.npy",
+    "y_train.npy",
+    "y_test.npy",
+    "pool_mean.npy",
+    "pool_std.npy",
+    "probe_data.json",
+)
 
 
 def _task(rows: int, width: int, seed: int = 0) -> tuple[np.ndarray, RowSplit]:

@@ -798,7 +798,8 @@ def _kept_probes(
         evaluated=(evaluation.loss, evaluation.accuracy, evaluation.predictions),
     )
     by_point = sorted(trained, key=lambda kept: (kept.info["n"], kept.info["seed"]))
-    return ProbeSet(data.name, tuple(by_point))
+    moments = None if data.pool_mean is None else (data.pool_mean, data.pool_std)
+    return ProbeSet(data.name, tuple(by_point), moments)
 
 
 def _final_pvi(

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from probemeter._io import write_bytes_atomic
-from probemeter.probes.saved import SavedProbe, _safetensors
+from probemeter.probes.saved import ProbeSet, SavedProbe, _safetensors
 
 __all__ = ["CLASS_LOGITS", "DIRECTION_FORMAT", "LOGIT_DIFFERENCE", "ProbeDirection"]
 
@@ -170,6 +170,40 @@ class ProbeDirection:
                 info,
             )
         return cls(per_class, offsets, hook_name, names, CLASS_LOGITS, info)
+
+    @classmethod
+    def from_set(
+        cls,
+        probes: ProbeSet,
+        *,
+        hook_name: str,
+        classes: Sequence[Any] | None = None,
+        source: Mapping[str, Any] | None = None,
+        **info: Any,
+    ) -> ProbeDirection:
+        """A kept probe of ``probes`` (e.g. ``load_run_probes(run)[name]``) with the pool's μ
+        and σ the set recorded (:attr:`ProbeSet.moments`): the probe ``probes.select(**info)``
+        leaves (e.g. ``n=500, seed=0``), the last of them where several do (a curve's largest
+        size and seed), as :meth:`from_probe` writes it.
+
+        Raises:
+            ValueError: a set without moments (kept before they were recorded, or of sparse or
+                unstandardised features: give them to :meth:`from_probe`), no probe matching
+                ``info``, and what :meth:`from_probe` refuses.
+        """
+        if probes.moments is None:
+            raise ValueError(
+                f"probes of {probes.name!r} record no pool mean and std: pass them to "
+                "ProbeDirection.from_probe (pool_moments of the raw pool)"
+            )
+        chosen = probes.select(**info) if info else probes
+        return cls.from_probe(
+            chosen[len(chosen) - 1],
+            *probes.moments,
+            hook_name=hook_name,
+            classes=classes,
+            source={"representation": probes.name, **dict(source or {})},
+        )
 
     def logits(self, activations: Any) -> np.ndarray:
         """``activations @ direction.T + bias`` in float64: (n,) logit differences, or (n, K)

@@ -24,6 +24,8 @@ File format (schema ``probemeter.probes/1``)::
     probe.<i>.0.bias       float32 (S, q)              S spans, "projection": q): each span's
     probe.<i>.0.score      float32 (S, q)              W_s, b_s and w_s (a SpanAttention)
     predictions.<i>        int32 (n_test,)             probe i's arg-max test predictions
+    pool.mean, pool.std    float64 (d,)                the pool's μ and σ the features were
+                                                       standardised with, where known
     header metadata        "format": "probemeter.probes/1", "name": the representation,
                            "probes": JSON list, per probe {"architecture": MLP.to_dict(),
                            "loss": nats, "accuracy", "stack_row", "info": {...}}
@@ -346,14 +348,19 @@ class ProbeSet:
     Attributes:
         name: the representation.
         probes: the probes, all reading the same d features.
+        moments: the pool's mean μ and standard deviation σ (float64 (d,) each) the features
+            were standardised with (:attr:`~probemeter.data.ProbeData.pool_mean`), with which
+            a linear probe is written back in the raw features' space
+            (:meth:`~probemeter.probes.direction.ProbeDirection.from_set`); None where unknown.
 
     Raises:
-        ValueError: no probes, an entry that is not a :class:`SavedProbe`, or probes of
-            different feature counts.
+        ValueError: no probes, an entry that is not a :class:`SavedProbe`, probes of
+            different feature counts, or moments that are not two finite (d,) arrays.
     """
 
     name: str
     probes: tuple[SavedProbe, ...]
+    moments: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -370,6 +377,12 @@ class ProbeSet:
                     f"{probes[0].n_features}: a set holds the probes of one representation"
                 )
         object.__setattr__(self, "probes", probes)
+        if self.moments is not None:
+            mean, std = (np.asarray(part, dtype=np.float64) for part in self.moments)
+            d = probes[0].n_features
+            if mean.shape != (d,) or std.shape != (d,) or not np.isfinite([mean, std]).all():
+                raise ValueError(f"moments must be the pool's finite mean and std of {d} features")
+            object.__setattr__(self, "moments", (mean, std))
 
     @classmethod
     def from_stacked(
@@ -479,7 +492,7 @@ class ProbeSet:
         if not kept:
             present = {name: sorted({str(p.info.get(name)) for p in self.probes}) for name in info}
             raise ValueError(f"no probe of {self.name!r} has {info}; present: {present}")
-        return ProbeSet(self.name, kept)
+        return ProbeSet(self.name, kept, self.moments)
 
     def to_frame(self) -> pd.DataFrame:
         """One row per probe: ``representation``, its ``info`` (a column per name, missing
@@ -550,6 +563,8 @@ class ProbeSet:
                     "info": dict(probe.info),
                 }
             )
+        if self.moments is not None:
+            tensors["pool.mean"], tensors["pool.std"] = self.moments
         header = {"format": FORMAT, "name": self.name, "probes": json.dumps(entries)}
         write_bytes_atomic(path, safetensors.numpy.save(tensors, metadata=header))
 
@@ -623,10 +638,14 @@ def _probe_set(header: Mapping[str, str], tensors: Mapping[str, np.ndarray]) -> 
                 span,
             )
         )
+    moments = None
+    if "pool.mean" in tensors or "pool.std" in tensors:
+        expected |= {"pool.mean", "pool.std"}
+        moments = (tensors["pool.mean"], tensors["pool.std"])
     unexpected = sorted(set(tensors) - expected)
     if unexpected:
         raise ValueError(f"tensors {unexpected[:3]} belong to no probe of its header")
-    return ProbeSet(header["name"], tuple(probes))
+    return ProbeSet(header["name"], tuple(probes), moments)
 
 
 def _safetensors(path: str | Path) -> ModuleType:
