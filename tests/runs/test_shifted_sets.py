@@ -382,3 +382,19 @@ def test_a_bfloat16_layer_file_gives_the_shifted_rows_of_its_widened_values(tmp_
     pool = widened[table["split"].to_numpy() == "train"].astype(np.float64)
     expected = (widened[:10] - pool.mean(axis=0)) / pool.std(axis=0)
     np.testing.assert_allclose(from_bits.X, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_conditional_probing_puts_the_shifted_sets_side_by_side_too():
+    """[B; X] of a ``[run] baseline``: each shifted set's rows are B's then X's, as the pool's
+    and the test set's are, so its probes read them."""
+    from probemeter.runs.conditional import conditional_data
+
+    rng = np.random.default_rng(4)
+    first, second = _data(rng), _data(rng)
+    first = replace(first, shifted=(ShiftedSet("s", first.X_test[:5], first.y_test[:5]),))
+    second = replace(second, shifted=(ShiftedSet("s", second.X_test[:5], first.y_test[:5]),))
+    second = replace(second, y_train=first.y_train, y_test=first.y_test)
+    both = conditional_data(first, second, "x|b")
+    (shifted,) = both.shifted
+    assert shifted.name == "s" and np.array_equal(shifted.y, first.y_test[:5])
+    np.testing.assert_array_equal(shifted.X, np.hstack([first.X_test[:5], second.X_test[:5]]))

@@ -53,7 +53,7 @@ from probemeter._io import JsonResult, write_text_atomic
 from probemeter._method import Method
 from probemeter._summary import Estimate, Headline, measured_headlines
 from probemeter._tables import render_table
-from probemeter.data import ProbeData
+from probemeter.data import ProbeData, ShiftedSet
 from probemeter.runs.kinds import Representation
 
 __all__ = [
@@ -83,7 +83,8 @@ def conditional_name(name: str, baseline: str) -> str:
 
 
 def conditional_data(baseline: ProbeData, data: ProbeData, name: str) -> ProbeData:
-    """[B; X]: the baseline's features then ``data``'s, side by side, with their shared labels.
+    """[B; X]: the baseline's features then ``data``'s, side by side, with their shared labels;
+    their shifted test sets (:attr:`~probemeter.data.ProbeData.shifted`, one task's) likewise.
 
     Raises:
         ValueError: the two do not hold the same rows (labels, test labels, or the sentences
@@ -117,6 +118,10 @@ def conditional_data(baseline: ProbeData, data: ProbeData, name: str) -> ProbeDa
         X_train=beside(baseline.X_train, data.X_train),
         X_test=beside(baseline.X_test, data.X_test),
         name=name,
+        shifted=tuple(
+            ShiftedSet(mine.name, beside(theirs.X, mine.X), mine.y)
+            for theirs, mine in zip(baseline.shifted, data.shifted, strict=True)
+        ),
     )
 
 
