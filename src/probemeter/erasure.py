@@ -184,7 +184,13 @@ def erase(
         n_columns=z.shape[1],
         rank=int((eraser.proj_right.norm(dim=1) > 0).sum()),
     )
-    erased = replace(data, X_train=_apply(eraser, data.X_train), X_test=_apply(eraser, data.X_test))
+    erased = replace(
+        data,
+        X_train=_apply(eraser, data.X_train),
+        X_test=_apply(eraser, data.X_test),
+        # shifted test sets go through the map fitted on the pool, as the test set does
+        shifted=tuple(replace(s, X=_apply(eraser, s.X)) for s in data.shifted),
+    )
     return ErasedData(erased, record)
 
 

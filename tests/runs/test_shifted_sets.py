@@ -398,3 +398,15 @@ def test_conditional_probing_puts_the_shifted_sets_side_by_side_too():
     (shifted,) = both.shifted
     assert shifted.name == "s" and np.array_equal(shifted.y, first.y_test[:5])
     np.testing.assert_array_equal(shifted.X, np.hstack([first.X_test[:5], second.X_test[:5]]))
+
+
+def test_erasure_maps_the_shifted_sets_as_it_maps_the_test_set():
+    """LEACE fitted on the pool applies to every row the probes read: a shifted copy of the
+    test set is erased exactly as the test set is."""
+    pytest.importorskip("concept_erasure")
+    from probemeter.erasure import erase
+
+    data = _data(np.random.default_rng(5))
+    data = replace(data, shifted=(ShiftedSet("same", data.X_test, data.y_test),))
+    erased = erase(data, data.y_train).data
+    np.testing.assert_array_equal(erased.shifted[0].X, erased.X_test)
