@@ -145,3 +145,15 @@ def test_class_logits_and_refusals(tmp_path):
         ProbeDirection.from_probe(curve.probes[0], mean[:3], std[:3], hook_name="h")
     with pytest.raises(ValueError, match="classes"):
         ProbeDirection.from_probe(curve.probes[0], mean, std, hook_name="h", classes="ab")
+
+
+def test_an_online_codes_kept_probes_record_the_moments():
+    from probemeter.mdl import online_codelength
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 3)).astype(np.float32) * 2 + 5
+    y = (X[:, 0] > 5).astype(int)
+    data = ProbeData.from_arrays(X, y, X[:20], y[:20])
+    code = online_codelength(data, Linear(), (0.5, 1.0), 1, keep_probes=True,
+                             config=TrainingConfig(steps=20))  # fmt: skip
+    np.testing.assert_array_equal(code.probes.moments[1], pool_moments(X)[1])

@@ -699,6 +699,8 @@ class _Split:
                 spans=kept_spans(evaluation),
                 device=options.execution.device,
             )
+            if self.data.pool_mean is not None:  # for writing a probe back into the model
+                probes = replace(probes, moments=(self.data.pool_mean, self.data.pool_std))
         test_predictions = evaluation.predictions
         test_correct = test_predictions == self.data.y_test[None, :]
         if self.data.multilabel:  # correct when the whole label set is (exact set match)
