@@ -362,4 +362,10 @@ def _columns(data: ProbeData, columns: np.ndarray, name: str) -> ProbeData:
         part = X[:, kept]
         return part if data.is_sparse else np.ascontiguousarray(part)
 
-    return replace(data, X_train=subset(data.X_train), X_test=subset(data.X_test), name=name)
+    return replace(
+        data,
+        X_train=subset(data.X_train),
+        X_test=subset(data.X_test),
+        name=name,
+        shifted=tuple(replace(shifted, X=subset(shifted.X)) for shifted in data.shifted),
+    )
