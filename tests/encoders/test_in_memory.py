@@ -68,6 +68,11 @@ def test_nnsight_gives_the_transformer_kinds_features_and_curves(folder):
         assert encoder.n_layers == BLOCKS and encoder.dimension == hf.config.n_embd
         for block, features in enumerate(encoder.encode_all_layers(texts)):
             np.testing.assert_array_equal(features, expected[block])
+    # nnsight 0.8's successor of LanguageModel wraps the same object alike
+    wrapper = getattr(nnsight, "TransformersModel", None)
+    if wrapper is not None:
+        other = ModelEncoder(wrapper(hf, tokenizer=lm.tokenizer), hooks, pooling="last")
+        np.testing.assert_array_equal(other.encode_all_layers(texts)[1], expected[1])
     # the same split and training give the same curve, point for point
     split = split_texts(labels, test_size=0.25, random_state=0)
     found = probe_model(

@@ -88,7 +88,8 @@ class ModelEncoder(TransformerEncoder):
 
     Args:
         model: a ``transformer_lens.HookedTransformer`` / ``TransformerBridge`` or an
-            ``nnsight.LanguageModel``, on the device it is to run on (never moved).
+            ``nnsight.LanguageModel`` (or its successor ``nnsight.TransformersModel``), on the
+            device it is to run on (never moved).
         hook_names: TransformerLens hook names of ``model`` (its ``hook_dict``), or nnsight
             module paths; all of one width (features per token).
         tokenizer: a Hugging Face tokenizer; default the model's own (``model.tokenizer``). A
