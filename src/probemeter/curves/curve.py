@@ -506,7 +506,7 @@ def loss_data_curve(
     dev_fraction: float = CURVE_DEV_FRACTION,
     pvi: bool = False,
     settings: Mapping[str, Sequence[float]] | None = None,
-    positive: int = 1,
+    positive: int | None = None,
     **old: Any,
 ) -> LossDataCurve:
     """Estimate the loss-data curve of ``data`` by training one probe per (size, seed).
@@ -572,7 +572,8 @@ def loss_data_curve(
             development loss per size (:meth:`LossDataCurve.settings_frame`). Needs a
             development split (``dev_fraction > 0``).
         positive: for two classes, the index of the positive class of the monitor metrics
-            (default 1, the second class; :attr:`LossDataCurve.monitor`): AUROC, recall at 1 %
+            (None: 1, the second class, as the curve method's ``positive``;
+            :attr:`LossDataCurve.monitor`): AUROC, recall at 1 %
             and 5 % FPR with each threshold fixed on the development split's negatives, Brier
             score and ECE of the largest size's probes, from their per-example test and
             development cross-entropies (p(y_i) = exp(−nll_i)), with cluster-bootstrap
@@ -613,7 +614,8 @@ def loss_data_curve(
     """
     execution = execution_of(execution, old, "loss_data_curve")
     _check_request(data, random_state, keep_probes, pvi)
-    if positive not in (0, 1):
+    positive = 1 if positive is None else positive
+    if isinstance(positive, bool) or positive not in (0, 1):
         raise ValueError(f"positive: the positive class's index must be 0 or 1; got {positive!r}")
     config = config_or_default(config, CURVE_TRAINING)
     check_scalar(
