@@ -560,21 +560,35 @@ def dataset_splits_problem(path: str | Path, splits: Mapping[str, str] | None) -
     except (OSError, ValueError, KeyError, TypeError):
         return None
     if splits is None:
-        unknown = [name for name in present if name not in DATASET_SPLITS]
-        if unknown:
-            return (
-                f"DatasetDict split(s) {listed([repr(n) for n in unknown])} of {str(folder)!r} "
-                f"are none of {', '.join(DATASET_SPLITS)}; name the ones to use with splits, "
-                'e.g. splits = {train = "train", test = "test"}'
-            )
+        return _unknown_splits(present, str(folder))
+    return _missing_split(present, splits, str(folder))
+
+
+def _unknown_splits(present: Any, folder: str | None) -> str | None:
+    """Why a DatasetDict with the splits ``present`` cannot be read without ``splits`` (a
+    split none of :data:`DATASET_SPLITS`), or None; ``folder`` named where given."""
+    unknown = [name for name in present if name not in DATASET_SPLITS]
+    if not unknown:
         return None
+    of = "" if folder is None else f" of {folder!r}"
+    return (
+        f"DatasetDict split(s) {listed([repr(n) for n in unknown])}{of} are none of "
+        f"{', '.join(DATASET_SPLITS)}; name the ones to use with splits, e.g. "
+        'splits = {train = "train", test = "test"}'
+    )
+
+
+def _missing_split(present: Any, splits: Mapping[str, str], folder: str | None) -> str | None:
+    """Why ``splits`` names a split the DatasetDict with the splits ``present`` lacks, or
+    None; ``folder`` named where given."""
     missing = [name for name in splits.values() if name not in present]
-    if missing:
-        return (
-            f"names split {missing[0]!r}, which the DatasetDict {str(folder)!r} lacks "
-            f"(its splits: {', '.join(map(repr, present))})"
-        )
-    return None
+    if not missing:
+        return None
+    dictionary = "DatasetDict" if folder is None else f"DatasetDict {folder!r}"
+    return (
+        f"names split {missing[0]!r}, which the {dictionary} lacks (its splits: "
+        f"{', '.join(map(repr, present))})"
+    )
 
 
 def texts_format_problem(path: str | Path) -> str | None:
@@ -678,20 +692,13 @@ def _chosen_splits(
     ``test``), in that order: :data:`DATASET_SPLITS` (every split one of them), or the splits
     ``dataset_splits`` names, the others left out with a warning."""
     if dataset_splits is None:
-        unknown = [name for name in loaded if name not in DATASET_SPLITS]
-        if unknown:
-            raise ValueError(
-                f"{where}: DatasetDict split(s) {listed([repr(n) for n in unknown])} are none of "
-                f"{', '.join(DATASET_SPLITS)}; name the ones to use with splits, e.g. "
-                'splits = {train = "train", test = "test"}'
-            )
+        problem = _unknown_splits(list(loaded), None)
+        if problem is not None:
+            raise ValueError(f"{where}: {problem}")
         return DATASET_SPLITS
-    missing = [name for name in dataset_splits.values() if name not in loaded]
-    if missing:
-        raise ValueError(
-            f"{where}: splits names split {missing[0]!r}, which the DatasetDict lacks "
-            f"(its splits: {', '.join(map(repr, loaded))})"
-        )
+    problem = _missing_split(list(loaded), dataset_splits, None)
+    if problem is not None:
+        raise ValueError(f"{where}: splits {problem}")
     chosen = {dataset_splits[role]: role for role in SPLITS if role in dataset_splits}
     left = [name for name in loaded if name not in chosen]
     if left:
