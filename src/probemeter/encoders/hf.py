@@ -693,12 +693,7 @@ class TransformerEncoder:
         self.revision = _hub_revision(source) if isinstance(source, str) else None
         self.decoder_only = decoder
         self.layer = int(layer) % n_layers
-        self.pooling = pooling
-        self.word_pooling = word_pooling
-        self.keep_bos = bool(keep_bos)
-        self.truncate = truncate
-        self.batch_size = int(batch_size)
-        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+        self._set_reading(pooling, word_pooling, keep_bos, truncate, batch_size, batch_tokens)
         self.max_length = int(max_length)
         self.random_init = bool(random_init)
         self.random_state = int(random_state)
@@ -747,6 +742,24 @@ class TransformerEncoder:
                 f"model {str(source)!r} ({config.model_type}); use 'last' or 'mean'"
             )
         return n_layers, decoder
+
+    def _set_reading(
+        self,
+        pooling: str,
+        word_pooling: str,
+        keep_bos: bool,
+        truncate: str | None,
+        batch_size: int,
+        batch_tokens: int | None,
+    ) -> None:
+        """How the texts are read and pooled, the same for every model source (a loaded
+        model, or one in memory: :class:`~probemeter.encoders.in_memory.ModelEncoder`)."""
+        self.pooling = pooling
+        self.word_pooling = word_pooling
+        self.keep_bos = bool(keep_bos)
+        self.truncate = truncate
+        self.batch_size = int(batch_size)
+        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
 
     @staticmethod
     def _prepare_tokenizer(tokenizer: Any, pooling: str, source: Path | str) -> Any:

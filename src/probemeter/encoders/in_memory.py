@@ -175,12 +175,7 @@ class ModelEncoder(TransformerEncoder):
         self.revision = None
         self.decoder_only = decoder
         self.layer = 0
-        self.pooling = pooling
-        self.word_pooling = word_pooling
-        self.keep_bos = bool(keep_bos)
-        self.truncate = truncate
-        self.batch_size = int(batch_size)
-        self.batch_tokens = None if batch_tokens is None else int(batch_tokens)
+        self._set_reading(pooling, word_pooling, keep_bos, truncate, batch_size, batch_tokens)
         self.max_length = int(limit if max_length is None else max_length)
         self.random_init = False
         self.random_state = 0
