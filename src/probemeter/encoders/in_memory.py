@@ -94,8 +94,8 @@ class ModelEncoder(TransformerEncoder):
             module paths; all of one width (features per token).
         tokenizer: a Hugging Face tokenizer; default the model's own (``model.tokenizer``). A
             copy is padded on the right, the model's own is not changed.
-        pooling, word_pooling, batch_size, batch_tokens, max_length, truncate, keep_bos,
-        progress: as :class:`TransformerEncoder`'s.
+        pooling, word_pooling, batch_size, batch_tokens: as :class:`TransformerEncoder`'s.
+        max_length, truncate, keep_bos, progress: as :class:`TransformerEncoder`'s.
         name: label for results; default ``"<model class>/<pooling>"``.
 
     Raises:
