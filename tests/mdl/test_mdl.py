@@ -116,8 +116,7 @@ def test_perfectly_predictable_task_compresses_and_random_labels_do_not():
         timesteps=(0.05, 0.1, 0.2, 0.4, 1.0),
         seeds=2,
         config=paper_training(batch_size=32, lr=1e-2, max_epochs=30),
-        device="cpu",
-        n_jobs=1,
+        execution=Execution(device="cpu", n_jobs=1),
     )
     easy = online_codelength(_data(n=1000, k=2, d=2), **kwargs)
     random = online_codelength(_data(n=1000, k=2, d=2, random_labels=True), **kwargs)
@@ -187,8 +186,7 @@ def test_kept_probes_are_the_block_and_full_probes_on_the_test_set(stopping_set,
         "config": paper_training(batch_size=32, max_epochs=8),
         "stopping_set": stopping_set,
         "random_state": 2,
-        "device": "cpu",
-        "n_jobs": 1,
+        "execution": Execution(device="cpu", n_jobs=1),
     }
     plain = online_codelength(data, MLP((6,)), (0.1, 0.3, 1.0), **settings)
     code = online_codelength(data, MLP((6,)), (0.1, 0.3, 1.0), keep_probes=True, **settings)

@@ -47,7 +47,7 @@ def test_curve_on_sparse_features_equals_the_dense_curve(probe):
         "sizes": [5, 50, 400],
         "seeds": 2,
         "config": config,
-        "n_jobs": 1,
+        "execution": Execution(n_jobs=1),
         "dev_fraction": 0.0,
     }
     a, b = loss_data_curve(sparse, probe, **options), loss_data_curve(dense, probe, **options)
