@@ -477,6 +477,31 @@ class _Chunk:
     lr: np.ndarray
     weight_decay: np.ndarray
 
+    @classmethod
+    def of(
+        cls,
+        probe: MLP,
+        members: np.ndarray,
+        rows: int,
+        calls: tuple[Sequence[np.ndarray], Sequence[Any], list[Any] | None],
+        rates: tuple[np.ndarray, np.ndarray],
+        work: float,
+    ) -> _Chunk:
+        """The chunk of ``members`` of the call whose per-probe ``subsets, keys, pool_rows``
+        are ``calls`` and learning rates and L2 strengths ``rates``."""
+        subsets, keys, pool_rows = calls
+        return cls(
+            probe,
+            members,
+            rows,
+            [subsets[i] for i in members],
+            [keys[i] for i in members],
+            None if pool_rows is None else [pool_rows[i] for i in members],
+            work,
+            rates[0][members],
+            rates[1][members],
+        )
+
 
 def _plan(
     families: dict[MLP, np.ndarray],
@@ -519,18 +544,8 @@ def _plan(
             **request.memory_keywords(),
         ):
             members = indices[members]
-            chunk = _Chunk(
-                family,
-                members,
-                rows,
-                [subsets[i] for i in members],
-                [keys[i] for i in members],
-                None if pool_rows is None else [pool_rows[i] for i in members],
-                forward * _work(members, rows, subsets, config),
-                rates[0][members],
-                rates[1][members],
-            )
-            chunks.append(chunk)
+            work = forward * _work(members, rows, subsets, config)
+            chunks.append(_Chunk.of(family, members, rows, (subsets, keys, pool_rows), rates, work))
     return sorted(chunks, key=lambda chunk: -chunk.work)
 
 
@@ -844,18 +859,14 @@ def _direction_chunks(
     )  # fmt: skip
     capacity = probes_per_chunk(memory, max_memory)
     parts = _balanced_by_data(indices, subsets, capacity, workers)
-    fit_flops = direction_family(probe.family, "probe").fit_flops
     return [
-        _Chunk(
+        _Chunk.of(
             probe,
             members,
             1,
-            [subsets[i] for i in members],
-            [keys[i] for i in members],
-            None if pool_rows is None else [pool_rows[i] for i in members],
-            sum(fit_flops(*dims, len(subsets[i])) for i in members),
-            rates[0][members],
-            rates[1][members],
+            (subsets, keys, pool_rows),
+            rates,
+            _direction_flops([subsets[i] for i in members], probe, dims),
         )
         for members in parts
     ]
