@@ -18,11 +18,6 @@ pytest.importorskip("transformers")
 pytest.importorskip("sae_lens", reason="sae-lens is not installed")
 
 
-@pytest.fixture(scope="module")
-def demo(lm_demo: Path) -> Path:
-    return lm_demo
-
-
 def test_the_page_names_every_site_and_shows_the_example_file():
     text = PAGE.read_text()
     for site in SITES:
@@ -30,8 +25,8 @@ def test_the_page_names_every_site_and_shows_the_example_file():
     assert '--8<-- "examples/language_model.toml"' in text
 
 
-def test_the_example_checks(demo, capsys):
-    assert main(["run", str(demo / "language_model.toml"), "--check"]) == 0
+def test_the_example_checks(lm_demo, capsys):
+    assert main(["run", str(lm_demo / "language_model.toml"), "--check"]) == 0
     printed = capsys.readouterr().out
     names = re.findall(r"llama-\w+-\d", printed)
     assert names == [
@@ -42,9 +37,9 @@ def test_the_example_checks(demo, capsys):
 
 
 @pytest.mark.slow
-def test_the_example_runs(demo, tmp_path):
+def test_the_example_runs(lm_demo, tmp_path):
     out = tmp_path / "runs"
-    path = demo / "language_model.toml"
+    path = lm_demo / "language_model.toml"
     assert main(["run", str(path), "--out", str(out), "-q", "--n-jobs", "1"]) == 0
     folder = out / "language-model"
     results = json.loads((folder / "results.json").read_text())

@@ -20,11 +20,6 @@ pytest.importorskip("transformers")
 pytest.importorskip("sae_lens", reason="sae-lens is not installed (the script writes an SAE)")
 
 
-@pytest.fixture(scope="module")
-def demo(lm_demo: Path) -> Path:
-    return lm_demo
-
-
 def _final(run: Path) -> dict[str, "object"]:
     """Each curve's points at its largest size."""
     return {
@@ -41,21 +36,21 @@ def test_the_page_shows_every_experiment_file():
 
 
 @pytest.mark.parametrize("name", EXPERIMENTS)
-def test_each_experiment_checks(demo, name):
-    assert main(["run", str(demo / f"{name}.toml"), "--check"]) == 0
+def test_each_experiment_checks(lm_demo, name):
+    assert main(["run", str(lm_demo / f"{name}.toml"), "--check"]) == 0
 
 
 @pytest.mark.slow
-def test_attention_probes_read_the_keyword(demo, tmp_path):
-    assert main(["run", str(demo / "attention_probes.toml"), "--out", str(tmp_path), "-q"]) == 0
+def test_attention_probes_read_the_keyword(lm_demo, tmp_path):
+    assert main(["run", str(lm_demo / "attention_probes.toml"), "--out", str(tmp_path), "-q"]) == 0
     final = _final(tmp_path / "attention")
     assert final["attention"]["accuracy"].mean() >= 0.95
     assert final["last"]["accuracy"].mean() <= 0.7 and final["mean"]["accuracy"].mean() <= 0.7
 
 
 @pytest.mark.slow
-def test_directions_and_floors_beside_the_layers(demo, tmp_path):
-    assert main(["run", str(demo / "directions.toml"), "--out", str(tmp_path), "-q"]) == 0
+def test_directions_and_floors_beside_the_layers(lm_demo, tmp_path):
+    assert main(["run", str(lm_demo / "directions.toml"), "--out", str(tmp_path), "-q"]) == 0
     markdown = (tmp_path / "directions" / "layers.md").read_text()
     for sweep in ("llama", "llama-diff-means", "llama-lda"):
         assert f"| {sweep} | 0 |" in markdown, sweep
@@ -65,8 +60,8 @@ def test_directions_and_floors_beside_the_layers(demo, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_probe_diff_means_and_ccs_on_the_pairs(demo, tmp_path):
-    assert main(["run", str(demo / "contrast_pairs.toml"), "--out", str(tmp_path), "-q"]) == 0
+def test_a_probe_diff_means_and_ccs_on_the_pairs(lm_demo, tmp_path):
+    assert main(["run", str(lm_demo / "contrast_pairs.toml"), "--out", str(tmp_path), "-q"]) == 0
     final = _final(tmp_path / "pairs")
     assert set(final) == {"llama", "llama-diff-means", "llama-ccs"}
     assert len(final["llama-ccs"]) == 3  # every seed's accuracy
