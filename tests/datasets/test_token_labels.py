@@ -126,6 +126,7 @@ def entities(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_tokens_labelled_by_spans_through_probemeter_run(entities, tmp_path):
     """Every token a row labelled ANIMAL or O, split and clustered by text: the embeddings
     (layer 0) tell the animals' tokens apart."""

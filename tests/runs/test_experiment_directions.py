@@ -61,6 +61,7 @@ _CURVE = (
 )
 
 
+@pytest.mark.slow
 def test_curves_of_direction_twins_beside_the_trained_probe(tmp_path):
     _files(tmp_path)
     results = _run(tmp_path, _CURVE, "curves")
@@ -122,6 +123,7 @@ def test_online_codes_of_direction_twins(tmp_path):
     assert 0 < ratio["planted-lda"] < 0.95 and ratio["planted-lda"] < ratio["planted-diff-means"]
 
 
+@pytest.mark.slow
 def test_a_layer_sweep_gets_a_sweep_of_twins_in_the_same_layer_table(tmp_path):
     rng = np.random.default_rng(0)
     for stem, rows in (("planted", 300), ("planted_test", 200)):
@@ -180,6 +182,7 @@ def test_problems_are_refused_before_anything_is_trained(tmp_path, capsys):
     assert "directions = ['lda']: cannot fit sparse features" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_power_and_k_sparse_fit_the_twins_directions(tmp_path):
     _files(tmp_path, pool=600)
     power = 'kind = "power"\nbaseline = "planted"\nper_class = [40]\nseeds = 2\nsteps = 50'
@@ -203,6 +206,7 @@ def test_a_conditional_run_refuses_direction_twins(tmp_path):
     assert "run.baseline: conditional probing measures X beside B" in _problems(tmp_path, text)
 
 
+@pytest.mark.slow
 def test_an_erased_representation_gets_its_own_direction_twin(tmp_path):
     """``erase`` and ``directions`` together: NAME-erased-lda measures the erased data (LEACE
     leaves no linear information about the label: the direction guesses)."""

@@ -29,6 +29,7 @@ def _noisy_pairs(n: int = 260):
     return (X + 2.5 * rng.normal(size=X.shape)).astype(np.float32), y
 
 
+@pytest.mark.slow
 def test_the_engines_ccs_probe_decides_as_ccs_and_is_calibrated():
     X, y = _noisy_pairs()
     data = ProbeData.from_arrays(X[:200], y[:200], X[200:], y[200:])

@@ -226,6 +226,7 @@ def _planted(n: int, seed: int):
 
 
 @pytest.mark.numerics
+@pytest.mark.slow
 def test_done_lda_matches_a_linear_probe_and_the_mean_difference_does_not():
     x, y = _planted(8000, seed=1)
     x_test, y_test = _planted(5000, seed=2)
