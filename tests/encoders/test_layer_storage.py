@@ -1,5 +1,6 @@
 """Layer files stored as float32, float16 or bfloat16, the disk budget checked before encoding,
-and an interrupted encoding that leaves nothing read as complete (FeatureCache.layers)."""
+and an interrupted encoding that leaves nothing read as complete (FeatureCache.layers); the
+sets of several keys filled by one call (FeatureCache.layer_sets)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import torch
 
 import probemeter.encoders.cache as cache_module
-from probemeter.encoders.cache import Bfloat16Rows, FeatureCache, to_bfloat16_bits
+from probemeter.encoders.cache import Bfloat16Rows, FeatureCache, LayerSet, to_bfloat16_bits
 
 KEY, INPUTS = {"model": "tiny", "layer": "all"}, ["a b", "c"]
 SHAPE = (3, 40, 6)
@@ -151,3 +152,42 @@ def test_half_storage_without_its_marker_is_a_miss(tmp_path) -> None:
     marker.unlink()  # killed between the last rename and the marker
     cache.layers(KEY, INPUTS, SHAPE, fill, storage="float16")
     assert (cache.hits, cache.misses) == (0, 2) and marker.is_file()
+
+
+def test_sets_of_several_keys_are_filled_at_once_and_only_where_missing(tmp_path) -> None:
+    """Three sites' sets, one already stored: one fill writes the other two (of two storages),
+    each equal to its set written alone; an interrupted fill leaves neither complete, and the
+    stored one untouched."""
+    cache = FeatureCache(tmp_path)
+    keys = [{**KEY, "site": site} for site in ("resid_post", "attn_out", "mlp_out")]
+    shifted = {index: VALUES + index for index in range(3)}  # each site's own values
+
+    def fill_sets(missing: dict) -> None:
+        asked.append(sorted(missing))
+        for index, outputs in missing.items():
+            for output, values in zip(outputs, shifted[index]):
+                output[:25] = values[:25]
+                if stop:
+                    raise RuntimeError("killed half way")
+                output[25:] = values[25:]
+
+    asked: list = []
+    stop = False
+    first = cache.layers(keys[0], INPUTS, SHAPE, lambda outputs: fill_sets({0: outputs}))
+    sets = [LayerSet(keys[0], SHAPE), LayerSet(keys[1], SHAPE), LayerSet(keys[2], SHAPE, "float16")]
+    stop = True
+    with pytest.raises(RuntimeError, match="killed half way"):
+        cache.layer_sets(sets, INPUTS, fill_sets)
+    assert len(list(tmp_path.glob("*.layers.json"))) == 1  # the stored set's alone
+    assert not list(tmp_path.glob(".*.tmp"))
+    stop = False
+    found = cache.layer_sets(sets, INPUTS, fill_sets)
+    assert asked == [[0], [1, 2], [1, 2]]  # the stored set never asked again
+    assert (cache.hits, cache.misses) == (2, 3)
+    np.testing.assert_array_equal(np.stack(found[0]), np.stack(first))
+    np.testing.assert_array_equal(np.stack(found[1]), shifted[1])
+    np.testing.assert_array_equal(np.stack(found[2]), shifted[2].astype(np.float16))
+    assert cache.layer_sets(sets, INPUTS, fill_sets)[2][0].dtype == np.float16
+    assert asked[-1] == [1, 2] and cache.hits == 5
+    with pytest.raises(ValueError, match="the same files"):
+        cache.layer_sets([sets[0], sets[0]], INPUTS, fill_sets)

@@ -227,6 +227,50 @@ def test_one_verdict_across_three_sites_through_probemeter_run(tmp_path, llama):
     assert "<h3>Across sites</h3>" in report and 'id="sites-figure"' in report
 
 
+def _forward_passes(prepare) -> int:
+    """How many times ``prepare()`` runs the tiny Llama's base model (a global forward
+    pre-hook counts the calls of every LlamaModel)."""
+    import torch
+
+    calls = []
+
+    def count(module, args):
+        if type(module).__name__ == "LlamaModel":
+            calls.append(1)
+
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(count)
+    try:
+        prepare()
+    finally:
+        handle.remove()
+    return len(calls)
+
+
+def test_three_sites_of_a_sweep_are_read_in_one_pass_per_batch(tmp_path, llama):
+    """48 texts in batches of 8: six forward passes serve every block of the three sites, in
+    memory and into a cache; a cache holding one site has the other two encoded in one pass
+    (the cached site not again), and a complete cache needs no pass."""
+    _write_texts(tmp_path)
+    three = load_experiment(_experiment(tmp_path, llama))
+    path = _experiment(tmp_path, llama)
+    sites = f"site = {json.dumps(list(SITES))}\n"
+    path.write_text(path.read_text().replace(sites, 'site = ["resid_post"]\n'))
+    one = load_experiment(path)
+    data = {}
+    assert _forward_passes(lambda: data.update(prepare_data(three, progress=False))) == 6
+    cache = tmp_path / "cache"
+    assert _forward_passes(lambda: prepare_data(one, cache, progress=False)) == 6
+    written = {path: path.stat().st_mtime_ns for path in cache.glob("*.npy")}
+    assert len(written) == 2  # resid_post's two blocks
+    cached = {}
+    assert _forward_passes(lambda: cached.update(prepare_data(three, cache, progress=False))) == 6
+    assert {path: path.stat().st_mtime_ns for path in written} == written  # not written again
+    assert _forward_passes(lambda: prepare_data(three, cache, progress=False)) == 0
+    assert len(list(cache.glob("*.layers.json"))) == len(SITES)
+    for name, prepared in data.items():
+        np.testing.assert_array_equal(cached[name].X_train, prepared.X_train)
+
+
 def test_cached_site_data_are_split_a_block_at_a_time_into_the_same_arrays(tmp_path, llama):
     """With a feature cache, a texts task's data are split and standardised straight from the
     layer files (FeatureCache.split_probe_data): the arrays equal those built in memory."""

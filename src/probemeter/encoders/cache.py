@@ -18,6 +18,8 @@ bfloat16, so its files hold each value's upper 16 bits as uint16, rounded to nea
 written and widened back to float32 a block of rows at a time when read: :class:`Bfloat16Rows`).
 The set is complete when ``<hash>.layers.json``, written atomically after every layer file has
 been renamed into place, says so; the disk space the files take is checked before encoding starts.
+:meth:`FeatureCache.layer_sets` fills the sets of several keys at once (every site of a model
+from one forward pass per batch), each set complete or not on its own.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import shutil
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -38,7 +40,14 @@ from probemeter._resident import FileRows
 from probemeter._validation import check_scalar, integer_list
 from probemeter.data import ProbeData
 
-__all__ = ["STORAGES", "Bfloat16Rows", "FeatureCache", "SplitRows", "to_bfloat16_bits"]
+__all__ = [
+    "STORAGES",
+    "Bfloat16Rows",
+    "FeatureCache",
+    "LayerSet",
+    "SplitRows",
+    "to_bfloat16_bits",
+]
 
 #: the dtypes layer files can be stored as (``storage``), with their bytes per value
 STORAGES = {"float32": 4, "float16": 2, "bfloat16": 2}
@@ -58,6 +67,15 @@ def _digest(value: object, name: str) -> str:
     except TypeError as error:
         raise ValueError(f"{name} must be JSON-serialisable to be hashed: {error}") from error
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class LayerSet(NamedTuple):
+    """One key's layer files of :meth:`FeatureCache.layer_sets`: the key (as for
+    :meth:`FeatureCache.layers`), ``(n_layers, n_rows, dimension)`` and the stored dtype."""
+
+    key: Mapping[str, Any]
+    shape: tuple[int, int, int]
+    storage: str = "float32"
 
 
 class SplitRows(Protocol):
@@ -189,51 +207,117 @@ class FeatureCache:
                 cache's disk (naming the root, the bytes needed and free, and the storage
                 that halves them).
         """
-        n_layers, n_rows, dimension = _check_shape(shape)
-        if storage not in STORAGES:
-            raise ValueError(f"storage must be one of {', '.join(STORAGES)}; got {storage!r}")
-        stored_key = _storage_key(encoder_key, storage)
-        paths = self.layer_paths(stored_key, inputs, n_layers)
-        marker = _marker(paths[0])
-        found = _open_layers(paths, marker, (n_rows, dimension), storage)
-        if found is not None:
-            self.hits += 1
-            return found
-        self.root.mkdir(parents=True, exist_ok=True)
-        _remove_abandoned(paths)
-        marker.unlink(missing_ok=True)
-        self._check_disk(n_layers * n_rows * dimension * STORAGES[storage], storage)
-        token = f"{os.getpid()}-{uuid.uuid4().hex}"
-        temporaries = [path.with_name(f".{path.name}.{token}.tmp") for path in paths]
-        dtype = np.float16 if storage == "float16" else np.float32
-        try:
-            files = [
-                np.lib.format.open_memmap(
-                    temporary,
-                    mode="w+",
-                    dtype=np.uint16 if storage == "bfloat16" else dtype,
-                    shape=(n_rows, dimension),
-                ).view(_LayerOutput)
-                for temporary in temporaries
-            ]
-            fill([_Bfloat16Writer(f) for f in files] if storage == "bfloat16" else files)
-            for file in files:
-                file.flush()
-            del files
-            for temporary in temporaries:
-                with open(temporary, "rb+") as stream:
-                    os.fsync(stream.fileno())
-            for temporary, path in zip(temporaries, paths):
-                os.replace(temporary, path)
-        finally:
-            for temporary in temporaries:
-                temporary.unlink(missing_ok=True)
-        described = {"schema": _LAYERS_SCHEMA, "storage": storage, "shape": list(shape)}
-        write_text_atomic(marker, json.dumps(described))
-        self.misses += 1
-        found = _open_layers(paths, marker, (n_rows, dimension), storage)
-        assert found is not None  # just written whole
+        found = self.layer_sets(
+            [LayerSet(encoder_key, shape, storage)], inputs, lambda missing: fill(missing[0])
+        )
+        return found[0]
+
+    def layer_sets(
+        self,
+        sets: Sequence[LayerSet],
+        inputs: object,
+        fill: Callable[[dict[int, list[np.ndarray]]], None],
+    ) -> list[list[np.ndarray]]:
+        """:meth:`layers` of several keys over the same ``inputs`` at once: the sets already
+        complete are read back, and one call ``fill(missing)`` writes every other set
+        (``missing``: index in ``sets`` → its writable outputs, as :meth:`layers` gives them),
+        so that one encoder pass fills them all (every site of a model:
+        :meth:`~probemeter.encoders.TransformerEncoder.encode_sites_into`). Each set is then
+        renamed into place and marked complete on its own, as :meth:`layers` does, so a kill
+        leaves every set whole or not counted; the sets still missing are filled again on
+        the next call. The disk check covers the missing sets together.
+
+        Returns:
+            Each set's layers, in the order of ``sets``.
+
+        Raises:
+            ValueError: as :meth:`layers`, naming the set; two sets of the same files.
+        """
+        planned = []
+        for key, shape, storage in sets:
+            n_layers, n_rows, dimension = _check_shape(shape)
+            if storage not in STORAGES:
+                raise ValueError(f"storage must be one of {', '.join(STORAGES)}; got {storage!r}")
+            paths = self.layer_paths(_storage_key(key, storage), inputs, n_layers)
+            planned.append((paths, _marker(paths[0]), (n_rows, dimension), storage))
+        if len({str(paths[0]) for paths, *_ in planned}) != len(planned):
+            raise ValueError("sets: two sets have the same key and storage (the same files)")
+        found = [_open_layers(*plan) for plan in planned]
+        missing = [index for index, layers in enumerate(found) if layers is None]
+        self.hits += len(sets) - len(missing)
+        if missing:
+            self._fill_layers({index: planned[index] for index in missing}, fill)
+            self.misses += len(missing)
+            for index in missing:
+                found[index] = _open_layers(*planned[index])
+                assert found[index] is not None  # just written whole
         return found
+
+    def _fill_layers(
+        self,
+        planned: dict[int, tuple[list[Path], Path, tuple[int, int], str]],
+        fill: Callable[[dict[int, list[np.ndarray]]], None],
+    ) -> None:
+        """The layer files of the ``planned`` sets (index → paths, marker, shape, storage)
+        written by one ``fill`` into temporary files, then renamed into place and marked
+        complete set by set."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for paths, marker, _, _ in planned.values():
+            _remove_abandoned(paths)
+            marker.unlink(missing_ok=True)
+        needed = {
+            storage: len(paths) * shape[0] * shape[1] * STORAGES[storage]
+            for paths, _, shape, storage in planned.values()
+        }
+        self._check_disk(sum(needed.values()), max(needed, key=needed.__getitem__))
+        token = f"{os.getpid()}-{uuid.uuid4().hex}"
+        temporaries = {
+            index: [path.with_name(f".{path.name}.{token}.tmp") for path in paths]
+            for index, (paths, *_) in planned.items()
+        }
+        try:
+            files = {
+                index: [
+                    np.lib.format.open_memmap(
+                        temporary,
+                        mode="w+",
+                        dtype={"float16": np.float16, "bfloat16": np.uint16}.get(
+                            storage, np.float32
+                        ),
+                        shape=shape,
+                    ).view(_LayerOutput)
+                    for temporary in temporaries[index]
+                ]
+                for index, (_, _, shape, storage) in planned.items()
+            }
+            fill(
+                {
+                    index: [_Bfloat16Writer(f) for f in layers]
+                    if planned[index][3] == "bfloat16"
+                    else layers
+                    for index, layers in files.items()
+                }
+            )
+            for layers in files.values():
+                for file in layers:
+                    file.flush()
+            del files
+            for index, (paths, marker, shape, storage) in planned.items():
+                for temporary in temporaries[index]:
+                    with open(temporary, "rb+") as stream:
+                        os.fsync(stream.fileno())
+                for temporary, path in zip(temporaries[index], paths):
+                    os.replace(temporary, path)
+                described = {
+                    "schema": _LAYERS_SCHEMA,
+                    "storage": storage,
+                    "shape": [len(paths), *shape],
+                }
+                write_text_atomic(marker, json.dumps(described))
+        finally:
+            for names in temporaries.values():
+                for temporary in names:
+                    temporary.unlink(missing_ok=True)
 
     def _check_disk(self, needed: int, storage: str) -> None:
         """A ValueError when ``needed`` bytes of layer files would not fit on the root's disk

@@ -76,9 +76,9 @@ import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -514,6 +514,15 @@ _ALWAYS_KEYED = frozenset(
 )
 
 
+def _by_width(values: Mapping[str, list[torch.Tensor]]) -> list[list[str]]:
+    """The sites of ``values`` (site → per-layer tensors) grouped by their features per token,
+    in order: those a batch's layers are stacked and pooled together."""
+    groups: dict[int, list[str]] = {}
+    for site, layers in values.items():
+        groups.setdefault(int(layers[0].shape[-1]), []).append(site)
+    return list(groups.values())
+
+
 class TransformerEncoder:
     """Pooled hidden states of one layer of a Hugging Face encoder-only or decoder-only model.
 
@@ -573,7 +582,8 @@ class TransformerEncoder:
             (``"resid_pre"``, ``"resid_mid"``, ``"resid_post"``, ``"attn_out"``,
             ``"mlp_out"``, ``"heads"``: ``num_hidden_layers`` layers, one per block), or
             ``"module:<path with {i}>"``, the output of any module of each block. One forward
-            pass per batch serves every layer of the site.
+            pass per batch serves every layer of the site, and :meth:`encode_sites_into` reads
+            several sites in that one pass.
 
     Raises:
         ValueError: naming the argument, for any invalid argument; for a model that cannot be
@@ -679,12 +689,11 @@ class TransformerEncoder:
         self.model = model.to(self.device).eval()
         self.config = config
         self.site = site
-        #: where a block site is read (None for the hidden states)
-        self._site_plan: SitePlan | None = None
-        self.dimension = int(config.hidden_size)
-        if site != HIDDEN:
-            self._site_plan = plan_site(self.model, config, site)
-            n_layers = self._site_plan.n_layers
+        # token types are segment embeddings of BERT-like models; GPT-2 would add them as words
+        self._token_types = not decoder or hasattr(config, "type_vocab_size")
+        #: where each block site is read, planned once for this encoder and its at_site copies
+        self._plans: dict[str, SitePlan] = {}
+        n_layers, self.dimension = self._site_shape(site)
         check_scalar(
             layer, "layer", int, min_val=-n_layers, max_val=n_layers, include_boundaries="left"
         )
@@ -702,8 +711,6 @@ class TransformerEncoder:
         self._n_layers = n_layers
         #: rows of each sentence for pooling "all", by the inputs (shared by at_site copies)
         self._counts: dict[tuple[Any, ...], np.ndarray] = {}
-        # token types are segment embeddings of BERT-like models; GPT-2 would add them as words
-        self._token_types = not decoder or hasattr(config, "type_vocab_size")
         if isinstance(source, str):
             model_name = source.rsplit("/", 1)[-1]
         else:
@@ -712,8 +719,6 @@ class TransformerEncoder:
         shown = pooling if word_pooling == "mean" else f"{pooling}-{word_pooling}"
         at = "" if site == HIDDEN else f"{site}/"
         self.name = name or f"{model_name}{suffix}/{at}layer{self.layer}/{shown}"
-        if self._site_plan is not None:
-            self.dimension = self._site_plan.width or self._site_width()
 
     @staticmethod
     def _check_architecture(
@@ -791,13 +796,7 @@ class TransformerEncoder:
             raise ValueError(f"site {problem}")
         moved = copy.copy(self)
         moved.site = site
-        moved._site_plan = None if site == HIDDEN else plan_site(self.model, self.config, site)
-        if moved._site_plan is None:
-            moved._n_layers = int(self.config.num_hidden_layers) + 1
-            moved.dimension = int(self.config.hidden_size)
-        else:
-            moved._n_layers = moved._site_plan.n_layers
-            moved.dimension = moved._site_plan.width or moved._site_width()
+        moved._n_layers, moved.dimension = self._site_shape(site)
         moved.layer = moved._n_layers - 1
         base = self.name.split("/", 1)[0]
         at = "" if site == HIDDEN else f"{site}/"
@@ -805,17 +804,37 @@ class TransformerEncoder:
         moved.name = f"{base}/{at}layer{moved.layer}/{shown}"
         return moved
 
+    def _site_shape(self, site: str) -> tuple[int, int]:
+        """The layers of ``site`` and its features per token: the hidden states and the
+        hidden size for ``"hidden"``, else one layer per block at the width of
+        :meth:`_plan`."""
+        if site == HIDDEN:
+            return int(self.config.num_hidden_layers) + 1, int(self.config.hidden_size)
+        plan = self._plan(site)
+        assert plan.width is not None  # measured by _plan
+        return plan.n_layers, plan.width
+
+    def _plan(self, site: str) -> SitePlan:
+        """Where the block site ``site`` is read in this model (:func:`plan_site`), planned
+        once and shared with the :meth:`at_site` copies; a module site's width measured by one
+        forward pass on a short text."""
+        if site not in self._plans:
+            plan = plan_site(self.model, self.config, site)
+            if plan.width is None:
+                plan = replace(plan, width=self._site_width(plan))
+            self._plans[site] = plan
+        return self._plans[site]
+
     @torch.no_grad()
-    def _site_width(self) -> int:
+    def _site_width(self, plan: SitePlan) -> int:
         """The features per token of a module site, from one forward pass on a short text."""
-        assert self._site_plan is not None
         encoding = self.tokenizer(["a"], return_tensors="pt").to(self.device)
-        with self._site_plan.capture([0]) as values:
+        with plan.capture([0]) as values:
             self.model(**self._model_inputs(encoding))
         value = values.get(0)
         if value is None or value.ndim != 3:
             raise ValueError(
-                f"site {self.site!r} gives no per-token values (shape "
+                f"site {plan.site!r} gives no per-token values (shape "
                 f"{None if value is None else tuple(value.shape)}); choose a module whose output "
                 "is (batch, tokens, features)"
             )
@@ -830,21 +849,33 @@ class TransformerEncoder:
             and key not in ("special_tokens_mask", "offset_mapping")
         }
 
-    def _site_values(self, encoding: BatchEncoding, layers: list[int]) -> torch.Tensor:
-        """The site's values at ``layers`` from one forward pass: float32 of shape
-        (len(layers), batch, tokens, width)."""
+    def _site_values(
+        self, encoding: BatchEncoding, reads: Mapping[str, list[int]]
+    ) -> dict[str, list[torch.Tensor]]:
+        """Each site's values at its layers (``reads``: site → layers) from ONE forward pass
+        with hooks on every block site at once (and the hidden states returned where
+        ``"hidden"`` is read): per site, one (batch, tokens, width) tensor per layer, in the
+        model's dtype. The hooks only keep references to what the modules give, so a site's
+        values are the same whichever other sites are read beside it."""
         inputs = self._model_inputs(encoding)
-        if self._site_plan is None:
-            hidden_states = self.model(**inputs, output_hidden_states=True).hidden_states
-            if len(hidden_states) != self.n_layers:
+        blocks = {site: layers for site, layers in reads.items() if site != HIDDEN}
+        with ExitStack() as hooks:
+            captured = {
+                site: hooks.enter_context(self._plan(site).capture(layers))
+                for site, layers in blocks.items()
+            }
+            output = self.model(**inputs, output_hidden_states=HIDDEN in reads)
+        values = {site: [captured[site][layer] for layer in blocks[site]] for site in blocks}
+        if HIDDEN in reads:
+            hidden_states = output.hidden_states
+            expected = int(self.config.num_hidden_layers) + 1
+            if len(hidden_states) != expected:
                 raise ValueError(
                     f"{self.name}: the model returned {len(hidden_states)} hidden states, "
-                    f"not num_hidden_layers + 1 = {self.n_layers}"
+                    f"not num_hidden_layers + 1 = {expected}"
                 )
-            return torch.stack([hidden_states[layer] for layer in layers]).float()
-        with self._site_plan.capture(layers) as values:
-            self.model(**inputs)
-        return torch.stack([values[layer] for layer in layers]).float()
+            values[HIDDEN] = [hidden_states[layer] for layer in reads[HIDDEN]]
+        return values
 
     @property
     def cache_key(self) -> dict[str, Any]:
@@ -940,31 +971,77 @@ class TransformerEncoder:
         outputs: Sequence[np.ndarray],
         layers: Sequence[int] | None = None,
     ) -> None:
-        """Write the features of ``layers`` (default: every hidden state) into ``outputs``, one
-        writable ``(n_rows(inputs), dimension)`` float32 array per layer, batch by batch: one
-        forward pass per batch serves every layer, and nothing but the current batch is held
-        besides the outputs (which may be memory-mapped files:
-        :func:`numpy.lib.format.open_memmap`).
+        """Write the features of ``layers`` (default: every layer of the site) into
+        ``outputs``, one writable ``(n_rows(inputs), dimension)`` float32 array per layer,
+        batch by batch: one forward pass per batch serves every layer, and nothing but the
+        current batch is held besides the outputs (which may be memory-mapped files:
+        :func:`numpy.lib.format.open_memmap`). The one-site case of
+        :meth:`encode_sites_into`.
 
         Raises:
             ValueError: a layer outside ``[0, n_layers)``, or ``outputs`` not one array of
                 shape ``(n_rows(inputs), dimension)`` per layer.
         """
         layers = list(range(self.n_layers)) if layers is None else list(layers)
-        for layer in layers:
-            check_scalar(layer, "layers", int, min_val=0, max_val=self.n_layers - 1)
-        shape = (self.n_rows(inputs), self.dimension)
-        if len(outputs) != len(layers) or any(
-            np.shape(output) != shape or not np.asarray(output).flags.writeable
-            for output in outputs
-        ):
-            raise ValueError(
-                f"outputs must be {len(layers)} writable arrays of shape {shape} (one per layer); "
-                f"got shapes {[np.shape(output) for output in outputs]}"
-            )
-        for rows, pooled in self._batches(inputs, layers):
-            for output, features in zip(outputs, pooled):
-                output[rows] = features
+        self._write(inputs, {self.site: (layers, outputs)}, "outputs")
+
+    def encode_sites_into(
+        self,
+        inputs: Sequence[str] | Sequence[Sequence[str]],
+        outputs: Mapping[str, Sequence[np.ndarray]],
+    ) -> None:
+        """Write every layer of each site of ``outputs`` (site → one writable
+        ``(n_rows(inputs), width)`` float32 array per layer of the site, as :meth:`at_site`
+        gives its ``n_layers`` and ``dimension``) batch by batch, from ONE forward pass per
+        batch with hooks on every site at once: reading k sites costs one pass, not k. Each
+        site's features are bit for bit those of :meth:`encode_layers_into` on
+        ``at_site(site)``; the batch's values of every site are held at once (k times one
+        site's: bound a GPU's memory with ``batch_tokens``).
+
+        Raises:
+            ValueError: a bad site (as :meth:`at_site`), or a site's outputs not one array of
+                its shape per layer.
+        """
+        if not outputs:
+            raise ValueError("outputs must name at least one site")
+        reads = {}
+        for site, arrays in outputs.items():
+            problem = site_problem(site)
+            if problem is not None:
+                raise ValueError(f"site {problem}")
+            n_layers, _ = self._site_shape(site)
+            reads[site] = (list(range(n_layers)), arrays)
+        self._write(inputs, reads, "outputs[{site!r}]")
+
+    def _write(
+        self,
+        inputs: Sequence[str] | Sequence[Sequence[str]],
+        reads: Mapping[str, tuple[list[int], Sequence[np.ndarray]]],
+        argument: str,
+    ) -> None:
+        """Every site of ``reads`` (site → its layers and their outputs) written batch by
+        batch from one forward pass per batch; ``argument`` names the outputs in errors (with
+        ``{site!r}`` formatted in)."""
+        n_rows = self.n_rows(inputs)
+        for site, (layers, outputs) in reads.items():
+            n_layers, width = self._site_shape(site)
+            for layer in layers:
+                check_scalar(layer, "layers", int, min_val=0, max_val=n_layers - 1)
+            shape = (n_rows, width)
+            if len(outputs) != len(layers) or any(
+                np.shape(output) != shape or not np.asarray(output).flags.writeable
+                for output in outputs
+            ):
+                raise ValueError(
+                    f"{argument.format(site=site)} must be {len(layers)} writable arrays of "
+                    f"shape {shape} (one per layer); got shapes "
+                    f"{[np.shape(output) for output in outputs]}"
+                )
+        wanted = {site: layers for site, (layers, _) in reads.items()}
+        for rows, pooled in self._batches(inputs, wanted):
+            for site, features in pooled.items():
+                for output, layer in zip(reads[site][1], features):
+                    output[rows] = layer
 
     def random_init_copy(self, random_state: int = 0) -> TransformerEncoder:
         """The same encoder (layer, pooling, dtype, ...) with randomly initialised weights."""
@@ -1092,12 +1169,13 @@ class TransformerEncoder:
 
     @torch.no_grad()
     def _batches(
-        self, inputs: object, layers: list[int]
-    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        self, inputs: object, reads: Mapping[str, list[int]]
+    ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
         """Per batch of sentences of similar lengths (shortest first, so that a batch pads
-        little): their output rows (indices into the input-order rows) and their pooled
-        features of ``layers``, float32 of shape ``(len(layers), rows, dimension)``, from one
-        forward pass."""
+        little): their output rows (indices into the input-order rows) and, per site of
+        ``reads`` (site → layers), the pooled features of its layers, float32 of shape
+        ``(len(layers), rows, width)``, every site from one forward pass. Sites of one width
+        are stacked and pooled together (pooling treats each layer alike)."""
         checked = self._check_inputs(inputs)
         words = self.pooling == "words"
         if not words and self.truncate is None:
@@ -1131,12 +1209,18 @@ class TransformerEncoder:
                 else:
                     batch = [self._prepare(item) for item in batch]
                     encoding = self._tokenize(batch, padding=True, return_tensors="pt")
-                stacked = self._site_values(encoding, layers)
-                pooled = self._pool(stacked, encoding, batch, members).cpu().numpy()
+                values = self._site_values(encoding, reads)
+                pooled = {}
+                for sites in _by_width(values):
+                    stacked = torch.stack([value for site in sites for value in values[site]])
+                    found = self._pool(stacked.float(), encoding, batch, members).cpu().numpy()
+                    found = found.astype(np.float32, copy=False)
+                    ends = np.cumsum([len(values[site]) for site in sites])
+                    pooled |= dict(zip(sites, np.split(found, ends[:-1])))
                 rows = np.concatenate(
                     [np.arange(first_row[i], first_row[i] + rows_of[i]) for i in members]
                 )
-                yield rows, pooled.astype(np.float32, copy=False)
+                yield rows, {site: pooled[site] for site in reads}
                 bar.update(len(batch))
 
     def _batch_members(self, checked: list[Any], order: np.ndarray) -> Iterator[np.ndarray]:

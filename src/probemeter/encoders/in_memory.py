@@ -36,7 +36,7 @@ References:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -170,7 +170,6 @@ class ModelEncoder(TransformerEncoder):
         self.config = config
         self.device = next(iter(self._parameters(model, backend))).device
         self.site = "hooks"
-        self._site_plan = None
         self.model_path = f"{type(model).__name__} in memory"
         self.revision = None
         self.decoder_only = decoder
@@ -282,11 +281,17 @@ class ModelEncoder(TransformerEncoder):
             )
         return value.reshape(*shape, -1)
 
-    def _site_values(self, encoding: BatchEncoding, layers: list[int]) -> torch.Tensor:
-        """The hooks' values at ``layers`` (indices into :attr:`hook_names`) from one forward
-        pass: float32 of shape (len(layers), batch, tokens, width)."""
+    def _site_values(
+        self, encoding: BatchEncoding, reads: Mapping[str, list[int]]
+    ) -> dict[str, list[torch.Tensor]]:
+        """The hooks' values at the layers of ``reads`` (its one site, the hooks: indices into
+        :attr:`hook_names`) from one forward pass, one (batch, tokens, width) tensor each."""
         values = self._forward(encoding)
-        return torch.stack([values[layer] for layer in layers]).float()
+        return {site: [values[layer] for layer in layers] for site, layers in reads.items()}
+
+    def _site_shape(self, site: str) -> tuple[int, int]:
+        """Its one site's layers (the hook names) and width."""
+        return self._n_layers, self.dimension
 
     @property
     def cache_key(self) -> dict[str, Any]:

@@ -353,8 +353,9 @@ def prepare_data(
 
 
 def task_inputs(experiment: Experiment) -> TaskInputs:
-    """The task's inputs (:meth:`~probemeter.runs.tasks.TaskType.inputs`); a file that cannot
-    be read is an :class:`ExperimentError` at ``task`` (its message names the file)."""
+    """The task's inputs (:meth:`~probemeter.runs.tasks.TaskType.inputs`) with the run's
+    representations; a file that cannot be read is an :class:`ExperimentError` at ``task``
+    (its message names the file)."""
     task = experiment.task
     if task is None:
         return TaskInputs()
@@ -362,4 +363,4 @@ def task_inputs(experiment: Experiment) -> TaskInputs:
         inputs = task.declared.inputs(experiment.run.random_state)
     except ValueError as error:
         raise ExperimentError(experiment.path, [f"task: {error}"]) from None
-    return replace(inputs, task=task)
+    return replace(inputs, task=task, representations=tuple(experiment.representations))

@@ -243,6 +243,9 @@ class TaskInputs:
     #: loaded encoders by what loading them depends on, so that every site, layer and SAE of
     #: one model shares one load
     encoders: dict[tuple[Any, ...], Any] = field(default_factory=dict)
+    #: the run's representations (``Representation``), known before any is built: the first
+    #: encoder pass of a model reads every site they ask of it
+    representations: tuple[Any, ...] = ()
 
     def feature_files(self, train: Path, test: Path) -> Arrays:
         """``(X, y, X_test, y_test)`` of a pair of feature files, read on first use; sparse

@@ -99,6 +99,11 @@ class SAEKind(_ModelKind):
         return rep
 
     @classmethod
+    def site_read(cls, rep: Representation) -> Representation:
+        """The dense site it encodes."""
+        return _dense_representation(rep)
+
+    @classmethod
     def rows_of(cls, rep: Representation, inputs: TaskInputs) -> TaskText:
         """The rows of the dense site it encodes."""
         return TransformerKind.rows_of(_dense_representation(rep), inputs)

@@ -15,7 +15,7 @@ from probemeter._declared import option
 from probemeter.data import LEARNED_POOLINGS, ProbeData
 from probemeter.datasets.conll import DEFAULT_SPACY_MODEL
 from probemeter.encoders import FeatureCache
-from probemeter.encoders.cache import STORAGES
+from probemeter.encoders.cache import STORAGES, LayerSet
 from probemeter.encoders.hf import (
     DTYPES,
     MINILM_PACKAGE,
@@ -308,6 +308,12 @@ class _ModelKind(_WordKind):
         return {**key, **loaded}
 
     @classmethod
+    def site_read(cls, rep: Representation) -> Representation:
+        """The ``transformer`` representation whose site's layers this one's features come
+        from: itself (an SAE's latents: its dense site)."""
+        return rep
+
+    @classmethod
     def check_task(
         cls, rep: Representation, task: Task, where: str, report: Report
     ) -> Representation:
@@ -377,7 +383,10 @@ class TransformerKind(_ModelKind):
     )
 
     kind = "transformer"
-    summary = "hidden states or block sites of a Hugging Face transformer, one pass per site"
+    summary = (
+        "hidden states or block sites of a Hugging Face transformer, every site of a model "
+        "read in one pass"
+    )
 
     def representations(
         self, name: str, where: str, folder: Path, bad: set[str], report: Report
@@ -416,23 +425,15 @@ class TransformerKind(_ModelKind):
         cls, rep: Representation, inputs: TaskInputs, build: Build
     ) -> tuple[dict[str, Any], np.ndarray]:
         """Every layer of the site from one encoder pass (shared by the layers of a sweep and
-        by every entry with the same encoder; the model is loaded once for all its sites), then
-        the chosen layer, or several side by side; of site ``"heads"``, the chosen heads."""
+        by every entry with the same encoder; the model is loaded once, and its first pass
+        reads every site the run asks of it: :func:`_encode_sites`), then the chosen layer, or
+        several side by side; of site ``"heads"``, the chosen heads."""
         declared = rep.declared
-        pooling = declared.encoder_pooling
         site = declared.site
         group = _encoder_group(declared)
         encoded = (*group, site, declared.storage)
         if encoded not in inputs.layers:
-            if group not in inputs.encoders:
-                inputs.encoders[group] = _transformer(declared, build, pooling)
-            encoder = inputs.encoders[group].at_site(site)
-            sentences = inputs.text.encoder_inputs(pooling)
-            key = declared.encoder_key(encoder)
-            inputs.layers[encoded] = (
-                key,
-                _layer_features(encoder, key, sentences, build.cache, declared.storage),
-            )
+            _encode_sites(rep, inputs, build)
         encoder_key, layers = inputs.layers[encoded]
         chosen = declared.layer  # a layer of the site, or a list of them side by side
         for layer in chosen if isinstance(chosen, list) else [chosen]:
@@ -453,6 +454,41 @@ class TransformerKind(_ModelKind):
         # data prepared from them (float16 features are not float32's)
         stored = declared.key_values({"storage": declared.storage})
         return {**encoder_key, **stored, "layer": chosen}, features
+
+
+def _encode_sites(rep: Representation, inputs: TaskInputs, build: Build) -> None:
+    """Every site of ``rep``'s model that the run's representations read
+    (``inputs.representations``, through :meth:`_ModelKind.site_read`) and that is not encoded
+    yet, ``rep``'s among them, into ``inputs.layers``: from one forward pass per batch for all
+    of them (:func:`_layer_features`). A site asked in two storages gets one in this pass,
+    the other in a later one."""
+    declared = rep.declared
+    group = _encoder_group(declared)
+    pooling = declared.encoder_pooling
+    if group not in inputs.encoders:
+        inputs.encoders[group] = _transformer(declared, build, pooling)
+    model = inputs.encoders[group]
+    wanted: dict[str, tuple[tuple[Any, ...], _ModelKind]] = {}
+    for other in (rep, *inputs.representations):
+        if not issubclass(other.kind_class, _ModelKind):
+            continue
+        read = other.kind_class.site_read(other).declared
+        encoded = (*group, read.site, read.storage)
+        if _encoder_group(read) == group and encoded not in inputs.layers:
+            wanted.setdefault(read.site, (encoded, read))
+    reads = {}
+    for site, (_, read) in wanted.items():
+        try:
+            encoder = model.at_site(site)
+        except ValueError:
+            if site == declared.site:
+                raise
+            continue  # a site this model lacks: refused where its representation is built
+        reads[site] = (read.encoder_key(encoder), encoder, read.storage)
+    sentences = inputs.text.encoder_inputs(pooling)
+    found = _layer_features(model, reads, sentences, build.cache)
+    for site, layers in found.items():
+        inputs.layers[wanted[site][0]] = (reads[site][0], layers)
 
 
 def _encoder_group(declared: _ModelKind) -> tuple[Any, ...]:
@@ -644,26 +680,40 @@ def length_problems(representations: list[Representation], inputs: TaskInputs) -
 
 
 def _layer_features(
-    encoder: Any,
-    key: dict[str, Any],
+    model: Any,
+    reads: dict[str, tuple[dict[str, Any], Any, str]],
     sentences: list[Any],
     cache: FeatureCache | None,
-    storage: str,
-) -> list:
-    """Every layer's features of the encoder's site from one forward pass per batch: per-layer
-    files of the cache under ``key`` stored as ``storage``, memory-mapped (written batch by
-    batch, so encoding holds one batch, not all layers), or, without a cache, arrays in
-    memory."""
+) -> dict[str, list]:
+    """Every layer's features of each site of ``reads`` (site → its key, the model's encoder
+    at that site and the storage of its files) from one forward pass per batch for all the
+    sites (:meth:`~probemeter.encoders.TransformerEncoder.encode_sites_into`): per-layer files
+    of the cache under each key stored as its storage, memory-mapped (written batch by batch,
+    so encoding holds one batch, not all layers; sites already stored are read back, not
+    encoded again), or, without a cache, arrays in memory."""
+    n_rows = model.n_rows(sentences)
     if cache is None:
-        return list(encoder.encode_all_layers(sentences))
-    shape = (encoder.n_layers, encoder.n_rows(sentences), encoder.dimension)
-    return cache.layers(
-        key,
+        outputs = {
+            site: [
+                np.empty((n_rows, encoder.dimension), np.float32) for _ in range(encoder.n_layers)
+            ]
+            for site, (_, encoder, _) in reads.items()
+        }
+        model.encode_sites_into(sentences, outputs)
+        return outputs
+    sites = list(reads)
+    sets = [
+        LayerSet(key, (encoder.n_layers, n_rows, encoder.dimension), storage)
+        for key, encoder, storage in reads.values()
+    ]
+    found = cache.layer_sets(
+        sets,
         inputs_key(sentences),
-        shape,
-        lambda outputs: encoder.encode_layers_into(sentences, outputs),
-        storage=storage,
+        lambda missing: model.encode_sites_into(
+            sentences, {sites[index]: outputs for index, outputs in missing.items()}
+        ),
     )
+    return dict(zip(sites, found))
 
 
 @dataclass(frozen=True, kw_only=True)
