@@ -341,14 +341,21 @@ def test_a_sweep_trains_as_many_layers_together_as_their_features_fit(folder, mo
         datasets = list(prepare_data(experiment).values())
     method = experiment.method
     whole = structural_method.structural_units(datasets, method=method, random_state=0)
-    groups = []
+    groups, trees, layouts = [], [], []
     original = family.structural_families
+    layout = structural_method._tree_layout
 
     def spy(layers, *args, **kwargs):
         groups.append(len(layers))
+        trees.append(args[0])
         return original(layers, *args, **kwargs)
 
+    def layout_spy(*args, **kwargs):
+        layouts.append(args[0].name)
+        return layout(*args, **kwargs)
+
     monkeypatch.setattr(family, "structural_families", spy)
+    monkeypatch.setattr(structural_method, "_tree_layout", layout_spy)
     # room for two layers' features (each a float32 copy of the data's), not three
     layer_bytes = (
         4 * datasets[0].X_train.shape[1] * (len(datasets[0].y_train) + len(datasets[0].y_test))
@@ -356,6 +363,9 @@ def test_a_sweep_trains_as_many_layers_together_as_their_features_fit(folder, mo
     monkeypatch.setattr(structural_method, "MAX_MEMORY_GIB", 2.5 * layer_bytes / 2**30)
     capped = structural_method.structural_units(datasets, method=method, random_state=0)
     assert groups == [2, 1]
+    # the trees built once for the sweep (from its first layer's data), not once per layer,
+    # and shared by both groups with all they compute from the trees alone
+    assert layouts == [datasets[0].name] and trees[0] is trees[1]
     assert _without_seconds(json.loads(json.dumps(capped))) == _without_seconds(
         json.loads(json.dumps(whole))
     )

@@ -100,7 +100,7 @@ from probemeter.structural.training import (
     ProbeSpec,
     StructuralTraining,
     check_features,
-    fit_structural_probes,
+    fit_structural_layers,
 )
 from probemeter.structural.trees import HOLDOUT, TreeData, holdout_split
 from probemeter.training.config import config_or_default
@@ -114,7 +114,9 @@ __all__ = [
     "StructuralOnlineCode",
     "holdout_split",
     "structural_curve",
+    "structural_curves",
     "structural_online_code",
+    "structural_online_codes",
 ]
 
 #: block ends as fractions of the sentences: doubling blocks, as the paper's timesteps, but
@@ -247,8 +249,62 @@ def structural_online_code(
             probe has a sentence to train on and one to hold out).
     """
     one_of(*TARGETS)(target, "target")
+    [codes] = structural_online_codes(
+        [features],
+        trees,
+        (target,),
+        rank=rank,
+        timesteps=timesteps,
+        seeds=seeds,
+        sentences=sentences,
+        config=config,
+        names=[name or "features"],
+        holdout=holdout,
+    )
+    return codes[target]
+
+
+def structural_online_codes(
+    layers: Sequence[object],
+    trees: TreeData,
+    targets: Sequence[str] = TARGETS,
+    *,
+    rank: int = 32,
+    timesteps: Sequence[float] = STRUCTURAL_TIMESTEPS,
+    seeds: int = 1,
+    sentences: Sequence[int] | None = None,
+    config: StructuralTraining | None = None,
+    names: Sequence[str] | None = None,
+    holdout: float = HOLDOUT,
+    n_jobs: int | None = 1,
+) -> list[dict[str, StructuralOnlineCode]]:
+    """Per layer, the online code (:func:`structural_online_code`) of each target, every block
+    probe of every layer and target trained together in one stacked call
+    (:func:`~probemeter.structural.training.fit_structural_layers`, as
+    :func:`~probemeter.structural.family.structural_families` trains a family's): a block
+    probe's data order, initial B and minibatches depend on its seed, rank and training
+    sentences alone, so the probes of one block on every layer and for both targets share
+    their minibatches. Each code's ``metadata["seconds"]["train"]`` is the time of that
+    joint training.
+
+    Args:
+        layers: per layer, (n_words, d) per-word features, sentence after sentence as in
+            ``trees``.
+        trees, rank, timesteps, seeds, sentences, config, holdout: as
+            :func:`structural_online_code`.
+        targets: distinct probe kinds, ``"distance"`` and/or ``"depth"``.
+        names: each layer's name for results (default ``"layer 0"``, ``"layer 1"``, …).
+        n_jobs: worker processes sharing the training
+            (:func:`~probemeter.structural.training.fit_structural_layers`); the results do
+            not depend on it.
+
+    Raises:
+        ValueError: as :func:`structural_online_code`; no layers, bad or repeated targets,
+            or names not one per layer.
+    """
+    targets = _checked_targets(targets)
     config = config_or_default(config, StructuralTraining())
-    array = check_features(features, trees)
+    arrays, names = _checked_layers(layers, trees, names)
     check_scalar(rank, "rank", int, min_val=1)
     check_scalar(seeds, "seeds", int, min_val=1)
     pool = np.arange(trees.n_sentences) if sentences is None else np.asarray(sentences, np.int64)
@@ -261,7 +317,71 @@ def structural_online_code(
     }
     specs = [ProbeSpec(rank, s, train) for (s, _), (train, _) in splits.items()]
     with Stopwatch() as training:
-        projections = fit_structural_probes(array, trees, target, specs, config)
+        trained = fit_structural_layers(arrays, trees, targets, specs, config, n_jobs=n_jobs)
+    plan = _OnlinePlan(
+        rank, seeds, int(pool.size), ends, orders, splits, config, holdout, training.seconds
+    )
+    return [
+        {
+            target: _online_code(array, trees, target, layer[target], name, plan)
+            for target in targets
+        }
+        for array, layer, name in zip(arrays, trained, names)
+    ]
+
+
+def _checked_targets(targets: Sequence[str]) -> tuple[str, ...]:
+    """``targets`` as distinct probe kinds; a ValueError naming ``targets`` otherwise."""
+    if isinstance(targets, str) or not targets or len(set(targets)) != len(targets):
+        raise ValueError(
+            f'targets must be distinct probe kinds ("distance", "depth"); got {targets!r}'
+        )
+    for target in targets:
+        one_of(*TARGETS)(target, "target")
+    return tuple(targets)
+
+
+def _checked_layers(
+    layers: Sequence[object], trees: TreeData, names: Sequence[str] | None
+) -> tuple[list[np.ndarray], list[str]]:
+    """Each layer's features checked (:func:`check_features`) and its name (default
+    ``"layer 0"``, ``"layer 1"``, …)."""
+    if not layers:
+        raise ValueError("layers is empty; give at least one layer's features")
+    arrays = [check_features(features, trees) for features in layers]
+    names = [f"layer {number}" for number in range(len(arrays))] if names is None else names
+    if len(names) != len(arrays):
+        raise ValueError(f"names must name each of the {len(arrays)} layers; got {len(names)}")
+    return arrays, list(names)
+
+
+@dataclass(frozen=True)
+class _OnlinePlan:
+    """The blocks of an online code shared by every layer and target: per seed its data
+    order and each block's (train, held-out) split, and the joint training's seconds."""
+
+    rank: int
+    seeds: int
+    n: int
+    ends: np.ndarray
+    orders: dict[int, np.ndarray]
+    splits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+    config: StructuralTraining
+    holdout: float
+    train_seconds: float
+
+
+def _online_code(
+    array: np.ndarray,
+    trees: TreeData,
+    target: str,
+    projections: Sequence[np.ndarray],
+    name: str,
+    plan: _OnlinePlan,
+) -> StructuralOnlineCode:
+    """The online code of one layer and target from its block probes ``projections`` (one
+    per split of ``plan``, in its order)."""
+    seeds, ends, orders, splits = plan.seeds, plan.ends, plan.orders, plan.splits
     trained = dict(zip(splits, projections))
     rows = []
     with Stopwatch() as scoring:
@@ -278,15 +398,15 @@ def structural_online_code(
                 rows.append(
                     _block_row(s, block, (int(start), int(end)), nats, uniform, scale, sizes)
                 )
+    seconds = {"train": plan.train_seconds, "score": scoring.seconds}
     return StructuralOnlineCode(
-        name=name or "features",
+        name=name,
         target=target,
-        rank=rank,
-        n=int(pool.size),
+        rank=plan.rank,
+        n=plan.n,
         ends=tuple(int(e) for e in ends),
         blocks=pd.DataFrame(rows),
-        metadata=_metadata(trees, config, {"train": training.seconds, "score": scoring.seconds})
-        | _scale_note(holdout),
+        metadata=_metadata(trees, plan.config, seconds) | _scale_note(plan.holdout),
     )
 
 
@@ -454,8 +574,62 @@ def structural_curve(
             split.
     """
     one_of(*TARGETS)(target, "target")
+    [curves] = structural_curves(
+        [features],
+        trees,
+        (target,),
+        rank=rank,
+        sizes=sizes,
+        seeds=seeds,
+        test_size=test_size,
+        split=split,
+        config=config,
+        names=[name or "features"],
+        holdout=holdout,
+    )
+    return curves[target]
+
+
+def structural_curves(
+    layers: Sequence[object],
+    trees: TreeData,
+    targets: Sequence[str] = TARGETS,
+    *,
+    rank: int = 32,
+    sizes: Sequence[int] | None = None,
+    seeds: int = 2,
+    test_size: float = 0.2,
+    split: tuple[Sequence[int], Sequence[int]] | None = None,
+    config: StructuralTraining | None = None,
+    names: Sequence[str] | None = None,
+    holdout: float = HOLDOUT,
+    n_jobs: int | None = 1,
+) -> list[dict[str, StructuralCurve]]:
+    """Per layer, the loss-data curve (:func:`structural_curve`) of each target, every probe
+    of every size, seed, layer and target trained together in one stacked call
+    (:func:`~probemeter.structural.training.fit_structural_layers`, as
+    :func:`~probemeter.structural.family.structural_families` trains a family's): the probes
+    of one (size, seed) on every layer and for both targets share their minibatches. Each
+    curve's ``metadata["seconds"]["train"]`` is the time of that joint training.
+
+    Args:
+        layers: per layer, (n_words, d) per-word features, sentence after sentence as in
+            ``trees``.
+        trees, rank, sizes, seeds, test_size, split, config, holdout: as
+            :func:`structural_curve`.
+        targets: distinct probe kinds, ``"distance"`` and/or ``"depth"``.
+        names: each layer's name for results (default ``"layer 0"``, ``"layer 1"``, …).
+        n_jobs: worker processes sharing the training
+            (:func:`~probemeter.structural.training.fit_structural_layers`); the results do
+            not depend on it.
+
+    Raises:
+        ValueError: as :func:`structural_curve`; no layers, bad or repeated targets, or
+            names not one per layer.
+    """
+    targets = _checked_targets(targets)
     config = config_or_default(config, StructuralTraining())
-    array = check_features(features, trees)
+    arrays, names = _checked_layers(layers, trees, names)
     check_scalar(rank, "rank", int, min_val=1)
     check_scalar(seeds, "seeds", int, min_val=1)
     pool, test = _split(trees, test_size, split, config.random_state)
@@ -474,10 +648,43 @@ def structural_curve(
     }
     specs = [ProbeSpec(rank, s, train) for (_, s), (train, _) in splits.items()]
     with Stopwatch() as training:
-        projections = fit_structural_probes(array, trees, target, specs, config)
+        trained = fit_structural_layers(arrays, trees, targets, specs, config, n_jobs=n_jobs)
+    plan = _CurvePlan(rank, pool, test, splits, config, holdout, training.seconds)
+    return [
+        {target: _curve(array, trees, target, layer[target], name, plan) for target in targets}
+        for array, layer, name in zip(arrays, trained, names)
+    ]
+
+
+@dataclass(frozen=True)
+class _CurvePlan:
+    """The probes of a loss-data curve shared by every layer and target: the pool and test
+    sentences, each (size, seed)'s (train, held-out) split, and the joint training's
+    seconds."""
+
+    rank: int
+    pool: np.ndarray
+    test: np.ndarray
+    splits: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]
+    config: StructuralTraining
+    holdout: float
+    train_seconds: float
+
+
+def _curve(
+    array: np.ndarray,
+    trees: TreeData,
+    target: str,
+    projections: Sequence[np.ndarray],
+    name: str,
+    plan: _CurvePlan,
+) -> StructuralCurve:
+    """The curve of one layer and target from its probes ``projections`` (one per split of
+    ``plan``, in its order)."""
+    rank, pool, test, config, holdout = plan.rank, plan.pool, plan.test, plan.config, plan.holdout
     rows = []
     with Stopwatch() as scoring:
-        for ((n, seed), (_, heldout)), projection in zip(splits.items(), projections):
+        for ((n, seed), (_, heldout)), projection in zip(plan.splits.items(), projections):
             scale = _heldout_scale(projection, array, trees, target, heldout)
             predicted = predict_sentences(projection, array, trees, target, test)
             tested = score(predicted, trees, target, scale)
@@ -492,9 +699,9 @@ def structural_curve(
                 }
             )
     pool_uniform = uniform_codelength(trees, target, pool)
-    metadata = _metadata(trees, config, {"train": training.seconds, "score": scoring.seconds})
+    metadata = _metadata(trees, config, {"train": plan.train_seconds, "score": scoring.seconds})
     curve = LossDataCurve(
-        name=name or "features",
+        name=name,
         points=pd.DataFrame(rows),
         n_classes=int(trees.lengths.max()),
         pool_size=int(pool.size),

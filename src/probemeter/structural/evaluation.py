@@ -35,6 +35,8 @@ from probemeter.structural.trees import tree_distances
 
 __all__ = [
     "SPEARMAN_LENGTHS",
+    "centred_ranks",
+    "found_edges",
     "gold_edges",
     "minimum_spanning_edges",
     "root_correct",
@@ -149,11 +151,18 @@ def uuas_counts(
     keep = np.ones(len(heads), dtype=bool) if punctuation is None else ~np.asarray(punctuation)
     words = np.flatnonzero(keep)
     gold = set(gold_edges(heads, keep))
+    return found_edges(predicted, words, gold), len(gold)
+
+
+def found_edges(predicted: np.ndarray, words: np.ndarray, gold: set[tuple[int, int]]) -> int:
+    """How many of the ``gold`` edges over the kept ``words`` (:func:`gold_edges`) the
+    minimum spanning tree of the ``predicted`` distances among those words holds: the first
+    count of :func:`uuas_counts`, given the gold side, which depends on the tree alone (a
+    sweep's scoring computes it once per sentence). 0 for fewer than two kept words."""
     if words.size < 2:
-        return 0, 0
+        return 0
     found = minimum_spanning_edges(np.asarray(predicted)[np.ix_(words, words)])
-    found_words = {(int(words[i]), int(words[j])) for i, j in found}
-    return len(found_words & gold), len(gold)
+    return len({(int(words[i]), int(words[j])) for i, j in found} & gold)
 
 
 def root_correct(
@@ -169,9 +178,22 @@ def root_correct(
     return int(np.argmin(depths)) == list(heads).index(0)
 
 
+def centred_ranks(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's average ranks less their mean, (rows, n) float64 (a 1-D ``values`` is one
+    row), and each row's sum of their squares: one side of a Spearman correlation
+    (:func:`spearman_by_length`), which for the gold side depends on the tree alone."""
+    from scipy.stats import rankdata
+
+    ranks = rankdata(np.atleast_2d(np.asarray(values, dtype=np.float64)), axis=-1)
+    centred = ranks - ranks.mean(axis=-1, keepdims=True)
+    return centred, (centred**2).sum(-1)
+
+
 def spearman_by_length(
     pairs: Iterable[tuple[np.ndarray, np.ndarray]],
     lengths: tuple[int, int] = SPEARMAN_LENGTHS,
+    *,
+    ranked_gold: Sequence[tuple[np.ndarray, np.ndarray] | None] | None = None,
 ) -> tuple[float, dict[int, float]]:
     """The length-averaged Spearman correlation of Hewitt & Manning (§3.1).
 
@@ -179,24 +201,23 @@ def spearman_by_length(
     matrices (one correlation per row, i.e. per word). Correlations are averaged over all
     sentences of one length n, then those means over the lengths ``lengths[0]..lengths[1]``
     that occur. A row with a constant prediction or gold value has no correlation and is left
-    out. Returns (the average, {length: mean correlation}); the average is NaN when no
-    sentence has a length in the range.
+    out. ``ranked_gold``, one per pair, gives the gold side's :func:`centred_ranks` where
+    they are already known (a sentence's, scored for many probes), the same numbers as from
+    the pair's gold values. Returns (the average, {length: mean correlation}); the average is
+    NaN when no sentence has a length in the range.
     """
-    from scipy.stats import rankdata
-
     by_length: dict[int, list[float]] = {}
-    for predicted, gold in pairs:
-        gold = np.atleast_2d(np.asarray(gold, dtype=np.float64))
-        predicted = np.atleast_2d(np.asarray(predicted, dtype=np.float64))
-        n = gold.shape[-1]
+    for number, (predicted, gold) in enumerate(pairs):
+        n = np.shape(gold)[-1]
         if not lengths[0] <= n <= lengths[1]:
             continue
         # Spearman's rho of each row: Pearson's r of the rows' average ranks
-        ranks = [rankdata(values, axis=-1) for values in (predicted, gold)]
-        centred = [r - r.mean(axis=-1, keepdims=True) for r in ranks]
-        norms = np.sqrt((centred[0] ** 2).sum(-1) * (centred[1] ** 2).sum(-1))
+        known = None if ranked_gold is None else ranked_gold[number]
+        centred, squares = centred_ranks(predicted)
+        gold_centred, gold_squares = centred_ranks(gold) if known is None else known
+        norms = np.sqrt(squares * gold_squares)
         defined = norms > 0
-        rho = (centred[0] * centred[1]).sum(-1)[defined] / norms[defined]
+        rho = (centred * gold_centred).sum(-1)[defined] / norms[defined]
         if rho.size:
             by_length.setdefault(n, []).extend(rho.tolist())
     means = {n: float(np.mean(values)) for n, values in sorted(by_length.items())}

@@ -375,6 +375,16 @@ def probe_trees(
         ValueError: data without sentence ids or tag groups (not a tree task's data), or a
             group id outside ``tags``.
     """
+    order, trees, pool, test = _tree_layout(data, tags)
+    return _ordered_features(data, order), trees, pool, test
+
+
+def _tree_layout(
+    data: ProbeData, tags: Sequence[str] | None
+) -> tuple[np.ndarray, TreeData, np.ndarray, np.ndarray]:
+    """What :func:`probe_trees` derives from the data's sentence ids, heads and tag ids
+    alone, not from its features: (the order of the rows by sentence, the trees, pool
+    sentence indices, test sentence indices)."""
     from probemeter.datasets.conll import UPOS_TAGS
 
     parts = (data.sentences_train, data.sentences_test, data.groups_train, data.groups_test)
@@ -387,7 +397,6 @@ def probe_trees(
     ids = np.concatenate([data.sentences_train, data.sentences_test])
     order = np.argsort(ids, kind="stable")  # every sentence's words stay in word order
     ids = ids[order]
-    features = np.concatenate([np.asarray(data.X_train), np.asarray(data.X_test)])[order]
     heads = np.concatenate([data.y_train, data.y_test])[order]
     groups = np.concatenate([data.groups_train, data.groups_test])[order]
     if groups.size and (groups.min() < 0 or groups.max() >= len(vocabulary)):
@@ -409,7 +418,23 @@ def probe_trees(
     sentence_ids = ids[starts]
     pool = np.searchsorted(sentence_ids, np.unique(data.sentences_train))
     test = np.searchsorted(sentence_ids, np.unique(data.sentences_test))
-    return features, trees, pool, test
+    return order, trees, pool, test
+
+
+def _ordered_features(data: ProbeData, order: np.ndarray) -> np.ndarray:
+    """The data's features, pool rows then test rows, in ``order`` (:func:`_tree_layout`)."""
+    return np.concatenate([np.asarray(data.X_train), np.asarray(data.X_test)])[order]
+
+
+def _same_trees(a: ProbeData, b: ProbeData) -> bool:
+    """Whether two representations' data hold the same words, trees and split (a layer
+    sweep's: the same sentence ids, heads and tag ids, row for row), so that
+    :func:`_tree_layout` of one is that of the other."""
+    columns = ("sentences_train", "sentences_test", "y_train", "y_test")
+    return a.group_names == b.group_names and all(
+        np.array_equal(getattr(a, name), getattr(b, name))
+        for name in (*columns, "groups_train", "groups_test")
+    )
 
 
 def test_correctness(
@@ -422,8 +447,8 @@ def test_correctness(
     spanning tree of the predicted distances (Hewitt & Manning §3.1), for depth probes each
     test sentence's root; their means are the seeds' UUAS and root accuracy. Each item's
     cluster is its sentence's index: the edges of one sentence are not independent draws."""
-    from probemeter.structural.evaluation import gold_edges, minimum_spanning_edges, root_correct
-    from probemeter.structural.scoring import predict_sentences
+    from probemeter.structural.evaluation import minimum_spanning_edges, root_correct
+    from probemeter.structural.scoring import kept_gold_edges, predict_sentences
 
     rank = family.best_rank()
     chosen = np.flatnonzero(family.points["rank"].to_numpy() == rank)
@@ -443,8 +468,7 @@ def test_correctness(
                     items += [sentence, heads.index(0)]
                     clusters.append(sentence)
                 continue
-            words = np.flatnonzero(~marks)
-            gold = gold_edges(heads, ~marks)
+            words, gold, _ = kept_gold_edges(trees, sentence)  # once per trees
             spanning = (
                 minimum_spanning_edges(values[np.ix_(words, words)]) if words.size > 1 else set()
             )
@@ -524,10 +548,11 @@ def structural_units(
             names=[datasets[i].name for i, *_ in group],
             n_jobs=n_jobs,
         )
-        for (i, features, own, _, _), families in zip(group, trained):
-            # the same trees, but the source names each unit's own data
+        for (i, features, *_), families in zip(group, trained):
+            # the same trees, but the source names each unit's own data (probe_trees's)
+            source = datasets[i].name
             families = {
-                target: replace(family, metadata=_with_source(family.metadata, own.source))
+                target: replace(family, metadata=_with_source(family.metadata, source))
                 for target, family in families.items()
             }
             first = families[method.probes[0]]
@@ -547,8 +572,15 @@ def structural_units(
     # few layers at a time, not all copied at once
     group: list[tuple[int, np.ndarray, TreeData, np.ndarray, np.ndarray]] = []
     key, held = None, 0
+    layout, shown = None, 0  # the trees of datasets[shown]
     for i, data in enumerate(datasets):
-        features, trees, pool, test = probe_trees(data, tags)
+        # the trees and split once per sweep, not per layer: the layers' data hold the same
+        # sentences, heads and tags, so they share one TreeData and all it computes from the
+        # trees alone (TreeData.memo: the gold sides of every score)
+        if layout is None or not _same_trees(datasets[shown], data):
+            layout, shown = _tree_layout(data, tags), i
+        order, trees, pool, test = layout
+        features = _ordered_features(data, order)
         same = (trees.heads, trees.punctuation, pool.tobytes(), test.tobytes())
         if group and (same != key or held + features.nbytes > MAX_MEMORY_GIB * 2**30):
             train(group)

@@ -10,11 +10,19 @@ References:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
-from probemeter.structural.evaluation import root_correct, spearman_by_length, uuas_counts
+from probemeter.structural.evaluation import (
+    SPEARMAN_LENGTHS,
+    centred_ranks,
+    found_edges,
+    gold_edges,
+    root_correct,
+    spearman_by_length,
+)
 from probemeter.structural.likelihood import (
     fit_laplace_scale,
     laplace_codelengths,
@@ -26,6 +34,7 @@ __all__ = [
     "Scores",
     "SentencePredictions",
     "fitted_scale",
+    "kept_gold_edges",
     "mean_loss",
     "predict_sentences",
     "score",
@@ -44,12 +53,70 @@ class SentencePredictions:
     Attributes:
         sentences: the sentence indices, in order.
         predicted: per sentence, (n, n) squared distances or (n,) squared norms.
-        gold: per sentence, the gold distances or depths of the same shape.
+        gold: per sentence, the gold distances or depths of the same shape (read-only:
+            the trees' own, :attr:`TreeData.memo`).
+        trees: the trees of the sentences, whose :attr:`TreeData.memo` holds what the
+            scores need of the gold side; None: computed from ``gold`` each time.
     """
 
     sentences: tuple[int, ...]
     predicted: tuple[np.ndarray, ...]
     gold: tuple[np.ndarray, ...]
+    trees: TreeData | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
+class _SentenceGold:
+    """One sentence's gold side, from its tree alone (kept in :attr:`TreeData.memo`)."""
+
+    values: np.ndarray  # float64 (n, n) distances or (n,) depths, read-only
+    #: its gold rows' :func:`~probemeter.structural.evaluation.centred_ranks` where the
+    #: sentence's length is one whose Spearman correlations count, else None
+    ranked: tuple[np.ndarray, np.ndarray] | None
+
+
+def _memo(trees: TreeData, key: tuple, compute: object) -> object:
+    """``trees.memo[key]``, computed by ``compute()`` the first time."""
+    memo = trees.memo
+    if key not in memo:
+        memo[key] = compute()  # type: ignore[operator]
+    return memo[key]
+
+
+def _sentence_gold(trees: TreeData, target: str, sentence: int) -> _SentenceGold:
+    """The gold side of ``sentence``'s ``target``, computed once per trees."""
+
+    def compute() -> _SentenceGold:
+        source = trees.depths(sentence) if target == "depth" else trees.distances(sentence)
+        values = source.astype(np.float64)
+        values.setflags(write=False)
+        low, high = SPEARMAN_LENGTHS
+        ranked = centred_ranks(values) if low <= values.shape[-1] <= high else None
+        return _SentenceGold(values, ranked)
+
+    return _memo(trees, ("gold", target, sentence), compute)  # type: ignore[return-value]
+
+
+def kept_gold_edges(
+    trees: TreeData, sentence: int
+) -> tuple[np.ndarray, list[tuple[int, int]], set[tuple[int, int]]]:
+    """(the kept words, the gold edges over them as a sorted list and as a set) of
+    ``sentence``: the non-punctuation words and
+    :func:`~probemeter.structural.evaluation.gold_edges`, against which UUAS counts the
+    edges found; computed once per trees."""
+
+    def compute() -> tuple[np.ndarray, list[tuple[int, int]], set[tuple[int, int]]]:
+        keep = ~np.asarray(trees.punctuation[sentence], dtype=bool)  # type: ignore[index]
+        edges = gold_edges(trees.heads[sentence], keep)
+        return np.flatnonzero(keep), edges, set(edges)
+
+    return _memo(trees, ("edges", sentence), compute)  # type: ignore[return-value]
+
+
+@lru_cache(maxsize=512)
+def _pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs i < j of n words (``np.triu_indices(n, k=1)``)."""
+    return np.triu_indices(n, k=1)
 
 
 def predict_sentences(
@@ -70,12 +137,11 @@ def predict_sentences(
         norms = np.einsum("ir,ir->i", projected, projected)
         if target == "depth":
             predicted.append(norms)
-            gold.append(trees.depths(s).astype(np.float64))
         else:
             squared = norms[:, None] + norms[None, :] - 2.0 * projected @ projected.T
             predicted.append(np.maximum(squared, 0.0))
-            gold.append(trees.distances(s).astype(np.float64))
-    return SentencePredictions(index, tuple(predicted), tuple(gold))
+        gold.append(_sentence_gold(trees, target, s).values)
+    return SentencePredictions(index, tuple(predicted), tuple(gold), trees)
 
 
 def target_codes(
@@ -83,23 +149,38 @@ def target_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The coded targets of the sentences, flattened: (gold, predicted, lowest, highest,
     sentence position) — pairs i < j for distances (support 1..n − 1), every word for depths
-    (support 0..n − 1)."""
-    columns: list[list[np.ndarray]] = [[], [], [], [], []]
-    for position, (predicted, gold) in enumerate(zip(predictions.predicted, predictions.gold)):
-        n = gold.shape[0]
-        if target == "distance":
-            upper = np.triu_indices(n, k=1)
-            y, mu, low = gold[upper], predicted[upper], 1.0
-        else:
-            y, mu, low = gold, predicted, 0.0
-        for column, values in zip(
-            columns,
-            (y, mu, np.full(y.size, low), np.full(y.size, n - 1.0), np.full(y.size, position)),
-        ):
-            column.append(values)
-    return tuple(  # type: ignore[return-value]
-        np.concatenate(column) if column else np.empty(0) for column in columns
-    )
+    (support 0..n − 1). All but the predictions depend on the sentences alone: computed once
+    per trees and set of sentences (:attr:`TreeData.memo`) where the predictions carry their
+    trees."""
+    y, low, high, position = _gold_codes(predictions, target)
+    mu = [
+        predicted[_pairs(predicted.shape[0])] if target == "distance" else predicted
+        for predicted in predictions.predicted
+    ]
+    return y, np.concatenate(mu) if mu else np.empty(0), low, high, position
+
+
+def _gold_codes(
+    predictions: SentencePredictions, target: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(gold, lowest, highest, sentence position) of :func:`target_codes`."""
+
+    def compute() -> tuple[np.ndarray, ...]:
+        columns: list[list[np.ndarray]] = [[], [], [], []]
+        for position, gold in enumerate(predictions.gold):
+            n = gold.shape[0]
+            y, low = (gold[_pairs(n)], 1.0) if target == "distance" else (gold, 0.0)
+            for column, values in zip(
+                columns,
+                (y, np.full(y.size, low), np.full(y.size, n - 1.0), np.full(y.size, position)),
+            ):
+                column.append(values)
+        return tuple(np.concatenate(column) if column else np.empty(0) for column in columns)
+
+    if predictions.trees is None:
+        return compute()  # type: ignore[return-value]
+    key = ("codes", target, predictions.sentences)
+    return _memo(predictions.trees, key, compute)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -199,13 +280,22 @@ def score(
     for s, predicted in zip(predictions.sentences, predictions.predicted):
         punctuation = trees.punctuation[s]  # type: ignore[index]
         if target == "distance":
-            hit, gold_edges = uuas_counts(predicted, trees.heads[s], punctuation)
-            found, total = found + hit, total + gold_edges
+            # the gold side (:func:`kept_gold_edges`) once per trees: UUAS's counts
+            words, _, gold = kept_gold_edges(trees, s)
+            found, total = found + found_edges(predicted, words, gold), total + len(gold)
         else:
             roots.append(root_correct(predicted, trees.heads[s], punctuation))
-    spearman, _ = spearman_by_length(zip(predictions.predicted, predictions.gold))
+    # the gold ranks once per trees, where the gold values are these trees' own
+    ranked = (
+        [_sentence_gold(trees, target, s).ranked for s in predictions.sentences]
+        if predictions.trees is trees
+        else None
+    )
+    spearman, _ = spearman_by_length(
+        zip(predictions.predicted, predictions.gold), ranked_gold=ranked
+    )
     per_sentence = None if scale is None else sentence_codelengths(predictions, target, scale)
-    _, _, low, high, _ = target_codes(predictions, target)
+    _, low, high, _ = _gold_codes(predictions, target)
     nan = float("nan")
     return Scores(
         loss=mean_loss(predictions, target),

@@ -220,6 +220,20 @@ class TreeData:
         return len(self.heads)
 
     @cached_property
+    def memo(self) -> dict[Any, Any]:
+        """Values computed from these trees alone, kept for as long as the trees: per sentence
+        its gold targets in float64, the gold edges over its kept words, the ranks of its gold
+        targets, per set of sentences its coded targets (:mod:`probemeter.structural.scoring`
+        fills it as it scores). Every probe scored on these trees — every rank, seed, layer
+        and target of a sweep — then computes them once. It belongs to this object, so other
+        trees never share it; it is not pickled (worker processes train, they do not score)."""
+        return {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The state pickled: everything but :attr:`memo`."""
+        return {key: value for key, value in self.__dict__.items() if key != "memo"}
+
+    @cached_property
     def lengths(self) -> np.ndarray:
         """(n_sentences,) int64 number of words of each sentence."""
         return np.array([len(sentence) for sentence in self.heads], dtype=np.int64)
