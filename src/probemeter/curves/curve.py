@@ -40,6 +40,7 @@ from probemeter.probes.saved import ProbeSet
 from probemeter.pvi import PVIResult, pointwise_v_information
 from probemeter.training.config import TrainingConfig, config_or_default, grid_settings
 from probemeter.training.engine import fit_evaluate
+from probemeter.training.precision import resolve_precision
 from probemeter.training.probe_runs import (
     Stopwatch,
     held_out_split,
@@ -94,7 +95,9 @@ class LossDataCurve(JsonResult):
         pool_size: size of the training pool (the largest n possible).
         n_test: number of test examples each probe was evaluated on.
         metadata: probe, training config (with its stopping rule), random state, device,
-            library versions, timings.
+            library versions, timings; for ``precision="auto"``, ``"precision"``: what it
+            chose, why, and the two measured rates
+            (:meth:`~probemeter.training.precision.PrecisionChoice.to_dict`).
         final_correct: per seed, which test examples the probe trained on the largest size
             classified correctly (for McNemar's test between representations evaluated on one
             test set); None for curves stored before it was recorded.
@@ -533,7 +536,8 @@ def loss_data_curve(
         config: how every probe trains (:class:`~probemeter.training.config.TrainingConfig`);
             default :data:`~probemeter.curves.defaults.CURVE_TRAINING`, Whitney et al.'s
             protocol and the ``curve`` method's (1000 Adam updates at lr 1e-4 on minibatches
-            of 256, f32).
+            of 256, f32). ``precision="auto"`` is resolved here, on ``execution``'s device,
+            before anything trains (:func:`~probemeter.training.precision.resolve_precision`).
         random_state: global seed; results are a deterministic function of it.
         execution: where and how the probes train (:class:`~probemeter.Execution`: device,
             worker processes, memory budget, progress bar; None: ``Execution()``).
@@ -618,6 +622,8 @@ def loss_data_curve(
     if isinstance(positive, bool) or positive not in (0, 1):
         raise ValueError(f"positive: the positive class's index must be 0 or 1; got {positive!r}")
     config = config_or_default(config, CURVE_TRAINING)
+    # "auto" decided before training, so the metadata's training holds the precision used
+    config, precision_choice = resolve_precision(config, execution.device)
     check_scalar(
         dev_fraction, "dev_fraction", float, min_val=0, max_val=1, include_boundaries="left"
     )
@@ -672,6 +678,8 @@ def loss_data_curve(
         chosen_settings=chosen_settings,
         mix=learned_mix(data, evaluation, final, [grid[i][0] for i in final]),
     )
+    if precision_choice is not None:  # what "auto" chose, why, and the rates it measured
+        metadata["precision"] = precision_choice.to_dict()
     return LossDataCurve(
         data.name,
         _points(data, grid, evaluation, development),

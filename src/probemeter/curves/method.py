@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -49,7 +49,7 @@ from probemeter.curves.defaults import (
 )
 from probemeter.data import ProbeData
 from probemeter.monitor import MONITOR_METRICS
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import AUTO_PRECISION, PRECISIONS, TrainingConfig
 
 __all__ = [
     "CURVE_DEV_FRACTION",
@@ -58,6 +58,7 @@ __all__ = [
     "CURVE_TRAINING",
     "CurveMethod",
     "curve_unit",
+    "resolved_precision",
     "write_pvi",
 ]
 
@@ -146,8 +147,10 @@ _CURVE_OPTIONS: dict[str, dict[str, Any]] = {
     },
     "precision": {
         "default": CURVE_TRAINING.precision,
-        "check": valid.one_of("f32", "bf16"),
-        "help": "matmul precision (bf16: faster on CPU)",
+        "check": valid.one_of(*PRECISIONS),
+        "help": "matmul precision: f32 (the same numbers on every machine), bf16 (faster where "
+        "the CPU or GPU has native bf16), or auto: bf16 where native and measured >= 1.3x "
+        "faster at start-up, else f32, the choice recorded in the results",
     },
     "sizes": {
         "default": None,
@@ -372,6 +375,8 @@ class CurveMethod(Method):
         positives = {
             name: _positive_index(name, data, self.positive) for name, data in datasets.items()
         }  # refused before any probe trains, for every representation at once
+        # "auto" decided here, before the keys: they and the units carry the precision used
+        method, chosen = resolved_precision(self, context.device)
         plans = []
         for name, data in datasets.items():
             left = self._training_pool(name, data, context.random_state)
@@ -379,7 +384,7 @@ class CurveMethod(Method):
             probe = probe_for(data, self.probe)
             spec = {
                 "probe": probe.to_dict(),
-                "training": self.training().to_dict(),
+                "training": method.training().to_dict(),
                 "sizes": sizes,
                 "seeds": list(range(self.seeds)),
                 "dev_fraction": self.dev_fraction,
@@ -389,7 +394,8 @@ class CurveMethod(Method):
             if grid is not None:  # one setting has no grid: its spec names no "settings"
                 spec["settings"] = grid
             keywords = context.keywords(*ENGINE_KEYWORDS, "keep_probes")
-            options = {"method": self, "sizes": sizes, "positive": positives[name], **keywords}
+            options = {"method": method, "sizes": sizes, "positive": positives[name], **keywords}
+            options["precision_choice"] = chosen  # recorded in the result, not in the key
             plans.append(UnitPlan(name, (name,), spec, curve_unit, data, options))
         return plans
 
@@ -552,10 +558,13 @@ def curve_unit(
     execution: Execution,
     keep_probes: bool = False,
     positive: int = 1,
+    precision_choice: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One unit: the loss-data curve of ``data``, as a JSON dictionary; with ``keep_probes``
     also its probes (:attr:`LossDataCurve.probes`) under :data:`PROBES_ENTRY`; ``positive``:
-    the positive class's index of the monitor metrics (two classes)."""
+    the positive class's index of the monitor metrics (two classes); ``precision_choice``:
+    what ``precision = "auto"`` chose when the units were planned (:func:`resolved_precision`),
+    recorded in the curve's ``metadata["precision"]``."""
     from probemeter.curves.curve import loss_data_curve
     from probemeter.probes import probe_for
 
@@ -574,8 +583,24 @@ def curve_unit(
         settings=method.settings_for(probe),
         positive=positive,
     )
+    if precision_choice is not None:
+        curve.metadata["precision"] = precision_choice
     kept = {PROBES_ENTRY: curve.probes} if keep_probes else {}
     return {**curve.to_dict(), **kept}
+
+
+def resolved_precision(method: Any, device: str) -> tuple[Any, dict[str, Any] | None]:
+    """``method`` (a method with a ``precision`` option) with ``precision = "auto"`` replaced
+    by the precision it chooses on ``device``
+    (:func:`~probemeter.training.precision.auto_precision`), and the record of that choice;
+    ``method`` itself and None for f32 or bf16. Run before a method's unit keys are made, so
+    that an "auto" unit shares its key and stored result with one asking for that precision."""
+    if method.precision != AUTO_PRECISION:
+        return method, None
+    from probemeter.training.precision import auto_precision
+
+    choice = auto_precision(device)
+    return replace(method, precision=choice.chosen), choice.to_dict()
 
 
 def _pvi_frame(curves: Sequence[Any]) -> Any:

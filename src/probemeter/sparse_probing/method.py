@@ -40,7 +40,7 @@ from probemeter._method import (
 )
 from probemeter._summary import Estimate, Headline, Summary
 from probemeter.curves.defaults import CURVE_DEV_FRACTION, CURVE_TRAINING
-from probemeter.curves.method import curve_option
+from probemeter.curves.method import curve_option, resolved_precision
 from probemeter.data import ProbeData
 from probemeter.mdl.defaults import ONLINE_STOPPING_SET, PAPER_TRAINING
 from probemeter.mdl.method import online_option
@@ -185,7 +185,10 @@ class KSparseMethod(Method):
                 raise ValueError(
                     f"method.ks: {max(self.ks)} exceeds the {data.n_features} features of {name!r}"
                 )
-        return self.per_representation(datasets, k_sparse_unit, context.keywords(*ENGINE_KEYWORDS))
+        # "auto" decided before the keys: they and the units carry the precision used
+        method, chosen = resolved_precision(self, context.device)
+        options = {**context.keywords(*ENGINE_KEYWORDS), "precision_choice": chosen}
+        return method.per_representation(datasets, k_sparse_unit, options)
 
     def finish(
         self,
@@ -306,11 +309,14 @@ def k_sparse_unit(
     method: KSparseMethod,
     random_state: int,
     execution: Execution,
+    precision_choice: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One unit: the k-sparse probes of ``data``
     (:func:`~probemeter.sparse_probing.k_sparse.k_sparse_probes`) as the JSON of their
     :class:`~probemeter.sparse_probing.k_sparse.KSparseResult`, with the data's feature
-    count."""
+    count; ``precision_choice``, what ``precision = "auto"`` chose when the units were planned
+    (:func:`~probemeter.curves.method.resolved_precision`), in each curve's
+    ``metadata["precision"]``."""
     from probemeter.probes import probe_for
     from probemeter.sparse_probing.k_sparse import k_sparse_probes
 
@@ -332,4 +338,8 @@ def k_sparse_unit(
         random_state=random_state,
         execution=execution,
     )
-    return {**result.to_dict(), "n_features": data.n_features}
+    payload = {**result.to_dict(), "n_features": data.n_features}
+    if precision_choice is not None:
+        for curve in payload["curves"].values():
+            curve["metadata"]["precision"] = precision_choice
+    return payload

@@ -27,6 +27,7 @@ from typing import Any
 from probemeter._validation import boolean, check_scalar, one_of, positive
 
 __all__ = [
+    "AUTO_PRECISION",
     "BF16_MIN_ROWS",
     "GRID_OPTIONS",
     "PRECISIONS",
@@ -41,8 +42,11 @@ __all__ = [
     "weight_decay_for_c",
 ]
 
-#: arithmetic precisions of training
-PRECISIONS = ("f32", "bf16")
+#: ``precision = "auto"``: bf16 where the device does it natively and measurably faster, else
+#: f32, decided at start-up (:mod:`probemeter.training.precision`)
+AUTO_PRECISION = "auto"
+#: arithmetic precisions of training, and "auto", which resolves to one of them before training
+PRECISIONS = ("f32", "bf16", AUTO_PRECISION)
 #: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
 BF16_MIN_ROWS = 64
 #: the :class:`TrainingConfig` settings a grid may vary (:func:`grid_settings`), in the order
@@ -64,7 +68,12 @@ class TrainingConfig:
         precision: ``"f32"`` (default) or ``"bf16"``: bf16 matmuls with f32 master weights,
             f32 Adam state and f32 loss, for probes whose minibatches have at least 64 rows
             (narrower ones are bound by memory traffic, not arithmetic, and train in f32);
-            evaluation is always f32.
+            evaluation is always f32. ``"auto"``: bf16 where the device does bf16 natively
+            and a timed matmul of the engine's shapes runs at least 1.3× faster in it, else
+            f32, measured once per process (:mod:`probemeter.training.precision`) and resolved
+            before training; curves record the choice, its reason and both rates
+            (``metadata["precision"]``). f32 is the default: its numbers are the same on every
+            machine.
         early_stopping: instead of ``steps`` fixed updates, the protocol of Voita & Titov §3.1
             (Hewitt & Liang 2019), per probe, inside the batched run: ``dev_fraction`` of each
             probe's subset is its development set; after every epoch on the rest, an epoch

@@ -31,7 +31,7 @@ import os
 import threading
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -59,6 +59,7 @@ from probemeter.training.memory import (
     memory_budget,
     probes_per_chunk,
 )
+from probemeter.training.precision import concrete_config
 from probemeter.training.workers import exit_with_parent, worker_count
 
 __all__ = ["EngineCall", "ProbeEvaluation", "fit_evaluate", "fit_evaluate_many", "warm_workers"]
@@ -317,6 +318,8 @@ def _train(
     for position, call in enumerate(calls):
         if not isinstance(call, EngineCall):
             raise ValueError(f"calls[{position}] must be an EngineCall; got {type(call).__name__}")
+    # precision="auto" becomes f32 or bf16 here, decided once per process for the device
+    calls = [replace(call, config=concrete_config(call.config, execution.device)) for call in calls]
     # check: the inputs, and that every probe fits the memory budget alone
     checked = [_Call.check(call) for call in calls]
     torch_device = resolve_device(execution.device)

@@ -267,7 +267,8 @@ def estimate_memory(
     weights = sum(fan_in * fan_out for fan_in, fan_out in shapes)
     n_params = probe.parameter_count(n_features, n_classes)
     hidden = sum(probe.hidden)
-    low = config.precision == "bf16" and rows >= BF16_MIN_ROWS
+    # "auto" may resolve to bf16 (probemeter.training.precision): counted at bf16's footprint
+    low = config.precision != "f32" and rows >= BF16_MIN_ROWS
     element = _BF16 if low else _F32
     # with a scalar mix: the mixed inputs (one layer's width) and their gradient; with span
     # pooling, also the projections and attention of every span token
