@@ -1,7 +1,8 @@
 """The online codes and loss-data curves of a layer sweep's two targets trained in one stacked
 call (structural_online_codes, structural_curves) against each (layer, target) alone, the
-one-target path every code took before; and the scores computed from the gold side kept in
-the trees' memo against the same scores computed afresh."""
+one-target path every code took before; the scores computed from the gold side kept in the
+trees' memo against the same scores computed afresh; and Spearman's correlations of a
+length's sentences ranked together against one sentence at a time."""
 
 from __future__ import annotations
 
@@ -144,3 +145,32 @@ def test_scores_from_the_trees_memo_equal_scores_computed_afresh(sweep):
     # the memo stays with its trees: pickled (to a worker) without it, equal trees otherwise
     copy = pickle.loads(pickle.dumps(trees))
     assert copy == trees and copy.memo == {}
+
+
+def test_a_lengths_sentences_ranked_together_correlate_as_one_at_a_time():
+    from scipy.stats import rankdata, spearmanr
+
+    rng = np.random.default_rng(5)
+    pairs = []
+    for n in (5, 7, 5, 3, 7, 50, 51, 5, 6):
+        # integer predictions and gold values: many ties; one constant row
+        predicted = rng.integers(0, 4, size=(n, n)).astype(float)
+        predicted[0] = 1.0
+        pairs.append((predicted, rng.integers(0, 6, size=(n, n)).astype(float)))
+    pairs.append((rng.normal(size=6), rng.integers(0, 3, size=6).astype(float)))  # depths
+    average, by_length = spearman_by_length(pairs)
+    # the reference: one sentence at a time, each row's rho from its own average ranks
+    expected: dict[int, list[float]] = {}
+    for predicted, gold in pairs:
+        p, g = np.atleast_2d(predicted), np.atleast_2d(gold)
+        if not 5 <= p.shape[-1] <= 50:
+            continue
+        for a, b in zip(rankdata(p, axis=-1), rankdata(g, axis=-1)):
+            a, b = a - a.mean(), b - b.mean()
+            norm = np.sqrt((a**2).sum() * (b**2).sum())
+            if norm > 0:
+                expected.setdefault(p.shape[-1], []).append((a * b).sum() / norm)
+                assert expected[p.shape[-1]][-1] == pytest.approx(spearmanr(a, b).statistic)
+    means = {n: float(np.mean(values)) for n, values in sorted(expected.items())}
+    assert by_length == means  # exactly
+    assert average == float(np.mean(list(means.values())))

@@ -205,21 +205,31 @@ def spearman_by_length(
     they are already known (a sentence's, scored for many probes), the same numbers as from
     the pair's gold values. Returns (the average, {length: mean correlation}); the average is
     NaN when no sentence has a length in the range.
+
+    The sentences of one length are ranked together, one call for all their rows: average
+    ranks are multiples of 1/2 and their centring, squares and products multiples of 1/4, so
+    every sum is exact in float64 and the correlations are those of one sentence at a time,
+    bit for bit, in the same order.
     """
-    by_length: dict[int, list[float]] = {}
+    members: dict[int, list[tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]]] = {}
     for number, (predicted, gold) in enumerate(pairs):
         n = np.shape(gold)[-1]
         if not lengths[0] <= n <= lengths[1]:
             continue
-        # Spearman's rho of each row: Pearson's r of the rows' average ranks
         known = None if ranked_gold is None else ranked_gold[number]
-        centred, squares = centred_ranks(predicted)
-        gold_centred, gold_squares = centred_ranks(gold) if known is None else known
+        rows = np.atleast_2d(np.asarray(predicted, dtype=np.float64))
+        members.setdefault(n, []).append((rows, centred_ranks(gold) if known is None else known))
+    by_length: dict[int, list[float]] = {}
+    for n, group in members.items():
+        # Spearman's rho of each row: Pearson's r of the rows' average ranks
+        centred, squares = centred_ranks(np.concatenate([rows for rows, _ in group]))
+        gold_centred = np.concatenate([gold[0] for _, gold in group])
+        gold_squares = np.concatenate([gold[1] for _, gold in group])
         norms = np.sqrt(squares * gold_squares)
         defined = norms > 0
         rho = (centred * gold_centred).sum(-1)[defined] / norms[defined]
         if rho.size:
-            by_length.setdefault(n, []).extend(rho.tolist())
+            by_length[n] = rho.tolist()
     means = {n: float(np.mean(values)) for n, values in sorted(by_length.items())}
     average = float(np.mean(list(means.values()))) if means else float("nan")
     return average, means
