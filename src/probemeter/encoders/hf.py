@@ -516,7 +516,7 @@ _ALWAYS_KEYED = frozenset(
 
 def _by_width(values: Mapping[str, list[torch.Tensor]]) -> list[list[str]]:
     """The sites of ``values`` (site → per-layer tensors) grouped by their features per token,
-    in order: those a batch's layers are stacked and pooled together."""
+    in order: those whose layers one :meth:`TransformerEncoder._pool` call pools."""
     groups: dict[int, list[str]] = {}
     for site, layers in values.items():
         groups.setdefault(int(layers[0].shape[-1]), []).append(site)
@@ -1174,8 +1174,8 @@ class TransformerEncoder:
         """Per batch of sentences of similar lengths (shortest first, so that a batch pads
         little): their output rows (indices into the input-order rows) and, per site of
         ``reads`` (site → layers), the pooled features of its layers, float32 of shape
-        ``(len(layers), rows, width)``, every site from one forward pass. Sites of one width
-        are stacked and pooled together (pooling treats each layer alike)."""
+        ``(len(layers), rows, width)``, every site from one forward pass. The layers of sites
+        of one width are pooled by one call (the rows a pooling reads found once)."""
         checked = self._check_inputs(inputs)
         words = self.pooling == "words"
         if not words and self.truncate is None:
@@ -1212,9 +1212,8 @@ class TransformerEncoder:
                 values = self._site_values(encoding, reads)
                 pooled = {}
                 for sites in _by_width(values):
-                    stacked = torch.stack([value for site in sites for value in values[site]])
-                    found = self._pool(stacked.float(), encoding, batch, members).cpu().numpy()
-                    found = found.astype(np.float32, copy=False)
+                    layers = [value for site in sites for value in values[site]]
+                    found = self._pool(layers, encoding, batch, members).cpu().numpy()
                     ends = np.cumsum([len(values[site]) for site in sites])
                     pooled |= dict(zip(sites, np.split(found, ends[:-1])))
                 rows = np.concatenate(
@@ -1326,16 +1325,19 @@ class TransformerEncoder:
 
     def _pool(
         self,
-        hidden: torch.Tensor,
+        layers: Sequence[torch.Tensor],
         encoding: BatchEncoding,
         batch: list[Any],
         members: Sequence[int],
     ) -> torch.Tensor:
-        """Pool ``hidden`` of shape (layers, batch, tokens, dim) to (layers, rows, dim); the
-        attention mask says which tokens are padding, on either side; ``members`` are the
-        sentences' indices in the input; ``batch`` the sentences (prepared ones for
-        ``"all"`` and marked positions)."""
-        mask = encoding["attention_mask"].to(hidden.device)
+        """Pool ``layers``, each of shape (batch, tokens, dim) in the model's dtype, to float32
+        of shape (layers, rows, dim); the attention mask says which tokens are padding, on
+        either side; ``members`` are the sentences' indices in the input; ``batch`` the
+        sentences (prepared ones for ``"all"`` and marked positions). Each layer is pooled by
+        itself (gathered rows, or its own sum), so its features do not depend on which other
+        layers and sites are pooled beside it, and the layers are never copied whole."""
+        device = layers[0].device
+        mask = encoding["attention_mask"].to(device)
         if self.pooling in ("cls", "last"):
             n_tokens = mask.shape[1]
             if self.pooling == "cls":  # first non-padding token
@@ -1345,25 +1347,24 @@ class TransformerEncoder:
                 for sentence, item in enumerate(batch):
                     if isinstance(item, _Prepared) and item.end is not None:
                         position[sentence] = self._marked(encoding, sentence, item)
-            rows = torch.arange(mask.shape[0], device=hidden.device)
-            return hidden[:, rows, position]
+            rows = torch.arange(mask.shape[0], device=device)
+            return torch.stack([layer[rows, position] for layer in layers]).float()
         if self.pooling == "all":
             sentences, positions = [], []
             for sentence, item in enumerate(batch):
                 found = self._token_rows(encoding, sentence, item, members[sentence])
                 sentences.append(np.full(len(found), sentence))
                 positions.append(found)
-            device = hidden.device
             chosen = (
                 torch.from_numpy(np.concatenate(sentences)).to(device),
                 torch.from_numpy(np.concatenate(positions)).to(device),
             )
-            return hidden[:, chosen[0], chosen[1]]
+            return torch.stack([layer[chosen] for layer in layers]).float()
         if self.pooling == "mean":
             bos = self.tokenizer.bos_token_id
             if not self.keep_bos and bos is not None:  # added by the tokenizer, not in the text
-                added = encoding["special_tokens_mask"].to(hidden.device).bool()
-                ids = encoding["input_ids"].to(hidden.device)
+                added = encoding["special_tokens_mask"].to(device).bool()
+                ids = encoding["input_ids"].to(device)
                 if any(isinstance(item, _Prepared) and item.chat for item in batch):
                     added[:, 0] = True  # a chat template writes its BOS first
                 mask = mask * ~(added & (ids == bos))
@@ -1373,8 +1374,9 @@ class TransformerEncoder:
                     found = self._token_rows(encoding, sentence, item, members[sentence])
                     mask[sentence] = 0
                     mask[sentence, torch.from_numpy(found).to(mask.device)] = 1
-            weights = mask.to(hidden.dtype)[None, :, :, None]
-            return (hidden * weights).sum(dim=2) / weights.sum(dim=2).clamp(min=1)
+            weights = mask.to(torch.float32)[:, :, None]
+            counts = weights.sum(dim=1).clamp(min=1)
+            return torch.stack([(layer.float() * weights).sum(dim=1) / counts for layer in layers])
         rows, tokens, word_index = [], [], []
         n_words = 0
         for sentence, words in enumerate(batch):
@@ -1391,17 +1393,18 @@ class TransformerEncoder:
                     tokens.append(position)
                     word_index.append(n_words + word)
             n_words += len(words)
-        device = hidden.device
-        pieces = hidden[:, torch.tensor(rows, device=device), torch.tensor(tokens, device=device)]
+        chosen = (torch.tensor(rows, device=device), torch.tensor(tokens, device=device))
+        # (pieces, layers, dim): a word's pieces summed a contiguous row of every layer at a time
+        pieces = torch.stack([layer[chosen] for layer in layers], dim=1).float()
         if self.word_pooling != "mean":  # pieces are in word order: a word's first / last one
             ends = np.ones(len(word_index), dtype=bool)
             if self.word_pooling == "first":
                 ends[1:] = np.diff(word_index) != 0
             else:
                 ends[:-1] = np.diff(word_index) != 0
-            return pieces[:, torch.tensor(np.flatnonzero(ends), device=device)]
+            return pieces[torch.tensor(np.flatnonzero(ends), device=device)].transpose(0, 1)
         target = torch.tensor(word_index, device=device)
-        sums = hidden.new_zeros(hidden.shape[0], n_words, hidden.shape[-1])
-        sums.index_add_(1, target, pieces)
-        counts = torch.bincount(target, minlength=n_words).to(hidden.dtype)
-        return sums / counts[None, :, None]
+        sums = pieces.new_zeros(n_words, *pieces.shape[1:])
+        sums.index_add_(0, target, pieces)
+        counts = torch.bincount(target, minlength=n_words).to(torch.float32)
+        return (sums / counts[:, None, None]).transpose(0, 1)
