@@ -36,11 +36,26 @@ Cases: ``ewt`` (the issue's protocol: gold EWT dev as the pool, test as the test
 the reason when the files or the model are absent) and ``--quick`` (random trees of EWT's
 lengths with Gaussian 384-d features of 2 layers, 2 epochs: under a minute).
 
+``--sweep`` (issue 44, item 4) times a layer sweep's whole structural work instead, training
+and scoring, on gold EWT's trees (dev the pool, test the test set) with Gaussian 384-d
+features of ``--sweep-layers`` layers, in one process on one thread (torch and numpy's BLAS),
+each way on trees of its own (nothing computed from them carried over): (s1) the
+``structural`` method's units of the sweep
+(:func:`~probemeter.structural.method.structural_units`, ranks 16 and 64, 2 seeds);
+(s2) the online code (1 seed, the default blocks) and the loss-data curve (2 seeds, the
+default sizes) of every layer and probe kind one at a time (``structural_online_code``,
+``structural_curve``: the call pattern before), rank 16; (s3) the same codes and curves of
+every layer and kind in one stacked call each (``structural_online_codes``,
+``structural_curves``), asserted bit for bit (s2)'s. Each prints a digest of its numbers, so a
+run of an older commit (``PYTHONPATH=<old>/src``; (s3) is skipped where it is absent) is
+compared with this one's: the same digests, the same numbers.
+
 Usage::
 
     python benchmarks/structural_speed.py --quick               # CI: under a minute
     python benchmarks/structural_speed.py                       # gold EWT: many minutes
     python benchmarks/structural_speed.py --epochs 5 --json s.json   # a shorter EWT run
+    python benchmarks/structural_speed.py --sweep               # a sweep's training and scoring
 
 References:
     Hewitt, J. & Manning, C. D. (2019). A structural probe for finding syntax in word
@@ -291,9 +306,127 @@ def largest_difference(a: list[dict[str, float]], b: list[dict[str, float]]) -> 
     return max(abs(x[key] - y[key]) for x, y in zip(a, b) for key in x)
 
 
+def _digest(value: Any) -> str:
+    """SHA-256 (first 16 hex digits) of ``value`` as canonical JSON, floats exact (hex)."""
+    import hashlib
+
+    def exact(item: Any) -> Any:
+        if isinstance(item, float):
+            return item.hex()
+        if isinstance(item, dict):
+            return {str(k): exact(v) for k, v in item.items() if k not in ("seconds", "versions")}
+        if isinstance(item, (list, tuple)):
+            return [exact(v) for v in item]
+        if isinstance(item, np.ndarray):
+            return exact(item.tolist())
+        return item
+
+    text = json.dumps(exact(value), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def run_sweep(layers: int, epochs: int) -> dict[str, Any] | str:
+    """(s1)-(s3) of the module docstring, or why they cannot run here."""
+    from probemeter.datasets.arcs import head_probe_data
+    from probemeter.datasets.treebank_splits import read_treebank_splits
+    from probemeter.structural import codes
+    from probemeter.structural.method import StructuralMethod, probe_trees, structural_units
+
+    dev, test = UD / "en_ewt-ud-dev.conllu", UD / "en_ewt-ud-test.conllu"
+    if not dev.exists() or not test.exists():
+        return f"gold EWT is not at {UD} (../shared/ud beside the repository)"
+    splits = read_treebank_splits(dev, test)
+    bank = splits.combined
+    rng = np.random.default_rng(0)
+    datasets = [
+        head_probe_data(
+            bank,
+            rng.normal(size=(bank.n_words, 384)).astype(np.float32),
+            splits.test_mask,
+            name=f"layer {number}",
+            groups="tags",
+            standardize=False,
+        )
+        for number in range(layers)
+    ]
+    method = StructuralMethod(ranks=(16, 64), seeds=2, epochs=epochs)
+    config = method.training(0)
+    print(
+        f"== sweep: gold EWT trees ({bank.n_words} words), {layers} layers of Gaussian 384-d "
+        f"features, {epochs} epochs, one thread",
+        flush=True,
+    )
+    rows: dict[str, Any] = {}
+    with single_threaded(True), TreeMonitor() as monitor:
+        units = structural_units(datasets, method=method, random_state=0)
+    rows["s1_method_units"] = {**monitor.figures(), "digest": _digest(units)}
+
+    def fresh() -> tuple[TreeData, list[np.ndarray], np.ndarray, np.ndarray]:
+        """The trees (a new object: nothing computed from them yet), features and split."""
+        _, trees, pool, test = probe_trees(datasets[0])
+        features = [probe_trees(data)[0] for data in datasets]
+        return trees, features, pool, test
+
+    options = {"rank": 16, "config": config}
+    numbers: dict[str, Any] = {}
+    trees, features, pool, test_sentences = fresh()
+    with single_threaded(True), TreeMonitor() as monitor:
+        for number, array in enumerate(features):
+            for target in TARGETS:
+                online = codes.structural_online_code(
+                    array, trees, target, seeds=1, sentences=pool, **options
+                )
+                curve = codes.structural_curve(
+                    array, trees, target, seeds=2, split=(pool, test_sentences), **options
+                )
+                numbers[f"{number}/{target}"] = [
+                    online.blocks[["codelength", "scale"]].to_dict("list"),
+                    curve.curve.points[["loss", "loss_truncated", "accuracy"]].to_dict("list"),
+                ]
+    rows["s2_codes_one_at_a_time"] = {**monitor.figures(), "digest": _digest(numbers)}
+    if hasattr(codes, "structural_online_codes"):
+        trees, features, pool, test_sentences = fresh()
+        joint: dict[str, Any] = {}
+        with single_threaded(True), TreeMonitor() as monitor:
+            onlines = codes.structural_online_codes(
+                features, trees, TARGETS, seeds=1, sentences=pool, **options
+            )
+            curves = codes.structural_curves(
+                features, trees, TARGETS, seeds=2, split=(pool, test_sentences), **options
+            )
+        for number, (online, curve) in enumerate(zip(onlines, curves)):
+            for target in TARGETS:
+                joint[f"{number}/{target}"] = [
+                    online[target].blocks[["codelength", "scale"]].to_dict("list"),
+                    curve[target]
+                    .curve.points[["loss", "loss_truncated", "accuracy"]]
+                    .to_dict("list"),
+                ]
+        rows["s3_codes_joint"] = {**monitor.figures(), "digest": _digest(joint)}
+        assert _digest(joint) == _digest(numbers), "the joint codes differ from one at a time"
+    for name, row in rows.items():
+        print(
+            f"   {name:<24}: {row['wall_s']:7.1f} s wall, {row['cpu_s']:7.1f} s CPU; load "
+            f"{row['load_before']:.2f} → {row['load_after']:.2f}; digest {row['digest']}",
+            flush=True,
+        )
+    if "s3_codes_joint" in rows:
+        one, both = rows["s2_codes_one_at_a_time"], rows["s3_codes_joint"]
+        print(
+            f"   codes and curves, joint vs one at a time: {one['cpu_s'] / both['cpu_s']:.2f}× "
+            "less CPU, the same numbers bit for bit"
+        )
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="random trees, 2 layers: < 1 min")
+    parser.add_argument(
+        "--sweep", action="store_true", help="a sweep's training and scoring (issue 44, item 4)"
+    )
+    parser.add_argument("--sweep-layers", type=int, default=3, help="layers of --sweep")
+    parser.add_argument("--sweep-epochs", type=int, default=5, help="epochs of --sweep")
     parser.add_argument("--epochs", type=int, default=20, help="epochs of the EWT case")
     parser.add_argument(
         "--loop-sentences",
@@ -310,6 +443,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{torch.__version__}, {os.cpu_count()} cores, load average {load[0]:.2f}",
         flush=True,
     )
+    if args.sweep:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(1):  # numpy's BLAS on one thread too, as torch
+            sweep = run_sweep(args.sweep_layers, args.sweep_epochs)
+        if isinstance(sweep, str):
+            print(f"skipped: {sweep}")
+            return 0
+        print(f"benchmark took {time.perf_counter() - started:.1f} s")
+        if args.json:
+            args.json.write_text(json.dumps(sweep, indent=1, default=float))
+        return 0
     case = quick_case() if args.quick else ewt_case(args.epochs)
     if isinstance(case, str):
         print(f"skipped: {case}")
