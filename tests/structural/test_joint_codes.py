@@ -19,8 +19,17 @@ from probemeter.structural.codes import (
     structural_online_code,
     structural_online_codes,
 )
-from probemeter.structural.evaluation import spearman_by_length, uuas_counts
-from probemeter.structural.scoring import predict_sentences, score, target_codes
+from probemeter.structural.evaluation import (
+    minimum_spanning_edges,
+    spearman_by_length,
+    uuas_counts,
+)
+from probemeter.structural.scoring import (
+    predict_sentences,
+    score,
+    spanning_edges,
+    target_codes,
+)
 from probemeter.structural.training import StructuralTraining
 from probemeter.structural.trees import TreeData
 
@@ -140,6 +149,12 @@ def test_scores_from_the_trees_memo_equal_scores_computed_afresh(sweep):
                     for s, p in zip(kept.sentences, kept.predicted)
                 )
                 assert scored.uuas == found / total
+                for s, p, edges in zip(kept.sentences, kept.predicted, spanning_edges(kept, trees)):
+                    words = np.flatnonzero(~np.asarray(trees.punctuation[s]))
+                    alone = (
+                        minimum_spanning_edges(p[np.ix_(words, words)]) if words.size > 1 else ()
+                    )
+                    assert edges == {(int(words[i]), int(words[j])) for i, j in alone}
             assert scored.spearman == spearman_by_length(zip(kept.predicted, kept.gold))[0]
     assert trees.memo  # filled as it scored
     # the memo stays with its trees: pickled (to a worker) without it, equal trees otherwise
@@ -174,3 +189,20 @@ def test_a_lengths_sentences_ranked_together_correlate_as_one_at_a_time():
     means = {n: float(np.mean(values)) for n, values in sorted(expected.items())}
     assert by_length == means  # exactly
     assert average == float(np.mean(list(means.values())))
+
+
+def test_spanning_trees_grown_together_are_those_of_one_matrix_at_a_time():
+    from probemeter.structural.evaluation import spanning_parents
+
+    rng = np.random.default_rng(9)
+    for n, values in ((2, 3), (6, 3), (9, 2), (12, 50)):  # few values: many ties
+        upper = rng.integers(0, values, size=(40, n, n)).astype(float)
+        matrices = np.triu(upper, 1) + np.triu(upper, 1).transpose(0, 2, 1)
+        parents = spanning_parents(matrices)
+        for matrix, parent in zip(matrices, parents):
+            edges = {(min(w, int(p)), max(w, int(p))) for w, p in enumerate(parent) if w}
+            assert edges == minimum_spanning_edges(matrix)
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        spanning_parents(np.full((1, 3, 3), np.nan))
+    with pytest.raises(ValueError, match=r"\(k, n, n\)"):
+        spanning_parents(np.zeros((3, 3)))

@@ -40,6 +40,7 @@ __all__ = [
     "gold_edges",
     "minimum_spanning_edges",
     "root_correct",
+    "spanning_parents",
     "spearman_by_length",
     "tree_edges",
     "uuas_counts",
@@ -79,6 +80,38 @@ def minimum_spanning_edges(distances: np.ndarray) -> set[tuple[int, int]]:
         best[closer] = matrix[word][closer]
         parent[closer] = word
     return edges
+
+
+def spanning_parents(distances: np.ndarray) -> np.ndarray:
+    """Prim's algorithm (:func:`minimum_spanning_edges`) on k finite symmetric (n, n) distance
+    matrices at once: (k, n, n) → (k, n) int64, each word's parent in its matrix's tree grown
+    from word 0 (word 0's entry 0); the tree's edges are the pairs (w, parent[w]), w ≥ 1. Every
+    step is the one-matrix step on each (the cheapest word outside the tree, the lower index
+    on ties; comparisons and copies only, no arithmetic), so the trees are those of one matrix
+    at a time, edge for edge.
+
+    Raises:
+        ValueError: not (k, n, n), or a value that is not finite.
+    """
+    matrices = np.asarray(distances, dtype=np.float64)
+    if matrices.ndim != 3 or matrices.shape[1] != matrices.shape[2]:
+        raise ValueError(f"distances must be (k, n, n); got shape {matrices.shape}")
+    if not np.isfinite(matrices).all():
+        raise ValueError("distances holds NaN or infinite values")
+    k, n, _ = matrices.shape
+    rows = np.arange(k)
+    in_tree = np.zeros((k, n), dtype=bool)
+    in_tree[:, 0] = True
+    best = matrices[:, 0].copy()  # cheapest edge from each tree to each word
+    parent = np.zeros((k, n), dtype=np.int64)
+    for _ in range(n - 1):
+        word = np.argmin(np.where(in_tree, np.inf, best), axis=1)
+        in_tree[rows, word] = True
+        offered = matrices[rows, word]
+        closer = ~in_tree & (offered < best)
+        best[closer] = offered[closer]
+        parent[closer] = np.broadcast_to(word[:, None], (k, n))[closer]
+    return parent
 
 
 def tree_edges(heads: Sequence[int], keep: np.ndarray | None = None) -> set[tuple[int, int]]:

@@ -447,8 +447,8 @@ def test_correctness(
     spanning tree of the predicted distances (Hewitt & Manning §3.1), for depth probes each
     test sentence's root; their means are the seeds' UUAS and root accuracy. Each item's
     cluster is its sentence's index: the edges of one sentence are not independent draws."""
-    from probemeter.structural.evaluation import minimum_spanning_edges, root_correct
-    from probemeter.structural.scoring import kept_gold_edges, predict_sentences
+    from probemeter.structural.evaluation import root_correct
+    from probemeter.structural.scoring import kept_gold_edges, predict_sentences, spanning_edges
 
     rank = family.best_rank()
     chosen = np.flatnonzero(family.points["rank"].to_numpy() == rank)
@@ -456,11 +456,14 @@ def test_correctness(
     items: list[int] = []
     clusters: list[int] = []
     for number, row in enumerate(chosen):
-        predicted = predict_sentences(
+        predictions = predict_sentences(
             family.projections[row], features, trees, family.target, test
-        ).predicted
+        )
+        predicted = predictions.predicted
+        # the minimum spanning trees of the predicted distances (every sentence's at once)
+        spanning = spanning_edges(predictions, trees) if family.target == "distance" else []
         flags: list[bool] = []
-        for sentence, values in zip(test.tolist(), predicted):
+        for position, (sentence, values) in enumerate(zip(test.tolist(), predicted)):
             heads, marks = trees.heads[sentence], np.asarray(trees.punctuation[sentence])
             if family.target == "depth":
                 flags.append(root_correct(values, heads, marks))
@@ -468,12 +471,8 @@ def test_correctness(
                     items += [sentence, heads.index(0)]
                     clusters.append(sentence)
                 continue
-            words, gold, _ = kept_gold_edges(trees, sentence)  # once per trees
-            spanning = (
-                minimum_spanning_edges(values[np.ix_(words, words)]) if words.size > 1 else set()
-            )
-            edges = {(int(words[i]), int(words[j])) for i, j in spanning}
-            flags += [edge in edges for edge in gold]
+            gold = kept_gold_edges(trees, sentence)[1]  # once per trees
+            flags += [edge in spanning[position] for edge in gold]
             if number == 0:
                 items += [value for edge in gold for value in (sentence, *edge)]
                 clusters += [sentence] * len(gold)

@@ -18,9 +18,10 @@ import numpy as np
 from probemeter.structural.evaluation import (
     SPEARMAN_LENGTHS,
     centred_ranks,
-    found_edges,
     gold_edges,
+    minimum_spanning_edges,
     root_correct,
+    spanning_parents,
     spearman_by_length,
 )
 from probemeter.structural.likelihood import (
@@ -40,6 +41,7 @@ __all__ = [
     "score",
     "sentence_codelengths",
     "sentence_truncated_losses",
+    "spanning_edges",
     "target_codes",
     "uniform_codelength",
     "uniform_truncated_losses",
@@ -277,13 +279,11 @@ def score(
 ) -> Scores:
     """Score a probe's predictions against the trees (module docstring)."""
     found, total, roots = 0, 0, []
-    for s, predicted in zip(predictions.sentences, predictions.predicted):
-        punctuation = trees.punctuation[s]  # type: ignore[index]
-        if target == "distance":
-            # the gold side (:func:`kept_gold_edges`) once per trees: UUAS's counts
-            words, _, gold = kept_gold_edges(trees, s)
-            found, total = found + found_edges(predicted, words, gold), total + len(gold)
-        else:
+    if target == "distance":
+        found, total = _uuas_counts(predictions, trees)
+    else:
+        for s, predicted in zip(predictions.sentences, predictions.predicted):
+            punctuation = trees.punctuation[s]  # type: ignore[index]
             roots.append(root_correct(predicted, trees.heads[s], punctuation))
     # the gold ranks once per trees, where the gold values are these trees' own
     ranked = (
@@ -306,6 +306,50 @@ def score(
         sentence_codelengths=per_sentence,
         uniform_codelength=float(uniform_codelengths(low, high).sum()),
     )
+
+
+def _uuas_counts(predictions: SentencePredictions, trees: TreeData) -> tuple[int, int]:
+    """(gold edges found, gold edges) over the sentences: per sentence
+    :func:`~probemeter.structural.evaluation.uuas_counts`, the gold side once per trees
+    (:func:`kept_gold_edges`), the predicted trees grown together (:func:`spanning_edges`)."""
+    found, total = 0, 0
+    for s, edges in zip(predictions.sentences, spanning_edges(predictions, trees)):
+        gold = kept_gold_edges(trees, s)[2]
+        found, total = found + len(edges & gold), total + len(gold)
+    return found, total
+
+
+def spanning_edges(predictions: SentencePredictions, trees: TreeData) -> list[set[tuple[int, int]]]:
+    """Per sentence, the edges ``(i, j)``, i < j (word indices in the sentence), of the
+    minimum spanning tree of its predicted distances among its non-punctuation words
+    (:func:`~probemeter.structural.evaluation.minimum_spanning_edges`; empty for fewer than
+    two), those of the sentences with the same number of such words grown together
+    (:func:`~probemeter.structural.evaluation.spanning_parents`: the same trees, edge for
+    edge).
+
+    Raises:
+        ValueError: predictions that hold NaN.
+    """
+    found: list[set[tuple[int, int]]] = [set() for _ in predictions.sentences]
+    groups: dict[int, list[int]] = {}
+    kept = [kept_gold_edges(trees, s)[0] for s in predictions.sentences]
+    for position, words in enumerate(kept):
+        if words.size > 1:
+            groups.setdefault(words.size, []).append(position)
+    for positions in groups.values():
+        matrices = np.stack([predictions.predicted[p][np.ix_(kept[p], kept[p])] for p in positions])
+        if np.isfinite(matrices).all():
+            parents = spanning_parents(matrices)
+            for p, parent in zip(positions, parents):
+                words = kept[p]
+                pairs = zip(words[1:].tolist(), words[parent[1:]].tolist())
+                found[p] = {(min(a, b), max(a, b)) for a, b in pairs}
+            continue
+        for p, matrix in zip(positions, matrices):  # one at a time: NaN refused there
+            found[p] = {
+                (int(kept[p][i]), int(kept[p][j])) for i, j in minimum_spanning_edges(matrix)
+            }
+    return found
 
 
 def fitted_scale(predictions: SentencePredictions, target: str) -> float:
