@@ -99,6 +99,16 @@ def _sentence_gold(trees: TreeData, target: str, sentence: int) -> _SentenceGold
     return _memo(trees, ("gold", target, sentence), compute)  # type: ignore[return-value]
 
 
+def _golds(trees: TreeData, target: str, sentences: tuple[int, ...]) -> tuple[_SentenceGold, ...]:
+    """:func:`_sentence_gold` of each of ``sentences``, the tuple itself kept per set of
+    sentences (a dev or test set is scored for every probe: one look-up, not one each)."""
+
+    def compute() -> tuple[_SentenceGold, ...]:
+        return tuple(_sentence_gold(trees, target, s) for s in sentences)
+
+    return _memo(trees, ("golds", target, sentences), compute)  # type: ignore[return-value]
+
+
 def kept_gold_edges(
     trees: TreeData, sentence: int
 ) -> tuple[np.ndarray, list[tuple[int, int]], set[tuple[int, int]]]:
@@ -131,7 +141,7 @@ def predict_sentences(
     """The probe B's predictions ‖Bᵀ(h_i − h_j)‖² (distance) or ‖Bᵀh_i‖² (depth) for each
     sentence, computed in float64."""
     weights = np.asarray(projection, dtype=np.float64)
-    predicted, gold = [], []
+    predicted = []
     index = tuple(int(s) for s in np.asarray(sentences).reshape(-1))
     for s in index:
         words = np.asarray(features[trees.offsets[s] : trees.offsets[s + 1]], dtype=np.float64)
@@ -142,8 +152,8 @@ def predict_sentences(
         else:
             squared = norms[:, None] + norms[None, :] - 2.0 * projected @ projected.T
             predicted.append(np.maximum(squared, 0.0))
-        gold.append(_sentence_gold(trees, target, s).values)
-    return SentencePredictions(index, tuple(predicted), tuple(gold), trees)
+    gold = tuple(sentence.values for sentence in _golds(trees, target, index))
+    return SentencePredictions(index, tuple(predicted), gold, trees)
 
 
 def target_codes(
@@ -287,7 +297,7 @@ def score(
             roots.append(root_correct(predicted, trees.heads[s], punctuation))
     # the gold ranks once per trees, where the gold values are these trees' own
     ranked = (
-        [_sentence_gold(trees, target, s).ranked for s in predictions.sentences]
+        [sentence.ranked for sentence in _golds(trees, target, predictions.sentences)]
         if predictions.trees is trees
         else None
     )
