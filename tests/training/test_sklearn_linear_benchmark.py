@@ -29,7 +29,7 @@ def test_objectives_agree_within_one_percent(bench):
     grid = bench.subsets(data.pool_size, [60, 300], seeds=1)
     config = TrainingConfig(steps=bench.DEFAULT_STEPS, batch_size=300, lr=bench.DEFAULT_LR)
     theirs, _ = bench.fit_sklearn(data, grid, bench.DEFAULT_C, tol=1e-8)
-    ours = bench.fit_probemeter(data, grid, bench.DEFAULT_C, config, n_jobs=1)
+    ours, _ = bench.fit_probemeter(data, grid, bench.DEFAULT_C, config, n_jobs=1)
     for a, b in zip(theirs, ours):
         assert b.objective == pytest.approx(a.objective, rel=0.01)
         # scikit-learn's is the optimum: probemeter's objective is not (beyond rounding) lower
@@ -54,9 +54,26 @@ def test_two_classes_at_two_over_c_n(bench):
     grid = bench.subsets(data.pool_size, [60, 300], seeds=1)
     config = TrainingConfig(steps=bench.DEFAULT_STEPS, batch_size=300, lr=bench.DEFAULT_LR)
     theirs, _ = bench.fit_sklearn(data, grid, bench.DEFAULT_C, tol=1e-8)
-    ours = bench.fit_probemeter(data, grid, bench.DEFAULT_C, config, n_jobs=1)
+    ours, _ = bench.fit_probemeter(data, grid, bench.DEFAULT_C, config, n_jobs=1)
     for a, b in zip(theirs, ours):
         assert a.weight.shape == b.weight.shape == (data.X_train.shape[1], 2)
         np.testing.assert_allclose(a.weight.sum(axis=1), 0, atol=1e-12)
         assert b.objective == pytest.approx(a.objective, rel=0.01)
         assert b.objective >= a.objective * (1 - 1e-6)
+
+
+@pytest.mark.numerics
+def test_the_exact_solver_is_scikit_learns_optimum_or_below(bench):
+    """The benchmark's default side, solver = "newton": every objective within 1e-6 relative
+    of scikit-learn's lbfgs optimum or below it, each probe's Newton iterations reported."""
+    from probemeter.datasets import digits_representations
+    from probemeter.training import TrainingConfig
+
+    data = digits_representations()["pixels"]
+    grid = bench.subsets(data.pool_size, [60, 300, 1200], seeds=2)
+    config = TrainingConfig(solver="newton", weight_decay=1.0)  # λ given per probe
+    theirs, _ = bench.fit_sklearn(data, grid, bench.DEFAULT_C, tol=1e-8)
+    ours, iterations = bench.fit_probemeter(data, grid, bench.DEFAULT_C, config, n_jobs=1)
+    assert len(iterations) == len(grid) and (iterations >= 1).all()
+    for a, b in zip(theirs, ours):
+        assert b.objective <= a.objective * (1 + 1e-6)

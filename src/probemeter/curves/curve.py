@@ -890,6 +890,9 @@ def _points(
                 if data.multilabel
                 else {}
             ),
+            # solver = "newton": each probe's iterations (it reached its tolerance: the engine
+            # warns of one that did not)
+            **({} if evaluation.iterations is None else {"iterations": evaluation.iterations}),
             **(development or {}),
         }
     )

@@ -49,7 +49,7 @@ from probemeter.curves.defaults import (
 )
 from probemeter.data import ProbeData
 from probemeter.monitor import MONITOR_METRICS
-from probemeter.training.config import AUTO_PRECISION, PRECISIONS, TrainingConfig
+from probemeter.training.config import AUTO_PRECISION, PRECISIONS, SOLVER_OPTIONS, TrainingConfig
 
 __all__ = [
     "CURVE_DEV_FRACTION",
@@ -152,6 +152,7 @@ _CURVE_OPTIONS: dict[str, dict[str, Any]] = {
         "the CPU or GPU has native bf16), or auto: bf16 where native and measured >= 1.3x "
         "faster at start-up, else f32, the choice recorded in the results",
     },
+    **SOLVER_OPTIONS,
     "sizes": {
         "default": None,
         "check": valid.Check(_sizes),
@@ -164,7 +165,8 @@ _CURVE_OPTIONS: dict[str, dict[str, Any]] = {
 
 def curve_option(name: str) -> Any:
     """The declaration of the loss-data-curve option ``name`` (one of ``seeds``, ``steps``,
-    ``batch_size``, ``precision``, ``sizes``), shared by the methods that train curves.
+    ``batch_size``, ``precision``, ``solver``, ``tol``, ``sizes``), shared by the methods that
+    train curves.
 
     Raises:
         ValueError: ``name`` is not a curve option.
@@ -210,6 +212,8 @@ class CurveMethod(Method):
     )
     batch_size: int = curve_option("batch_size")
     precision: str = curve_option("precision")
+    solver: str = curve_option("solver")
+    tol: float = curve_option("tol")
     sizes: tuple[int, ...] | None = curve_option("sizes")
     dev_fraction: float = option(
         CURVE_DEV_FRACTION,
@@ -321,6 +325,8 @@ class CurveMethod(Method):
             _grid_values(self.lr)[0],
             self.precision,
             weight_decay=_grid_values(self.weight_decay)[0],
+            solver=self.solver,
+            tol=self.tol,
         )
 
     def settings_grid(self) -> dict[str, list[float]] | None:
@@ -350,6 +356,9 @@ class CurveMethod(Method):
                     "split: dev_fraction must be > 0",
                 )
             ]
+        newton = self._newton_refusal()
+        if newton:
+            return [newton]
         if self.settings_grid() is not None and self.dev_fraction == 0:
             name = "lr" if isinstance(self.lr, tuple) else "weight_decay"
             return [
@@ -360,6 +369,30 @@ class CurveMethod(Method):
                 )
             ]
         return []
+
+    def _newton_refusal(self) -> tuple[Option, str] | None:
+        """Where ``solver = "newton"`` cannot apply: a probe with hidden layers, no weight decay
+        (or a grid including 0), a grid over lr (the solver has none)."""
+        if self.solver != "newton":
+            return None
+        if self.probe:
+            return (
+                self.option_named("solver"),
+                f"newton solves linear probes only; the probe has hidden layers {list(self.probe)}"
+                " (set probe = [] or solver = adam)",
+            )
+        if min(_grid_values(self.weight_decay)) <= 0:
+            return (
+                self.option_named("weight_decay"),
+                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
+                "subset's objective has no minimiser)",
+            )
+        if isinstance(self.lr, tuple):
+            return (
+                self.option_named("lr"),
+                "solver = newton does not use a learning rate: its grid varies weight_decay only",
+            )
+        return None
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         from probemeter.curves.curve import default_sizes

@@ -36,6 +36,7 @@ from probemeter._method import (
     EngineProbes,
     Method,
     MethodRun,
+    Option,
     RunContext,
     TaskFacts,
     UnitPlan,
@@ -53,7 +54,7 @@ from probemeter.mdl.defaults import (
     PAPER_TRAINING,
     VARIATIONAL_TRAINING,
 )
-from probemeter.training.config import TrainingConfig, VariationalTraining
+from probemeter.training.config import SOLVER_OPTIONS, TrainingConfig, VariationalTraining
 
 __all__ = [
     "MDL_PROBE",
@@ -209,6 +210,15 @@ class MDLMethod(OnlineCodeMethod):
     lr: float = online_option("lr")
     max_epochs: int = online_option("max_epochs")
     stopping_set: str = online_option("stopping_set")
+    weight_decay: float = option(
+        0.0,
+        check=valid.number(0),
+        help="L2 penalty λ on the online code's probes' weight matrices, (λ/2)·‖W‖² added to "
+        "the mean loss (0: the paper's protocol; > 0 with solver = newton)",
+        key_omits=0.0,
+    )
+    solver: str = option(**SOLVER_OPTIONS["solver"])
+    tol: float = option(**SOLVER_OPTIONS["tol"])
     variational_epochs: int = option(
         VARIATIONAL_TRAINING.epochs, check=valid.integer(1), help="epochs of the variational probe"
     )
@@ -279,18 +289,45 @@ class MDLMethod(OnlineCodeMethod):
             problems.append(("method.control", reason))
         return problems
 
+    def training(self) -> TrainingConfig:
+        """The online codes' probes: §3.1's protocol with this method's ``batch_size``, ``lr``,
+        ``max_epochs`` and ``weight_decay``; with ``solver = "newton"`` each block's linear
+        probe solved exactly at that weight decay (no early stopping: nothing is held out)."""
+        if self.solver == "newton":
+            return TrainingConfig(weight_decay=self.weight_decay, solver="newton", tol=self.tol)
+        return replace(super().training(), weight_decay=self.weight_decay)
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        """``solver = "newton"`` solves linear probes with weight decay only."""
+        if self.solver != "newton":
+            return []
+        if self.probe:
+            message = (
+                f"newton solves linear probes only; the probe has hidden layers "
+                f"{list(self.probe)} (set probe = [] or solver = adam)"
+            )
+            return [(self.option_named("solver"), message)]
+        if self.weight_decay <= 0:
+            message = (
+                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
+                "block's objective has no minimiser)"
+            )
+            return [(self.option_named("weight_decay"), message)]
+        return []
+
     def engine_probes(self, pool_size: int) -> EngineProbes | None:
         """The online code's probes: one per block end of the transmitted data, all sharing
-        the pool's development rows when ``stopping_set = "dev"``."""
+        the pool's development rows when ``stopping_set = "dev"`` (and they early-stop)."""
         from probemeter.mdl.online import block_ends, transmitted_size
 
         config = self.training()
-        n = transmitted_size(pool_size, self.stopping_set, config.dev_fraction)
+        stopping = self.stopping_set if config.early_stopping else "prefix"  # nothing held out
+        n = transmitted_size(pool_size, stopping, config.dev_fraction)
         try:
             sizes = [int(end) for end in block_ends(n, self.timesteps)]
         except ValueError:  # blocks the pool cannot hold: check_pool reports them
             return None
-        shared = pool_size - n if self.stopping_set == "dev" else None
+        shared = pool_size - n if stopping == "dev" else None
         return EngineProbes(self.probe, config, sizes, shared)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:

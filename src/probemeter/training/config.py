@@ -30,7 +30,11 @@ __all__ = [
     "AUTO_PRECISION",
     "BF16_MIN_ROWS",
     "GRID_OPTIONS",
+    "NEWTON_MAX_ITER",
+    "NEWTON_TOL",
     "PRECISIONS",
+    "SOLVERS",
+    "SOLVER_OPTIONS",
     "CCSTraining",
     "ParserTraining",
     "StructuralTraining",
@@ -49,6 +53,31 @@ AUTO_PRECISION = "auto"
 PRECISIONS = ("f32", "bf16", AUTO_PRECISION)
 #: in bf16 mode, chunks with narrower minibatches train in f32 (they are memory-bound)
 BF16_MIN_ROWS = 64
+#: how a :class:`TrainingConfig` trains its probes: Adam steps, or the exact Newton solver of
+#: linear probes (:mod:`probemeter.training.newton`)
+SOLVERS = ("adam", "newton")
+#: the Newton solver's default tolerance on ‖∇J‖₂ and its iteration cap (see TrainingConfig)
+NEWTON_TOL, NEWTON_MAX_ITER = 1e-5, 100
+#: the methods' options of the solver, declared once (keyword arguments of
+#: :func:`probemeter._declared.option`): the curve's, k-sparse's and the online code's
+SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
+    "solver": {
+        "default": "adam",
+        "check": one_of(*SOLVERS),
+        "help": "adam (the papers' protocols) or newton: a linear probe with weight_decay > 0 "
+        "solved exactly, full batch, by Newton-CG to ||grad J||_2 <= tol (the Adam settings "
+        "steps, lr, batch_size, precision and early stopping then do not act; a grid varies "
+        "weight_decay only)",
+        "key_omits": "adam",
+    },
+    "tol": {
+        "default": NEWTON_TOL,
+        "check": positive(),
+        "help": "solver = newton: the gradient norm ||grad J||_2 at which each probe stops (the "
+        "objective left is then at most about tol^2/(2 weight_decay))",
+        "key_omits": NEWTON_TOL,
+    },
+}
 #: the :class:`TrainingConfig` settings a grid may vary (:func:`grid_settings`), in the order
 #: its settings are listed: weight decay outer, learning rate inner
 GRID_OPTIONS = ("weight_decay", "lr")
@@ -92,6 +121,16 @@ class TrainingConfig:
             scikit-learn's ``LogisticRegression(C=C)`` objective on its n training examples
             (:func:`weight_decay_for_c`, which derives both; C from λ:
             :func:`c_for_weight_decay`). 0 (the default): no penalty, and no extra operation.
+        solver: ``"adam"`` (default: the settings above, the papers' protocols) or
+            ``"newton"``: a linear probe with ``weight_decay`` λ > 0 solved exactly, full batch,
+            by stacked Newton–CG (:mod:`probemeter.training.newton`) until ‖∇J‖₂ ≤ ``tol`` for
+            J = mean loss + (λ/2)‖W‖² (at most :data:`NEWTON_MAX_ITER` iterations; a probe
+            that reaches them is reported). ``steps``, ``batch_size``, ``lr`` and ``precision``
+            do not act on it (its key leaves them out); refused (one line, before any work)
+            with ``early_stopping``, with λ = 0 (separable data have no minimiser), and by the
+            engine for a probe with hidden layers, a mix or span stage, or a direction family.
+        tol: the Newton solver's stopping tolerance on ‖∇J‖₂ (W and b, float64); the objective
+            left to gain is then at most ≈ tol²/(2λ) (1e-5: ≤ 5e-11/λ nats).
     """
 
     steps: int = 1000
@@ -104,6 +143,8 @@ class TrainingConfig:
     patience: int = 4
     max_epochs: int = 100
     weight_decay: float = 0.0
+    solver: str = "adam"
+    tol: float = NEWTON_TOL
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "patience", "max_epochs"):
@@ -114,6 +155,18 @@ class TrainingConfig:
         object.__setattr__(self, "weight_decay", float(decay))
         one_of(*PRECISIONS)(self.precision, "precision")
         boolean()(self.early_stopping, "early_stopping")
+        one_of(*SOLVERS)(self.solver, "solver")
+        object.__setattr__(self, "tol", float(positive()(self.tol, "tol")))
+        if self.solver == "newton" and self.early_stopping:
+            raise ValueError(
+                "solver='newton' solves each probe's full-batch objective to tol: early_stopping "
+                "does not apply to it (use solver='adam')"
+            )
+        if self.solver == "newton" and not self.weight_decay:
+            raise ValueError(
+                "solver='newton' needs weight_decay > 0: without the L2 penalty a separable "
+                "subset's objective has no minimiser"
+            )
         for name in ("dev_fraction", "lr_decay"):
             value = check_scalar(
                 getattr(self, name), name, float, min_val=0, max_val=1, include_boundaries="neither"
@@ -125,6 +178,21 @@ class TrainingConfig:
         appear only when it is on, and ``weight_decay`` only when not 0, so that a configuration's
         key holds only the settings that act on its training)."""
         settings = asdict(self)
+        del settings["solver"], settings["tol"]
+        if self.solver == "newton":  # Adam's settings do not act on it
+            for name in ("steps", "batch_size", "lr", "precision", "early_stopping"):
+                del settings[name]
+            for name in ("dev_fraction", "lr_decay", "patience", "max_epochs"):
+                del settings[name]
+            return {
+                **settings,
+                "solver": "newton",
+                "tol": self.tol,
+                "max_iter": NEWTON_MAX_ITER,
+                "optimizer": "newton-cg, full batch (probemeter.training.newton)",
+                "stopping": f"per probe, ||grad J||_2 <= {self.tol:g} or {NEWTON_MAX_ITER} "
+                "iterations (reported)",
+            }
         if not self.weight_decay:
             del settings["weight_decay"]
         if not self.early_stopping:
@@ -305,6 +373,11 @@ def grid_settings(
         if len(set(given)) != len(given):
             raise ValueError(f"grid[{name!r}] repeats a value: {list(given)}")
         values[name] = list(given)
+    if config.solver == "newton" and len(values["lr"]) > 1:
+        raise ValueError(
+            "grid['lr']: solver='newton' does not use a learning rate; its grid varies "
+            "weight_decay only"
+        )
     return [
         replace(config, weight_decay=decay, lr=lr)
         for decay in values["weight_decay"]

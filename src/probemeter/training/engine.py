@@ -48,8 +48,9 @@ from probemeter.probes import MLP
 from probemeter.probes.mlp import Direction
 from probemeter.probes.sparse_inputs import SparseRows, feature_tensor, sparse_row_bytes
 from probemeter.probes.stacked_mlp import EVAL_ROWS_PER_BLOCK, StackedMLP
+from probemeter.training import newton
 from probemeter.training.cache import CACHE_BOUND_ROWS, cache_budget
-from probemeter.training.config import BF16_MIN_ROWS, TrainingConfig
+from probemeter.training.config import BF16_MIN_ROWS, NEWTON_MAX_ITER, TrainingConfig
 from probemeter.training.directions import PoolRows, direction_family
 from probemeter.training.early_stopping import BatchedAdam, train_with_dev_stopping
 from probemeter.training.fused_adam import FusedAdam
@@ -94,6 +95,10 @@ class ProbeEvaluation:
         predictions: only with ``per_example=True``: (P, n_eval) int32 arg-max predictions
             (multi-label: (P, n_eval, K) uint8 0/1, label k predicted when σ(z_k) > 0.5).
         epochs: only with ``config.early_stopping``: (P,) epochs each probe trained.
+        iterations, converged: only with ``config.solver = "newton"``: (P,) each probe's Newton
+            iterations (every stage, :mod:`probemeter.training.newton`) and whether it reached
+            ``config.tol`` (a probe that did not is warned of, its numbers not those of the
+            optimum).
         parameters: only with ``return_parameters=True``: the trained parameters, per layer
             ``(W, b)`` stacked on the probe axis, ``W`` of shape (P, fan_in, fan_out) and ``b``
             of shape (P, fan_out), float32 on the host: probe i computes
@@ -122,6 +127,8 @@ class ProbeEvaluation:
     nll: np.ndarray | None = None
     predictions: np.ndarray | None = None
     epochs: np.ndarray | None = None
+    iterations: np.ndarray | None = None
+    converged: np.ndarray | None = None
     parameters: tuple[tuple[np.ndarray, np.ndarray], ...] | None = None
     stack_rows: np.ndarray | None = None
     mix_logits: np.ndarray | None = None
@@ -351,6 +358,17 @@ def _evaluations(calls: list[_Call]) -> list[ProbeEvaluation]:
             uniform = uniform_nats(call.n_classes, np.ndim(call.arrays[1]) == 2)
             losses = call.results.fields["loss"]
             _warn_if_diverged(losses, call.subsets, uniform, call.rates[0], stacklevel=4)
+            converged = call.results.fields.get("converged")
+            if converged is not None and not converged.all():
+                first = int(np.flatnonzero(~converged)[0])
+                warnings.warn(
+                    f"solver='newton': {int((~converged).sum())} of {converged.size} probes "
+                    f"did not reach tol={call.config.tol:g} in {NEWTON_MAX_ITER} iterations "
+                    f"(first: n={len(call.subsets[first])}); their numbers are not those of "
+                    "the optimum (ProbeEvaluation.converged)",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
     return [call.results.evaluation() for call in calls]
 
 
@@ -389,6 +407,7 @@ class _Call:
         pool_rows = _check_pool_rows(call.pool_rows, len(subsets), X_train.shape[0])
         dev_set = _check_dev_set(call.dev_set, config, X_train.shape[0])
         rates = _probe_settings(call.lr, call.weight_decay, config, len(subsets))
+        _check_newton(config, families, X_train, y_train, rates[1])
         request = _Request(call.per_example, dev_set, call.return_parameters, len(y_eval))
         row_bytes = {family: _sparse_row_bytes(X_train, family, n_classes) for family in families}
         return cls(
@@ -403,6 +422,15 @@ class _Call:
 
     def check_memory(self, max_memory: float) -> None:
         """Refuse (ValueError) a probe that cannot fit ``max_memory`` GiB even alone."""
+        if self.config.solver == "newton":
+            largest = max((len(s) for s in self.subsets), default=0)
+            need = newton.memory_bytes(*self.dims, largest) / 2**30
+            if need > max_memory:
+                raise ValueError(
+                    f"max_memory: a probe of {largest} rows solved by solver='newton' needs "
+                    f"{need:.2f} GiB, over the budget of {max_memory:g} GiB"
+                )
+            return
         for family, members in self.families.items():
             sizes = [len(self.subsets[i]) for i in members]
             check_memory_budget(
@@ -422,7 +450,9 @@ class _Call:
         if not self.subsets:
             return
         self.flops = sum(
-            _training_flops([self.subsets[i] for i in members], family, self.dims, self.config)
+            sum(newton.fit_flops(*self.dims, len(self.subsets[i])) for i in members)
+            if self.config.solver == "newton"
+            else _training_flops([self.subsets[i] for i in members], family, self.dims, self.config)
             if not isinstance(family, Direction)
             else _direction_flops([self.subsets[i] for i in members], family, self.dims)
             for family, members in self.families.items()
@@ -527,6 +557,11 @@ def _plan(
     chunks like any others)."""
     chunks = []
     for family, indices in families.items():
+        if config.solver == "newton":
+            chunks += _newton_chunks(
+                family, indices, subsets, keys, pool_rows, rates, dims, max_memory, workers
+            )
+            continue
         if isinstance(family, Direction):
             chunks += _direction_chunks(
                 family, indices, subsets, keys, pool_rows, rates, dims, config, request,
@@ -590,6 +625,9 @@ class _Results:
             )
         if config.early_stopping:
             fields["epochs"] = np.empty(n_probes, dtype=np.int64)
+        if config.solver == "newton":
+            fields["iterations"] = np.empty(n_probes, dtype=np.int64)
+            fields["converged"] = np.empty(n_probes, dtype=bool)
         if pooled:
             fields["pool_nll"], fields["pool_predictions"] = [None] * n_probes, [None] * n_probes
         if probe.mix:
@@ -831,6 +869,76 @@ def _check_directions(
             )
 
 
+def _check_newton(
+    config: TrainingConfig,
+    families: dict[MLP, np.ndarray],
+    X_train: Any,
+    y_train: np.ndarray,
+    weight_decay: np.ndarray,
+) -> None:
+    """A ValueError naming ``solver``, before any work, where the exact Newton solver cannot
+    apply: it solves linear softmax probes on dense features with an L2 penalty λ > 0 only."""
+    if config.solver != "newton":
+        return
+    for family in families:
+        problem = (
+            f"a direction probe ({family.family}) is fitted in closed form"
+            if isinstance(family, Direction)
+            else f"probe {family.name} has hidden layers {list(family.hidden)}"
+            if family.hidden
+            else "a probe with a scalar mix or span pooling is not a linear softmax probe"
+            if family.mix or family.span
+            else None
+        )
+        if problem:
+            raise ValueError(f"solver='newton' solves linear probes only: {problem}")
+    if np.ndim(y_train) == 2:
+        raise ValueError("solver='newton' solves softmax probes: label sets need Adam")
+    if sp.issparse(X_train):
+        raise ValueError("solver='newton' needs dense features; sparse ones train with Adam")
+    if (weight_decay <= 0).any():
+        raise ValueError(
+            "solver='newton' needs weight_decay > 0 for every probe: without the L2 penalty a "
+            "separable subset's objective has no minimiser"
+        )
+
+
+def _newton_chunks(
+    probe: MLP,
+    indices: np.ndarray,
+    subsets: Sequence[np.ndarray],
+    keys: Sequence[tuple[int, ...]],
+    pool_rows: list[np.ndarray | None] | None,
+    rates: tuple[np.ndarray, np.ndarray],
+    dims: tuple[int, int],
+    max_memory: float,
+    workers: int,
+) -> list[_Chunk]:
+    """Chunks of linear probes the Newton solver stacks: probes in order of size, a chunk
+    closed when padding its members to its largest would waste over a quarter of its rows,
+    when it would exceed the memory budget, or a worker's fair share of all rows."""
+    order = sorted(indices, key=lambda i: len(subsets[i]))
+    fair_share = sum(len(subsets[i]) for i in indices) / workers
+    groups: list[list[int]] = []
+    for i in order:
+        n = len(subsets[i])
+        if groups:
+            group = groups[-1]
+            padded = (len(group) + 1) * n
+            real = sum(len(subsets[j]) for j in group) + n
+            fits = newton.memory_bytes(*dims, n, len(group) + 1) <= max_memory * 2**30
+            if padded <= 1.25 * real and fits and padded <= fair_share:
+                group.append(i)
+                continue
+        groups.append([i])
+    chunks = []
+    for group in groups:
+        members = np.array(sorted(group), dtype=np.int64)
+        work = sum(newton.fit_flops(*dims, len(subsets[i])) for i in members)
+        chunks.append(_Chunk.of(probe, members, 1, (subsets, keys, pool_rows), rates, work))
+    return chunks
+
+
 def _direction_flops(
     subsets: Sequence[np.ndarray], probe: Direction, dims: tuple[int, int]
 ) -> float:
@@ -1039,6 +1147,8 @@ class _ChunkRunner:
         with ``pool_rows``, ``"pool_nll"`` and ``"pool_predictions"`` hold each probe's
         per-example metrics on its own pool rows."""
         config, rows = self.config, chunk.rows
+        if config.solver == "newton":
+            return self._fit_newton(chunk)
         if isinstance(chunk.probe, Direction):
             return self._fit_directions(chunk)
         rngs = [np.random.default_rng(list(key)) for key in chunk.keys]
@@ -1115,11 +1225,32 @@ class _ChunkRunner:
             **seeds,
         )  # fmt: skip
         release(*self.host)
-        layers = [(fits.weights.contiguous(), fits.biases[:, None, :].contiguous())]
-        model = StackedMLP(layers, chunk.rows, "f32")
         metrics: dict[str, Any] = {}
         if self.config.early_stopping:
             metrics["epochs"] = np.zeros(chunk.members.size, dtype=np.int64)
+        return self._evaluate_linear(chunk, fits.weights, fits.biases, metrics)
+
+    def _fit_newton(self, chunk: _Chunk) -> dict[str, Any]:
+        """A chunk of linear probes solved exactly by stacked Newton–CG
+        (:mod:`probemeter.training.newton`), each at its own λ, then evaluated as any chunk
+        of linear probes; ``iterations`` and ``converged`` say how each ended."""
+        X, y = newton.gather_stack(self.pool_x, self.pool_y, chunk.subsets, self.pool_file)
+        release(*self.host)
+        fit = newton.fit_linear_newton(
+            X, y, [len(s) for s in chunk.subsets], self.n_classes, chunk.weight_decay,
+            tol=self.config.tol, max_iter=NEWTON_MAX_ITER,
+        )  # fmt: skip
+        del X, y
+        metrics = {"iterations": fit.iterations, "converged": fit.converged}
+        return self._evaluate_linear(chunk, fit.weights, fit.biases, metrics)
+
+    def _evaluate_linear(
+        self, chunk: _Chunk, weights: torch.Tensor, biases: torch.Tensor, metrics: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``metrics`` with the evaluation of the fitted linear probes (W (P, d, K), b (P, K))
+        of ``chunk``: test metrics, pool rows, parameters as requested."""
+        layers = [(weights.contiguous(), biases[:, None, :].contiguous())]
+        model = StackedMLP(layers, chunk.rows, "f32")
         metrics.update(
             model.evaluate(self.eval_x, self.eval_y, per_example=self.request.per_example)
         )

@@ -1,0 +1,206 @@
+"""The exact solver of linear probes (TrainingConfig(solver="newton"),
+probemeter.training.newton): its objective, gradient and Hessian-vector product against
+autograd, its solutions against scikit-learn's LogisticRegression(C) at λ =
+weight_decay_for_c(C, n, K), a stacked call against each probe solved alone (the distance
+strong convexity allows at the stated gradient norm), what it records, and its refusals."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+
+from probemeter import Execution
+from probemeter.probes import MLP, Linear
+from probemeter.probes.mlp import Direction
+from probemeter.training import engine, newton
+from probemeter.training.config import (
+    NEWTON_MAX_ITER,
+    NEWTON_TOL,
+    TrainingConfig,
+    grid_settings,
+    weight_decay_for_c,
+)
+from probemeter.training.engine import fit_evaluate
+
+CPU = Execution(device="cpu", n_jobs=1)
+
+
+def _blobs(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """K overlapping Gaussian classes with correlated features."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % k
+    centres = rng.normal(size=(k, d))
+    mixing = rng.normal(size=(d, d)) / np.sqrt(d) + np.eye(d)
+    X = (rng.normal(size=(n, d)) + centres[labels]) @ mixing
+    return X.astype(np.float32), labels
+
+
+def _objective(X, y, W, b, lam) -> float:
+    """J = mean cross-entropy + (λ/2)‖W‖², float64."""
+    z = X.astype(np.float64) @ W.astype(np.float64) + b.astype(np.float64)
+    z -= z.max(1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(1, keepdims=True))
+    return float(-logp[np.arange(len(y)), y].mean() + 0.5 * lam * (W.astype(np.float64) ** 2).sum())
+
+
+def _newton(**settings) -> TrainingConfig:
+    return TrainingConfig(
+        solver="newton", weight_decay=settings.pop("weight_decay", 0.1), **settings
+    )
+
+
+@pytest.mark.numerics
+def test_objective_gradient_and_hessian_product_match_autograd():
+    """Three probes of 7, 12 and 12 rows stacked (the first padded), λ per probe: J, ∇J and
+    H·(V, v) against torch.autograd in float64, relative 1e-10."""
+    torch.manual_seed(0)
+    P, m, d, K = 3, 12, 5, 4
+    X = torch.randn(P, m, d, dtype=torch.float64)
+    y = torch.randint(0, K, (P, m))
+    sizes = [7, 12, 12]
+    weight = torch.zeros(P, m, dtype=torch.float64)
+    for p, n in enumerate(sizes):
+        weight[p, :n] = 1.0 / n
+    lam = torch.tensor([0.3, 0.01, 1.5], dtype=torch.float64)
+    W = torch.randn(P, d, K, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(P, K, dtype=torch.float64, requires_grad=True)
+
+    def reference(W, b):
+        logp = torch.log_softmax(torch.baddbmm(b[:, None, :], X, W), dim=2)
+        loss = -(weight * logp.gather(2, y[..., None]).squeeze(2)).sum(1)
+        return loss + 0.5 * lam * W.square().sum((1, 2))
+
+    J_ref = reference(W, b)
+    gW_ref, gb_ref = torch.autograd.grad(J_ref.sum(), (W, b), create_graph=True)
+    V, v = torch.randn(P, d, K, dtype=torch.float64), torch.randn(P, K, dtype=torch.float64)
+    HW_ref, Hb_ref = torch.autograd.grad((gW_ref * V).sum() + (gb_ref * v).sum(), (W, b))
+    with torch.no_grad():
+        J, gW, gb, _ = newton.objective_gradient(X, y, weight, W, b, lam)
+        probs = torch.softmax(torch.baddbmm(b[:, None, :], X, W), dim=2)
+        HW, Hb = newton.hessian_vector_product(X, weight, probs, V, v, lam)
+    for ours, theirs in ((J, J_ref), (gW, gW_ref), (gb, gb_ref), (HW, HW_ref), (Hb, Hb_ref)):
+        torch.testing.assert_close(ours, theirs.detach(), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.numerics
+@pytest.mark.parametrize("k", [2, 3])
+def test_the_solution_is_scikit_learns_optimum(k):
+    """Probes of 40, 150 and 600 rows at C = 0.1 (λ = weight_decay_for_c(C, n, K), each its
+    own, one engine call): the objective is scikit-learn's lbfgs optimum (tol 1e-10) within
+    1e-6 relative or below it, and the gradient norm met the tolerance."""
+    X, y = _blobs(700, 6, k)
+    sizes, C = (40, 150, 600), 0.1
+    subsets = [np.arange(n) for n in sizes]
+    lams = [weight_decay_for_c(C, n, k) for n in sizes]
+    trained = fit_evaluate(
+        X, y, X, y, k, subsets, [(0, i) for i in range(3)], Linear(), _newton(),
+        execution=CPU, return_parameters=True, weight_decay=lams,
+    )  # fmt: skip
+    [(weights, biases)] = trained.parameters
+    assert trained.converged.all() and (trained.iterations >= 1).all()
+    for i, n in enumerate(sizes):
+        model = LogisticRegression(C=C, tol=1e-10, max_iter=10_000).fit(X[:n], y[:n])
+        coef, intercept = model.coef_, model.intercept_
+        if k == 2:  # the binary log-odds as two softmax columns (weight_decay_for_c)
+            coef, intercept = np.vstack([-coef / 2, coef / 2]), np.array([-1, 1]) * intercept / 2
+        theirs = _objective(X[:n], y[:n], coef.T, intercept, lams[i])
+        ours = _objective(X[:n], y[:n], weights[i], biases[i], lams[i])
+        assert ours <= theirs * (1 + 1e-6), (n, ours, theirs)
+
+
+@pytest.mark.numerics
+def test_a_stacked_call_is_each_probe_solved_alone():
+    """Five probes of three sizes and two λ in one call equal each solved alone, within the
+    distance the tolerance allows: ‖θ − θ*‖ ≤ ‖∇J‖/μ with μ ≥ λ in W, so two solutions each
+    within tol of the optimum differ by at most 2·tol/λ (and the test losses agree)."""
+    X, y = _blobs(500, 8, 4, seed=1)
+    rng = np.random.default_rng(0)
+    subsets = [rng.permutation(500)[:n] for n in (60, 60, 200, 500, 500)]
+    lams = np.array([0.05, 0.01, 0.05, 0.01, 0.05])
+    keys = [(0, i) for i in range(5)]
+    common = (X, y, X[:100], y[:100], 4)
+    stacked = fit_evaluate(
+        *common, subsets, keys, Linear(), _newton(), execution=CPU, return_parameters=True,
+        weight_decay=lams,
+    )  # fmt: skip
+    for i in range(5):
+        alone = fit_evaluate(
+            *common, [subsets[i]], [keys[i]], Linear(), _newton(weight_decay=lams[i]),
+            execution=CPU, return_parameters=True,
+        )  # fmt: skip
+        (W, b), (W_alone, b_alone) = stacked.parameters[0], alone.parameters[0]
+        # W is unique; the biases up to a common constant, which the solver centres away
+        assert np.linalg.norm(W[i] - W_alone[0]) <= 2 * NEWTON_TOL / lams[i]
+        np.testing.assert_allclose(b[i].sum(), 0, atol=1e-5)
+        np.testing.assert_allclose(b[i], b_alone[0], atol=2 * NEWTON_TOL / lams[i])
+        # a logit moves by at most ‖x‖·‖ΔW‖ + ‖Δb‖∞, a cross-entropy by at most twice that
+        moved = np.linalg.norm(X[:100], axis=1).max() * np.linalg.norm(W[i] - W_alone[0])
+        moved += np.abs(b[i] - b_alone[0]).max()
+        assert abs(stacked.loss[i] - alone.loss[0]) <= 2 * moved
+
+
+def test_the_config_records_the_solver_and_refuses_what_it_cannot_solve():
+    config = TrainingConfig(solver="newton", weight_decay=1e-3, tol=1e-7)
+    described = config.to_dict()
+    assert described["solver"] == "newton" and described["tol"] == 1e-7
+    assert described["max_iter"] == NEWTON_MAX_ITER and described["weight_decay"] == 1e-3
+    assert "lr" not in described and "steps" not in described
+    assert TrainingConfig.from_dict(described) == config
+    assert "solver" not in TrainingConfig().to_dict()  # Adam's keys unchanged
+    with pytest.raises(ValueError, match=r"^solver="):
+        TrainingConfig(solver="newton")  # no weight decay
+    with pytest.raises(ValueError, match=r"^solver="):
+        TrainingConfig(solver="newton", weight_decay=0.1, early_stopping=True)
+    with pytest.raises(ValueError, match="solver"):
+        TrainingConfig(solver="lbfgs")
+    with pytest.raises(ValueError, match=r"grid\['lr'\]"):
+        grid_settings(config, {"lr": [1e-3, 1e-2]})
+    assert len(grid_settings(config, {"weight_decay": [1e-3, 1e-2]})) == 2
+
+
+@pytest.mark.parametrize(
+    ("probe", "problem"),
+    [
+        (MLP((8,)), "hidden layers"),
+        (Direction("diff-means"), "direction"),
+        (MLP((), mix=2), "mix"),
+    ],
+)
+def test_the_engine_refuses_probes_that_are_not_linear(probe, problem):
+    X, y = _blobs(40, 4, 3)
+    with pytest.raises(
+        ValueError, match=f"^solver='newton' solves linear probes only: .*{problem}"
+    ):
+        fit_evaluate(X, y, X, y, 3, [np.arange(40)], [(0,)], probe, _newton(), execution=CPU)
+
+
+def test_the_engine_refuses_a_probe_without_penalty_and_label_sets():
+    X, y = _blobs(40, 4, 3)
+    with pytest.raises(ValueError, match=r"^solver='newton' needs weight_decay > 0"):
+        fit_evaluate(
+            X, y, X, y, 3, [np.arange(40)] * 2, [(0,), (1,)], Linear(), _newton(),
+            execution=CPU, weight_decay=[0.1, 0.0],
+        )  # fmt: skip
+    sets = np.eye(3, dtype=np.float32)[y]
+    with pytest.raises(ValueError, match=r"^solver='newton' solves softmax probes"):
+        fit_evaluate(
+            X, sets, X, sets, 3, [np.arange(40)], [(0,)], Linear(), _newton(), execution=CPU
+        )
+
+
+def test_a_probe_short_of_its_tolerance_is_reported(monkeypatch):
+    """At an iteration cap of 1 the probe cannot reach 1e-5: converged False, a warning."""
+    X, y = _blobs(200, 5, 3)
+    common = (X, y, X, y, 3, [np.arange(200)], [(0,)], Linear(), _newton(weight_decay=1e-3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        solved = fit_evaluate(*common, execution=CPU)
+    monkeypatch.setattr(engine, "NEWTON_MAX_ITER", 1)
+    with pytest.warns(RuntimeWarning, match="did not reach tol"):
+        capped = fit_evaluate(*common, execution=CPU)
+    assert solved.converged[0] and not capped.converged[0]
+    assert capped.iterations[0] >= 1 and solved.loss[0] != capped.loss[0]
