@@ -9,9 +9,10 @@ References:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -77,11 +78,14 @@ class _SentenceGold:
     ranked: tuple[np.ndarray, np.ndarray] | None
 
 
-def _memo(trees: TreeData, key: tuple, compute: object) -> object:
+_Value = TypeVar("_Value")
+
+
+def _memo(trees: TreeData, key: tuple[Any, ...], compute: Callable[[], _Value]) -> _Value:
     """``trees.memo[key]``, computed by ``compute()`` the first time."""
     memo = trees.memo
     if key not in memo:
-        memo[key] = compute()  # type: ignore[operator]
+        memo[key] = compute()
     return memo[key]
 
 
@@ -96,7 +100,7 @@ def _sentence_gold(trees: TreeData, target: str, sentence: int) -> _SentenceGold
         ranked = centred_ranks(values) if low <= values.shape[-1] <= high else None
         return _SentenceGold(values, ranked)
 
-    return _memo(trees, ("gold", target, sentence), compute)  # type: ignore[return-value]
+    return _memo(trees, ("gold", target, sentence), compute)
 
 
 def _golds(trees: TreeData, target: str, sentences: tuple[int, ...]) -> tuple[_SentenceGold, ...]:
@@ -106,7 +110,7 @@ def _golds(trees: TreeData, target: str, sentences: tuple[int, ...]) -> tuple[_S
     def compute() -> tuple[_SentenceGold, ...]:
         return tuple(_sentence_gold(trees, target, s) for s in sentences)
 
-    return _memo(trees, ("golds", target, sentences), compute)  # type: ignore[return-value]
+    return _memo(trees, ("golds", target, sentences), compute)
 
 
 def kept_gold_edges(
@@ -122,7 +126,7 @@ def kept_gold_edges(
         edges = gold_edges(trees.heads[sentence], keep)
         return np.flatnonzero(keep), edges, set(edges)
 
-    return _memo(trees, ("edges", sentence), compute)  # type: ignore[return-value]
+    return _memo(trees, ("edges", sentence), compute)
 
 
 @lru_cache(maxsize=512)
@@ -177,7 +181,7 @@ def _gold_codes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(gold, lowest, highest, sentence position) of :func:`target_codes`."""
 
-    def compute() -> tuple[np.ndarray, ...]:
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         columns: list[list[np.ndarray]] = [[], [], [], []]
         for position, gold in enumerate(predictions.gold):
             n = gold.shape[0]
@@ -187,12 +191,15 @@ def _gold_codes(
                 (y, np.full(y.size, low), np.full(y.size, n - 1.0), np.full(y.size, position)),
             ):
                 column.append(values)
-        return tuple(np.concatenate(column) if column else np.empty(0) for column in columns)
+        found = [np.concatenate(column) if column else np.empty(0) for column in columns]
+        for values in found:
+            values.setflags(write=False)  # shared by every probe scored on these sentences
+        return found[0], found[1], found[2], found[3]
 
     if predictions.trees is None:
-        return compute()  # type: ignore[return-value]
+        return compute()
     key = ("codes", target, predictions.sentences)
-    return _memo(predictions.trees, key, compute)  # type: ignore[return-value]
+    return _memo(predictions.trees, key, compute)
 
 
 @dataclass(frozen=True)
