@@ -189,3 +189,26 @@ def test_online_codes_and_figure():
     accuracy, loss = result.plot()
     assert accuracy.get_xscale() == "log" and loss.get_ylabel() == "loss (nats)"
     plt.close(accuracy.figure)
+
+
+def test_exact_linear_probes_on_the_top_k():
+    """solver = "newton" for the curves' and the online codes' probes on the top k: the knee is
+    the informative feature as with Adam, and the method reads the option and refuses it
+    without weight decay."""
+    from probemeter.sparse_probing.method import KSparseMethod
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(800, 30))
+    data = ProbeData.from_arrays(X, (X[:, 4] > 0).astype(int))
+    exact = TrainingConfig(solver="newton", weight_decay=1e-3)
+    result = k_sparse_probes(
+        data, (1, 2, 30), sizes=[500], seeds=2, config=exact, online=True,
+        online_config=exact, timesteps=(0.1, 0.4, 1.0),
+        execution=Execution(device="cpu", n_jobs=1),
+    )  # fmt: skip
+    assert result.order[0] == 4 and result.knee == 1
+    assert result.to_frame()["online_bits"].gt(0).all()
+    method, problems = KSparseMethod.from_values({"solver": "newton", "weight_decay": 1e-3})
+    assert not problems and method.training() == method.online_training()
+    _, problems = KSparseMethod.from_values({"solver": "newton"})
+    assert len(problems) == 1 and problems[0].startswith("method.weight_decay: solver = newton")

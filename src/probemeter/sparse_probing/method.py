@@ -33,6 +33,7 @@ from probemeter._method import (
     LANGUAGE_MODEL_PROBE,
     Method,
     MethodRun,
+    Option,
     RunContext,
     UnitPlan,
     option,
@@ -100,6 +101,15 @@ class KSparseMethod(Method):
     lr: float = option(CURVE_TRAINING.lr, check=valid.positive(), help="Adam learning rate")
     batch_size: int = curve_option("batch_size")
     precision: str = curve_option("precision")
+    weight_decay: float = option(
+        0.0,
+        check=valid.number(0),
+        help="L2 penalty λ on the probes' weight matrices, (λ/2)·‖W‖² added to the mean loss "
+        "(> 0 with solver = newton)",
+        key_omits=0.0,
+    )
+    solver: str = curve_option("solver")
+    tol: float = curve_option("tol")
     sizes: tuple[int, ...] | None = curve_option("sizes")
     dev_fraction: float = option(
         CURVE_DEV_FRACTION,
@@ -166,11 +176,40 @@ class KSparseMethod(Method):
     def training(self) -> TrainingConfig:
         """How every probe of the curves trains: ``steps``, ``batch_size``, ``lr`` and
         ``precision`` (the ``curve`` method's protocol, :data:`CURVE_TRAINING`)."""
-        return TrainingConfig(self.steps, self.batch_size, self.lr, self.precision)
+        return TrainingConfig(
+            self.steps,
+            self.batch_size,
+            self.lr,
+            self.precision,
+            weight_decay=self.weight_decay,
+            solver=self.solver,
+            tol=self.tol,
+        )
+
+    def check_options(self) -> list[tuple[Option, str]]:
+        """``solver = "newton"`` solves linear probes with weight decay only."""
+        if self.solver != "newton":
+            return []
+        if self.probe:
+            message = (
+                f"newton solves linear probes only; the probe has hidden layers "
+                f"{list(self.probe)} (set probe = [] or solver = adam)"
+            )
+            return [(self.option_named("solver"), message)]
+        if self.weight_decay <= 0:
+            message = (
+                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
+                "subset's objective has no minimiser)"
+            )
+            return [(self.option_named("weight_decay"), message)]
+        return []
 
     def online_training(self) -> TrainingConfig:
         """How the online codes' probes train: the ``mdl`` method's protocol
-        (:data:`~probemeter.mdl.defaults.PAPER_TRAINING`) with this method's ``max_epochs``."""
+        (:data:`~probemeter.mdl.defaults.PAPER_TRAINING`) with this method's ``max_epochs``;
+        with ``solver = "newton"`` each block's probe solved exactly, as the curves'."""
+        if self.solver == "newton":
+            return self.training()
         return replace(PAPER_TRAINING, max_epochs=self.max_epochs)
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
