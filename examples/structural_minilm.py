@@ -53,7 +53,7 @@ from probemeter.structural import (
     StructuralTraining,
     TreeData,
     structural_layers,
-    structural_online_code,
+    structural_online_codes,
 )
 
 SILVER_NOTE = (
@@ -100,16 +100,25 @@ def main() -> None:
     layers = {str(layer): np.asarray(features[layer]) for layer in args.layers}
     sweep = structural_layers(layers, trees, ranks=args.ranks, seeds=args.seeds, config=config)
     probed = time.perf_counter()
-    codes = {}
+    # every layer's online codes of both targets, their block probes trained in one call
+    joint = structural_online_codes(
+        list(layers.values()),
+        trees,
+        rank=args.online_rank,
+        config=config,
+        names=[f"layer {layer}" for layer in layers],
+    )
+    codes = {
+        (layer, target): code
+        for layer, per_target in zip(layers, joint)
+        for target, code in per_target.items()
+    }
     rows = []
     scores = sweep.table()
-    for layer, values in layers.items():
+    for layer in layers:
         row = [layer]
         for target, metric in (("distance", "uuas"), ("depth", "root_accuracy")):
-            code = structural_online_code(
-                values, trees, target, rank=args.online_rank, config=config, name=f"layer {layer}"
-            )
-            codes[(layer, target)] = code
+            code = codes[(layer, target)]
             row += [
                 f"{scores.loc[layer, metric]:.3f}",
                 f"{code.codelength_bits / 1024:.2f}",
