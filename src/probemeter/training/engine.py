@@ -916,7 +916,10 @@ def _newton_chunks(
 ) -> list[_Chunk]:
     """Chunks of linear probes the Newton solver stacks: probes in order of size, a chunk
     closed when padding its members to its largest would waste over a quarter of its rows,
-    when it would exceed the memory budget, or a worker's fair share of all rows."""
+    when it would exceed the memory budget, a worker's fair share of all rows, or
+    ``newton.STACK_ROWS`` rows: stacking saves the fixed costs of small probes, while large
+    ones gain nothing from it and would wait for each other in lockstep (each its own chunk,
+    they spread over the workers)."""
     order = sorted(indices, key=lambda i: len(subsets[i]))
     fair_share = sum(len(subsets[i]) for i in indices) / workers
     groups: list[list[int]] = []
@@ -927,7 +930,8 @@ def _newton_chunks(
             padded = (len(group) + 1) * n
             real = sum(len(subsets[j]) for j in group) + n
             fits = newton.memory_bytes(*dims, n, len(group) + 1) <= max_memory * 2**30
-            if padded <= 1.25 * real and fits and padded <= fair_share:
+            small = padded <= min(fair_share, newton.STACK_ROWS)
+            if padded <= 1.25 * real and fits and small:
                 group.append(i)
                 continue
         groups.append([i])

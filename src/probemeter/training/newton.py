@@ -32,8 +32,8 @@ Three devices make it cheap, none changes where it ends:
   first m/16, then m/4 of its rows (its subset is in random order), where the damped early
   iterations cost a fraction of a pass; a stack of m ≥ 4,096 rows on m/4 only;
 * **precision**: the Hessian products, most of the arithmetic, run in bfloat16 where the
-  device's bf16 matmul is measured faster than float32's (native bf16: ~5× on one CPU core),
-  else float32; an inexact Hessian only slows Newton's convergence, but where bf16 is too
+  device does bf16 in hardware (3–5× faster than float32 on one AMX core for these skinny
+  products), else float32; an inexact Hessian only slows Newton's convergence, but where bf16 is too
   coarse for a problem (a full Newton step that fails to halve the gradient: its error swamps
   curvatures near λ) the stack switches to float32 for good. The objective and gradient,
   which decide where it ends, run in float32 while ‖∇J‖₂ > 1e-3 (errors ~1e-5 there do not
@@ -64,8 +64,6 @@ References:
 
 from __future__ import annotations
 
-import functools
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -74,6 +72,7 @@ import numpy as np
 import torch
 
 from probemeter.training.config import NEWTON_MAX_ITER, NEWTON_TOL
+from probemeter.training.precision import bf16_native
 
 __all__ = [
     "NewtonFit",
@@ -87,6 +86,9 @@ __all__ = [
 
 #: conjugate-gradient iterations per outer iteration, at most
 CG_MAX_ITER = 100
+#: rows of a stack of several probes at most (the engine's chunks): beyond, a probe's products
+#: are large enough alone, and stacked probes would wait for each other in lockstep
+STACK_ROWS = 16384
 #: rows per float64 block of the objective and gradient (bounds the float64 copy of X)
 _BLOCK_ROWS = 8192
 #: Armijo's sufficient-decrease constant and the fewest step halvings before giving up
@@ -101,6 +103,8 @@ _MOMENT_EVERY = 3
 _PREFIX_MIN_ROWS, _PREFIX_TOL = 1024, 1e-2
 #: ‖∇J‖₂ below which the objective and gradient are computed in the stage's final dtype
 _PRECISE_BELOW = 1e-3
+#: rows × features of a probe below which its Hessian products stay in float32
+_BF16_MIN_ENTRIES = 2**20
 #: ‖∇J‖₂ below which Newton's local (fast) convergence is expected of a bf16 Hessian
 _LOCAL_BELOW = 1e-2
 
@@ -126,30 +130,13 @@ class NewtonFit:
     converged: np.ndarray
 
 
-@functools.cache
 def _hessian_dtype(device: torch.device) -> torch.dtype:
-    """bfloat16 for the Hessian products where its matmul is faster than float32's on
-    ``device`` (native bf16: 5× on an AVX-512-BF16 core, measured here once per process on a
-    product of the solver's shape), else float32: where bf16 is emulated it is several times
-    slower (issue 44, item 3)."""
-    if device.type != "cpu":
-        return torch.bfloat16
-    X = torch.randn(4096, 784)
-    V = torch.randn(784, 10)
-    seconds = {}
-    for dtype in (torch.float32, torch.bfloat16):
-        Xd, Vd = X.to(dtype), V.to(dtype)
-        torch.mm(Xd, Vd)
-        times = []
-        for _ in range(3):  # the best of three: robust to a loaded machine
-            start = time.perf_counter()
-            for _ in range(5):
-                torch.mm(Xd, Vd)
-            times.append(time.perf_counter() - start)
-        seconds[dtype] = min(times)
-    # native bf16 is several times faster, emulated several times slower: 1.5× separates them
-    faster = seconds[torch.bfloat16] * 1.5 < seconds[torch.float32]
-    return torch.bfloat16 if faster else torch.float32
+    """bfloat16 for the Hessian products where ``device`` does bf16 in hardware
+    (:func:`~probemeter.training.precision.bf16_native`: CPU flags, CUDA capability; the
+    solver's skinny products ran 3–5× faster in it on an AMX core), else float32: where bf16 is
+    emulated it is several times slower (issue 44, item 3). Read from the hardware, not timed,
+    so that a probe's arithmetic does not depend on the machine's load."""
+    return torch.bfloat16 if bf16_native(device)[0] else torch.float32
 
 
 def memory_bytes(n_features: int, n_classes: int, rows: int, probes: int = 1) -> int:
@@ -281,22 +268,23 @@ class _Preconditioner:
             C[:, d, d] = trace.sum(1)
             self.trace = trace.sum(1).clamp_min(1e-300)
             # float32 suffices for a preconditioner, at half float64's cost
-            sigma, U = torch.linalg.eigh((C / self.trace[:, None, None]).to(torch.float32))
-            self.sigma, self.U = sigma.to(torch.float64), U.to(torch.float64)
+            self.sigma, self.U = torch.linalg.eigh((C / self.trace[:, None, None]).float())
         self.refreshes += 1
         pw = p * self.mask[..., None]
         A = torch.diag_embed(pw.sum(1)) - torch.bmm(p.transpose(1, 2), pw)
         # C ⊗ A = (C_r / T_r) ⊗ Σ_i B_i / n, T_r = Σ_i t_i / n at C's refresh r
-        self.lam_A, self.Q = torch.linalg.eigh(A)
+        lam_A, Q = torch.linalg.eigh(A)
+        self.Q = Q.float()
         self.denominator = (
-            self.sigma.clamp(min=0)[:, :, None] * self.lam_A.clamp(min=0)[:, None, :]
+            self.sigma.double().clamp(min=0)[:, :, None] * lam_A.clamp(min=0)[:, None, :]
             + lam[:, None, None]
-        )
+        ).float()
 
     def apply(self, rW: torch.Tensor, rb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        R = torch.cat([rW, rb[:, None, :]], dim=1)
+        """M⁻¹ (rW, rb), in float32 (a preconditioner needs no more), returned in float64."""
+        R = torch.cat([rW, rb[:, None, :]], dim=1).float()
         T = torch.bmm(torch.bmm(self.U.transpose(1, 2), R), self.Q) / self.denominator
-        Z = torch.bmm(torch.bmm(self.U, T), self.Q.transpose(1, 2))
+        Z = torch.bmm(torch.bmm(self.U, T), self.Q.transpose(1, 2)).double()
         return Z[:, :-1], Z[:, -1]
 
 
@@ -314,6 +302,7 @@ def _conjugate_gradients(
     Wright Alg. 5.3), in lockstep; a probe stops moving once its residual ‖H s + ∇J‖ ≤
     ``forcing`` (its own). Returns (s_W, s_b, CG iterations taken)."""
     sW, sb = torch.zeros_like(gW), torch.zeros_like(gb)
+    probs = probs.to(X.dtype)  # once, not at every product
     r = (-gW, -gb)
     z = preconditioner.apply(*r)
     d = (z[0].clone(), z[1].clone())
@@ -448,7 +437,9 @@ class _Stage:
         # the first step tried: twice the last accepted, at most 1 (a damped phase tries its
         # likely step first instead of halving down to it from 1 every iteration)
         first = torch.ones(P, dtype=torch.float64, device=device)
-        Xh = X.to(_hessian_dtype(X.device))  # the Hessian products' copy of the rows
+        # the Hessian products' copy of the rows (a small stack is not worth measuring bf16 for)
+        large = X.shape[1] * X.shape[2] >= _BF16_MIN_ENTRIES
+        Xh = X.to(_hessian_dtype(X.device)) if large else X
         J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
         for iteration in range(max_iter + 1):
             norm = _dot((gW, gb), (gW, gb)).sqrt()
