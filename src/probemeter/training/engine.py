@@ -931,7 +931,10 @@ def _newton_chunks(
             real = sum(len(subsets[j]) for j in group) + n
             fits = newton.memory_bytes(*dims, n, len(group) + 1) <= max_memory * 2**30
             small = padded <= min(fair_share, newton.STACK_ROWS)
-            if padded <= 1.25 * real and fits and small:
+            # a stack this small is bound by per-operation overhead, not arithmetic: padding
+            # it costs less than solving its probes one stack after another
+            tiny = padded * dims[0] <= newton.TINY_STACK
+            if fits and (tiny or (padded <= 1.25 * real and small)):
                 group.append(i)
                 continue
         groups.append([i])

@@ -89,6 +89,9 @@ CG_MAX_ITER = 100
 #: rows of a stack of several probes at most (the engine's chunks): beyond, a probe's products
 #: are large enough alone, and stacked probes would wait for each other in lockstep
 STACK_ROWS = 16384
+#: rows × features of a stack below which padding its probes to one size is cheaper than
+#: solving them in separate stacks (overhead-bound)
+TINY_STACK = 2**20
 #: rows per float64 block of the objective and gradient (bounds the float64 copy of X)
 _BLOCK_ROWS = 8192
 #: Armijo's sufficient-decrease constant and the fewest step halvings before giving up
@@ -177,7 +180,9 @@ def objective_gradient(
         X: (P, m, d) features, any float dtype (padding rows: any value, weight 0).
         y: (P, m) int64 labels.
         row_weight: (P, m) each row's weight in the mean, 1/n_p (0 for padding).
-        W: (P, d, K) float64. b: (P, K) float64. lam: (P,) float64 λ per probe.
+        W: (P, d, K) float64 weights.
+        b: (P, K) float64 biases.
+        lam: (P,) float64, λ per probe.
         gradient: also the gradient and probabilities (else None for those).
     """
     P, m, _ = X.shape
@@ -427,8 +432,6 @@ class _Stage:
         """Newton–CG from (W, b) until every probe's ‖∇J‖₂ ≤ ``tol`` or ``max_iter`` outer
         iterations (counted into ``iterations``); the solutions, ‖∇J‖₂ and J."""
         X, y, weight, lam, final = self.X, self.y, self.weight, self.lam, self.dtype
-        # far from the optimum a float32 gradient (errors ~1e-5) steers as well as float64's
-        dtype = torch.float32
         P, device = W.shape[0], W.device
         out_W, out_b = W.clone(), b.clone()
         norms, objectives = np.full(P, np.inf), np.zeros(P)
@@ -437,9 +440,13 @@ class _Stage:
         # the first step tried: twice the last accepted, at most 1 (a damped phase tries its
         # likely step first instead of halving down to it from 1 every iteration)
         first = torch.ones(P, dtype=torch.float64, device=device)
-        # the Hessian products' copy of the rows (a small stack is not worth measuring bf16 for)
+        # the Hessian products' copy of the rows, bf16 only for a large stack (a small one is
+        # bound by overhead, not arithmetic)
         large = X.shape[1] * X.shape[2] >= _BF16_MIN_ENTRIES
         Xh = X.to(_hessian_dtype(X.device)) if large else X
+        # far from the optimum a float32 gradient (errors ~1e-5) steers as well as float64's;
+        # a small stack takes float64's from the start (one evaluation fewer to switch)
+        dtype = torch.float32 if large else final
         J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
         for iteration in range(max_iter + 1):
             norm = _dot((gW, gb), (gW, gb)).sqrt()
