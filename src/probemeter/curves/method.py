@@ -49,7 +49,13 @@ from probemeter.curves.defaults import (
 )
 from probemeter.data import ProbeData
 from probemeter.monitor import MONITOR_METRICS
-from probemeter.training.config import AUTO_PRECISION, PRECISIONS, SOLVER_OPTIONS, TrainingConfig
+from probemeter.training.config import (
+    AUTO_PRECISION,
+    PRECISIONS,
+    SOLVER_OPTIONS,
+    TrainingConfig,
+    newton_option_problem,
+)
 
 __all__ = [
     "CURVE_DEV_FRACTION",
@@ -375,24 +381,13 @@ class CurveMethod(Method):
         (or a grid including 0), a grid over lr (the solver has none)."""
         if self.solver != "newton":
             return None
-        if self.probe:
-            return (
-                self.option_named("solver"),
-                f"newton solves linear probes only; the probe has hidden layers {list(self.probe)}"
-                " (set probe = [] or solver = adam)",
-            )
-        if min(_grid_values(self.weight_decay)) <= 0:
-            return (
-                self.option_named("weight_decay"),
-                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
-                "subset's objective has no minimiser)",
-            )
-        if isinstance(self.lr, tuple):
-            return (
-                self.option_named("lr"),
-                "solver = newton does not use a learning rate: its grid varies weight_decay only",
-            )
-        return None
+        problem = newton_option_problem(
+            self.probe,
+            _grid_values(self.weight_decay),
+            lr_grid=isinstance(self.lr, tuple),
+            fitted="subset",
+        )
+        return None if problem is None else (self.option_named(problem[0]), problem[1])
 
     def units(self, datasets: Mapping[str, ProbeData], context: RunContext) -> list[UnitPlan]:
         from probemeter.curves.curve import default_sizes

@@ -54,7 +54,12 @@ from probemeter.mdl.defaults import (
     PAPER_TRAINING,
     VARIATIONAL_TRAINING,
 )
-from probemeter.training.config import SOLVER_OPTIONS, TrainingConfig, VariationalTraining
+from probemeter.training.config import (
+    SOLVER_OPTIONS,
+    TrainingConfig,
+    VariationalTraining,
+    newton_option_problem,
+)
 
 __all__ = [
     "MDL_PROBE",
@@ -301,19 +306,10 @@ class MDLMethod(OnlineCodeMethod):
         """``solver = "newton"`` solves linear probes with weight decay only."""
         if self.solver != "newton":
             return []
-        if self.probe:
-            message = (
-                f"newton solves linear probes only; the probe has hidden layers "
-                f"{list(self.probe)} (set probe = [] or solver = adam)"
-            )
-            return [(self.option_named("solver"), message)]
-        if self.weight_decay <= 0:
-            message = (
-                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
-                "block's objective has no minimiser)"
-            )
-            return [(self.option_named("weight_decay"), message)]
-        return []
+        problem = newton_option_problem(
+            self.probe, [self.weight_decay], lr_grid=False, fitted="block"
+        )
+        return [] if problem is None else [(self.option_named(problem[0]), problem[1])]
 
     def engine_probes(self, pool_size: int) -> EngineProbes | None:
         """The online code's probes: one per block end of the transmitted data, all sharing

@@ -47,7 +47,7 @@ from probemeter.mdl.defaults import ONLINE_STOPPING_SET, PAPER_TRAINING
 from probemeter.mdl.method import online_option
 from probemeter.sparse_probing.k_sparse import KNEE_TOLERANCE, SPLITS, KSparseResult
 from probemeter.sparse_probing.ranking import L1_GRID, RANKINGS
-from probemeter.training.config import TrainingConfig
+from probemeter.training.config import TrainingConfig, newton_option_problem
 
 __all__ = ["K_SPARSE_PROBE", "K_SPARSE_SCHEMA", "KSparseMethod", "k_sparse_unit"]
 
@@ -190,19 +190,10 @@ class KSparseMethod(Method):
         """``solver = "newton"`` solves linear probes with weight decay only."""
         if self.solver != "newton":
             return []
-        if self.probe:
-            message = (
-                f"newton solves linear probes only; the probe has hidden layers "
-                f"{list(self.probe)} (set probe = [] or solver = adam)"
-            )
-            return [(self.option_named("solver"), message)]
-        if self.weight_decay <= 0:
-            message = (
-                "solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
-                "subset's objective has no minimiser)"
-            )
-            return [(self.option_named("weight_decay"), message)]
-        return []
+        problem = newton_option_problem(
+            self.probe, [self.weight_decay], lr_grid=False, fitted="subset"
+        )
+        return [] if problem is None else [(self.option_named(problem[0]), problem[1])]
 
     def online_training(self) -> TrainingConfig:
         """How the online codes' probes train: the ``mdl`` method's protocol

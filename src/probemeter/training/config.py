@@ -43,6 +43,7 @@ __all__ = [
     "c_for_weight_decay",
     "config_or_default",
     "grid_settings",
+    "newton_option_problem",
     "weight_decay_for_c",
 ]
 
@@ -78,6 +79,36 @@ SOLVER_OPTIONS: dict[str, dict[str, Any]] = {
         "key_omits": NEWTON_TOL,
     },
 }
+
+
+def newton_option_problem(
+    probe: Sequence[int], weight_decays: Sequence[float], *, lr_grid: bool, fitted: str
+) -> tuple[str, str] | None:
+    """Where a method's ``solver = "newton"`` cannot apply, as (the option to blame, one line),
+    or None: a probe with ``probe`` hidden layers, a weight decay (or a grid's) of 0, a grid
+    over the learning rate (``lr_grid``: the solver has none). ``fitted`` names what each probe
+    fits (``"subset"``, ``"block"``) in the message; shared by the methods with
+    :data:`SOLVER_OPTIONS`, which refuse with it before any work."""
+    if probe:
+        return (
+            "solver",
+            f"newton solves linear probes only; the probe has hidden layers {list(probe)} "
+            "(set probe = [] or solver = adam)",
+        )
+    if min(weight_decays) <= 0:
+        return (
+            "weight_decay",
+            f"solver = newton needs weight_decay > 0 (without the L2 penalty a separable "
+            f"{fitted}'s objective has no minimiser)",
+        )
+    if lr_grid:
+        return (
+            "lr",
+            "solver = newton does not use a learning rate: its grid varies weight_decay only",
+        )
+    return None
+
+
 #: the :class:`TrainingConfig` settings a grid may vary (:func:`grid_settings`), in the order
 #: its settings are listed: weight decay outer, learning rate inner
 GRID_OPTIONS = ("weight_decay", "lr")
