@@ -80,6 +80,7 @@ from probemeter.probes import MLP, Linear
 from probemeter.probes.stacked_mlp import StackedMLP
 from probemeter.training import TrainingConfig, engine
 from probemeter.training.memory import estimate_memory, memory_budget, probes_per_chunk
+from probemeter.training.precision import bf16_native
 from probemeter.training.workers import worker_count
 
 CASE_NAMES = ("reference", "small-linear", "small-mlp64", "fashion-mnist")
@@ -102,23 +103,6 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def cpu_flags() -> set[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
-
-
-def bf16_is_native(device: torch.device) -> bool:
-    """Whether bf16 matmuls run on bf16 hardware rather than through f32 emulation."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported(including_emulation=False)
-    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags())
-
-
 def machine_info(device: torch.device) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": cpu_model(),
@@ -130,7 +114,7 @@ def machine_info(device: torch.device) -> dict[str, Any]:
         "python": platform.python_version(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "device": str(device),
-        "bf16_native": bf16_is_native(device),
+        "bf16_native": bf16_native(device)[0],
     }
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
@@ -205,7 +189,7 @@ def measure_peaks(
     thread in this process (``f32_1thread``, what the profile's matmuls are measured against)."""
     size = 8192 if device.type == "cuda" else 2048
     seconds = 0.5 if quick else 2.0
-    native = bf16_is_native(device)
+    native = bf16_native(device)[0]
     peaks: dict[str, float | None] = {
         "f32": matmul_gflops(size, torch.float32, seconds, device),
         "bf16": matmul_gflops(size, torch.bfloat16, seconds, device) if native else None,

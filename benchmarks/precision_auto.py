@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
 from _proc_tree import TreeMonitor, load_average
+from curve_speed import cpu_model
 
 from probemeter import Execution
 from probemeter._device import resolve_device
@@ -41,17 +41,6 @@ from probemeter.probes import MLP
 from probemeter.training import TrainingConfig, precision
 from probemeter.training.engine import warm_workers
 from probemeter.training.precision import auto_precision
-
-
-def cpu_model() -> str:
-    """The CPU's name from /proc/cpuinfo (or what the platform module knows)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def the_choice(device: str, repeats: int) -> dict:
