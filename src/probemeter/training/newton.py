@@ -14,49 +14,64 @@ labels and Z_V = X V + 1 vᵀ,
 
 two matrix products with X each (Lin, Weng & Keerthi 2008, §3, for the binary case; the
 softmax case has the same block structure). :func:`fit_linear_newton` minimises J for every
-probe of a stack at once by the line-search Newton–CG method (Nocedal & Wright 2006,
-Algorithm 7.1): at each outer iteration preconditioned conjugate gradients solve H s = −∇J for
-every probe in lockstep (batched matmuls over the probe axis; a probe whose residual has met
-its forcing term ‖H s + ∇J‖ ≤ min(0.5, √‖∇J‖)·‖∇J‖ stops moving), then a backtracking
-(Armijo, c = 1e-4) step per probe; a probe that has converged leaves the stack (the stack is
-compacted), so the rest work on fewer rows. Probes of different sizes share a stack padded
-with rows of weight 0 (the engine stacks probes of similar sizes: seeds, settings).
+probe of a stack at once by a damped (Levenberg–Marquardt) inexact Newton method with a line
+search as safeguard: at each outer iteration preconditioned conjugate gradients solve
 
-Three devices make it cheap, none changes where it ends:
+    (H + μ I) s = −∇J,     μ = c ‖∇J‖₂,
+
+for every probe in lockstep (batched matmuls over the probe axis; a probe whose residual has
+met its forcing term ‖(H + μI) s + ∇J‖ ≤ η ‖∇J‖, η = 0.1, stops moving; Nocedal & Wright
+2006, Algorithm 7.1 with a constant forcing sequence), then a backtracking (Armijo,
+c₁ = 1e-4) step per probe from 1. The damping μ = c‖∇J‖ vanishes at the optimum, which keeps
+Newton's fast local convergence (Li, Fukushima, Qi & Yamashita 2004), while far from it, where
+the quadratic model of a softmax overshoots, it shortens the step and makes CG cheaper; c is
+adapted per probe as a trust radius would be (Nocedal & Wright §10.3): divided by 2 after a
+full step (to at most 1e-2), multiplied by 4 after one the line search had to shorten. A
+probe that has converged leaves the stack (the stack is compacted), so the rest work on fewer
+rows. Probes of different sizes share a stack padded with rows of weight 0 (the engine stacks
+probes of similar sizes: seeds, settings).
+
+Two devices make it cheap, neither changes where it ends:
 
 * **preconditioner**: pixels and activations are strongly correlated, so H is badly
-  conditioned (plain CG took ~840 Hessian products on a Fashion-MNIST probe of 5,000 rows,
-  ~190 with it); :class:`_Preconditioner` is a Kronecker-factored approximation of H (as
-  K-FAC's for one layer; Martens & Grosse 2015, arXiv:1503.05671);
-* **continuation**: a probe of m ≥ 16,384 rows is first solved loosely (‖∇J‖₂ ≤ 1e-2) on the
-  first m/16, then m/4 of its rows (its subset is in random order), where the damped early
-  iterations cost a fraction of a pass; a stack of m ≥ 4,096 rows on m/4 only;
+  conditioned (plain CG took ~840 Hessian products on a Fashion-MNIST probe of 5,000 rows).
+  A stack of fewer than :data:`BLOCK_MIN_ROWS` rows uses a Kronecker-factored approximation
+  of H (:class:`_KroneckerPreconditioner`, as K-FAC's for one layer; Martens & Grosse 2015,
+  arXiv:1503.05671), cheap to build; a larger one H's K diagonal blocks, one per class, on
+  up to :data:`SAMPLE_ROWS` of each probe's rows (:class:`_BlockPreconditioner`), which cost
+  more to build but cut the Hessian products 3–4× (a Fashion-MNIST probe of 60,000 rows: 1,157
+  products with the Kronecker one, ~250 with the blocks; at 17,751 rows the Kronecker one was
+  the cheaper in CPU time, at 32,635 the blocks);
 * **precision**: the Hessian products, most of the arithmetic, run in bfloat16 where the
   device does bf16 in hardware (3–5× faster than float32 on one AMX core for these skinny
   products), else float32; an inexact Hessian only slows Newton's convergence, but where bf16 is too
-  coarse for a problem (a full Newton step that fails to halve the gradient: its error swamps
-  curvatures near λ) the stack switches to float32 for good. The objective and gradient,
-  which decide where it ends, run in float32 while ‖∇J‖₂ > 1e-3 (errors ~1e-5 there do not
-  matter) and in float64 after (rows cast block by block); the parameters and CG vectors are
-  float64. A float32 gradient of n = 60,000 rows carries errors ~1e-5, whose square over 2λ
-  would be a gap of ~1e-6 relative.
+  coarse for a problem (a full Newton step that fails to halve the gradient near the optimum:
+  its error swamps curvatures near λ) the stack switches to float32 for good. The objective
+  and gradient, which decide where it ends, run in float32 while ‖∇J‖₂ > 1e-3 (errors ~1e-5
+  there do not matter) and in float64 after (rows cast block by block); the parameters and CG
+  vectors are float64. A float32 gradient of n = 60,000 rows carries errors ~1e-5, whose
+  square over 2λ would be a gap of ~1e-6 relative.
 
 **Stopping rule, stated.** A probe stops when ‖∇J‖₂ ≤ ``tol`` (``TrainingConfig.tol``,
 default 1e-5; W and b together, in float64). Strong convexity in W bounds the objective still
 to gain, J − J* ≤ ‖∇J‖² / (2μ) with μ the smallest curvature, μ ≥ λ in W (in b, unpenalised,
 it is the data's): at λ ≥ 1e-4 the gap left is about ≤ 5e-7 nats, at the Fashion-MNIST
 protocol's λ ≥ 1.7e-3 ≤ 3e-8 — far below 1e-6 relative of any cross-entropy above 0.05 nats.
-A probe still above ``tol`` after ``max_iter`` outer iterations of its last stage is reported
-(``converged`` False; the engine warns), never silently used as if solved. The biases, unique
-only up to a common constant, are returned centred.
+A probe still above ``tol`` after ``max_iter`` outer iterations is reported (``converged``
+False; the engine warns), never silently used as if solved. The biases, unique only up to a
+common constant, are returned centred.
 
 References:
     Lin, C.-J., Weng, R. C. & Keerthi, S. S. (2008). Trust region Newton method for
     large-scale logistic regression. JMLR 9, 627–650.
 
     Nocedal, J. & Wright, S. J. (2006). Numerical Optimization, 2nd ed., Springer:
-    ch. 7.1 (line-search Newton–CG, Algorithm 7.1) and ch. 5 (conjugate gradients,
-    preconditioned: Algorithm 5.3).
+    ch. 7.1 (line-search Newton–CG, Algorithm 7.1), ch. 5 (conjugate gradients,
+    preconditioned: Algorithm 5.3) and §10.3 (Levenberg–Marquardt).
+
+    Li, D.-H., Fukushima, M., Qi, L. & Yamashita, N. (2004). Regularized Newton methods for
+    convex minimization problems with singular solutions. Computational Optimization and
+    Applications 28, 131–147.
 
     Martens, J. & Grosse, R. (2015). Optimizing neural networks with Kronecker-factored
     approximate curvature. ICML. arXiv:1503.05671.
@@ -84,27 +99,41 @@ __all__ = [
     "objective_gradient",
 ]
 
-#: conjugate-gradient iterations per outer iteration, at most
-CG_MAX_ITER = 100
+#: conjugate-gradient iterations per outer iteration, at most: with the Kronecker
+#: preconditioner, and with the class blocks, whose solves reach the forcing term in 5–35 steps
+#: unless the bf16 products' error stalls them (then 60–100 steps bought no better step: at
+#: 60,000 Fashion-MNIST rows the gradient fell 0.3–0.45× per iteration either way)
+CG_MAX_ITER, BLOCK_CG_MAX_ITER = 100, 30
 #: rows of a stack of several probes at most (the engine's chunks): beyond, a probe's products
 #: are large enough alone, and stacked probes would wait for each other in lockstep
 STACK_ROWS = 16384
 #: rows × features of a stack below which padding its probes to one size is cheaper than
 #: solving them in separate stacks (overhead-bound)
 TINY_STACK = 2**20
+#: rows of a stack from which the per-class block preconditioner replaces the Kronecker one
+#: (measured on Fashion-MNIST: the Kronecker one cheaper at 17,751 rows, the blocks at 32,635)
+BLOCK_MIN_ROWS = 24576
+#: rows of each probe on which the block preconditioner's class blocks are estimated (on
+#: 8,192 they missed directions enough to cost more Hessian products than they saved)
+SAMPLE_ROWS = 16384
+#: relative change of λ + μ below which the class blocks' inverses are not recomputed
+_REFACTOR_BELOW = 0.1
 #: rows per float64 block of the objective and gradient (bounds the float64 copy of X)
 _BLOCK_ROWS = 8192
 #: Armijo's sufficient-decrease constant and the fewest step halvings before giving up
 _ARMIJO, _HALVINGS = 1e-4, 30
+#: the forcing term η: CG stops at ‖residual‖ ≤ η ‖∇J‖ (a constant η < 1: linear convergence
+#: at rate ~η, Nocedal & Wright Thm. 7.1; tighter solves cost more products than they save)
+_FORCING = 0.1
+#: the damping μ = c ‖∇J‖: c's start, its floor, and its factors after a shortened / full step
+_DAMPING_START, _DAMPING_FLOOR, _DAMPING_UP, _DAMPING_DOWN = 1.0, 1e-2, 4.0, 2.0
 #: matrix passes over the data a typical fit takes (the planner's cost estimate, speed only)
 _TYPICAL_PASSES = 150
-#: rows of each probe on which the preconditioner's feature moments are estimated
+#: rows of each probe on which the Kronecker preconditioner's feature moments are estimated
 _MOMENT_ROWS = 8192
-#: outer iterations between refreshes of the preconditioner's feature moments
+#: outer iterations between refreshes of a preconditioner's feature moments (or class blocks)
 _MOMENT_EVERY = 3
-#: continuation: prefixes of fewer rows are skipped; their stages stop at this ‖∇J‖₂
-_PREFIX_MIN_ROWS, _PREFIX_TOL = 1024, 1e-2
-#: ‖∇J‖₂ below which the objective and gradient are computed in the stage's final dtype
+#: ‖∇J‖₂ below which the objective and gradient are computed in float64
 _PRECISE_BELOW = 1e-3
 #: rows × features of a probe below which its Hessian products stay in float32
 _BF16_MIN_ENTRIES = 2**20
@@ -144,14 +173,17 @@ def _hessian_dtype(device: torch.device) -> torch.dtype:
 
 def memory_bytes(n_features: int, n_classes: int, rows: int, probes: int = 1) -> int:
     """Bytes a stack of ``probes`` probes on ``rows`` rows holds while solving: the float32
-    rows and their Hessian-product copy, a float64 block of rows, the probabilities and CG
-    intermediates (a few (rows, K) arrays), the preconditioner's moments."""
+    rows, their Hessian-product copy and its transpose, a float64 block of rows, the
+    probabilities and CG intermediates (a few (rows, K) arrays), the larger preconditioner's
+    factors (the Kronecker one's moments, or the class blocks and their sample)."""
+    side = n_features + 1
+    kronecker = side**2 * 8 * 3 + _MOMENT_ROWS * n_features * 4
+    blocks = n_classes * side**2 * 4 * 3 + SAMPLE_ROWS * side * 2 * 2
     per_probe = (
-        rows * n_features * 6
+        rows * n_features * 8
         + _BLOCK_ROWS * n_features * 16
         + rows * n_classes * 4 * 8
-        + (n_features + 1) ** 2 * 8 * 3
-        + _MOMENT_ROWS * n_features * 4
+        + max(kronecker, blocks)
     )
     return probes * per_probe
 
@@ -216,17 +248,23 @@ def hessian_vector_product(
     V: torch.Tensor,
     v: torch.Tensor,
     lam: torch.Tensor,
+    XT: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """H (V, v) for every probe (the module docstring's formula), in X's dtype, returned in
-    V's: U = P ⊙ (Z_V − (P ⊙ Z_V) 1 1ᵀ) weighted by the rows' 1/n, then Xᵀ U + λ V and 1ᵀ U."""
+    V's: U = P ⊙ (Z_V − (P ⊙ Z_V) 1 1ᵀ) weighted by the rows' 1/n, then Xᵀ U + λ V and 1ᵀ U.
+    ``XT``, X transposed and contiguous (P, d, m), if given, makes the second product's
+    layout the faster one for bf16 rows (on one CPU core ~40 % faster than through X; for
+    float32 rows it is not)."""
     dtype = X.dtype
     Z = torch.baddbmm(v.to(dtype)[:, None, :], X, V.to(dtype))
     p = probs.to(dtype)
     U = p * (Z - (p * Z).sum(2, keepdim=True))
     U.mul_(row_weight.to(dtype)[..., None])
-    # (Uᵀ X)ᵀ: the faster layout of the two for X row-major (~30 % on one CPU core)
-    HV = torch.bmm(U.transpose(1, 2), X).transpose(1, 2).to(V.dtype) + lam[:, None, None] * V
-    return HV, U.sum(1).to(V.dtype)
+    if XT is None:  # (Uᵀ X)ᵀ: the faster layout of the two through X row-major
+        XtU = torch.bmm(U.transpose(1, 2), X).transpose(1, 2)
+    else:
+        XtU = torch.bmm(XT, U)
+    return XtU.to(V.dtype) + lam[:, None, None] * V, U.sum(1).to(V.dtype)
 
 
 def _dot(a: tuple[torch.Tensor, ...], c: tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -234,33 +272,33 @@ def _dot(a: tuple[torch.Tensor, ...], c: tuple[torch.Tensor, ...]) -> torch.Tens
     return (a[0] * c[0]).sum((1, 2)) + (a[1] * c[1]).sum(1)
 
 
-class _Preconditioner:
-    """M ≈ H, a Kronecker-factored approximation of the Hessian (as K-FAC's, Martens & Grosse
-    2015, for one layer), refreshed at every outer iteration: with x̃ the features augmented with
-    a 1 (the bias) and B_i = diag(p_i) − p_i p_iᵀ the softmax curvature of example i, t_i its
-    trace, H's data term (1/n) Σ_i x̃_i x̃_iᵀ ⊗ B_i is approximated by C ⊗ A with
-    C = (1/n) Σ_i t_i x̃_i x̃_iᵀ (estimated on up to :data:`_MOMENT_ROWS` of the probe's rows)
-    and A = Σ_i B_i / Σ_i t_i, and M = C ⊗ A + λ I is applied to a residual R (d+1 × K) through
-    the eigendecompositions C = U Σ Uᵀ, A = Q Λ Qᵀ as U ((Uᵀ R Q) ⊘ (σ λ_Aᵀ + λ)) Qᵀ. It only
-    speeds conjugate gradients (pixels are strongly correlated: unpreconditioned CG took ~840
-    Hessian products on a Fashion-MNIST probe of 5,000 rows), never changes the solution."""
+class _KroneckerPreconditioner:
+    """M ≈ H + μI, a Kronecker-factored approximation of the Hessian (as K-FAC's, Martens &
+    Grosse 2015, for one layer): with x̃ the features augmented with a 1 (the bias) and
+    B_i = diag(p_i) − p_i p_iᵀ the softmax curvature of example i, t_i its trace, H's data term
+    (1/n) Σ_i x̃_i x̃_iᵀ ⊗ B_i is approximated by C ⊗ A with C = (1/n) Σ_i t_i x̃_i x̃_iᵀ
+    (estimated on up to :data:`_MOMENT_ROWS` of the probe's rows, refreshed every
+    :data:`_MOMENT_EVERY` iterations) and A = Σ_i B_i / Σ_i t_i, and M = C ⊗ A + (λ + μ) I is
+    applied to a residual R (d+1 × K) through the eigendecompositions C = U Σ Uᵀ, A = Q Λ Qᵀ
+    as U ((Uᵀ R Q) ⊘ (σ λ_Aᵀ + λ + μ)) Qᵀ. Cheap to build (two eigendecompositions); it only
+    speeds conjugate gradients, never changes the solution."""
+
+    max_steps = CG_MAX_ITER
 
     def __init__(self, X: torch.Tensor, sizes: np.ndarray) -> None:
         rows = min(X.shape[1], _MOMENT_ROWS)
         self.X = X[:, :rows].to(torch.float32)
         self.refreshes = 0
-        counts = np.minimum(sizes, rows)
-        self.mask = torch.zeros(X.shape[0], rows, dtype=torch.float64, device=X.device)
-        for p, count in enumerate(counts):
-            self.mask[p, :count] = 1.0 / count
+        self.mask = _sample_weights(sizes, rows, X.device)
 
     def subset(self, keep: torch.Tensor) -> None:
         self.X, self.mask = self.X[keep], self.mask[keep]
         if self.refreshes:
             self.sigma, self.U, self.trace = self.sigma[keep], self.U[keep], self.trace[keep]
 
-    def factors(self, probs: torch.Tensor, lam: torch.Tensor) -> None:
-        """C and A at the current probabilities, their eigendecompositions, the denominators."""
+    def factors(self, probs: torch.Tensor, damping: torch.Tensor) -> None:
+        """C and A at the current probabilities, their eigendecompositions, the denominators
+        with ``damping`` = λ + μ per probe."""
         rows = self.X.shape[1]
         p = probs[:, :rows].to(torch.float64)
         trace = (p * (1 - p)).sum(2) * self.mask  # t_i / n over the sampled rows
@@ -282,7 +320,7 @@ class _Preconditioner:
         self.Q = Q.float()
         self.denominator = (
             self.sigma.double().clamp(min=0)[:, :, None] * lam_A.clamp(min=0)[:, None, :]
-            + lam[:, None, None]
+            + damping[:, None, None]
         ).float()
 
     def apply(self, rW: torch.Tensor, rb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -293,19 +331,110 @@ class _Preconditioner:
         return Z[:, :-1], Z[:, -1]
 
 
+class _BlockPreconditioner:
+    """M ≈ H + μI from H's K diagonal blocks, one per class: with x̃ the features augmented
+    with a 1, class k's block of the data term is G_k = (1/n) Σ_i p_ik (1 − p_ik) x̃_i x̃_iᵀ
+    (estimated on up to :data:`SAMPLE_ROWS` of the probe's rows, refreshed every
+    :data:`_MOMENT_EVERY` iterations, the products in the Hessian products' dtype), and M⁻¹
+    applied to a residual R (d+1 × K) is column k ↦ (G_k + (λ + μ) I)⁻¹ R_k (a Cholesky
+    factor, inverted, per block, again whenever the blocks are refreshed or λ + μ has moved by
+    over :data:`_REFACTOR_BELOW`), R and the result centred across classes.
+
+    The blocks drop the classes' cross terms −p_ik p_il x̃ x̃ᵀ, which the Kronecker
+    approximation keeps only on average, but keep each class's own curvature over the
+    features, which is where pixels and activations make H ill-conditioned. Centring: W, b
+    and every gradient and Hessian product stay centred across classes (softmax is invariant
+    to adding one column to all, and H maps centred directions to centred ones), so M⁻¹ acts
+    on that subspace; a block whose Cholesky factorisation fails (an estimate made indefinite
+    by bf16 rounding) is inverted through its eigendecomposition with negative eigenvalues
+    set to 0."""
+
+    max_steps = BLOCK_CG_MAX_ITER
+
+    def __init__(self, X: torch.Tensor, sizes: np.ndarray, dtype: torch.dtype) -> None:
+        rows = min(X.shape[1], SAMPLE_ROWS)
+        ones = torch.ones(X.shape[0], rows, 1, dtype=X.dtype, device=X.device)
+        self.X = torch.cat([X[:, :rows], ones], dim=2).to(dtype)
+        self.mask = _sample_weights(sizes, rows, X.device).float()
+        self.refreshes = 0
+
+    def subset(self, keep: torch.Tensor) -> None:
+        self.X, self.mask = self.X[keep], self.mask[keep]
+        if self.refreshes:
+            self.G, self.inverse, self.factored = self.G[keep], self.inverse[keep], None
+
+    def factors(self, probs: torch.Tensor, damping: torch.Tensor) -> None:
+        """The class blocks at the current probabilities (every few iterations), the inverse
+        of each plus ``damping`` = λ + μ per probe (every iteration)."""
+        P, rows, side = self.X.shape
+        if self.refreshes % _MOMENT_EVERY == 0:
+            p = probs[:, :rows].float()
+            scale = (p * (1 - p) * self.mask[..., None]).sqrt().to(self.X.dtype)
+            self.G = torch.empty(P, p.shape[2], side, side, device=self.X.device)
+            for k in range(p.shape[2]):  # one class at a time: a (P, rows, d+1) copy at most
+                A = self.X * scale[:, :, k, None]
+                self.G[:, k] = torch.bmm(A.transpose(1, 2), A).float()
+            self.factored = None
+        self.refreshes += 1
+        damping = damping.float()
+        if self.factored is not None and bool(
+            ((damping - self.factored).abs() <= _REFACTOR_BELOW * self.factored).all()
+        ):
+            return  # near the optimum μ ≪ λ: the inverses of the last damping serve as well
+        self.factored = damping
+        M = self.G + damping[:, None, None, None] * torch.eye(side, device=self.G.device)
+        factor, info = torch.linalg.cholesky_ex(M)
+        self.inverse = torch.cholesky_inverse(factor)
+        failed = info > 0
+        if bool(failed.any()):
+            values, vectors = torch.linalg.eigh(self.G[failed])
+            lifted = damping[:, None].expand(failed.shape)[failed]
+            values = values.clamp(min=0) + lifted[:, None]
+            self.inverse[failed] = (vectors / values[..., None, :]) @ vectors.transpose(-1, -2)
+
+    def apply(self, rW: torch.Tensor, rb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """M⁻¹ (rW, rb), in float32, returned in float64."""
+        R = torch.cat([rW, rb[:, None, :]], dim=1).float()
+        R = (R - R.mean(2, keepdim=True)).transpose(1, 2)  # (P, K, d+1)
+        Z = torch.matmul(self.inverse, R[..., None])[..., 0].transpose(1, 2)
+        Z = (Z - Z.mean(2, keepdim=True)).double()
+        return Z[:, :-1], Z[:, -1]
+
+
+def _sample_weights(sizes: np.ndarray, rows: int, device: torch.device) -> torch.Tensor:
+    """(P, rows) float64: 1/count on each probe's first count = min(n_p, rows) rows, else 0
+    (a preconditioner's row sample, the mean over it)."""
+    weights = torch.zeros(len(sizes), rows, dtype=torch.float64, device=device)
+    for p, count in enumerate(np.minimum(sizes, rows)):
+        weights[p, :count] = 1.0 / count
+    return weights
+
+
+def _preconditioner(
+    X: torch.Tensor, sizes: np.ndarray, dtype: torch.dtype
+) -> _KroneckerPreconditioner | _BlockPreconditioner:
+    """The cheaper preconditioner for a stack of X.shape[1] rows (:data:`BLOCK_MIN_ROWS`)."""
+    if X.shape[1] >= BLOCK_MIN_ROWS:
+        return _BlockPreconditioner(X, sizes, dtype)
+    return _KroneckerPreconditioner(X, sizes)
+
+
 def _conjugate_gradients(
     X: torch.Tensor,
+    XT: torch.Tensor | None,
     row_weight: torch.Tensor,
     probs: torch.Tensor,
     lam: torch.Tensor,
+    damping: torch.Tensor,
     gW: torch.Tensor,
     gb: torch.Tensor,
     forcing: torch.Tensor,
-    preconditioner: _Preconditioner,
+    preconditioner: _KroneckerPreconditioner | _BlockPreconditioner,
 ) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Every probe's Newton direction s ≈ −H⁻¹∇J by preconditioned CG from s = 0 (Nocedal &
-    Wright Alg. 5.3), in lockstep; a probe stops moving once its residual ‖H s + ∇J‖ ≤
-    ``forcing`` (its own). Returns (s_W, s_b, CG iterations taken)."""
+    """Every probe's damped Newton direction s ≈ −(H + μI)⁻¹∇J (μ = ``damping``, per probe)
+    by preconditioned CG from s = 0 (Nocedal & Wright Alg. 5.3), in lockstep; a probe stops
+    moving once its residual ‖(H + μI) s + ∇J‖ ≤ ``forcing`` (its own). Returns (s_W, s_b,
+    CG iterations taken)."""
     sW, sb = torch.zeros_like(gW), torch.zeros_like(gb)
     probs = probs.to(X.dtype)  # once, not at every product
     r = (-gW, -gb)
@@ -314,9 +443,10 @@ def _conjugate_gradients(
     rz = _dot(r, z)
     active = _dot(r, r).sqrt() > forcing
     steps = 0
-    while bool(active.any()) and steps < CG_MAX_ITER:
+    while bool(active.any()) and steps < preconditioner.max_steps:
         steps += 1
-        HdW, Hdb = hessian_vector_product(X, row_weight, probs, d[0], d[1], lam)
+        HdW, Hdb = hessian_vector_product(X, row_weight, probs, d[0], d[1], lam + damping, XT)
+        Hdb = Hdb + damping[:, None] * d[1]
         curvature = _dot(d, (HdW, Hdb))
         alpha = torch.where(active & (curvature > 0), rz / curvature.clamp_min(1e-300), 0.0)
         sW += alpha[:, None, None] * d[0]
@@ -366,7 +496,7 @@ def fit_linear_newton(
     max_iter: int = NEWTON_MAX_ITER,
 ) -> NewtonFit:
     """Minimise J (the module docstring) for P linear probes at once, probe p on the first
-    ``sizes[p]`` rows of its stack at λ = ``weight_decay[p]`` > 0, by stacked line-search
+    ``sizes[p]`` rows of its stack at λ = ``weight_decay[p]`` > 0, by stacked damped
     Newton–CG from W = 0, b = 0.
 
     Args:
@@ -377,134 +507,105 @@ def fit_linear_newton(
         n_classes: K.
         weight_decay: per probe, λ > 0.
         tol: ‖∇J‖₂ at which a probe stops.
-        max_iter: outer iterations of the final stage at most (a probe still above ``tol``
-            is not converged).
+        max_iter: outer iterations at most (a probe still above ``tol`` is not converged).
 
     Returns:
         A :class:`NewtonFit`.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
-    P, m = X.shape[0], X.shape[1]
+    P, m, d = X.shape
     device = X.device
     weight = torch.zeros(P, m, dtype=torch.float32, device=device)
     for p in range(P):
         weight[p, : sizes[p]] = 1.0 / sizes[p]
     lam = torch.as_tensor(np.asarray(weight_decay, dtype=np.float64), device=device)
-    W = torch.zeros(P, X.shape[2], n_classes, dtype=torch.float64, device=device)
+    W = torch.zeros(P, d, n_classes, dtype=torch.float64, device=device)
     b = torch.zeros(P, n_classes, dtype=torch.float64, device=device)
+    out_W, out_b = W.clone(), b.clone()
+    norms, objectives = np.full(P, np.inf), np.zeros(P)
     iterations = np.zeros(P, dtype=np.int64)
-    # continuation: first solve on nested prefixes of each probe's rows (its subset is in
-    # random order), loosely and in float32, from which the full problem starts close to its
-    # optimum: the damped early iterations run on a fraction of the data
-    for rows in (m // 16, m // 4):
-        if rows < _PREFIX_MIN_ROWS:
-            continue
-        counts = np.minimum(sizes, rows)
-        prefix = torch.zeros(P, rows, dtype=torch.float32, device=device)
-        for p, count in enumerate(counts):
-            prefix[p, :count] = 1.0 / count
-        stage = _Stage(X[:, :rows], y[:, :rows], prefix, lam, counts, torch.float32)
-        W, b, _, _ = stage.solve(W, b, _PREFIX_TOL, max_iter, iterations)
-    final = _Stage(X, y, weight, lam, sizes, torch.float64)
-    W, b, norms, objectives = final.solve(W, b, tol, max_iter, iterations)
+    live = np.arange(P)  # the probes still in the stack, by their positions
+    # the Hessian products' copy of the rows, bf16 only for a large stack (a small one is
+    # bound by overhead, not arithmetic), and its transpose (the faster layout in bf16 only)
+    large = m * d >= _BF16_MIN_ENTRIES
+    Xh = X.to(_hessian_dtype(device)) if large else X
+    XhT = Xh.transpose(1, 2).contiguous() if Xh.dtype != X.dtype else None
+    preconditioner = _preconditioner(X, sizes, Xh.dtype)
+    c = torch.full((P,), _DAMPING_START, dtype=torch.float64, device=device)
+    previous_slow = torch.zeros(P, dtype=torch.bool, device=device)
+    # far from the optimum a float32 gradient (errors ~1e-5) steers as well as float64's;
+    # a small stack takes float64's from the start (one evaluation fewer to switch)
+    dtype = torch.float32 if large else torch.float64
+    J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
+    for iteration in range(max_iter + 1):
+        norm = _dot((gW, gb), (gW, gb)).sqrt()
+        if dtype != torch.float64 and float(norm.min()) <= _PRECISE_BELOW:
+            dtype = torch.float64  # J and ∇J again, precisely, before any is judged or used
+            J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
+            norm = _dot((gW, gb), (gW, gb)).sqrt()
+        done = (norm <= tol).cpu().numpy() | (iteration == max_iter)
+        norms[live], objectives[live] = norm.cpu().numpy(), J.cpu().numpy()
+        if done.any():
+            out_W[live[done]], out_b[live[done]] = W[done], b[done]
+            keep = torch.as_tensor(np.flatnonzero(~done), device=device)
+            live = live[~done]
+            if not live.size:
+                break
+            X, y, weight, lam = X[keep], y[keep], weight[keep], lam[keep]
+            c, previous_slow = c[keep], previous_slow[keep]
+            Xh, XhT = Xh[keep], None if XhT is None else XhT[keep]
+            W, b, J, gW, gb = W[keep], b[keep], J[keep], gW[keep], gb[keep]
+            probs, norm = probs[keep], norm[keep]
+            preconditioner.subset(keep)
+        iterations[live] += 1
+        damping = c * norm
+        preconditioner.factors(probs, lam + damping)
+        sW, sb, _ = _conjugate_gradients(
+            Xh, XhT, weight, probs, lam, damping, gW, gb, _FORCING * norm, preconditioner
+        )
+        slope = _dot((gW, gb), (sW, sb))
+        step = torch.ones_like(J)
+        pending = torch.ones_like(J, dtype=torch.bool)
+        for _ in range(_HALVINGS):
+            trial = objective_gradient(
+                X, y, weight, W + step[:, None, None] * sW, b + step[:, None] * sb, lam,
+                dtype=dtype,
+            )  # fmt: skip
+            accept = pending & (trial[0] <= J + _ARMIJO * step * slope)
+            if accept.any():
+                W = torch.where(accept[:, None, None], W + step[:, None, None] * sW, W)
+                b = torch.where(accept[:, None], b + step[:, None] * sb, b)
+                J = torch.where(accept, trial[0], J)
+                gW = torch.where(accept[:, None, None], trial[1], gW)
+                gb = torch.where(accept[:, None], trial[2], gb)
+                probs = torch.where(accept[:, None, None], trial[3], probs)
+            pending &= ~accept
+            if not pending.any():
+                break
+            step = torch.where(pending, step / 2, step)
+        after = _dot((gW, gb), (gW, gb)).sqrt()
+        # c as a trust radius: smaller after a full step that also reduced the gradient,
+        # 4× after a step the line search shortened or one that raised the gradient (the
+        # quadratic model overshot)
+        good = step == 1
+        c = torch.where(good, (c / _DAMPING_DOWN).clamp(min=_DAMPING_FLOOR), c * _DAMPING_UP)
+        # near the optimum (where Newton converges fast) full steps that twice in a row did
+        # not halve the gradient: a bf16 Hessian too coarse for this problem (its error
+        # swamps curvatures near λ), or a float32 objective too coarse to see the decrease
+        # the line search asks for: float32 products and float64's objective from here on
+        slow = (norm <= _LOCAL_BELOW) & (step == 1) & (after > 0.5 * norm)
+        stalled = slow & previous_slow
+        previous_slow = slow
+        if bool(stalled.any()) and (Xh.dtype != X.dtype or dtype != torch.float64):
+            if Xh.dtype != X.dtype:
+                Xh, XhT = X, None
+            if dtype != torch.float64:
+                dtype = torch.float64
+                J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
     # the biases are unique up to a common constant (softmax is invariant to it and they are
     # not penalised): centred, every solution of a probe is the same
-    b = b - b.mean(1, keepdim=True)
+    out_b = out_b - out_b.mean(1, keepdim=True)
     return NewtonFit(
-        W.to(torch.float32), b.to(torch.float32), iterations, norms, objectives, norms <= tol
-    )
-
-
-@dataclass
-class _Stage:
-    """One problem of the stack: rows, weights, λ; its objective's dtype."""
-
-    X: torch.Tensor
-    y: torch.Tensor
-    weight: torch.Tensor
-    lam: torch.Tensor
-    sizes: np.ndarray
-    dtype: torch.dtype
-
-    def solve(
-        self, W: torch.Tensor, b: torch.Tensor, tol: float, max_iter: int, iterations: np.ndarray
-    ) -> tuple[torch.Tensor, torch.Tensor, np.ndarray, np.ndarray]:
-        """Newton–CG from (W, b) until every probe's ‖∇J‖₂ ≤ ``tol`` or ``max_iter`` outer
-        iterations (counted into ``iterations``); the solutions, ‖∇J‖₂ and J."""
-        X, y, weight, lam, final = self.X, self.y, self.weight, self.lam, self.dtype
-        P, device = W.shape[0], W.device
-        out_W, out_b = W.clone(), b.clone()
-        norms, objectives = np.full(P, np.inf), np.zeros(P)
-        live = np.arange(P)  # the probes still in the stack, by their positions
-        preconditioner = _Preconditioner(X, self.sizes)
-        # the first step tried: twice the last accepted, at most 1 (a damped phase tries its
-        # likely step first instead of halving down to it from 1 every iteration)
-        first = torch.ones(P, dtype=torch.float64, device=device)
-        # the Hessian products' copy of the rows, bf16 only for a large stack (a small one is
-        # bound by overhead, not arithmetic)
-        large = X.shape[1] * X.shape[2] >= _BF16_MIN_ENTRIES
-        Xh = X.to(_hessian_dtype(X.device)) if large else X
-        # far from the optimum a float32 gradient (errors ~1e-5) steers as well as float64's;
-        # a small stack takes float64's from the start (one evaluation fewer to switch)
-        dtype = torch.float32 if large else final
-        J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
-        for iteration in range(max_iter + 1):
-            norm = _dot((gW, gb), (gW, gb)).sqrt()
-            if dtype != final and float(norm.min()) <= _PRECISE_BELOW:
-                dtype = final  # J and ∇J again, precisely, before any is judged or used
-                J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
-                norm = _dot((gW, gb), (gW, gb)).sqrt()
-            done = (norm <= tol).cpu().numpy() | (iteration == max_iter)
-            norms[live], objectives[live] = norm.cpu().numpy(), J.cpu().numpy()
-            if done.any():
-                out_W[live[done]], out_b[live[done]] = W[done], b[done]
-                keep = torch.as_tensor(np.flatnonzero(~done), device=device)
-                live = live[~done]
-                if not live.size:
-                    break
-                X, y, weight, lam = X[keep], y[keep], weight[keep], lam[keep]
-                Xh = Xh[keep]
-                W, b, J, gW, gb = W[keep], b[keep], J[keep], gW[keep], gb[keep]
-                probs, norm, first = probs[keep], norm[keep], first[keep]
-                preconditioner.subset(keep)
-            iterations[live] += 1
-            forcing = torch.minimum(torch.full_like(norm, 0.5), norm.sqrt()) * norm
-            preconditioner.factors(probs, lam)
-            sW, sb, _ = _conjugate_gradients(
-                Xh, weight, probs, lam, gW, gb, forcing, preconditioner
-            )
-            slope = _dot((gW, gb), (sW, sb))
-            step = first.clone()
-            pending = torch.ones_like(J, dtype=torch.bool)
-            for _ in range(_HALVINGS):
-                trial = objective_gradient(
-                    X, y, weight, W + step[:, None, None] * sW, b + step[:, None] * sb, lam,
-                    dtype=dtype,
-                )  # fmt: skip
-                accept = pending & (trial[0] <= J + _ARMIJO * step * slope)
-                if accept.any():
-                    W = torch.where(accept[:, None, None], W + step[:, None, None] * sW, W)
-                    b = torch.where(accept[:, None], b + step[:, None] * sb, b)
-                    J = torch.where(accept, trial[0], J)
-                    gW = torch.where(accept[:, None, None], trial[1], gW)
-                    gb = torch.where(accept[:, None], trial[2], gb)
-                    probs = torch.where(accept[:, None, None], trial[3], probs)
-                pending &= ~accept
-                if not pending.any():
-                    break
-                step = torch.where(pending, step / 2, step)
-            first = torch.clamp(2 * step, max=1.0)
-            after = _dot((gW, gb), (gW, gb)).sqrt()
-            if bool(((norm <= _LOCAL_BELOW) & (after > 0.5 * norm)).any()) and (
-                Xh.dtype != X.dtype or dtype != final
-            ):
-                # near the optimum (where Newton converges fast) an iteration that did not
-                # halve the gradient: a bf16 Hessian too coarse for this problem (its error
-                # swamps curvatures near λ), or a float32 objective too coarse to see the
-                # decrease the line search asks for: float32 products and the final dtype's
-                # objective from here on
-                Xh = X
-                if dtype != final:
-                    dtype = final
-                    J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
-        return out_W, out_b, norms, objectives
+        out_W.to(torch.float32), out_b.to(torch.float32), iterations, norms, objectives,
+        norms <= tol,
+    )  # fmt: skip
