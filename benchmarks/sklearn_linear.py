@@ -209,8 +209,11 @@ def compare(
     tol: float,
     n_jobs: int,
     max_memory: float | None = None,
+    repeats: int = 1,
 ) -> dict[str, Any]:
-    """Fit both on the same subsets, back to back in this process, and print the table."""
+    """Fit both on the same subsets, back to back in this process, ``repeats`` times
+    alternated (the fastest run of each side quoted: a sub-second side is otherwise timed
+    with its first calls' one-off costs), and print the table."""
     grid = subsets(data.pool_size, sizes, seeds)
     side = (
         f"exact Newton-CG to ||grad J||_2 <= {config.tol:g}"
@@ -226,9 +229,21 @@ def compare(
     )
     if n_jobs != 1:
         start_worker_pool(n_jobs)
-    (ours, newton_its), ours_time = timed(fit_probemeter, data, grid, C, config, n_jobs, max_memory)
+    ours_times, their_times = [], []
+    for _ in range(repeats):  # the two sides alternated; each side's fastest run is quoted
+        (ours, newton_its), ours_time = timed(
+            fit_probemeter, data, grid, C, config, n_jobs, max_memory
+        )
+        (theirs, iterations), their_time = timed(fit_sklearn, data, grid, C, tol)
+        ours_times.append(ours_time)
+        their_times.append(their_time)
+    if repeats > 1:
+        for name, times in (("scikit-learn", their_times), ("probemeter", ours_times)):
+            walls = ", ".join(f"{t['wall_s']:.3f}" for t in times)
+            print(f"{name:>12}: wall s of the {repeats} runs (the first cold): {walls}")
+    ours_time = min(ours_times, key=lambda t: t["wall_s"])
+    their_time = min(their_times, key=lambda t: t["wall_s"])
     newton_its = [None] * len(grid) if newton_its is None else newton_its
-    (theirs, iterations), their_time = timed(fit_sklearn, data, grid, C, tol)
     print(
         f"{'n':>6} {'seed':>4} | {'test loss sk':>12} {'pm':>7} | {'objective sk':>12} "
         f"{'pm':>8} {'gap':>8} | {'acc sk':>6} {'pm':>6} | lbfgs it | newton it"
@@ -282,6 +297,12 @@ def main() -> None:
     parser.add_argument("--max-size", type=int, default=None, help="largest size (full run)")
     parser.add_argument("--n-jobs", type=int, default=-1, help="engine CPU workers (-1: all)")
     parser.add_argument(
+        "--repeats",
+        type=int,
+        default=None,
+        help="runs of each side, alternated, the fastest quoted (default: 5 quick, 1 full)",
+    )
+    parser.add_argument(
         "--max-memory",
         type=float,
         help="GiB of one chunk of probes (full-batch probes at n = 60,000 need about 4)",
@@ -306,7 +327,8 @@ def main() -> None:
         solver=args.solver,
     )
     start = time.perf_counter()
-    compare(data, sizes, seeds, args.C, config, args.tol, args.n_jobs, args.max_memory)
+    repeats = args.repeats or (5 if args.quick else 1)
+    compare(data, sizes, seeds, args.C, config, args.tol, args.n_jobs, args.max_memory, repeats)
     print(f"total {time.perf_counter() - start:.1f} s")
 
 
