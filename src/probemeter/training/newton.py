@@ -517,9 +517,7 @@ def fit_linear_newton(
     sizes = np.asarray(sizes, dtype=np.int64)
     P, m, d = X.shape
     device = X.device
-    weight = torch.zeros(P, m, dtype=torch.float32, device=device)
-    for p in range(P):
-        weight[p, : sizes[p]] = 1.0 / sizes[p]
+    weight = _sample_weights(sizes, m, device).float()  # each probe's rows, 1/n_p each
     lam = torch.as_tensor(np.asarray(weight_decay, dtype=np.float64), device=device)
     W = torch.zeros(P, d, n_classes, dtype=torch.float64, device=device)
     b = torch.zeros(P, n_classes, dtype=torch.float64, device=device)
