@@ -207,14 +207,15 @@ def test_a_probe_short_of_its_tolerance_is_reported(monkeypatch):
 
 
 @pytest.mark.numerics
-def test_the_block_preconditioner_inverts_each_class_block_of_the_hessian():
+@pytest.mark.parametrize("K", [2, 3])
+def test_the_block_preconditioner_inverts_each_class_block_of_the_hessian(K):
     """_BlockPreconditioner against its definition built independently in float64 numpy:
     class k's block G_k = (1/n) Σ_i p_ik (1 − p_ik) x̃_i x̃_iᵀ (x̃ = (x, 1)) on the first
     min(n, SAMPLE_ROWS) rows, each plus (λ + μ) I and inverted, applied to the residual's
     columns, residual and result centred across classes; two probes of 30 and 50 rows
     stacked (the first padded). Its arithmetic is float32: relative 1e-4."""
     rng = np.random.default_rng(3)
-    P, m, d, K = 2, 50, 5, 3
+    P, m, d = 2, 50, 5
     X = torch.as_tensor(rng.normal(size=(P, m, d)), dtype=torch.float32)
     probs = torch.softmax(torch.as_tensor(rng.normal(size=(P, m, K)), dtype=torch.float32), 2)
     sizes, damping = np.array([30, 50]), torch.tensor([0.02, 0.5], dtype=torch.float64)
