@@ -55,8 +55,9 @@ def _newton(**settings) -> TrainingConfig:
 
 @pytest.mark.numerics
 def test_objective_gradient_and_hessian_product_match_autograd():
-    """Three probes of 7, 12 and 12 rows stacked (the first padded), λ per probe: J, ∇J and
-    H·(V, v) against torch.autograd in float64, relative 1e-10."""
+    """Three probes of 7, 12 and 12 rows stacked (the first padded), λ per probe, θ = (W; b):
+    J, ∇J and (H + diag(shift)) V against torch.autograd in float64, relative 1e-10, the
+    shift λ + μ on the weight rows and μ on the bias row (the solver's damped system)."""
     torch.manual_seed(0)
     P, m, d, K = 3, 12, 5, 4
     X = torch.randn(P, m, d, dtype=torch.float64)
@@ -66,24 +67,32 @@ def test_objective_gradient_and_hessian_product_match_autograd():
     for p, n in enumerate(sizes):
         weight[p, :n] = 1.0 / n
     lam = torch.tensor([0.3, 0.01, 1.5], dtype=torch.float64)
-    W = torch.randn(P, d, K, dtype=torch.float64, requires_grad=True)
-    b = torch.randn(P, K, dtype=torch.float64, requires_grad=True)
+    mu = torch.tensor([0.2, 0.0, 0.05], dtype=torch.float64)
+    theta = torch.randn(P, d + 1, K, dtype=torch.float64, requires_grad=True)
 
-    def reference(W, b):
+    def reference(theta):
+        W, b = theta[:, :d], theta[:, d]
         logp = torch.log_softmax(torch.baddbmm(b[:, None, :], X, W), dim=2)
         loss = -(weight * logp.gather(2, y[..., None]).squeeze(2)).sum(1)
         return loss + 0.5 * lam * W.square().sum((1, 2))
 
-    J_ref = reference(W, b)
-    gW_ref, gb_ref = torch.autograd.grad(J_ref.sum(), (W, b), create_graph=True)
-    V, v = torch.randn(P, d, K, dtype=torch.float64), torch.randn(P, K, dtype=torch.float64)
-    HW_ref, Hb_ref = torch.autograd.grad((gW_ref * V).sum() + (gb_ref * v).sum(), (W, b))
+    J_ref = reference(theta)
+    (g_ref,) = torch.autograd.grad(J_ref.sum(), theta, create_graph=True)
+    V = torch.randn(P, d + 1, K, dtype=torch.float64)
+    (H_ref,) = torch.autograd.grad((g_ref * V).sum(), theta)
+    H_ref = H_ref + mu[:, None, None] * V
     with torch.no_grad():
-        J, gW, gb, _ = newton.objective_gradient(X, y, weight, W, b, lam)
-        probs = torch.softmax(torch.baddbmm(b[:, None, :], X, W), dim=2)
-        HW, Hb = newton.hessian_vector_product(X, weight, probs, V, v, lam)
-    for ours, theirs in ((J, J_ref), (gW, gW_ref), (gb, gb_ref), (HW, HW_ref), (Hb, Hb_ref)):
+        J, g, _ = newton.objective_gradient(X, y, weight, theta, lam)
+        probs = torch.softmax(torch.baddbmm(theta[:, d:], X, theta[:, :d]), dim=2)
+        shift = (lam + mu)[:, None, None].repeat(1, d + 1, 1)
+        shift[:, d] = mu[:, None]
+        HV = newton.hessian_vector_product(
+            newton._augmented(X, torch.float64), probs * weight[..., None], probs, V, shift
+        )
+    for ours, theirs in ((J, J_ref), (g, g_ref), (HV, H_ref)):
         torch.testing.assert_close(ours, theirs.detach(), rtol=1e-10, atol=1e-14)
+    # the solver's own shift (float32, from λ and μ) is the one built here
+    torch.testing.assert_close(newton._shift(lam, mu, d), shift.float())
 
 
 @pytest.mark.numerics
@@ -207,6 +216,33 @@ def test_a_probe_short_of_its_tolerance_is_reported(monkeypatch):
 
 
 @pytest.mark.numerics
+def test_the_kronecker_preconditioner_solves_its_kronecker_system():
+    """_KroneckerPreconditioner against its definition in float64 numpy: with
+    C = (1/n) Σ_i x̃_i x̃_iᵀ (x̃ = (x, 1)) and A = (1/n) Σ_i (diag p_i − p_i p_iᵀ) on each
+    probe's first n rows, M = C ⊗ A + δ I maps a
+    (d+1) × K matrix Z to C Z A + δ Z, so its inverse applied to R must satisfy
+    C Z A + δ Z = R; two probes of 30 and 50 rows stacked (the first padded). Float32
+    arithmetic: relative 1e-4."""
+    rng = np.random.default_rng(4)
+    P, m, d, K = 2, 50, 5, 3
+    X = torch.as_tensor(rng.normal(size=(P, m, d)), dtype=torch.float32)
+    probs = torch.softmax(torch.as_tensor(rng.normal(size=(P, m, K)), dtype=torch.float32), 2)
+    sizes, damping = np.array([30, 50]), torch.tensor([0.02, 0.5], dtype=torch.float64)
+    R = torch.as_tensor(rng.normal(size=(P, d + 1, K)), dtype=torch.float32)
+    kronecker = newton._KroneckerPreconditioner(newton._augmented(X, torch.float32), sizes)
+    kronecker.factors(probs, damping)
+    Z = kronecker.apply(R).double().numpy()
+    for p in range(P):
+        n = sizes[p]
+        Xt = np.hstack([X[p, :n].double().numpy(), np.ones((n, 1))])
+        q = probs[p, :n].double().numpy()
+        C = Xt.T @ Xt / n
+        A = (np.diag(q.sum(0)) - q.T @ q) / n
+        lhs = C @ Z[p] @ A + float(damping[p]) * Z[p]
+        np.testing.assert_allclose(lhs, R[p].double().numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.numerics
 @pytest.mark.parametrize("K", [2, 3])
 def test_the_block_preconditioner_inverts_each_class_block_of_the_hessian(K):
     """_BlockPreconditioner against its definition built independently in float64 numpy:
@@ -219,24 +255,22 @@ def test_the_block_preconditioner_inverts_each_class_block_of_the_hessian(K):
     X = torch.as_tensor(rng.normal(size=(P, m, d)), dtype=torch.float32)
     probs = torch.softmax(torch.as_tensor(rng.normal(size=(P, m, K)), dtype=torch.float32), 2)
     sizes, damping = np.array([30, 50]), torch.tensor([0.02, 0.5], dtype=torch.float64)
-    rW = torch.as_tensor(rng.normal(size=(P, d, K)))
-    rb = torch.as_tensor(rng.normal(size=(P, K)))
-    block = newton._BlockPreconditioner(X, sizes, torch.float32)
+    R = torch.as_tensor(rng.normal(size=(P, d + 1, K)), dtype=torch.float32)  # (W; b) rows
+    block = newton._BlockPreconditioner(newton._augmented(X, torch.float32), sizes)
     block.factors(probs, damping)
-    zW, zb = block.apply(rW, rb)
+    Z_ours = block.apply(R)
     for p in range(P):
         n = sizes[p]
         Xt = np.hstack([X[p, :n].double().numpy(), np.ones((n, 1))])
-        R = np.vstack([rW[p].numpy(), rb[p].numpy()[None]])
-        R = R - R.mean(1, keepdims=True)
-        Z = np.empty_like(R)
+        Rp = R[p].double().numpy()
+        Rp = Rp - Rp.mean(1, keepdims=True)
+        Z = np.empty_like(Rp)
         for k in range(K):
             q = probs[p, :n, k].double().numpy()
             G = (Xt * (q * (1 - q))[:, None]).T @ Xt / n
-            Z[:, k] = np.linalg.solve(G + float(damping[p]) * np.eye(d + 1), R[:, k])
+            Z[:, k] = np.linalg.solve(G + float(damping[p]) * np.eye(d + 1), Rp[:, k])
         Z = Z - Z.mean(1, keepdims=True)
-        ours = np.vstack([zW[p].numpy(), zb[p].numpy()[None]])
-        np.testing.assert_allclose(ours, Z, rtol=1e-4, atol=1e-6 * np.abs(Z).max())
+        np.testing.assert_allclose(Z_ours[p].numpy(), Z, rtol=1e-4, atol=1e-6 * np.abs(Z).max())
     # a block made indefinite (as bf16 rounding could) is inverted with its negative
     # eigenvalues set to 0: here G = −I, so (0 + λ + μ)⁻¹ I
     block.G[0, 1] = -torch.eye(d + 1)

@@ -44,15 +44,21 @@ Two devices make it cheap, neither changes where it ends:
   the cheaper in CPU time, at 32,635 the blocks);
 * **precision**: the Hessian products, most of the arithmetic, run in bfloat16 where the
   device does bf16 in hardware (3–5× faster than float32 on one AMX core for these skinny
-  products), else float32; an inexact Hessian only slows Newton's convergence, but where bf16 is too
-  coarse for a problem (a full Newton step that fails to halve the gradient near the optimum:
-  its error swamps curvatures near λ) the stack switches to float32 for good. The objective
-  and gradient, which decide where it ends, run in float32 while ‖∇J‖₂ > 1e-3 (errors ~1e-5
+  products) and the stack is large, else float32; an inexact Hessian only slows Newton's
+  convergence, but where bf16 is too coarse for a problem (a full Newton step that fails to
+  halve the gradient near the optimum: its error swamps curvatures near λ) the stack switches
+  to float32 for good. Conjugate gradients run in float32: they only need a direction within
+  the forcing term. The objective and gradient, which decide where it ends, are accumulated
+  in float64, the rows' products in float32 while ‖∇J‖₂ > 1e-3 in a large stack (errors ~1e-5
   there do not matter) and in float64 after (rows cast block by block; from the start in a
-  stack of :data:`BLOCK_MIN_ROWS` rows or more, where a float32 objective misled the line
-  search); the parameters and CG
-  vectors are float64. A float32 gradient of n = 60,000 rows carries errors ~1e-5, whose
+  small stack, whose rows are copied to float64 once, and in a stack of
+  :data:`BLOCK_MIN_ROWS` rows or more, where a float32 objective misled the line search); the
+  parameters are float64. A float32 gradient of n = 60,000 rows carries errors ~1e-5, whose
   square over 2λ would be a gap of ~1e-6 relative.
+
+Parameters are laid out as θ = (W; b), (d + 1) × K per probe, and the Hessian products read
+the rows augmented with a 1, x̃ = (x, 1): a product is then two matrix products, with no
+separate bias terms (fewer operations per CG step, which is what a small stack's time is).
 
 **Stopping rule, stated.** A probe stops when ‖∇J‖₂ ≤ ``tol`` (``TrainingConfig.tol``,
 default 1e-5; W and b together, in float64). Strong convexity in W bounds the objective still
@@ -133,8 +139,8 @@ _DAMPING_START, _DAMPING_FLOOR, _DAMPING_UP, _DAMPING_DOWN = 1.0, 1e-2, 4.0, 2.0
 _TYPICAL_PASSES = 150
 #: rows of each probe on which the Kronecker preconditioner's feature moments are estimated
 _MOMENT_ROWS = 8192
-#: outer iterations between refreshes of a preconditioner's feature moments (or class blocks)
-_MOMENT_EVERY = 3
+#: outer iterations between refreshes of the block preconditioner's class blocks
+_BLOCKS_EVERY = 3
 #: ‖∇J‖₂ below which the objective and gradient are computed in float64
 _PRECISE_BELOW = 1e-3
 #: rows × features of a probe below which its Hessian products stay in float32
@@ -196,148 +202,162 @@ def fit_flops(n_features: int, n_classes: int, n_rows: int) -> float:
     return 2.0 * n_rows * n_features * n_classes * _TYPICAL_PASSES
 
 
+def _augmented(X: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(P, m, d + 1) rows x̃ = (x, 1) in ``dtype``: the bias as one more weight row, so that a
+    Hessian product is two matrix products and no bias terms."""
+    P, m, d = X.shape
+    out = torch.empty(P, m, d + 1, dtype=dtype, device=X.device)
+    out[..., :d] = X
+    out[..., d] = 1
+    return out
+
+
+def _dot(a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Per-probe inner product of two (P, d + 1, K) parameter-shaped tensors, (P, 1, 1): the
+    shape in which CG's step sizes scale its vectors (no views at every step)."""
+    return (a * c).sum((1, 2), keepdim=True)
+
+
 def objective_gradient(
     X: torch.Tensor,
     y: torch.Tensor,
     row_weight: torch.Tensor,
-    W: torch.Tensor,
-    b: torch.Tensor,
+    theta: torch.Tensor,
     lam: torch.Tensor,
     *,
     gradient: bool = True,
     dtype: torch.dtype = torch.float64,
-) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
-    """J, ∇_W J, ∇_b J and the probabilities P (float32) of every probe of a stack, in
-    float64 (X's rows cast block by block).
+) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+    """J, ∇J and the probabilities P (float32) of every probe of a stack, X's rows cast to
+    ``dtype`` block by block, J and ∇J accumulated in float64.
 
     Args:
         X: (P, m, d) features, any float dtype (padding rows: any value, weight 0).
         y: (P, m) int64 labels.
         row_weight: (P, m) each row's weight in the mean, 1/n_p (0 for padding).
-        W: (P, d, K) float64 weights.
-        b: (P, K) float64 biases.
+        theta: (P, d + 1, K) float64 parameters, the weights W (rows :d) and the biases b
+            (row d).
         lam: (P,) float64, λ per probe.
-        gradient: also the gradient and probabilities (else None for those).
+        gradient: also the gradient (θ's shape) and probabilities (else None for those).
     """
-    P, m, _ = X.shape
+    P, m, d = X.shape
+    W, b = theta[:, :d], theta[:, d:]
     J = 0.5 * lam * W.square().sum((1, 2))
-    gW = lam[:, None, None] * W if gradient else None
-    gb = torch.zeros_like(b) if gradient else None
-    shape = (P, m, W.shape[2])
-    probs = torch.empty(shape, dtype=torch.float32, device=X.device) if gradient else None
+    g = probs = None
+    if gradient:
+        g = torch.zeros_like(theta)
+        g[:, :d] = lam[:, None, None] * W
+        probs = torch.empty(P, m, theta.shape[2], dtype=torch.float32, device=X.device)
+    W, b = W.to(dtype), b.to(dtype)
     for start in range(0, m, _BLOCK_ROWS):
         rows = slice(start, min(m, start + _BLOCK_ROWS))
         Xb = X[:, rows].to(dtype)
-        logits = torch.baddbmm(b.to(dtype)[:, None, :], Xb, W.to(dtype)).to(torch.float64)
-        logp = torch.log_softmax(logits, dim=2)
+        logits = torch.baddbmm(b, Xb, W).to(torch.float64)
+        # log-softmax by hand: torch's over a last axis of K ≈ 10 ran 5× slower on CPU
+        logits -= logits.amax(2, keepdim=True)
+        e = logits.exp()
+        total = e.sum(2, keepdim=True)
         weight = row_weight[:, rows].to(torch.float64)
-        J = J - (weight * logp.gather(2, y[:, rows, None]).squeeze(2)).sum(1)
+        picked = logits.gather(2, y[:, rows, None]) - total.log()
+        J = J - (weight * picked.squeeze(2)).sum(1)
         if gradient:
-            p = logp.exp_()
+            p = e.div_(total)
             probs[:, rows] = p
             residual = p.scatter_add_(2, y[:, rows, None], torch.full_like(p[..., :1], -1.0)).mul_(
                 weight[..., None]
             )
-            gW += torch.bmm(residual.to(dtype).transpose(1, 2), Xb).transpose(1, 2)
-            gb += residual.sum(1)
-    return J, gW, gb, probs
+            g[:, :d] += torch.bmm(residual.to(dtype).transpose(1, 2), Xb).transpose(1, 2)
+            g[:, d] += residual.sum(1)
+    return J, g, probs
 
 
 def hessian_vector_product(
     X: torch.Tensor,
-    row_weight: torch.Tensor,
+    weighted_probs: torch.Tensor,
     probs: torch.Tensor,
     V: torch.Tensor,
-    v: torch.Tensor,
-    lam: torch.Tensor,
+    shift: torch.Tensor,
     XT: torch.Tensor | None = None,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """H (V, v) for every probe (the module docstring's formula), in X's dtype, returned in
-    V's: U = P ⊙ (Z_V − (P ⊙ Z_V) 1 1ᵀ) weighted by the rows' 1/n, then Xᵀ U + λ V and 1ᵀ U.
-    ``XT``, X transposed and contiguous (P, d, m), if given, makes the second product's
-    layout the faster one for bf16 rows (on one CPU core ~40 % faster than through X; for
-    float32 rows it is not)."""
-    dtype = X.dtype
-    Z = torch.baddbmm(v.to(dtype)[:, None, :], X, V.to(dtype))
-    p = probs.to(dtype)
-    U = p * (Z - (p * Z).sum(2, keepdim=True))
-    U.mul_(row_weight.to(dtype)[..., None])
+) -> torch.Tensor:
+    """(H + diag(shift)) V for every probe (the module docstring's formula, bias as the last
+    row), in X's dtype, returned in V's: Z = X̃ V, U = P_w ⊙ (Z − (P ⊙ Z) 1 1ᵀ) with P_w the
+    probabilities times the rows' 1/n, then X̃ᵀ U + shift ⊙ V.
+
+    Args:
+        X: (P, m, d + 1) rows x̃ = (x, 1) (:func:`_augmented`).
+        weighted_probs: (P, m, K) probabilities times each row's weight, in X's dtype.
+        probs: (P, m, K) probabilities in X's dtype.
+        V: (P, d + 1, K) direction.
+        shift: broadcastable to V: λ (+ μ) on the weight rows, 0 (+ μ) on the bias row.
+        XT: X transposed and contiguous (P, d + 1, m), if given, makes the second product's
+            layout the faster one for bf16 rows (on one CPU core ~40 % faster than through X;
+            for float32 rows it is not)."""
+    Z = torch.bmm(X, V.to(X.dtype))
+    U = weighted_probs * (Z - (probs * Z).sum(2, keepdim=True))
     if XT is None:  # (Uᵀ X)ᵀ: the faster layout of the two through X row-major
         XtU = torch.bmm(U.transpose(1, 2), X).transpose(1, 2)
     else:
         XtU = torch.bmm(XT, U)
-    return XtU.to(V.dtype) + lam[:, None, None] * V, U.sum(1).to(V.dtype)
+    return XtU.to(V.dtype).addcmul_(shift, V)
 
 
-def _dot(a: tuple[torch.Tensor, ...], c: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Per-probe inner product of two (W-part, b-part) pairs."""
-    return (a[0] * c[0]).sum((1, 2)) + (a[1] * c[1]).sum(1)
+def _shift(lam: torch.Tensor, damping: torch.Tensor, d: int) -> torch.Tensor:
+    """(P, d + 1, 1) float32: λ + μ on the d weight rows, μ on the (unpenalised) bias row."""
+    shift = (lam + damping).float()[:, None, None].repeat(1, d + 1, 1)
+    shift[:, d] = damping.float()[:, None]
+    return shift
 
 
 class _KroneckerPreconditioner:
     """M ≈ H + μI, a Kronecker-factored approximation of the Hessian (as K-FAC's, Martens &
     Grosse 2015, for one layer): with x̃ the features augmented with a 1 (the bias) and
-    B_i = diag(p_i) − p_i p_iᵀ the softmax curvature of example i, t_i its trace, H's data term
-    (1/n) Σ_i x̃_i x̃_iᵀ ⊗ B_i is approximated by C ⊗ A with C = (1/n) Σ_i t_i x̃_i x̃_iᵀ
-    (estimated on up to :data:`_MOMENT_ROWS` of the probe's rows, refreshed every
-    :data:`_MOMENT_EVERY` iterations) and A = Σ_i B_i / Σ_i t_i, and M = C ⊗ A + (λ + μ) I is
-    applied to a residual R (d+1 × K) through the eigendecompositions C = U Σ Uᵀ, A = Q Λ Qᵀ
-    as U ((Uᵀ R Q) ⊘ (σ λ_Aᵀ + λ + μ)) Qᵀ. Cheap to build (two eigendecompositions); it only
-    speeds conjugate gradients, never changes the solution."""
+    B_i = diag(p_i) − p_i p_iᵀ the softmax curvature of example i, H's data term
+    (1/n) Σ_i x̃_i x̃_iᵀ ⊗ B_i is approximated by C ⊗ A, the rows' second moments
+    C = (1/n) Σ_i x̃_i x̃_iᵀ (K-FAC's independence assumption; on up to :data:`_MOMENT_ROWS` of
+    the probe's rows, once) times the mean curvature A = (1/n) Σ_i B_i at the current
+    probabilities, and M = C ⊗ A + (λ + μ) I is applied to a residual R (d+1 × K) through the
+    eigendecompositions C = U Σ Uᵀ, A = Q Λ Qᵀ as U ((Uᵀ R Q) ⊘ (σ λ_Aᵀ + λ + μ)) Qᵀ. C is
+    fixed: weighting its rows by their curvature's trace, re-estimated every 3 iterations,
+    cost more CPU than it saved in Hessian products (Fashion-MNIST probes of 845 … 17,751
+    rows). It only speeds conjugate gradients, never
+    changes the solution."""
 
     max_steps = CG_MAX_ITER
 
-    def __init__(self, X: torch.Tensor, sizes: np.ndarray) -> None:
-        rows = min(X.shape[1], _MOMENT_ROWS)
-        self.X = X[:, :rows].to(torch.float32)
-        self.refreshes = 0
-        self.mask = _sample_weights(sizes, rows, X.device)
+    def __init__(self, sample: torch.Tensor, sizes: np.ndarray) -> None:
+        """``sample``: (P, rows, d + 1) float32 rows x̃ = (x, 1), each probe's first
+        min(n_p, :data:`_MOMENT_ROWS`) of them counted. Float32 throughout: a preconditioner
+        needs no more, at half float64's cost."""
+        self.mask = _sample_weights(sizes, sample.shape[1], sample.device).float()
+        C = torch.bmm(sample.transpose(1, 2), sample * self.mask[..., None])
+        self.sigma, self.U = torch.linalg.eigh(C)
+        self.sigma = self.sigma.clamp(min=0)
 
     def subset(self, keep: torch.Tensor) -> None:
-        self.X, self.mask = self.X[keep], self.mask[keep]
-        if self.refreshes:
-            self.sigma, self.U, self.trace = self.sigma[keep], self.U[keep], self.trace[keep]
+        self.mask, self.sigma, self.U = self.mask[keep], self.sigma[keep], self.U[keep]
 
     def factors(self, probs: torch.Tensor, damping: torch.Tensor) -> None:
-        """C and A at the current probabilities, their eigendecompositions, the denominators
-        with ``damping`` = λ + μ per probe."""
-        rows = self.X.shape[1]
-        p = probs[:, :rows].to(torch.float64)
-        trace = (p * (1 - p)).sum(2) * self.mask  # t_i / n over the sampled rows
-        if self.refreshes % _MOMENT_EVERY == 0:  # C drifts slowly: refreshed every few
-            Xt = self.X * trace[..., None].to(torch.float32)
-            d = self.X.shape[2]
-            C = torch.empty(self.X.shape[0], d + 1, d + 1, dtype=torch.float64, device=p.device)
-            C[:, :d, :d] = torch.bmm(self.X.transpose(1, 2), Xt)
-            C[:, :d, d] = C[:, d, :d] = Xt.sum(1)
-            C[:, d, d] = trace.sum(1)
-            self.trace = trace.sum(1).clamp_min(1e-300)
-            # float32 suffices for a preconditioner, at half float64's cost
-            self.sigma, self.U = torch.linalg.eigh((C / self.trace[:, None, None]).float())
-        self.refreshes += 1
+        """A at the current probabilities, its eigendecomposition, the denominators with
+        ``damping`` = λ + μ per probe."""
+        p = probs[:, : self.mask.shape[1]]
         pw = p * self.mask[..., None]
         A = torch.diag_embed(pw.sum(1)) - torch.bmm(p.transpose(1, 2), pw)
-        # C ⊗ A = (C_r / T_r) ⊗ Σ_i B_i / n, T_r = Σ_i t_i / n at C's refresh r
-        lam_A, Q = torch.linalg.eigh(A)
-        self.Q = Q.float()
-        self.denominator = (
-            self.sigma.double().clamp(min=0)[:, :, None] * lam_A.clamp(min=0)[:, None, :]
-            + damping[:, None, None]
-        ).float()
+        lam_A, self.Q = torch.linalg.eigh(A)
+        self.denominator = torch.baddbmm(
+            damping.float()[:, None, None], self.sigma[:, :, None], lam_A.clamp(min=0)[:, None, :]
+        )
 
-    def apply(self, rW: torch.Tensor, rb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """M⁻¹ (rW, rb), in float32 (a preconditioner needs no more), returned in float64."""
-        R = torch.cat([rW, rb[:, None, :]], dim=1).float()
-        T = torch.bmm(torch.bmm(self.U.transpose(1, 2), R), self.Q) / self.denominator
-        Z = torch.bmm(torch.bmm(self.U, T), self.Q.transpose(1, 2)).double()
-        return Z[:, :-1], Z[:, -1]
+    def apply(self, R: torch.Tensor) -> torch.Tensor:
+        """M⁻¹ R for a float32 residual R (P, d + 1, K)."""
+        T = torch.bmm(torch.bmm(self.U.transpose(1, 2), R), self.Q).div_(self.denominator)
+        return torch.bmm(torch.bmm(self.U, T), self.Q.transpose(1, 2))
 
 
 class _BlockPreconditioner:
     """M ≈ H + μI from H's K diagonal blocks, one per class: with x̃ the features augmented
     with a 1, class k's block of the data term is G_k = (1/n) Σ_i p_ik (1 − p_ik) x̃_i x̃_iᵀ
     (estimated on up to :data:`SAMPLE_ROWS` of the probe's rows, refreshed every
-    :data:`_MOMENT_EVERY` iterations, the products in the Hessian products' dtype), and M⁻¹
+    :data:`_BLOCKS_EVERY` iterations, the products in the Hessian products' dtype), and M⁻¹
     applied to a residual R (d+1 × K) is column k ↦ (G_k + (λ + μ) I)⁻¹ R_k (a Cholesky
     factor, inverted, per block, again whenever the blocks are refreshed or λ + μ has moved by
     over :data:`_REFACTOR_BELOW`), R and the result centred across classes.
@@ -353,11 +373,11 @@ class _BlockPreconditioner:
 
     max_steps = BLOCK_CG_MAX_ITER
 
-    def __init__(self, X: torch.Tensor, sizes: np.ndarray, dtype: torch.dtype) -> None:
-        rows = min(X.shape[1], SAMPLE_ROWS)
-        ones = torch.ones(X.shape[0], rows, 1, dtype=X.dtype, device=X.device)
-        self.X = torch.cat([X[:, :rows], ones], dim=2).to(dtype)
-        self.mask = _sample_weights(sizes, rows, X.device).float()
+    def __init__(self, rows: torch.Tensor, sizes: np.ndarray) -> None:
+        """``rows``: (P, m, d + 1) rows x̃ = (x, 1) in the Hessian products' dtype; each
+        probe's first min(n_p, :data:`SAMPLE_ROWS`) are the sample."""
+        self.X = rows[:, :SAMPLE_ROWS]
+        self.mask = _sample_weights(sizes, self.X.shape[1], rows.device).float()
         self.refreshes = 0
 
     def subset(self, keep: torch.Tensor) -> None:
@@ -369,7 +389,7 @@ class _BlockPreconditioner:
         """The class blocks at the current probabilities (every few iterations), the inverse
         of each plus ``damping`` = λ + μ per probe (every iteration)."""
         P, rows, side = self.X.shape
-        if self.refreshes % _MOMENT_EVERY == 0:
+        if self.refreshes % _BLOCKS_EVERY == 0:
             p = probs[:, :rows].float()
             scale = (p * (1 - p) * self.mask[..., None]).sqrt().to(self.X.dtype)
             self.G = torch.empty(P, p.shape[2], side, side, device=self.X.device)
@@ -394,13 +414,11 @@ class _BlockPreconditioner:
             values = values.clamp(min=0) + lifted[:, None]
             self.inverse[failed] = (vectors / values[..., None, :]) @ vectors.transpose(-1, -2)
 
-    def apply(self, rW: torch.Tensor, rb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """M⁻¹ (rW, rb), in float32, returned in float64."""
-        R = torch.cat([rW, rb[:, None, :]], dim=1).float()
+    def apply(self, R: torch.Tensor) -> torch.Tensor:
+        """M⁻¹ R for a float32 residual R (P, d + 1, K)."""
         R = (R - R.mean(2, keepdim=True)).transpose(1, 2)  # (P, K, d+1)
         Z = torch.matmul(self.inverse, R[..., None])[..., 0].transpose(1, 2)
-        Z = (Z - Z.mean(2, keepdim=True)).double()
-        return Z[:, :-1], Z[:, -1]
+        return Z - Z.mean(2, keepdim=True)
 
 
 def _sample_weights(sizes: np.ndarray, rows: int, device: torch.device) -> torch.Tensor:
@@ -413,54 +431,56 @@ def _sample_weights(sizes: np.ndarray, rows: int, device: torch.device) -> torch
 
 
 def _preconditioner(
-    X: torch.Tensor, sizes: np.ndarray, dtype: torch.dtype
+    X: torch.Tensor, Xh: torch.Tensor, sizes: np.ndarray
 ) -> _KroneckerPreconditioner | _BlockPreconditioner:
-    """The cheaper preconditioner for a stack of X.shape[1] rows (:data:`BLOCK_MIN_ROWS`)."""
+    """The cheaper preconditioner for a stack of X.shape[1] rows (:data:`BLOCK_MIN_ROWS`),
+    on the Hessian products' rows ``Xh`` (the Kronecker one's moments in float32 always)."""
     if X.shape[1] >= BLOCK_MIN_ROWS:
-        return _BlockPreconditioner(X, sizes, dtype)
-    return _KroneckerPreconditioner(X, sizes)
+        return _BlockPreconditioner(Xh, sizes)
+    rows = min(X.shape[1], _MOMENT_ROWS)
+    sample = Xh[:, :rows] if Xh.dtype == torch.float32 else _augmented(X[:, :rows], torch.float32)
+    return _KroneckerPreconditioner(sample, sizes)
 
 
 def _conjugate_gradients(
     X: torch.Tensor,
     XT: torch.Tensor | None,
-    row_weight: torch.Tensor,
+    weighted_probs: torch.Tensor,
     probs: torch.Tensor,
-    lam: torch.Tensor,
-    damping: torch.Tensor,
-    gW: torch.Tensor,
-    gb: torch.Tensor,
+    shift: torch.Tensor,
+    g: torch.Tensor,
     forcing: torch.Tensor,
     preconditioner: _KroneckerPreconditioner | _BlockPreconditioner,
-) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Every probe's damped Newton direction s ≈ −(H + μI)⁻¹∇J (μ = ``damping``, per probe)
-    by preconditioned CG from s = 0 (Nocedal & Wright Alg. 5.3), in lockstep; a probe stops
-    moving once its residual ‖(H + μI) s + ∇J‖ ≤ ``forcing`` (its own). Returns (s_W, s_b,
-    CG iterations taken)."""
-    sW, sb = torch.zeros_like(gW), torch.zeros_like(gb)
-    probs = probs.to(X.dtype)  # once, not at every product
-    r = (-gW, -gb)
-    z = preconditioner.apply(*r)
-    d = (z[0].clone(), z[1].clone())
+) -> tuple[torch.Tensor, int]:
+    """Every probe's damped Newton direction s ≈ −(H + μI)⁻¹∇J (``shift``: λ + μ on the weight
+    rows, μ on the bias row) by preconditioned CG from s = 0 (Nocedal & Wright Alg. 5.3), in
+    lockstep, in float32 (a direction to within ``forcing`` needs no more: the solution's
+    accuracy is the float64 gradient's); a probe stops moving once its residual
+    ‖(H + μI) s + ∇J‖ ≤ ``forcing`` (its own). Returns (s (float32, θ's shape), CG
+    iterations taken)."""
+    r = g.neg().float()
+    s = torch.zeros_like(r)
+    forcing = forcing.float().square()[:, None, None]  # compared with ‖r‖²
+    z = preconditioner.apply(r)
+    direction = z
     rz = _dot(r, z)
-    active = _dot(r, r).sqrt() > forcing
+    active = _dot(r, r) > forcing
     steps = 0
     while bool(active.any()) and steps < preconditioner.max_steps:
         steps += 1
-        HdW, Hdb = hessian_vector_product(X, row_weight, probs, d[0], d[1], lam + damping, XT)
-        Hdb = Hdb + damping[:, None] * d[1]
-        curvature = _dot(d, (HdW, Hdb))
-        alpha = torch.where(active & (curvature > 0), rz / curvature.clamp_min(1e-300), 0.0)
-        sW += alpha[:, None, None] * d[0]
-        sb += alpha[:, None] * d[1]
-        r = (r[0] - alpha[:, None, None] * HdW, r[1] - alpha[:, None] * Hdb)
-        active = active & (curvature > 0) & (_dot(r, r).sqrt() > forcing)
-        z = preconditioner.apply(*r)
+        Hd = hessian_vector_product(X, weighted_probs, probs, direction, shift, XT)
+        curvature = _dot(direction, Hd)
+        moving = active & (curvature > 0)
+        # a probe not moving takes steps of 0 (its quotients, maybe 0/0, are not used)
+        alpha = torch.where(moving, rz / curvature, 0.0)
+        s.addcmul_(alpha, direction)
+        r.addcmul_(alpha, Hd, value=-1)
+        active = moving & (_dot(r, r) > forcing)
+        z = preconditioner.apply(r)
         rz_new = _dot(r, z)
-        beta = torch.where(active, rz_new / rz.clamp_min(1e-300), 0.0)
-        d = (z[0] + beta[:, None, None] * d[0], z[1] + beta[:, None] * d[1])
+        direction = z.addcmul_(torch.where(active, rz_new / rz, 0.0), direction)
         rz = rz_new
-    return sW, sb, steps
+    return s, steps
 
 
 def gather_stack(
@@ -519,73 +539,83 @@ def fit_linear_newton(
     device = X.device
     weight = _sample_weights(sizes, m, device).float()  # each probe's rows, 1/n_p each
     lam = torch.as_tensor(np.asarray(weight_decay, dtype=np.float64), device=device)
-    W = torch.zeros(P, d, n_classes, dtype=torch.float64, device=device)
-    b = torch.zeros(P, n_classes, dtype=torch.float64, device=device)
-    out_W, out_b = W.clone(), b.clone()
+    theta = torch.zeros(P, d + 1, n_classes, dtype=torch.float64, device=device)  # (W; b)
+    out = theta.clone()
     norms, objectives = np.full(P, np.inf), np.zeros(P)
     iterations = np.zeros(P, dtype=np.int64)
     live = np.arange(P)  # the probes still in the stack, by their positions
-    # the Hessian products' copy of the rows, bf16 only for a large stack (a small one is
-    # bound by overhead, not arithmetic), and its transpose (the faster layout in bf16 only)
+    # the Hessian products' copy of the rows, augmented with the bias's 1, in bf16 only for a
+    # large stack (a small one is bound by overhead, not arithmetic), and its transpose (the
+    # faster layout in bf16 only)
     large = m * d >= _BF16_MIN_ENTRIES
-    Xh = X.to(_hessian_dtype(device)) if large else X
-    XhT = Xh.transpose(1, 2).contiguous() if Xh.dtype != X.dtype else None
-    preconditioner = _preconditioner(X, sizes, Xh.dtype)
+    Xh = _augmented(X, _hessian_dtype(device) if large else torch.float32)
+    XhT = Xh.transpose(1, 2).contiguous() if Xh.dtype == torch.bfloat16 else None
+    # a small stack's objective reads its rows in float64 from the start (one evaluation
+    # fewer to switch; copied once, not at every evaluation), and so does one of
+    # BLOCK_MIN_ROWS rows or more: a float32 objective there misled its line search (32,635
+    # Fashion-MNIST rows: 24 iterations, 12 in float64, each iteration ~10 % dearer); between,
+    # far from the optimum, a float32 gradient (errors ~1e-5) steers as well as float64's
+    X_objective = X if large else X.double()
+    dtype = torch.float32 if large and m < BLOCK_MIN_ROWS else torch.float64
+    preconditioner = _preconditioner(X, Xh, sizes)
     c = torch.full((P,), _DAMPING_START, dtype=torch.float64, device=device)
     previous_slow = torch.zeros(P, dtype=torch.bool, device=device)
-    # far from the optimum a float32 gradient (errors ~1e-5) steers as well as float64's; a
-    # small stack takes float64's from the start (one evaluation fewer to switch), and so does
-    # one of BLOCK_MIN_ROWS rows or more: a float32 objective there misled its line search
-    # (32,635 Fashion-MNIST rows: 24 iterations, 12 in float64, each iteration ~10 % dearer)
-    dtype = torch.float32 if large and m < BLOCK_MIN_ROWS else torch.float64
-    J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
+    J, g, probs = objective_gradient(X_objective, y, weight, theta, lam, dtype=dtype)
     for iteration in range(max_iter + 1):
-        norm = _dot((gW, gb), (gW, gb)).sqrt()
+        norm = _dot(g, g).sqrt().view(-1)
         if dtype != torch.float64 and float(norm.min()) <= _PRECISE_BELOW:
             dtype = torch.float64  # J and ∇J again, precisely, before any is judged or used
-            J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
-            norm = _dot((gW, gb), (gW, gb)).sqrt()
+            J, g, probs = objective_gradient(X_objective, y, weight, theta, lam, dtype=dtype)
+            norm = _dot(g, g).sqrt().view(-1)
         done = (norm <= tol).cpu().numpy() | (iteration == max_iter)
         norms[live], objectives[live] = norm.cpu().numpy(), J.cpu().numpy()
         if done.any():
-            out_W[live[done]], out_b[live[done]] = W[done], b[done]
+            out[live[done]] = theta[done]
             keep = torch.as_tensor(np.flatnonzero(~done), device=device)
             live = live[~done]
             if not live.size:
                 break
-            X, y, weight, lam = X[keep], y[keep], weight[keep], lam[keep]
-            c, previous_slow = c[keep], previous_slow[keep]
+            X_objective = X_objective[keep]
+            X = X_objective if large else X[keep]
+            y, weight, lam, c, previous_slow = (
+                y[keep],
+                weight[keep],
+                lam[keep],
+                c[keep],
+                previous_slow[keep],
+            )
             Xh, XhT = Xh[keep], None if XhT is None else XhT[keep]
-            W, b, J, gW, gb = W[keep], b[keep], J[keep], gW[keep], gb[keep]
-            probs, norm = probs[keep], norm[keep]
+            theta, J, g, probs, norm = theta[keep], J[keep], g[keep], probs[keep], norm[keep]
             preconditioner.subset(keep)
         iterations[live] += 1
         damping = c * norm
         preconditioner.factors(probs, lam + damping)
-        sW, sb, _ = _conjugate_gradients(
-            Xh, XhT, weight, probs, lam, damping, gW, gb, _FORCING * norm, preconditioner
-        )
-        slope = _dot((gW, gb), (sW, sb))
+        p = probs.to(Xh.dtype)  # once, not at every product
+        s, _ = _conjugate_gradients(
+            Xh, XhT, p * weight[..., None].to(Xh.dtype), p, _shift(lam, damping, d), g,
+            _FORCING * norm, preconditioner,
+        )  # fmt: skip
+        s = s.double()
+        slope = _dot(g, s).view(-1)
         step = torch.ones_like(J)
         pending = torch.ones_like(J, dtype=torch.bool)
         for _ in range(_HALVINGS):
-            trial = objective_gradient(
-                X, y, weight, W + step[:, None, None] * sW, b + step[:, None] * sb, lam,
-                dtype=dtype,
-            )  # fmt: skip
+            candidate = theta + step[:, None, None] * s
+            trial = objective_gradient(X_objective, y, weight, candidate, lam, dtype=dtype)
             accept = pending & (trial[0] <= J + _ARMIJO * step * slope)
+            if bool(accept.all()):  # the usual case: every probe's full step taken
+                theta, (J, g, probs) = candidate, trial
+                break
             if accept.any():
-                W = torch.where(accept[:, None, None], W + step[:, None, None] * sW, W)
-                b = torch.where(accept[:, None], b + step[:, None] * sb, b)
+                theta = torch.where(accept[:, None, None], candidate, theta)
                 J = torch.where(accept, trial[0], J)
-                gW = torch.where(accept[:, None, None], trial[1], gW)
-                gb = torch.where(accept[:, None], trial[2], gb)
-                probs = torch.where(accept[:, None, None], trial[3], probs)
+                g = torch.where(accept[:, None, None], trial[1], g)
+                probs = torch.where(accept[:, None, None], trial[2], probs)
             pending &= ~accept
             if not pending.any():
                 break
             step = torch.where(pending, step / 2, step)
-        after = _dot((gW, gb), (gW, gb)).sqrt()
+        after = _dot(g, g).sqrt().view(-1)
         # c as a trust radius: smaller after a full step that also reduced the gradient,
         # 4× after a step the line search shortened or one that raised the gradient (the
         # quadratic model overshot)
@@ -598,14 +628,16 @@ def fit_linear_newton(
         slow = (norm <= _LOCAL_BELOW) & (step == 1) & (after > 0.5 * norm)
         stalled = slow & previous_slow
         previous_slow = slow
-        if bool(stalled.any()) and (Xh.dtype != X.dtype or dtype != torch.float64):
-            if Xh.dtype != X.dtype:
-                Xh, XhT = X, None
+        if bool(stalled.any()) and (Xh.dtype != torch.float32 or dtype != torch.float64):
+            if Xh.dtype != torch.float32:
+                Xh = XhT = None  # the bf16 copies freed before the float32 one is made
+                Xh = _augmented(X, torch.float32)
             if dtype != torch.float64:
                 dtype = torch.float64
-                J, gW, gb, probs = objective_gradient(X, y, weight, W, b, lam, dtype=dtype)
+                J, g, probs = objective_gradient(X_objective, y, weight, theta, lam, dtype=dtype)
     # the biases are unique up to a common constant (softmax is invariant to it and they are
     # not penalised): centred, every solution of a probe is the same
+    out_W, out_b = out[:, :d], out[:, d]
     out_b = out_b - out_b.mean(1, keepdim=True)
     return NewtonFit(
         out_W.to(torch.float32), out_b.to(torch.float32), iterations, norms, objectives,
