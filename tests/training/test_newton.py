@@ -152,6 +152,32 @@ def test_a_stacked_call_is_each_probe_solved_alone():
         assert abs(stacked.loss[i] - alone.loss[0]) <= 2 * moved
 
 
+@pytest.mark.numerics
+def test_probes_on_nested_subsets_share_their_rows():
+    """Subsets that are prefixes of one another (a loss-data curve's of one seed) are gathered
+    once, (1, m, d), and solved sharing them; each probe's solution is the one on a stack
+    padded as for unrelated subsets, within the 2·tol/λ strong convexity allows, at the same
+    objective (float64, relative 1e-9); unrelated subsets stay stacked, (P, m, d)."""
+    X, y = _blobs(600, 7, 3, seed=4)
+    order = np.random.default_rng(1).permutation(600)
+    sizes, lams = np.array([40, 150, 600]), np.array([0.05, 0.01, 0.02])
+    subsets = [order[:n] for n in sizes]
+    pool_x, pool_y = torch.as_tensor(X), torch.as_tensor(y)
+    X_shared, y_shared = newton.gather_stack(pool_x, pool_y, subsets)
+    assert X_shared.shape == (1, 600, 7) and y_shared.shape == (1, 600)
+    padded = np.stack([np.concatenate([s, np.full(600 - len(s), s[0])]) for s in subsets])
+    X_padded, y_padded = pool_x[padded], pool_y[padded]
+    shared = newton.fit_linear_newton(X_shared, y_shared, sizes, 3, lams)
+    alone = newton.fit_linear_newton(X_padded, y_padded, sizes, 3, lams)
+    assert shared.converged.all() and alone.converged.all()
+    for i in range(3):
+        distance = torch.linalg.norm(shared.weights[i] - alone.weights[i])
+        assert distance <= 2 * NEWTON_TOL / lams[i]
+    np.testing.assert_allclose(shared.objective, alone.objective, rtol=1e-9)
+    unrelated = [subsets[0], np.random.default_rng(2).permutation(600)[:150]]
+    assert newton.gather_stack(pool_x, pool_y, unrelated)[0].shape == (2, 150, 7)
+
+
 def test_the_config_records_the_solver_and_refuses_what_it_cannot_solve():
     config = TrainingConfig(solver="newton", weight_decay=1e-3, tol=1e-7)
     described = config.to_dict()
