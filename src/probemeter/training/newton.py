@@ -59,6 +59,10 @@ Two devices make it cheap, neither changes where it ends:
 Parameters are laid out as θ = (W; b), (d + 1) × K per probe, and the Hessian products read
 the rows augmented with a 1, x̃ = (x, 1): a product is then two matrix products, with no
 separate bias terms (fewer operations per CG step, which is what a small stack's time is).
+Probes on nested subsets (each a prefix of the longest: a curve's sizes of one seed, an online
+code's blocks) share one copy of their rows (:func:`gather_stack`), their products one wide
+matrix product; a small stack keeps its probabilities classes-major in memory
+(:func:`_rows_times`).
 
 **Stopping rule, stated.** A probe stops when ‖∇J‖₂ ≤ ``tol`` (``TrainingConfig.tol``,
 default 1e-5; W and b together, in float64). Strong convexity in W bounds the objective still
