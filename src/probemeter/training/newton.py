@@ -397,8 +397,7 @@ class _KroneckerPreconditioner:
     eigendecompositions C = U Σ Uᵀ, A = Q Λ Qᵀ as U ((Uᵀ R Q) ⊘ (σ λ_Aᵀ + λ + μ)) Qᵀ. C is
     fixed: weighting its rows by their curvature's trace, re-estimated every 3 iterations,
     cost more CPU than it saved in Hessian products (Fashion-MNIST probes of 845 … 17,751
-    rows). It only speeds conjugate gradients, never
-    changes the solution."""
+    rows). It only speeds conjugate gradients, never changes the solution."""
 
     max_steps = CG_MAX_ITER
 
@@ -674,7 +673,6 @@ def fit_linear_newton(
                 break
             if not shared:
                 X_objective = X_objective[keep]
-                X = X_objective if large else X[keep]
                 Xh, XhT = Xh[keep], None if XhT is None else XhT[keep]
             y, weight, lam, c, previous_slow = (
                 y[keep],
@@ -730,7 +728,7 @@ def fit_linear_newton(
         if bool(stalled.any()) and (Xh.dtype != torch.float32 or dtype != torch.float64):
             if Xh.dtype != torch.float32:
                 Xh = XhT = None  # the bf16 copies freed before the float32 one is made
-                Xh = _augmented(X, torch.float32)
+                Xh = _augmented(X_objective, torch.float32)  # a large stack's: X itself
             if dtype != torch.float64:
                 dtype = torch.float64
                 J, g, probs = evaluate(theta)
